@@ -1,0 +1,85 @@
+"""The slow road: h**3 against h*h*h on one floor's worth of numbers, by sign.
+
+    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7
+    python cube_bug.py --quick --no-save  # a smoke run of a second
+"""
+import sys
+
+import numpy as np
+
+import common
+
+TOKENS = 256  # a 256-token question ...
+MLP = 3072  # ... times the thinking room's width: 786,432 numbers, one floor's worth
+QUICK_TOKENS = 16
+SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
+SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
+
+CASES = (  # (label, how the numbers are made from seeded standard normals)
+    ("all positive", np.abs),
+    ("all negative", lambda h: -np.abs(h)),
+    ("mixed (real)", lambda h: h),  # a real mix: about half negative, as in a model
+)
+
+
+def inputs(tokens, make, seed=0):
+    h = np.random.default_rng(seed).standard_normal((tokens, MLP), dtype=np.float32)
+    return make(h).astype(np.float32, copy=False)  # (tokens, 3072)
+
+
+def largest_relative_difference(a, b):
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), np.finfo(np.float32).tiny)))
+
+
+def race(h, runs, label):
+    """Both ways on the same numbers; checks they agree before timing them."""
+    diff = largest_relative_difference(h ** 3, h * h * h)
+    assert diff <= SAME, f"{label}: h**3 and h*h*h differ by {diff:.1e}"
+    power = common.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S)
+    product = common.measure(lambda: h * h * h, runs, what=f"{label} h*h*h", min_sample_s=SAMPLE_S)
+    return power, product, diff
+
+
+def post_line(label, power_ms, product_ms, diff):
+    """One line of the post's layout, plus the proof that the answer is the same."""
+    return (f"{label:<12}   h**3: {power_ms:6.2f} ms   h*h*h: {product_ms:5.2f} ms   "
+            f"({power_ms / product_ms:4.0f}x)   same answer (largest rel. diff {diff:.1e})")
+
+
+COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".2f"),
+           ("ratio", "x", ".0f"), ("largest rel. diff", "", ".1e")]
+
+
+def experiment(args, report):
+    tokens = QUICK_TOKENS if args.quick else args.tokens
+    rows, timings, lines = [], [], []
+    for label, make in CASES:
+        power, product, diff = race(inputs(tokens, make), args.runs, label)
+        ms = power["seconds"] * 1e3, product["seconds"] * 1e3
+        rows.append([label, *ms, ms[0] / ms[1], diff])
+        timings += [power, product]
+        lines.append(post_line(label, *ms, diff))
+    lines.append(f"numpy {np.__version__}")
+    text = "\n".join(lines) if args.tablefmt == "plain" else (
+        common.format_table(COLUMNS, rows, args.tablefmt) + f"\nnumpy {np.__version__}")
+    common.table(report, args.tablefmt, "cube", COLUMNS, rows, text=text)
+    report["tables"]["cube"].update(  # two timings per row: h**3, then h*h*h
+        stat=timings[0]["stat"], samples_s=[[p["samples"], q["samples"]]
+                                            for p, q in zip(timings[::2], timings[1::2])])
+    common.show(report, common.spread_note(timings, "figure", f"; {tokens * MLP:,} float32 numbers"))
+
+
+def build_parser():
+    p = common.parser(__doc__, runs=7)
+    g = p.add_argument_group("cube_bug")
+    g.add_argument("--tokens", type=common.whole(1), default=TOKENS, metavar="N",
+                   help=f"question length: the numbers are N x {MLP}, one floor's worth")
+    return p
+
+
+def main(argv=None):
+    return common.run("cube_bug", build_parser().parse_args(argv), experiment)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

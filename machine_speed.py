@@ -1,0 +1,125 @@
+"""The forklift and the workbench: this machine's memory speed, math speed, and their balance.
+
+    python machine_speed.py                    # the post's sizes, best of 5
+    python machine_speed.py --quick --no-save  # a smoke run of a few seconds
+"""
+import math
+import sys
+
+import numpy as np
+
+import common
+
+SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
+MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
+QUICK = {"size": 4000, "matmul": 1024}
+BYTES = 4  # float32
+FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
+CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
+
+
+def forklift(size, runs):
+    """Memory speed: ONE token through a size x size table; every number fetched for 2 FLOPs."""
+    big = np.ones((size, size), dtype=np.float32)  # (size, size)
+    one = np.ones(size, dtype=np.float32)  # (size,)
+    t = common.measure(lambda: big @ one, runs, stat="best", what="forklift")
+    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / t["seconds"], "timing": t}
+
+
+def workbench(n, runs):
+    """Math speed: n x n times n x n; both tables stay near the workbench, so this is pure math."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    flops = 2 * n ** 3  # n*n outputs, each n multiplies and n adds
+    t = common.measure(lambda: a @ b, runs, stat="best", what="workbench")
+    return {"flops": flops, "flops_per_s": flops / t["seconds"], "timing": t}
+
+
+def measure_roofs(size=SIZE, matmul=MATMUL, runs=5):
+    """Both limits of this machine, best of `runs`: {"forklift": {...}, "workbench": {...},
+    "bytes_per_s", "flops_per_s", "balance"}. two_phases.py holds its timings against these."""
+    fork, bench = forklift(size, runs), workbench(matmul, runs)
+    return {"forklift": fork, "workbench": bench, "bytes_per_s": fork["bytes_per_s"],
+            "flops_per_s": bench["flops_per_s"],
+            "balance": bench["flops_per_s"] / fork["bytes_per_s"]}
+
+
+def tokens_a_trip_needs(balance):
+    """Tokens that share one fetch of the tables before the math, not the fetching, is slower."""
+    return balance * BYTES / FLOPS_PER_NUMBER
+
+
+def post_block(roofs):
+    """The post's four lines."""
+    fork, bench = roofs["forklift"], roofs["workbench"]
+    return "\n".join([
+        f"memory speed : {fork['bytes_per_s'] / 1e9:6.1f} GB/s   (read {fork['bytes'] / 1e6:.0f} "
+        f"MB in {fork['timing']['seconds'] * 1e3:.1f} ms)",
+        f"math speed   : {bench['flops_per_s'] / 1e9:6.1f} GFLOP/s ({bench['flops'] / 1e9:.1f} "
+        f"GFLOPs in {bench['timing']['seconds'] * 1e3:.1f} ms)",
+        f"balance      : {roofs['balance']:6.1f} FLOPs per byte",
+        f"tokens a trip needs to keep the math busy: about "
+        f"{tokens_a_trip_needs(roofs['balance']):.0f}",
+    ])
+
+
+COLUMNS = [("memory speed", "GB/s", ".1f"), ("read", "MB", ".0f"), ("read time", "ms", ".1f"),
+           ("math speed", "GFLOP/s", ".1f"), ("math", "GFLOPs", ".1f"), ("math time", "ms", ".1f"),
+           ("balance", "FLOPs/byte", ".1f"), ("tokens a trip needs", "tokens", ".0f")]
+
+
+def report_roofs(report, fmt, roofs):
+    fork, bench = roofs["forklift"], roofs["workbench"]
+    row = [fork["bytes_per_s"] / 1e9, fork["bytes"] / 1e6, fork["timing"]["seconds"] * 1e3,
+           bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, bench["timing"]["seconds"] * 1e3,
+           roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
+    text = post_block(roofs) if fmt == "plain" else None
+    common.table(report, fmt, "machine_speed", COLUMNS, [row], text=text)
+    report["tables"]["machine_speed"].update(
+        stat=fork["timing"]["stat"],
+        samples_s={"forklift": fork["timing"]["samples"], "workbench": bench["timing"]["samples"]})
+    common.show(report, common.spread_note([fork["timing"], bench["timing"]], "figure"))
+
+
+def check_cache(size, llc_bytes):
+    """STREAM's rule: warn if the forklift's table is small enough to come partly from cache."""
+    if llc_bytes and size * size * BYTES < CACHE_RULE * llc_bytes:
+        ok = math.ceil(math.sqrt(CACHE_RULE * llc_bytes / BYTES) / 1000) * 1000
+        common.warn(f"the forklift's table ({size * size * BYTES / 1e6:.0f} MB) is less than "
+                    f"{CACHE_RULE}x the last-level cache ({llc_bytes / 2 ** 20:.0f} MiB), so part "
+                    f"of it may come from cache; use --size {ok} or more")
+
+
+def build_parser():
+    p = common.parser(__doc__, runs=5)
+    g = p.add_argument_group("machine_speed")
+    g.add_argument("--size", type=common.whole(1), default=SIZE, metavar="N",
+                   help="forklift: side of the N x N float32 table read once per product")
+    g.add_argument("--matmul", type=common.whole(1), default=MATMUL, metavar="N",
+                   help="workbench: side of the two N x N float32 tables multiplied")
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.quick:
+        args.size, args.matmul = QUICK["size"], QUICK["matmul"]
+    need = (args.size * args.size + 3 * args.matmul * args.matmul) * BYTES
+    common.need_memory(p, need, f"--size {args.size} with --matmul {args.matmul}", "--size")
+    return args
+
+
+def experiment(args, report):
+    if not args.quick:
+        check_cache(args.size, report["machine"]["llc_bytes"])
+    report_roofs(report, args.tablefmt, measure_roofs(args.size, args.matmul, args.runs))
+
+
+def main(argv=None):
+    return common.run("machine_speed", parse_args(argv), experiment)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
