@@ -1,0 +1,6 @@
+"""Tests import the scripts from the repository root."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)

@@ -1,0 +1,198 @@
+"""The model is exact GPT-2 block math: checked against a reference, and against itself across
+the three ways of cutting the same work into trips (cached decode, chunks, batches)."""
+import numpy as np
+import pytest
+
+import model
+
+CFG = model.SMALL  # 2 floors, width 64, 4 heads: the same math, fast
+# float32 against float32 (or float64) with a different order of sums. Measured: the largest
+# difference is ~3e-7 on the small model and ~1.3e-6 at full size, for activations up to ~4.
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def tables(seed=0):
+    return model.tables(seed, CFG["layers"], CFG["width"])
+
+
+def book(cap):
+    return model.notebook(cap, CFG["layers"], CFG["width"], CFG["heads"])
+
+
+def tokens(t, seed=1, width=CFG["width"]):
+    return np.random.default_rng(seed).standard_normal((width, t), dtype=np.float32)
+
+
+def trip(layers, x, segments):
+    return model.trip(layers, x, segments, heads=CFG["heads"])
+
+
+# ---- an independent reference: picoGPT's GPT-2, token-major, float64, written from the paper's
+# formulas (biases zero, LayerNorm scale one and shift zero; our W @ x is its x @ W.T)
+
+def ref_layer_norm(x, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps)
+
+
+def ref_gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def ref_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def ref_gpt2(x, layers, n_head):
+    """x: (tokens, width) -> (tokens, width), GPT-2's blocks without embeddings or head."""
+    x = x.astype(np.float64)
+    n = x.shape[0]
+    causal = (1 - np.tri(n)) * -1e10
+    for p in layers:
+        qkv = ref_layer_norm(x) @ p["qkv"].T.astype(np.float64)
+        heads = [np.split(m, n_head, axis=-1) for m in np.split(qkv, 3, axis=-1)]
+        outs = [ref_softmax(q @ k.T / np.sqrt(q.shape[-1]) + causal) @ v for q, k, v in zip(*heads)]
+        x = x + np.hstack(outs) @ p["out"].T.astype(np.float64)
+        x = x + ref_gelu(ref_layer_norm(x) @ p["up"].T.astype(np.float64)) @ p["down"].T.astype(
+            np.float64)
+    return x
+
+
+def test_one_pass_matches_reference_gpt2():
+    layers, x = tables(), tokens(40)
+    ours = trip(layers, x, [(book(40), 40)])
+    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG["heads"]).T, **TOL)
+
+
+def test_full_size_spot_check_matches_reference():
+    """One full GPT-2-small spot check: 12 floors of width 768, a short prompt."""
+    layers, x = model.tables(0), tokens(6, width=model.WIDTH)
+    ours = model.trip(layers, x, [(model.notebook(6), 6)])
+    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, model.HEADS).T, **TOL)
+
+
+def test_cached_decode_equals_one_causal_pass():
+    layers, x = tables(), tokens(24)
+    whole = trip(layers, x, [(book(24), 24)])
+    b = book(24)
+    typed = np.concatenate([trip(layers, x[:, i:i + 1], [(b, 1)]) for i in range(24)], 1)
+    np.testing.assert_allclose(typed, whole, **TOL)
+    assert b["len"] == 24
+
+
+@pytest.mark.parametrize("chunks", [(1, 23), (5, 5, 5, 5, 4), (7, 1, 16), (24,), (3,) * 8])
+def test_chunked_prefill_equals_prefill_in_one_go(chunks):
+    layers, x = tables(), tokens(24)
+    whole = trip(layers, x, [(book(24), 24)])
+    b, outs, start = book(24), [], 0
+    for c in chunks:
+        outs.append(trip(layers, x[:, start:start + c], [(b, c)]))
+        start += c
+    np.testing.assert_allclose(np.concatenate(outs, 1), whole, **TOL)
+
+
+def prefilled(layers, n, seed, cap):
+    b = book(cap)
+    trip(layers, tokens(n, seed), [(b, n)])
+    return b
+
+
+def test_batched_decode_equals_each_user_alone():
+    layers = tables()
+    lengths = (3, 9, 1, 17)  # different notebook lengths on one trip
+    x = tokens(len(lengths), seed=99)
+    alone = [trip(layers, x[:, u:u + 1], [(prefilled(layers, n, u, 20), 1)])
+             for u, n in enumerate(lengths)]
+    books = [prefilled(layers, n, u, 20) for u, n in enumerate(lengths)]
+    together = trip(layers, x, [(b, 1) for b in books])
+    np.testing.assert_allclose(together, np.concatenate(alone, 1), **TOL)
+
+
+def test_chunk_riding_with_typers_equals_each_alone():
+    layers = tables()
+    typers = [prefilled(layers, 5, s, 10) for s in (1, 2)]
+    x = tokens(2 + 6, seed=7)
+    mixed = trip(layers, x, [(typers[0], 1), (typers[1], 1), (book(6), 6)])
+    alone = [trip(layers, x[:, 0:1], [(prefilled(layers, 5, 1, 10), 1)]),
+             trip(layers, x[:, 1:2], [(prefilled(layers, 5, 2, 10), 1)]),
+             trip(layers, x[:, 2:], [(book(6), 6)])]
+    np.testing.assert_allclose(mixed, np.concatenate(alone, 1), **TOL)
+
+
+def test_a_user_never_reads_another_users_notebook():
+    layers = tables()
+    a, b = prefilled(layers, 6, 1, 8), prefilled(layers, 6, 2, 8)
+    x = tokens(2, seed=3)
+    before = trip(layers, x, [(a, 1), (b, 1)])
+    a["len"] = b["len"] = 6
+    b["k"][:] = 1e3  # scribble over user B's notes
+    b["v"][:] = -1e3
+    after = trip(layers, x, [(a, 1), (b, 1)])
+    np.testing.assert_array_equal(after[:, 0], before[:, 0])
+    assert not np.allclose(after[:, 1], before[:, 1])
+
+
+def test_same_seed_same_tables_and_outputs():
+    one, two = tables(5), tables(5)
+    for p, q in zip(one, two):
+        for name in p:
+            np.testing.assert_array_equal(p[name], q[name])
+    x = tokens(4)
+    np.testing.assert_array_equal(trip(one, x, [(book(4), 4)]), trip(two, x, [(book(4), 4)]))
+    assert not np.array_equal(tables(6)[0]["qkv"], one[0]["qkv"])
+
+
+def test_a_trip_stays_float32(monkeypatch):
+    """Every piece of a trip returns float32: none silently becomes float64."""
+    seen = []
+    for name in ("norm", "gelu", "softmax", "attend"):
+        fn = getattr(model, name)
+
+        def spy(*a, fn=fn, **kw):
+            out = fn(*a, **kw)
+            seen.append(out.dtype)
+            return out
+        monkeypatch.setattr(model, name, spy)
+    layers, x, b = tables(), tokens(5), book(6)
+    trip(layers, x, [(b, 5)])
+    y = trip(layers, x[:, :1], [(b, 1)])
+    assert y.dtype == np.float32 and b["k"].dtype == b["v"].dtype == np.float32
+    assert len(seen) == 2 * 2 * 5  # 2 trips x 2 floors x (2 norms, gelu, softmax, attend)
+    assert set(seen) == {np.dtype(np.float32)}
+
+
+def test_table_shapes_and_post_sizes():
+    layers = model.tables(0)
+    assert len(layers) == 12
+    assert {k: v.shape for k, v in layers[0].items()} == {
+        "qkv": (2304, 768), "out": (768, 768), "up": (3072, 768), "down": (768, 3072)}
+    assert all(v.dtype == np.float32 for p in layers for v in p.values())
+    assert sum(v.size for p in layers for v in p.values()) == model.table_numbers() == 84_934_656
+
+
+def test_accounting_matches_the_post():
+    assert model.NOTE_BYTES == 73_728  # 72 KB per note
+    assert model.TABLE_BYTES == 339_738_624  # 340 MB
+    assert round(model.bytes_read([(512, 1)]) / 1e6) == 377
+    assert round(model.bytes_read([(512, 1)] * 64) / 1e6) == 2756
+    assert model.table_flops(256) == 2 * 84_934_656 * 256
+
+
+def test_attention_count_is_causal():
+    # one token after 512 notes reads 513; a 4-token prompt reads 1 + 2 + 3 + 4 = 10
+    assert model.attended_pairs([(512, 1)]) == 513
+    assert model.attended_pairs([(0, 4)]) == 10
+    assert model.attended_pairs([(2, 3)]) == 3 + 4 + 5
+    assert model.attention_flops([(0, 4)], layers=1, width=8) == 4 * 8 * 10
+
+
+def test_writing_past_capacity_is_a_clear_error_and_changes_nothing():
+    layers, b = tables(), book(4)
+    trip(layers, tokens(3), [(b, 3)])
+    k_before = b["k"].copy()
+    with pytest.raises(ValueError, match="notebook full"):
+        trip(layers, tokens(2), [(b, 2)])
+    assert b["len"] == 3
+    np.testing.assert_array_equal(b["k"], k_before)
