@@ -24,6 +24,25 @@ BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERAT
 # timing
 
 
+def time_steps(steps, runs, setup=None, clock=time.perf_counter, what=""):
+    """Run a schedule (a list of calls) once to warm up, then `runs` times; return, for each
+    counted run, the seconds of every step. setup runs before each whole schedule, untimed."""
+    counted = []
+    for i in range(runs + 1):
+        if setup is not None:
+            setup()
+        progress(f"{what}: {'warm-up' if i == 0 else f'run {i} of {runs}'}" if what else "")
+        seconds = []
+        for step in steps:
+            start = clock()
+            step()
+            seconds.append(clock() - start)
+        if i > 0:
+            counted.append(seconds)
+    progress("")
+    return counted
+
+
 def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample_s=0.0):
     """Call fn once to warm up (not counted), then `runs` times; return the counted seconds.
 
@@ -31,21 +50,16 @@ def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample
     A call shorter than min_sample_s is repeated inside each sample, as timeit does, and the
     sample is the time per call: a 0.3 ms call alone is mostly timer and scheduler noise.
     """
-    number, samples = 1, []
-    for i in range(runs + 1):
-        if setup is not None:
-            setup()
-        progress(f"{what}: {'warm-up' if i == 0 else f'run {i} of {runs}'}" if what else "")
+    number = 1
+    if setup is None and min_sample_s > 0:
         start = clock()
+        fn()
+        number = min(math.ceil(min_sample_s / max(clock() - start, 1e-9)), 10_000)
+
+    def sample():
         for _ in range(number):
             fn()
-        sec = (clock() - start) / number
-        if i == 0 and setup is None and 0 < sec < min_sample_s:
-            number = min(math.ceil(min_sample_s / sec), 10_000)
-        elif i > 0:
-            samples.append(sec)
-    progress("")
-    return samples
+    return [s[0] / number for s in time_steps([sample], runs, setup, clock, what)]
 
 
 STATS = {"best": min, "middle": statistics.median}  # best of N for peaks, middle of N for experiments
@@ -69,8 +83,13 @@ def summarize(samples, stat="middle", what=""):
 
 
 def warn(message):
+    note(f"warning: {message}")
+
+
+def note(message):
+    """A line for the person at the terminal (stderr): never part of the tables."""
     progress("")
-    print(f"warning: {message}", file=sys.stderr, flush=True)
+    print(message, file=sys.stderr, flush=True)
 
 
 def progress(message):
@@ -250,6 +269,14 @@ def parser(doc, runs):
     return p
 
 
+def apply_quick(p, args, quick):
+    """--quick: the small sizes in `quick`, except where a flag asked for something else."""
+    if args.quick:
+        for name, value in quick.items():
+            if getattr(args, name) == p.get_default(name):
+                setattr(args, name, value)
+
+
 def need_memory(p, need_bytes, what, flag):
     """Exit with one line (code 2) if need_bytes is more than the machine has available."""
     have = _quiet(available_memory_bytes)
@@ -286,7 +313,7 @@ def format_table(columns, rows, fmt):
         tabulate.MIN_PADDING = padding
 
 
-def table(report, fmt, name, columns, rows, timings=None, text=None):
+def table(report, fmt, name, columns, rows, timings=None, text=None, per="row"):
     """Print a table (or `text`, the post's own layout of it) and record it for the JSON file.
 
     columns: [(header, unit, floatfmt)]; rows: lists of numbers; timings: one measure() result
@@ -298,7 +325,7 @@ def table(report, fmt, name, columns, rows, timings=None, text=None):
     if timings:
         entry.update(stat=timings[0]["stat"], samples_s=[t["samples"] for t in timings],
                      spread=[t["spread"] for t in timings])
-        show(report, spread_note(timings, "row"))
+        show(report, spread_note(timings, per))
     report["tables"][name] = entry
 
 
@@ -373,4 +400,14 @@ def run(script, args, body):
         print("interrupted: nothing saved, earlier results untouched", file=sys.stderr)
         return 130
     report["wall_s"] = time.perf_counter() - start
+    report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
+    note(f"wall time {report['wall_s']:.1f} s"
+         + (f", peak memory {report['peak_rss_bytes'] / 1e9:.2f} GB" if report["peak_rss_bytes"] else ""))
     return 0 if args.no_save else save(report, args)
+
+
+def peak_rss_bytes():
+    """The most memory this process has held (Linux reports KiB, macOS bytes)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024

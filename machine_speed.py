@@ -104,8 +104,7 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
-    if args.quick:
-        args.size, args.matmul = QUICK["size"], QUICK["matmul"]
+    common.apply_quick(p, args, QUICK)
     need = (args.size * args.size + 3 * args.matmul * args.matmul) * BYTES
     common.need_memory(p, need, f"--size {args.size} with --matmul {args.matmul}", "--size")
     return args

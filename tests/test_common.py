@@ -1,0 +1,193 @@
+"""The harness: timing statistics, the machine line, and results that survive a crash."""
+import json
+import os
+
+import pytest
+
+import common
+
+
+def fake_clock(times):
+    it = iter(times)
+    return lambda: next(it)
+
+
+def test_best_and_middle_ignore_the_warm_up():
+    # start/stop pairs: warm-up 10 s (not counted), then 1, 3, 2
+    times = [0, 10, 10, 11, 11, 14, 14, 16]
+    best = common.measure(lambda: None, 3, "best", clock=fake_clock(times))
+    middle = common.measure(lambda: None, 3, "middle", clock=fake_clock(times))
+    assert best["samples"] == middle["samples"] == [1, 3, 2]
+    assert best["seconds"] == 1 and best["stat"] == "best of 3"
+    assert middle["seconds"] == 2 and middle["stat"] == "middle of 3"
+    assert middle["spread"] == 3
+
+
+def test_setup_runs_before_every_call_outside_the_timer():
+    now, calls = [0.0], []
+
+    def clock():
+        now[0] += 1  # every reading of the clock moves it by 1 s
+        return now[0]
+
+    def setup():
+        calls.append("setup")
+        now[0] += 100  # slow setup that must not be counted
+
+    def fn():
+        calls.append("fn")
+
+    t = common.measure(fn, 2, setup=setup, clock=clock)
+    assert calls == ["setup", "fn"] * 3
+    assert t["samples"] == [1, 1]
+
+
+def test_short_calls_are_repeated_inside_each_sample():
+    calls = []
+    t = common.time_runs(lambda: calls.append(1), 3, min_sample_s=0.001)
+    assert len(calls) > 4 and len(t) == 3 and all(s > 0 for s in t)
+
+
+def test_noise_warning_fires_when_samples_spread(capsys):
+    common.summarize([1.0, 1.5, 1.1], what="a noisy figure")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "noisy" in err and "1.50x" in err and "a noisy figure" in err
+
+
+def test_noise_warning_stays_quiet_when_samples_agree(capsys):
+    common.summarize([1.0, 1.1, 1.05])
+    assert capsys.readouterr().err == ""
+
+
+def test_time_steps_keeps_every_step_of_every_counted_run():
+    times = [0, 5, 5, 9,  10, 11, 11, 13,  20, 22, 22, 23]  # warm-up run, then 2 counted runs
+    runs = common.time_steps([lambda: None] * 2, 2, clock=fake_clock(times))
+    assert runs == [[1, 2], [2, 1]]
+
+
+# ---- the machine line
+
+def test_machine_line_has_every_field():
+    m = common.machine()
+    line = common.machine_line(m)
+    for key in ("cpu", "cores", "os", "python", "numpy", "blas", "env", "date"):
+        assert key in m
+    assert line.startswith("machine: ") and "\n" not in line
+    for part in ("cores", "Python", "NumPy", "BLAS", "threads", "env", m["date"][:10]):
+        assert part in line
+
+
+def test_machine_line_survives_missing_sources(monkeypatch):
+    def broken(*a, **k):
+        raise OSError("not here")
+    for name in ("cpu_model", "last_level_cache_bytes", "blas_info", "blas_env"):
+        monkeypatch.setattr(common, name, broken)
+    monkeypatch.setattr(common.platform, "system", broken)
+    monkeypatch.setattr(common.os, "cpu_count", lambda: None)
+    m = common.machine()
+    line = common.machine_line(m)
+    assert "unknown CPU" in line and "BLAS unknown" in line and "unknown OS" in line
+    assert common.machine_id(m) == "unknown-0c"
+
+
+def test_machine_id_is_a_readable_slug():
+    assert common.machine_id({"cpu": "AMD EPYC", "cores": 2}) == "amd-epyc-2c"
+    assert common.machine_id({"cpu": "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz",
+                              "cores": 8}) == "intel-xeon-platinum-8375c-8c"
+
+
+def test_blas_env_lists_only_blas_variables(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("HOME_SWEET_HOME", "x")
+    env = common.blas_env()
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and "HOME_SWEET_HOME" not in env
+
+
+# ---- results
+
+def args_for(tmp_path, **kw):
+    p = common.parser("test\n", runs=3)
+    args = p.parse_args(["--out", str(tmp_path), "--label", "box"])
+    for k, v in kw.items():
+        setattr(args, k, v)
+    return args
+
+
+def body(args, report):
+    t = common.measure(lambda: None, 3)
+    common.table(report, "plain", "demo", [("n", "tokens", "d"), ("time ms", "ms", ".3f")],
+                 [[1, t["seconds"] * 1e3]], [t])
+
+
+def test_results_round_trip_through_json(tmp_path, capsys):
+    args = args_for(tmp_path)
+    assert common.run("demo", args, body) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / "box"
+    assert (folder / "demo.txt").read_text() == printed
+    data = json.loads((folder / "demo.json").read_text())
+    assert data["schema_version"] == common.SCHEMA_VERSION and data["script"] == "demo"
+    table = data["tables"]["demo"]
+    assert [c["unit"] for c in table["columns"]] == ["tokens", "ms"]
+    assert table["rows"][0][0] == 1 and isinstance(table["rows"][0][1], float)
+    assert len(table["samples_s"][0]) == 3 and table["stat"] == "middle of 3"
+    assert data["machine"]["cpu"] and data["settings"]["runs"] == 3
+
+
+def test_a_quick_run_never_overwrites_a_full_run(tmp_path):
+    common.run("demo", args_for(tmp_path), body)
+    full = (tmp_path / "box" / "demo.json").read_text()
+    common.run("demo", args_for(tmp_path, quick=True), body)
+    assert (tmp_path / "box" / "demo.json").read_text() == full
+    assert (tmp_path / "box" / "demo.quick.json").exists()
+
+
+def test_atomic_write_keeps_the_old_files_when_a_write_fails(tmp_path, monkeypatch):
+    a, b = tmp_path / "a.json", tmp_path / "a.txt"
+    common.atomic_write({str(a): "old a", str(b): "old b"})
+    real_fsync, calls = os.fsync, []
+
+    def fail_second(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+    monkeypatch.setattr(common.os, "fsync", fail_second)
+    with pytest.raises(OSError):
+        common.atomic_write({str(a): "new a", str(b): "new b"})
+    assert a.read_text() == "old a" and b.read_text() == "old b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.txt"]  # no temp left
+
+
+def test_unwritable_folder_prints_tables_then_one_line_and_exit_1(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    args = args_for(tmp_path)
+    args.out = str(blocker)
+    assert common.run("demo", args, body) == 1
+    out, err = capsys.readouterr()
+    assert "time ms" in out
+    errors = [line for line in err.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "could not save results to" in errors[0]
+    assert blocker.read_text() == "not a folder"
+
+
+def test_ctrl_c_saves_nothing_and_keeps_earlier_results(tmp_path, capsys):
+    common.run("demo", args_for(tmp_path), body)
+    before = (tmp_path / "box" / "demo.json").read_text()
+
+    def interrupted(args, report):
+        body(args, report)
+        raise KeyboardInterrupt
+    assert common.run("demo", args_for(tmp_path), interrupted) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert (tmp_path / "box" / "demo.json").read_text() == before
+
+
+def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
+    seen = {}
+
+    def record(args, report):
+        seen.update(threads=[b["threads"] for b in report["machine"]["blas"]])
+    common.run("demo", args_for(tmp_path, threads=1, no_save=True), record)
+    assert seen["threads"] and set(seen["threads"]) == {1}

@@ -1,0 +1,98 @@
+"""Every script as a user runs it: quick runs print only the machine line and tables, save both
+files, and every bad flag costs one line and exit code 2 with nothing saved."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+import cube_bug
+
+
+def run(script, *flags, out):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *flags, "--out", str(out),
+                           "--label", "box"], capture_output=True, text=True, timeout=300)
+
+
+QUICK = {  # script: (flags, lines stdout must hold)
+    "machine_speed.py": ((), ["memory speed :", "math speed   :", "balance      :",
+                              "tokens a trip needs to keep the math busy: about"]),
+    "cube_bug.py": ((), ["all positive   h**3:", "all negative   h**3:", "mixed (real)   h**3:",
+                         "numpy "]),
+    "two_phases.py": (("--runs", "2"), ["prompt  time ms  ms/token  GFLOP/s",
+                                        "users  step ms  tokens/s  GFLOP/s  MB read",
+                                        "normal gap between words for the 2 typers",
+                                        "gap if the engine reads all 64 at once",
+                                        "gap if it reads 16 tokens between steps",
+                                        "reading costs"]),
+}
+
+
+@pytest.mark.parametrize("script", QUICK)
+def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
+    flags, expected = QUICK[script]
+    r = run(script, "--quick", *flags, out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("machine: ")
+    for text in expected:
+        assert any(line.startswith(text) for line in lines), text
+    assert "saved" not in r.stdout and "warning" not in r.stdout and "Traceback" not in r.stderr
+    stem = str(tmp_path / "box" / script.replace(".py", ".quick"))
+    assert open(stem + ".txt").read() == r.stdout
+    data = json.loads(open(stem + ".json").read())
+    assert data["quick"] and data["tables"]
+    for table in data["tables"].values():
+        assert all(isinstance(v, (int, float)) or isinstance(v, str)
+                   for row in table["rows"] for v in row)
+
+
+BAD = [
+    ("machine_speed.py", ["--runs", "0"], "--runs"),
+    ("machine_speed.py", ["--runs", "-3"], "--runs"),
+    ("machine_speed.py", ["--runs", "abc"], "--runs"),
+    ("machine_speed.py", ["--threads", "0"], "--threads"),
+    ("machine_speed.py", ["--size", "0"], "--size"),
+    ("machine_speed.py", ["--size", "1000000"], "--size"),  # 4 TB: more than the machine has
+    ("machine_speed.py", ["--tablefmt", "nope"], "--tablefmt"),
+    ("machine_speed.py", ["--label", "../x"], "--label"),
+    ("machine_speed.py", ["--bogus"], "--bogus"),
+    ("cube_bug.py", ["--runs", "abc"], "--runs"),
+    ("cube_bug.py", ["--tokens", "0"], "--tokens"),
+    ("cube_bug.py", ["--threads", "-1"], "--threads"),
+    ("two_phases.py", ["--runs", "0"], "--runs"),
+    ("two_phases.py", ["--prompts", "0"], "--prompts"),
+    ("two_phases.py", ["--prompts", "16", "2048"], "--prompts"),  # GPT-2 holds 1024 tokens
+    ("two_phases.py", ["--prompts", "1.5"], "--prompts"),
+    ("two_phases.py", ["--users", "-4"], "--users"),
+    ("two_phases.py", ["--notes", "abc"], "--notes"),
+    ("two_phases.py", ["--notes", "1024"], "--notes"),  # no room left to type
+    ("two_phases.py", ["--typers", "0"], "--typers"),
+    ("two_phases.py", ["--question", "0"], "--question"),
+    ("two_phases.py", ["--chunk", "0"], "--chunk"),
+    ("two_phases.py", ["--chunk", "1"], "--chunk"),  # 1,024 steps: the typers' notebooks overflow
+    ("two_phases.py", ["--experiments", "lunch"], "--experiments"),
+    ("two_phases.py", ["--users", "100000"], "--users"),  # far more memory than there is
+]
+
+
+@pytest.mark.parametrize("script,flags,flag", BAD, ids=[f"{s} {' '.join(f)}" for s, f, _ in BAD])
+def test_bad_input_is_one_line_exit_2_and_nothing_saved(script, flags, flag, tmp_path):
+    r = run(script, *flags, out=tmp_path)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
+    assert flag in r.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_cube_both_ways_give_the_same_answer():
+    for label, make in cube_bug.CASES:
+        h = cube_bug.inputs(8, make)
+        assert h.dtype == np.float32
+        assert cube_bug.largest_relative_difference(h ** 3, h * h * h) <= cube_bug.SAME, label
+    assert (cube_bug.inputs(8, cube_bug.CASES[1][1]) <= 0).all()
