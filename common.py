@@ -207,8 +207,10 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """--help shows each default, except where there is none to show."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False, argparse.SUPPRESS):
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
             return action.help
+        if isinstance(action.default, (list, tuple)):
+            return f"{action.help} (default: {' '.join(map(str, action.default))})"
         return super()._get_help_string(action)
 
 

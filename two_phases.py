@@ -62,7 +62,7 @@ def reading(layers, prompts, runs):
     for p in prompts:
         book, x = model.notebook(p), tokens(p, SEED + 2)
         t = common.measure(lambda: model.trip(layers, x, [(book, p)]), runs,
-                           setup=lambda: reset([book], 0), what=f"reading {p} tokens")
+                           setup=lambda: reset([book], 0), what=f"reading a {p}-token question")
         sec = t["seconds"]
         rows.append([p, sec * 1e3, sec * 1e3 / p, model.table_flops(p) / sec / 1e9])
         timings.append(t)
@@ -85,7 +85,8 @@ def typing(layers, users, notes, runs):
         books = [copy_with_room(first, 1) for _ in range(u)]
         x, segments = tokens(u, SEED + 3), [(b, 1) for b in books]
         t = common.measure(lambda: model.trip(layers, x, segments), runs,
-                           setup=lambda: reset(books, notes), what=f"typing for {u} users")
+                           setup=lambda: reset(books, notes),
+                           what=f"typing for {u} user" + "s" * (u != 1))
         sec = t["seconds"]
         rows.append([u, sec * 1e3, u / sec, model.table_flops(u) / sec / 1e9,
                      model.bytes_read([(notes, 1)] * u) / 1e6])

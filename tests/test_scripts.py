@@ -96,3 +96,9 @@ def test_cube_both_ways_give_the_same_answer():
         assert h.dtype == np.float32
         assert cube_bug.largest_relative_difference(h ** 3, h * h * h) <= cube_bug.SAME, label
     assert (cube_bug.inputs(8, cube_bug.CASES[1][1]) <= 0).all()
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    ci = open(os.path.join(ROOT, ".ci", "run")).read().strip().splitlines()[-1]
+    assert ci in readme
