@@ -62,7 +62,7 @@ def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample
     return [s[0] / number for s in time_steps([sample], runs, setup, clock, what)]
 
 
-STATS = {"best": min, "middle": statistics.median}  # best of N for peaks, middle of N for experiments
+STATS = {"best": min, "middle": statistics.median}  # best of N: peaks; middle of N: experiments
 
 
 def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="",
@@ -403,8 +403,9 @@ def run(script, args, body):
         return 130
     report["wall_s"] = time.perf_counter() - start
     report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
+    peak = report["peak_rss_bytes"]
     note(f"wall time {report['wall_s']:.1f} s"
-         + (f", peak memory {report['peak_rss_bytes'] / 1e9:.2f} GB" if report["peak_rss_bytes"] else ""))
+         + (f", peak memory {peak / 1e9:.2f} GB" if peak else ""))
     return 0 if args.no_save else save(report, args)
 
 

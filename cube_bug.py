@@ -66,7 +66,8 @@ def experiment(args, report):
     report["tables"]["cube"].update(  # two timings per row: h**3, then h*h*h
         stat=timings[0]["stat"], samples_s=[[p["samples"], q["samples"]]
                                             for p, q in zip(timings[::2], timings[1::2])])
-    common.show(report, common.spread_note(timings, "figure", f"; {tokens * MLP:,} float32 numbers"))
+    common.show(report, common.spread_note(timings, "figure",
+                                           f"; {tokens * MLP:,} float32 numbers"))
 
 
 def build_parser():

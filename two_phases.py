@@ -4,12 +4,13 @@ questions (prefill), types for many users in one trip (decode), and meets a long
     python two_phases.py                    # the post's three experiments, middle of 5
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
 """
-import math
+import argparse
 import sys
 
 import numpy as np
 
 import common
+import machine_speed
 import model
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
@@ -29,44 +30,62 @@ def tokens(t, seed):
     return np.random.default_rng(seed).standard_normal((model.WIDTH, t), dtype=np.float32)
 
 
+def count(n, thing):
+    """'1 user', '4 users'."""
+    return f"{n} {thing}" + "s" * (n != 1)
+
+
 def reset(books, n):
     """Every timed trip starts from the same state: each notebook back to n notes."""
     for book in books:
         book["len"] = n
 
 
-def read_question(layers, notes):
+def time_trip(layers, x, segments, pool, runs, what):
+    """The middle of `runs` trips, each starting with every notebook as it is now."""
+    start = [(book, book["len"]) for book, _ in segments]
+
+    def setup():
+        for book, n in start:
+            book["len"] = n
+    return common.measure(lambda: model.trip(layers, x, segments, pool=pool), runs, setup=setup,
+                          what=what)
+
+
+def read_question(layers, notes, pool):
     """One user's notebook after the model read a `notes`-token question: the typers' start."""
     book = model.notebook(notes)
-    model.trip(layers, tokens(notes, SEED + 1), [(book, notes)])
+    model.trip(layers, tokens(notes, SEED + 1), [(book, notes)], pool=pool)
     return book
 
 
-def copy_with_room(book, room):
-    """A new notebook holding the same notes, with room for `room` more."""
-    n = book["len"]
-    new = model.notebook(n + room)
-    new["k"][:, :, :n, :] = book["k"][:, :, :n, :]
-    new["v"][:, :, :, :n] = book["v"][:, :, :, :n]
-    new["len"] = n
-    return new
+def typists(first, users, room):
+    """`users` notebooks side by side on one shelf, each holding the notes in `first`, with room
+    for `room` more."""
+    n = first["len"]
+    books = model.notebooks(users, n + room)
+    for book in books:
+        book["k"][..., :n] = first["k"][..., :n]
+        book["v"][..., :n] = first["v"][..., :n]
+        book["len"] = n
+    return books
 
 
 # ---------------------------------------------------------------------------------------------
 # Phase 1: reading
 
 
-def reading(layers, prompts, runs):
-    """One user, one trip holding the whole question. -> rows, timings."""
+def reading(layers, prompts, runs, pool):
+    """One user, one trip holding the whole question. -> rows, timings, each row's trips."""
     rows, timings = [], []
     for p in prompts:
-        book, x = model.notebook(p), tokens(p, SEED + 2)
-        t = common.measure(lambda: model.trip(layers, x, [(book, p)]), runs,
-                           setup=lambda: reset([book], 0), what=f"reading a {p}-token question")
+        segments = [(model.notebook(p), p)]
+        t = time_trip(layers, tokens(p, SEED + 2), segments, pool, runs,
+                      f"reading {count(p, 'token')}")
         sec = t["seconds"]
         rows.append([p, sec * 1e3, sec * 1e3 / p, model.table_flops(p) / sec / 1e9])
         timings.append(t)
-    return rows, timings
+    return rows, timings, [[[(0, p)]] for p in prompts]
 
 
 PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
@@ -77,26 +96,25 @@ PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
 # Phase 2: typing
 
 
-def typing(layers, users, notes, runs):
+def typing(layers, users, notes, runs, pool):
     """Each user already has `notes` notes; all type one token in the same trip."""
-    first = read_question(layers, notes)
+    first = read_question(layers, notes, pool)
     rows, timings = [], []
     for u in users:
-        books = [copy_with_room(first, 1) for _ in range(u)]
-        x, segments = tokens(u, SEED + 3), [(b, 1) for b in books]
-        t = common.measure(lambda: model.trip(layers, x, segments), runs,
-                           setup=lambda: reset(books, notes),
-                           what=f"typing for {u} user" + "s" * (u != 1))
+        segments = [(b, 1) for b in typists(first, u, room=1)]
+        t = time_trip(layers, tokens(u, SEED + 3), segments, pool, runs,
+                      f"typing for {count(u, 'user')}")
         sec = t["seconds"]
         rows.append([u, sec * 1e3, u / sec, model.table_flops(u) / sec / 1e9,
                      model.bytes_read([(notes, 1)] * u) / 1e6])
         timings.append(t)
-        del books, segments
-    return rows, timings
+        del segments  # this shelf goes before the next, bigger one comes
+    return rows, timings, [[[(notes, 1)] * u] for u in users]
 
 
-DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"), ("tokens/s", "tokens/s", ".1f"),
-                  ("GFLOP/s", "GFLOP/s", ".1f"), ("MB read", "MB", ".0f")]
+DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
+                  ("tokens/s", "tokens/s", ".1f"), ("GFLOP/s", "GFLOP/s", ".1f"),
+                  ("MB read", "MB", ".0f")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,14 +126,14 @@ def chunks(question, chunk):
     return [(a, min(chunk, question - a)) for a in range(0, question, chunk)]
 
 
-def collision(layers, typers, notes, question, chunk, runs):
+def collision(layers, typers, notes, question, chunk, runs, pool):
     """`typers` users are typing when a new user arrives with a `question`-token question.
 
     -> the typers' gap between words with no newcomer, when the whole question rides one trip,
     and the worst gap when it is read in chunks, each riding with the typers' next words.
     """
-    first, steps = read_question(layers, notes), chunks(question, chunk)
-    books = [copy_with_room(first, len(steps)) for _ in range(typers)]
+    first, steps = read_question(layers, notes, pool), chunks(question, chunk)
+    books = typists(first, typers, room=len(steps))
     newcomer = model.notebook(question)
     xt, xq = tokens(typers, SEED + 3), tokens(question, SEED + 4)
     typing_only = [(b, 1) for b in books]
@@ -125,17 +143,22 @@ def collision(layers, typers, notes, question, chunk, runs):
         reset([newcomer], 0)
 
     def riding(start, size):  # one trip: the typers' words plus a piece of the question
-        x, segments = np.concatenate([xt, xq[:, start:start + size]], 1), typing_only + [(newcomer, size)]
-        return lambda: model.trip(layers, x, segments)
+        x = np.concatenate([xt, xq[:, start:start + size]], 1)  # (width, typers + size)
+        segments = typing_only + [(newcomer, size)]
+        return lambda: model.trip(layers, x, segments, pool=pool)
 
-    normal = common.measure(lambda: model.trip(layers, xt, typing_only), runs, setup=setup,
-                            what="typers alone")
-    at_once = common.measure(riding(0, question), runs, setup=setup, what="question all at once")
+    normal = time_trip(layers, xt, typing_only, pool, runs, "typers alone")
+    at_once = time_trip(layers, np.concatenate([xt, xq], 1), typing_only + [(newcomer, question)],
+                        pool, runs, "question all at once")
     per_run = common.time_steps([riding(a, c) for a, c in steps], runs, setup=setup,
                                 what=f"question in chunks of {chunk}")
     worst = common.summarize([max(s) for s in per_run], "middle", "worst chunked gap")
     worst["steps_s"] = per_run
-    return {"steps": len(steps), "normal": normal, "at_once": at_once, "chunked": worst}
+    typing_shape = [(notes, 1)] * typers
+    trips = [[typing_shape], [typing_shape + [(0, question)]],
+             [[(notes + i, 1)] * typers + [(a, c)] for i, (a, c) in enumerate(steps)]]
+    return {"steps": len(steps), "normal": normal, "at_once": at_once, "chunked": worst,
+            "trips": trips}
 
 
 COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
@@ -148,7 +171,8 @@ def collision_block(typers, question, chunk, c):
     """The post's three lines."""
     bumps = f"{c['steps']} small bumps, worst one" if c["steps"] > 1 else "one step: all at once"
     lines = [(f"normal gap between words for the {typers} typers", c["normal"], ""),
-             (f"gap if the engine reads all {question:,} at once", c["at_once"], " (one huge freeze)"),
+             (f"gap if the engine reads all {question:,} at once", c["at_once"],
+              " (one huge freeze)"),
              (f"gap if it reads {chunk} tokens between steps", c["chunked"], f" ({bumps})")]
     width = max(len(label) for label, _, _ in lines)
     return "\n".join(f"{label:<{width}} : {t['seconds'] * 1e3:8.1f} ms{note}"
@@ -161,28 +185,48 @@ def collision_block(typers, question, chunk, c):
 
 def experiment(args, report):
     fmt = args.tablefmt
+    roofs = machine_roofs(args)
     common.progress("making the tables (random weights)")
     layers = model.tables(args.seed)
+    pool = model.workers(threads(args, report))
     prefill = decode = None
+    checks = []  # (experiment, row, measured seconds, that row's trips)
     if "prefill" in args.experiments:
-        prefill, timings = reading(layers, args.prompts, args.runs)
+        prefill, timings, trips = reading(layers, args.prompts, args.runs, pool)
         common.table(report, fmt, "prefill", PREFILL_COLUMNS, prefill, timings)
         common.show(report, "")
+        checks += [("prefill", count(row[0], "token"), t["seconds"], trip)
+                   for row, t, trip in zip(prefill, timings, trips)]
     if "decode" in args.experiments:
-        decode, timings = typing(layers, args.users, args.notes, args.runs)
+        decode, timings, trips = typing(layers, args.users, args.notes, args.runs, pool)
         common.table(report, fmt, "decode", DECODE_COLUMNS, decode, timings)
         common.show(report, "")
+        checks += [("decode", count(row[0], "user"), t["seconds"], trip)
+                   for row, t, trip in zip(decode, timings, trips)]
     if "collision" in args.experiments:
-        c = collision(layers, args.typers, args.notes, args.question, args.chunk, args.runs)
+        c = collision(layers, args.typers, args.notes, args.question, args.chunk, args.runs,
+                      pool)
         timings = [c["normal"], c["at_once"], c["chunked"]]
         row = [args.typers, args.question, args.chunk, c["steps"],
                *(t["seconds"] * 1e3 for t in timings)]
-        text = collision_block(args.typers, args.question, args.chunk, c) if fmt == "plain" else None
+        text = (collision_block(args.typers, args.question, args.chunk, c) if fmt == "plain"
+                else None)
         common.table(report, fmt, "collision", COLLISION_COLUMNS, [row], timings, text=text,
                      per="figure")
         report["tables"]["collision"]["chunked_steps_s"] = c["chunked"]["steps_s"]
         common.show(report, "")
+        checks += [("collision", label, t["seconds"], trip) for label, t, trip in
+                   zip(("normal gap", "all at once", f"chunks of {args.chunk}, worst"), timings,
+                       c["trips"])]
     summary(report, prefill, decode)
+    check(report, fmt, checks, roofs)
+
+
+def threads(args, report):
+    """The model's threads: --threads, else as many as the BLAS library chose for itself."""
+    chosen = args.threads or max([b["threads"] or 1 for b in report["machine"]["blas"]] or [1])
+    report["settings"]["model_threads"] = chosen
+    return chosen
 
 
 def summary(report, prefill, decode):
@@ -200,6 +244,63 @@ def summary(report, prefill, decode):
                  text=f"reading costs {reading_ms:.2f} ms per token (at {best[0]} tokens) and "
                       f"typing {typing_ms:.1f} ms (one user), so reading is about "
                       f"{typing_ms / reading_ms:.0f} times cheaper per token")
+
+
+# ---------------------------------------------------------------------------------------------
+# every timing against what the machine's two limits allow
+
+SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
+
+
+def machine_roofs(args):
+    """The forklift and workbench speeds: measured now (same run, same noise) or from --roofs."""
+    if args.roofs:
+        return dict(args.roofs)
+    size = machine_speed.QUICK["size"] if args.quick else machine_speed.SIZE
+    matmul = machine_speed.QUICK["matmul"] if args.quick else machine_speed.MATMUL
+    r = machine_speed.measure_roofs(size, matmul, args.runs)
+    return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
+            "source": f"measured in this run by machine_speed ({r['forklift']['timing']['stat']})"}
+
+
+def check(report, fmt, checks, roofs):
+    """One table: each row's measured time against its limit, and which limit binds."""
+    if not checks:
+        return
+    rows = []
+    for experiment, label, seconds, trips in checks:
+        limits = [model.limit(t, roofs["bytes_per_s"], roofs["flops_per_s"]) for t in trips]
+        limit_s, bound = max(limits)  # a row of several trips (the chunks) is its slowest one
+        rows.append([experiment, label, seconds * 1e3, limit_s * 1e3, bound, seconds / limit_s])
+        if seconds / limit_s > SUSPICIOUS:
+            common.warn(f"{experiment} {label} took {seconds / limit_s:.1f}x its limit "
+                        f"({bound}-bound): check for a slow elementwise road (like h**3) or a "
+                        f"matrix product that misses the fast BLAS path")
+    common.table(report, fmt, "check", CHECK_COLUMNS, rows)
+    common.show(report, f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
+                        f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); "
+                        f"speeds {roofs['source']}; model on "
+                        f"{report['settings']['model_threads']} threads)")
+    report["roofs"] = roofs
+
+
+CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
+                 ("limit ms", "ms", ".1f"), ("bound by", "", "s"), ("x limit", "x", ".2f")]
+
+
+def roofs_file(path):
+    """An argparse type: a saved machine_speed.json -> its two speeds."""
+    import json
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        table = data["tables"]["machine_speed"]
+        row = dict(zip([c["header"] for c in table["columns"]], table["rows"][0]))
+        return {"bytes_per_s": row["memory speed"] * 1e9, "flops_per_s": row["math speed"] * 1e9,
+                "source": f"from {path} (measured {data['machine']['date'][:10]})"}
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        raise argparse.ArgumentTypeError(f"must be a machine_speed.py results file (.json), "
+                                         f"could not read {path!r}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +326,9 @@ def build_parser():
                    help="collision: question tokens read per step (>= --question: all at once)")
     g.add_argument("--seed", type=common.whole(0), default=SEED, metavar="S",
                    help="seed of the random tables")
+    g.add_argument("--roofs", type=roofs_file, default=None, metavar="FILE",
+                   help="take the forklift and workbench speeds from a saved machine_speed.json "
+                        "instead of measuring them in this run")
     return p
 
 
@@ -242,7 +346,8 @@ def peak_bytes(args):
         need.append((args.notes + args.typers * (args.notes + steps) + args.question) * nb
                     + model.trip_scratch_bytes([(args.notes, 1)] * args.typers
                                                + [(0, args.question)]))
-    return model.TABLE_BYTES + max(need)
+    roofs = 0 if args.roofs else 4 * machine_speed.SIZE ** 2  # freed before the tables come
+    return max(roofs, model.TABLE_BYTES + max(need))
 
 
 def parse_args(argv=None):

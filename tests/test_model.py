@@ -147,7 +147,7 @@ def test_same_seed_same_tables_and_outputs():
 def test_a_trip_stays_float32(monkeypatch):
     """Every piece of a trip returns float32: none silently becomes float64."""
     seen = []
-    for name in ("norm", "gelu", "softmax", "attend"):
+    for name in ("norm", "gelu", "exp_shifted", "attend"):
         fn = getattr(model, name)
 
         def spy(*a, fn=fn, **kw):
@@ -159,7 +159,7 @@ def test_a_trip_stays_float32(monkeypatch):
     trip(layers, x, [(b, 5)])
     y = trip(layers, x[:, :1], [(b, 1)])
     assert y.dtype == np.float32 and b["k"].dtype == b["v"].dtype == np.float32
-    assert len(seen) == 2 * 2 * 5  # 2 trips x 2 floors x (2 norms, gelu, softmax, attend)
+    assert len(seen) == 2 * 2 * 5  # 2 trips x 2 floors x (2 norms, gelu, exp, attend)
     assert set(seen) == {np.dtype(np.float32)}
 
 
@@ -196,3 +196,84 @@ def test_writing_past_capacity_is_a_clear_error_and_changes_nothing():
         trip(layers, tokens(2), [(b, 2)])
     assert b["len"] == 3
     np.testing.assert_array_equal(b["k"], k_before)
+
+
+# ---- the same answers when the work is shared among threads
+
+@pytest.fixture
+def pool(monkeypatch):
+    monkeypatch.setattr(model, "PARALLEL_MIN", 0)  # share even the tiny test model's work
+    return model.workers(2)
+
+
+def test_threads_give_the_same_answers(pool):
+    layers, x = tables(), tokens(20)
+    alone = trip(layers, x, [(book(20), 20)])
+    shared = model.trip(layers, x, [(book(20), 20)], heads=CFG["heads"], pool=pool)
+    np.testing.assert_allclose(shared, alone, **TOL)
+
+
+def test_threads_give_the_same_batched_decode(pool):
+    layers = tables()
+    books = model.notebooks(3, 12, CFG["layers"], CFG["width"], CFG["heads"])
+    for u, b in enumerate(books):
+        trip(layers, tokens(5, seed=u), [(b, 5)])
+    x = tokens(3, seed=9)
+    alone = trip(layers, x, [(b, 1) for b in books])
+    for b in books:
+        b["len"] = 5  # back to where they were
+    shared = model.trip(layers, x, [(b, 1) for b in books], heads=CFG["heads"], pool=pool)
+    np.testing.assert_allclose(shared, alone, **TOL)
+
+
+# ---- users side by side on one shelf are read in one pass: same answers as alone
+
+def test_users_on_one_shelf_equal_each_user_alone():
+    layers, lengths = tables(), (4, 4, 9, 9, 9, 2)  # runs of equal lengths, and a loner
+    books = model.notebooks(len(lengths), 12, CFG["layers"], CFG["width"], CFG["heads"])
+    for u, (b, n) in enumerate(zip(books, lengths)):
+        trip(layers, tokens(n, seed=u), [(b, n)])
+    x = tokens(len(lengths), seed=99)
+    assert [len(g[2]) for g in model.groups([(b, 1) for b in books])] == [2, 3, 1]
+    together = trip(layers, x, [(b, 1) for b in books])
+    alone = [trip(layers, x[:, u:u + 1], [(prefilled(layers, n, u, 12), 1)])
+             for u, n in enumerate(lengths)]
+    np.testing.assert_allclose(together, np.concatenate(alone, 1), **TOL)
+
+
+def test_a_user_on_a_shared_shelf_never_reads_a_neighbours_notes():
+    layers = tables()
+    a, b = model.notebooks(2, 8, CFG["layers"], CFG["width"], CFG["heads"])
+    for u, book_ in enumerate((a, b)):
+        trip(layers, tokens(6, seed=u), [(book_, 6)])
+    x = tokens(2, seed=3)
+    before = trip(layers, x, [(a, 1), (b, 1)])
+    a["len"] = b["len"] = 6
+    b["k"][:] = 1e3
+    b["v"][:] = -1e3
+    after = trip(layers, x, [(a, 1), (b, 1)])
+    np.testing.assert_array_equal(after[:, 0], before[:, 0])
+    assert not np.allclose(after[:, 1], before[:, 1])
+
+
+# ---- the limit of a trip
+
+def test_limit_of_a_fetch_bound_trip():
+    # 1 token, 512 notes: 377.5 MB at 10 GB/s = 37.7 ms; 0.17 GFLOP at 100 GFLOP/s = 1.7 ms
+    seconds, bound = model.limit([(512, 1)], bytes_per_s=10e9, flops_per_s=100e9)
+    assert bound == "forklift"
+    assert seconds == pytest.approx((339_738_624 + 512 * 73_728) / 10e9)
+
+
+def test_limit_of_a_math_bound_trip_counts_causal_attention():
+    # a 256-token question: tables 2 x 84,934,656 x 256 FLOPs plus causal attention
+    seconds, bound = model.limit([(0, 256)], bytes_per_s=10e9, flops_per_s=100e9)
+    flops = 2 * 84_934_656 * 256 + 12 * 4 * 768 * (256 * 257 // 2)
+    assert bound == "workbench" and seconds == pytest.approx(flops / 100e9)
+
+
+def test_limit_binds_on_the_slower_job():
+    fetch, _ = model.limit([(0, 4)], bytes_per_s=1e9, flops_per_s=1e15)
+    work, _ = model.limit([(0, 4)], bytes_per_s=1e15, flops_per_s=1e9)
+    both, bound = model.limit([(0, 4)], bytes_per_s=1e9, flops_per_s=1e9)
+    assert both == max(fetch, work) and bound == ("forklift" if fetch > work else "workbench")

@@ -77,6 +77,8 @@ BAD = [
     ("two_phases.py", ["--chunk", "1"], "--chunk"),  # 1,024 steps: the typers' notebooks overflow
     ("two_phases.py", ["--experiments", "lunch"], "--experiments"),
     ("two_phases.py", ["--users", "100000"], "--users"),  # far more memory than there is
+    ("two_phases.py", ["--roofs", "no-such-file.json"], "--roofs"),
+    ("two_phases.py", ["--roofs", "README.md"], "--roofs"),  # not a machine_speed result
 ]
 
 
