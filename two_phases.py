@@ -5,6 +5,7 @@ questions (prefill), types for many users in one trip (decode), and meets a long
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
 """
 import argparse
+import statistics
 import sys
 
 import numpy as np
@@ -18,10 +19,11 @@ USERS = (1, 4, 16, 64)  # Phase 2: users typing one token each in the same trip
 NOTES = 512  # notes already in each typer's notebook
 TYPERS = 8  # the collision: 8 users typing ...
 QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
-CHUNK = 128  # chunked prefill: question tokens read per step
+CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
+DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 EXPERIMENTS = ("prefill", "decode", "collision")
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
-         "chunk": 16}
+         "chunk": (16, 32)}
 SEED = 0
 
 
@@ -126,39 +128,85 @@ def chunks(question, chunk):
     return [(a, min(chunk, question - a)) for a in range(0, question, chunk)]
 
 
-def collision(layers, typers, notes, question, chunk, runs, pool):
-    """`typers` users are typing when a new user arrives with a `question`-token question.
+def schedule(typers, question, chunk):
+    """vLLM's chunked prefill as a list of trips. Every step, each typer gets its one token
+    first; the newcomer's next `chunk` tokens of question ride in the same trip (with a per-step
+    token budget B, chunk = B - typers). The step that reads the question's last piece also gives
+    the newcomer its first word (the output at its last question token, sampled as vLLM does in
+    that same step); in the next step it types with the others, and the collision is over.
 
-    -> the typers' gap between words with no newcomer, when the whole question rides one trip,
-    and the worst gap when it is read in chunks, each riding with the typers' next words.
+    -> steps, each [(user, first token, tokens)]: users 0..typers-1 type one token each; user
+    `typers` is the newcomer, whose first tokens are pieces of its question, then one word.
     """
-    first, steps = read_question(layers, notes, pool), chunks(question, chunk)
-    books = typists(first, typers, room=len(steps))
-    newcomer = model.notebook(question)
-    xt, xq = tokens(typers, SEED + 3), tokens(question, SEED + 4)
-    typing_only = [(b, 1) for b in books]
+    typing = [(u, 0, 1) for u in range(typers)]
+    return ([typing + [(typers, a, size)] for a, size in chunks(question, chunk)]
+            + [typing + [(typers, question, 1)]])
+
+
+def step_shapes(steps, notes, typers):
+    """Each step's trip for the accounting: [(notes before, new tokens)] per user."""
+    return [[(notes + i if u < typers else a, t) for u, a, t in step]
+            for i, step in enumerate(steps)]
+
+
+def collision(layers, typers, notes, question, dial, runs, pool):
+    """`typers` users with `notes` notes each are typing when a newcomer arrives with a
+    `question`-token question; it is read in each chunk size of the dial.
+
+    -> {"normal": the typers' gap with no newcomer, "dial": {chunk: figures of its schedule}}.
+    """
+    first = read_question(layers, notes, pool)
+    most = max(len(schedule(typers, question, c)) for c in dial)
+    books = typists(first, typers, room=most)
+    newcomer = model.notebook(question + 1)  # its question, then its first typed word
+    users = books + [newcomer]
+    xt, xq, xw = tokens(typers, SEED + 3), tokens(question, SEED + 4), tokens(1, SEED + 5)
 
     def setup():
         reset(books, notes)
         reset([newcomer], 0)
 
-    def riding(start, size):  # one trip: the typers' words plus a piece of the question
-        x = np.concatenate([xt, xq[:, start:start + size]], 1)  # (width, typers + size)
-        segments = typing_only + [(newcomer, size)]
+    def trip_of(step):  # one step's trip, built before the timer starts
+        x = np.concatenate([xt[:, u:u + 1] if u < typers else
+                            (xq[:, a:a + n] if a < question else xw) for u, a, n in step], 1)
+        segments = [(users[u], n) for u, _, n in step]
         return lambda: model.trip(layers, x, segments, pool=pool)
 
-    normal = time_trip(layers, xt, typing_only, pool, runs, "typers alone")
-    at_once = time_trip(layers, np.concatenate([xt, xq], 1), typing_only + [(newcomer, question)],
-                        pool, runs, "question all at once")
-    per_run = common.time_steps([riding(a, c) for a, c in steps], runs, setup=setup,
-                                what=f"question in chunks of {chunk}")
-    worst = common.summarize([max(s) for s in per_run], "middle", "worst chunked gap")
-    worst["steps_s"] = per_run
-    typing_shape = [(notes, 1)] * typers
-    trips = [[typing_shape], [typing_shape + [(0, question)]],
-             [[(notes + i, 1)] * typers + [(a, c)] for i, (a, c) in enumerate(steps)]]
-    return {"steps": len(steps), "normal": normal, "at_once": at_once, "chunked": worst,
-            "trips": trips}
+    normal = time_trip(layers, xt, [(b, 1) for b in books], pool, runs, "typers alone")
+    result = {"normal": normal, "dial": {}}
+    for chunk in dial:
+        steps = schedule(typers, question, chunk)
+        per_run = common.time_steps([trip_of(s) for s in steps], runs, setup=setup,
+                                    what=f"question in chunks of {chunk}")
+        result["dial"][chunk] = dial_figures(per_run, normal["seconds"], chunk)
+        result["dial"][chunk]["trips"] = step_shapes(steps, notes, typers)
+    return result
+
+
+def dial_figures(per_run, normal_s, chunk):
+    """The figures of one chunk size, each the middle of the runs. per_run: step seconds."""
+    def middle(figure, what):
+        return common.summarize([figure(steps) for steps in per_run], "middle",
+                                f"chunks of {chunk}: {what}")
+    return {"steps to read": len(per_run[0]) - 1,
+            "ttft": middle(lambda s: sum(s[:-1]), "time to first word"),
+            "gap median": middle(statistics.median, "typers' median gap"),
+            "gap worst": middle(max, "typers' worst gap"),
+            "total": middle(sum, "total time"),
+            "normal_s": normal_s, "steps_s": per_run}
+
+
+DIAL_COLUMNS = [("chunk", "tokens", "d"), ("steps to read", "steps", "d"),
+                ("TTFT ms", "ms", ".1f"), ("gap median ms", "ms", ".1f"),
+                ("worst gap ms", "ms", ".1f"), ("worst x normal", "x", ".1f"),
+                ("total ms", "ms", ".1f")]
+
+
+def dial_rows(dial):
+    return [[chunk, f["steps to read"], f["ttft"]["seconds"] * 1e3,
+             f["gap median"]["seconds"] * 1e3, f["gap worst"]["seconds"] * 1e3,
+             f["gap worst"]["seconds"] / f["normal_s"], f["total"]["seconds"] * 1e3]
+            for chunk, f in sorted(dial.items())]
 
 
 COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
@@ -167,16 +215,45 @@ COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
                      ("chunked worst gap ms", "ms", ".1f")]
 
 
-def collision_block(typers, question, chunk, c):
+def post_chunk(dial, question):
+    """The chunk of the post's third line: 128, or the dial's smallest below the question."""
+    below = [c for c in dial if c < question]
+    return CHUNK if CHUNK in below else min(below or dial)
+
+
+def collision_block(typers, question, chunk, normal, at_once, chunked, steps):
     """The post's three lines."""
-    bumps = f"{c['steps']} small bumps, worst one" if c["steps"] > 1 else "one step: all at once"
-    lines = [(f"normal gap between words for the {typers} typers", c["normal"], ""),
-             (f"gap if the engine reads all {question:,} at once", c["at_once"],
-              " (one huge freeze)"),
-             (f"gap if it reads {chunk} tokens between steps", c["chunked"], f" ({bumps})")]
+    bumps = f"{steps} small bumps, worst one" if steps > 1 else "one step: all at once"
+    lines = [(f"normal gap between words for the {typers} typers", normal, ""),
+             (f"gap if the engine reads all {question:,} at once", at_once, " (one huge freeze)"),
+             (f"gap if it reads {chunk} tokens between steps", chunked, f" ({bumps})")]
     width = max(len(label) for label, _, _ in lines)
     return "\n".join(f"{label:<{width}} : {t['seconds'] * 1e3:8.1f} ms{note}"
                      for label, t, note in lines)
+
+
+def collide(args, report, layers, pool):
+    """The collision experiment: the post's three lines, then the dial. -> check rows."""
+    fmt = args.tablefmt
+    dial = sorted(set(args.chunk) | {args.question})  # the last row reads it all at once
+    c = collision(layers, args.typers, args.notes, args.question, dial, args.runs, pool)
+    chunk = post_chunk(dial, args.question)
+    at_once, chunked = c["dial"][args.question], c["dial"][chunk]
+    timings = [c["normal"], at_once["gap worst"], chunked["gap worst"]]
+    row = [args.typers, args.question, chunk, chunked["steps to read"],
+           *(t["seconds"] * 1e3 for t in timings)]
+    text = collision_block(args.typers, args.question, chunk, *timings,
+                           chunked["steps to read"]) if fmt == "plain" else None
+    common.table(report, fmt, "collision", COLLISION_COLUMNS, [row], timings, text=text,
+                 per="figure")
+    common.show(report, "")
+    worst = [f["gap worst"] for _, f in sorted(c["dial"].items())]
+    common.table(report, fmt, "dial", DIAL_COLUMNS, dial_rows(c["dial"]), worst)
+    report["tables"]["dial"]["steps_s"] = [f["steps_s"] for _, f in sorted(c["dial"].items())]
+    common.show(report, "")
+    return ([("collision", "normal gap", c["normal"]["seconds"], [[(args.notes, 1)] * args.typers])]
+            + [("collision", f"chunks of {ch}, worst" if ch < args.question else "all at once",
+                f["gap worst"]["seconds"], f["trips"]) for ch, f in sorted(c["dial"].items())])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,20 +281,7 @@ def experiment(args, report):
         checks += [("decode", count(row[0], "user"), t["seconds"], trip)
                    for row, t, trip in zip(decode, timings, trips)]
     if "collision" in args.experiments:
-        c = collision(layers, args.typers, args.notes, args.question, args.chunk, args.runs,
-                      pool)
-        timings = [c["normal"], c["at_once"], c["chunked"]]
-        row = [args.typers, args.question, args.chunk, c["steps"],
-               *(t["seconds"] * 1e3 for t in timings)]
-        text = (collision_block(args.typers, args.question, args.chunk, c) if fmt == "plain"
-                else None)
-        common.table(report, fmt, "collision", COLLISION_COLUMNS, [row], timings, text=text,
-                     per="figure")
-        report["tables"]["collision"]["chunked_steps_s"] = c["chunked"]["steps_s"]
-        common.show(report, "")
-        checks += [("collision", label, t["seconds"], trip) for label, t, trip in
-                   zip(("normal gap", "all at once", f"chunks of {args.chunk}, worst"), timings,
-                       c["trips"])]
+        checks += collide(args, report, layers, pool)
     summary(report, prefill, decode)
     check(report, fmt, checks, roofs)
 
@@ -322,8 +386,13 @@ def build_parser():
                    help="collision: users typing when the new user arrives")
     g.add_argument("--question", type=common.whole(1, model.CONTEXT), default=QUESTION,
                    metavar="T", help="collision: the new user's question length in tokens")
-    g.add_argument("--chunk", type=common.whole(1), default=CHUNK, metavar="T",
-                   help="collision: question tokens read per step (>= --question: all at once)")
+    dial = g.add_mutually_exclusive_group()
+    dial.add_argument("--chunk", nargs="+", type=common.whole(1), default=DIAL, metavar="C",
+                      help="collision: the dial, question tokens read per step; a row reading "
+                           "the whole question at once is always added")
+    dial.add_argument("--budget", nargs="+", type=common.whole(2), default=None, metavar="B",
+                      help="collision: the same dial as vLLM's per-step token budget "
+                           "(max_num_batched_tokens): chunk = B - typers")
     g.add_argument("--seed", type=common.whole(0), default=SEED, metavar="S",
                    help="seed of the random tables")
     g.add_argument("--roofs", type=roofs_file, default=None, metavar="FILE",
@@ -342,8 +411,8 @@ def peak_bytes(args):
         need += [(args.notes + u * (args.notes + 1)) * nb
                  + model.trip_scratch_bytes([(args.notes, 1)] * u) for u in args.users]
     if "collision" in args.experiments:
-        steps = len(chunks(args.question, args.chunk))
-        need.append((args.notes + args.typers * (args.notes + steps) + args.question) * nb
+        steps = len(schedule(args.typers, args.question, min(args.chunk)))
+        need.append((args.notes + args.typers * (args.notes + steps) + args.question + 1) * nb
                     + model.trip_scratch_bytes([(args.notes, 1)] * args.typers
                                                + [(0, args.question)]))
     roofs = 0 if args.roofs else 4 * machine_speed.SIZE ** 2  # freed before the tables come
@@ -354,11 +423,17 @@ def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
     common.apply_quick(p, args, QUICK)
-    steps = len(chunks(args.question, args.chunk))
+    if args.budget:
+        if min(args.budget) <= args.typers:
+            p.error(f"argument --budget: each budget must be larger than --typers "
+                    f"({args.typers}), to leave room for the question, got {min(args.budget)}")
+        args.chunk = [b - args.typers for b in args.budget]
+    args.chunk = sorted({min(c, args.question) for c in args.chunk})
+    steps = len(schedule(args.typers, args.question, args.chunk[0]))
     if "collision" in args.experiments and args.notes + steps > model.CONTEXT:
         p.error(f"argument --chunk: the typers' {args.notes} notes plus one per step "
-                f"({steps} steps) must fit in a notebook of {model.CONTEXT} tokens; "
-                f"use a larger --chunk or fewer --notes")
+                f"({steps} steps for a chunk of {args.chunk[0]}) must fit in a notebook of "
+                f"{model.CONTEXT} tokens; use larger chunks or fewer --notes")
     common.need_memory(p, peak_bytes(args), "these settings", "--users, --prompts or --notes")
     return args
 

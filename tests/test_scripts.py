@@ -75,6 +75,13 @@ BAD = [
     ("two_phases.py", ["--question", "0"], "--question"),
     ("two_phases.py", ["--chunk", "0"], "--chunk"),
     ("two_phases.py", ["--chunk", "1"], "--chunk"),  # 1,024 steps: the typers' notebooks overflow
+    ("two_phases.py", ["--chunk", "-5"], "--chunk"),
+    ("two_phases.py", ["--chunk", "64", "x"], "--chunk"),
+    ("two_phases.py", ["--budget", "0"], "--budget"),
+    ("two_phases.py", ["--budget", "8"], "--budget"),  # no room left over the 8 typers
+    ("two_phases.py", ["--budget", "100", "--chunk", "64"], "--chunk"),  # one spelling at a time
+    ("two_phases.py", ["--typers", "-1"], "--typers"),
+    ("two_phases.py", ["--typers", "2.5"], "--typers"),
     ("two_phases.py", ["--experiments", "lunch"], "--experiments"),
     ("two_phases.py", ["--users", "100000"], "--users"),  # far more memory than there is
     ("two_phases.py", ["--roofs", "no-such-file.json"], "--roofs"),
