@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 SCHEMA_VERSION = 1  # bump when the JSON layout changes; compare tools read it
@@ -369,7 +370,8 @@ def atomic_write(files):
 
 
 def save(report, args):
-    """Write <script>.txt and <script>.json; on failure say so on stderr and return 1."""
+    """Write <script>.txt and <script>.json (and the roofline picture if asked for); on failure
+    say so on stderr and return 1."""
     folder, txt, js = results_paths(report, args)
     data = {k: v for k, v in report.items() if k != "text"}
     try:
@@ -380,7 +382,78 @@ def save(report, args):
         print(f"error: could not save results to {folder}/: {e}", file=sys.stderr)
         return 1
     print(f"saved {txt} and {js}", file=sys.stderr)
+    if getattr(args, "plot", False) and "roofline" in report:
+        return draw(report, folder)
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the roofline picture (matplotlib is optional: only --plot needs it)
+
+
+def add_plot_flag(p):
+    p.add_argument("--plot", action="store_true",
+                   help="also draw the roofline: results/<machine>/roofline.png and .svg "
+                        "(needs matplotlib)")
+
+
+def draw(report, folder):
+    """Save the roofline picture beside the results; 1 (and one line) if it cannot be drawn."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("error: --plot needs matplotlib (python -m pip install matplotlib); the tables "
+              "were saved without the picture", file=sys.stderr)
+        return 1
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = roofline_figure(plt, report["roofline"], machine_line(report["machine"]))
+    try:
+        for ext in ("png", "svg"):
+            fd, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="." + ext)
+            os.close(fd)
+            try:
+                fig.savefig(temp, dpi=120)
+                os.replace(temp, os.path.join(folder, "roofline." + ext))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+    except (OSError, ValueError) as e:
+        print(f"error: could not save the roofline picture to {folder}/: {e}", file=sys.stderr)
+        return 1
+    finally:
+        plt.close(fig)
+    print(f"saved {folder}/roofline.png and roofline.svg", file=sys.stderr)
+    return 0
+
+
+def roofline_figure(plt, roofline, title):
+    """The forklift's slope, the workbench's flat roof, the ridge between them, and each point
+    (label, FLOPs per byte, FLOP/s) at its arithmetic intensity. Log-log axes."""
+    bw, peak = roofline["bytes_per_s"], roofline["flops_per_s"]
+    ridge = peak / bw
+    xs = [p[1] for p in roofline["points"]] + [ridge]
+    lo, hi = min(xs) / 4, max(xs) * 4
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    ax.loglog(grid, [min(bw * x, peak) / 1e9 for x in grid], color="black", lw=2,
+              label=f"roofline: forklift {bw / 1e9:.1f} GB/s, workbench {peak / 1e9:.1f} GFLOP/s")
+    ax.axvline(ridge, color="grey", ls=":", label=f"ridge: {ridge:.1f} FLOPs per byte")
+    for kind, marker in (("prefill", "o"), ("decode", "s"), ("collision", "^")):
+        pts = [p for p in roofline["points"] if p[0].startswith(kind)]
+        if pts:
+            ax.scatter([p[1] for p in pts], [p[2] / 1e9 for p in pts], marker=marker, s=40,
+                       label=kind, zorder=3)
+            for label, x, y in pts:
+                ax.annotate(label.split(" ", 1)[1], (x, y / 1e9), textcoords="offset points",
+                            xytext=(5, -10), fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title("\n".join(textwrap.wrap(title, 120)), fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
 
 
 def run(script, args, body):

@@ -98,6 +98,7 @@ def build_parser():
                    help="forklift: side of the N x N float32 table read once per product")
     g.add_argument("--matmul", type=common.whole(1), default=MATMUL, metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
+    common.add_plot_flag(g)
     return p
 
 
@@ -105,6 +106,8 @@ def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
     common.apply_quick(p, args, QUICK)
+    if args.plot and args.no_save:
+        p.error("argument --plot: draws into the results folder, so not with --no-save")
     need = (args.size * args.size + 3 * args.matmul * args.matmul) * BYTES
     common.need_memory(p, need, f"--size {args.size} with --matmul {args.matmul}", "--size")
     return args
@@ -113,7 +116,10 @@ def parse_args(argv=None):
 def experiment(args, report):
     if not args.quick:
         check_cache(args.size, report["machine"]["llc_bytes"])
-    report_roofs(report, args.tablefmt, measure_roofs(args.size, args.matmul, args.runs))
+    roofs = measure_roofs(args.size, args.matmul, args.runs)
+    report_roofs(report, args.tablefmt, roofs)
+    report["roofline"] = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"],
+                          "points": []}
 
 
 def main(argv=None):

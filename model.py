@@ -329,15 +329,19 @@ def bytes_read(segments, layers=LAYERS, width=WIDTH):
         n0 for n0, _ in segments)
 
 
+def trip_flops(segments, layers=LAYERS, width=WIDTH):
+    """All the math of one trip: the tables for every token, and causal attention."""
+    tokens = sum(t for _, t in segments)
+    return table_flops(tokens, layers, width) + attention_flops(segments, layers, width)
+
+
 def limit(segments, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
     """The fastest a trip can be on a machine: max(fetching / forklift, math / workbench).
 
     -> (seconds, "forklift" or "workbench"): whichever job is slower bounds the trip.
     """
-    tokens = sum(t for _, t in segments)
     fetch = bytes_read(segments, layers, width) / bytes_per_s
-    flops = table_flops(tokens, layers, width) + attention_flops(segments, layers, width)
-    work = flops / flops_per_s
+    work = trip_flops(segments, layers, width) / flops_per_s
     return (fetch, "forklift") if fetch >= work else (work, "workbench")
 
 

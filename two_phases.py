@@ -341,6 +341,10 @@ def check(report, fmt, checks, roofs):
                         f"({bound}-bound): check for a slow elementwise road (like h**3) or a "
                         f"matrix product that misses the fast BLAS path")
     common.table(report, fmt, "check", CHECK_COLUMNS, rows)
+    report["roofline"] = {**roofs, "points": [  # one trip per row: prefill and decode
+        (f"{experiment} {label}", model.trip_flops(trips[0]) / model.bytes_read(trips[0]),
+         model.trip_flops(trips[0]) / seconds)
+        for experiment, label, seconds, trips in checks if experiment in ("prefill", "decode")]}
     common.show(report, f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
                         f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); "
                         f"speeds {roofs['source']}; model on "
@@ -395,6 +399,7 @@ def build_parser():
                            "(max_num_batched_tokens): chunk = B - typers")
     g.add_argument("--seed", type=common.whole(0), default=SEED, metavar="S",
                    help="seed of the random tables")
+    common.add_plot_flag(g)
     g.add_argument("--roofs", type=roofs_file, default=None, metavar="FILE",
                    help="take the forklift and workbench speeds from a saved machine_speed.json "
                         "instead of measuring them in this run")
@@ -423,6 +428,8 @@ def parse_args(argv=None):
     p = build_parser()
     args = p.parse_args(argv)
     common.apply_quick(p, args, QUICK)
+    if args.plot and args.no_save:
+        p.error("argument --plot: draws into the results folder, so not with --no-save")
     if args.budget:
         if min(args.budget) <= args.typers:
             p.error(f"argument --budget: each budget must be larger than --typers "

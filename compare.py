@@ -1,0 +1,190 @@
+"""Compare machines: the headline figures of saved results side by side, with each machine's
+ratio to the first.
+
+    python compare.py                                   # every machine under results/
+    python compare.py results/post results/amd-epyc-2c  # the named result folders, in order
+"""
+import json
+import os
+import sys
+
+import common
+
+SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
+
+# The headline figures, as data: script -> [(table, key column, figure column, label)].
+# A key column gives one figure per row (per prompt length, user count, ...).
+FIGURES = {
+    "machine_speed": [("machine_speed", None, "memory speed", "forklift"),
+                      ("machine_speed", None, "math speed", "workbench"),
+                      ("machine_speed", None, "balance", "balance"),
+                      ("machine_speed", None, "tokens a trip needs", "tokens a trip needs")],
+    "two_phases": [("prefill", "prompt", "ms/token", "prefill ms/token"),
+                   ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s"),
+                   ("decode", "users", "step ms", "decode step"),
+                   ("decode", "users", "tokens/s", "decode tokens/s"),
+                   ("collision", None, "normal gap ms", "typers' normal gap"),
+                   ("collision", None, "all at once gap ms", "gap, question all at once"),
+                   ("collision", None, "chunked worst gap ms", "worst gap, question in chunks")],
+    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h")],
+}
+
+
+def load(path, script):
+    """A result file's data, or raise ValueError with what is wrong with it, in a few words."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot be read ({e.strerror or e})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("is not a result file (no object at the top)")
+    version = data.get("schema_version")
+    if version != common.SCHEMA_VERSION:
+        age = ("older" if isinstance(version, int) and version < common.SCHEMA_VERSION
+               else "newer" if isinstance(version, int) else "unversioned")
+        raise ValueError(f"has schema version {version}, {age} than this compare.py reads "
+                         f"({common.SCHEMA_VERSION}); rerun that script to refresh it")
+    if data.get("script") != script:
+        raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
+    if not isinstance(data.get("tables"), dict) or not isinstance(data.get("machine"), dict):
+        raise ValueError("has no tables or no machine")
+    return data
+
+
+def figures(data, script):
+    """{(label, unit): value} of one result file: the headline figures it holds."""
+    out = {}
+    for table, key, column, label in FIGURES[script]:
+        t = data["tables"].get(table)
+        heads = [c["header"] for c in t["columns"]] if t else []
+        if column not in heads:
+            continue
+        unit = t["columns"][heads.index(column)]["unit"]
+        for row in t["rows"]:
+            cells = dict(zip(heads, row))
+            which = "" if key is None else (
+                f" ({cells[key]})" if isinstance(cells[key], str) else f" ({key} {cells[key]})")
+            out[(label + which, unit)] = cells[column]
+    return out
+
+
+def machine_folders(args_folders, out):
+    """The folders to compare: those named, or every folder under results/."""
+    if args_folders:
+        return args_folders
+    if not os.path.isdir(out):
+        return []
+    folders = sorted(os.path.join(out, d) for d in os.listdir(out)
+                     if os.path.isdir(os.path.join(out, d)))
+    return sorted(folders, key=lambda f: not is_published(f))  # the post's figures first
+
+
+def is_published(folder):
+    """True for a folder of published figures (like the post's), which others are held to."""
+    for script in SCRIPTS:
+        try:
+            with open(os.path.join(folder, script + ".json")) as f:
+                return bool(json.load(f).get("published"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
+def read_machine(folder, problems):
+    """{script: data} of one machine's folder; what cannot be used goes to problems."""
+    if not os.path.isdir(folder):
+        problems.append(f"{folder}: no such results folder")
+        return None
+    found = {}
+    for script in SCRIPTS:
+        path = os.path.join(folder, script + ".json")
+        if not os.path.exists(path):
+            continue  # this machine did not run it: its rows stay blank
+        try:
+            found[script] = load(path, script)
+        except ValueError as e:
+            problems.append(f"{path}: {e}; left out")
+    return found
+
+
+def describe(name, results):
+    """One line for a machine: its machine line, or what the published entry says it is."""
+    data = next(iter(results.values()), None)
+    if data is None:
+        return f"{name}: no results"
+    m = data["machine"]
+    if data.get("published"):
+        return f"{name}: {data['published']}"
+    return f"{name}: {common.machine_line(m)}"
+
+
+def comparison(names, machines, script):
+    """Rows of one script's figures: label, unit, then each machine's value and its ratio."""
+    per_machine = [figures(m[script], script) if script in m else {} for m in machines]
+    labels = []
+    for f in per_machine:
+        labels += [k for k in f if k not in labels]
+    rows = []
+    for label, unit in labels:
+        values = [f.get((label, unit)) for f in per_machine]
+        first = values[0]
+        row = [label, unit, first]
+        for v in values[1:]:
+            ratio = v / first if isinstance(v, (int, float)) and isinstance(first, (int, float)) \
+                and first else None
+            row += [v, ratio]
+        rows.append(row)
+    headers = ["figure", "unit", names[0]]
+    for n in names[1:]:
+        headers += [n, f"{n} / {names[0]}"]
+    return headers, rows
+
+
+def build_parser():
+    p = common.Parser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("folders", nargs="*", metavar="FOLDER",
+                   help="result folders to compare, the first is the reference "
+                        "(default: every folder under --out)")
+    p.add_argument("--out", default="results", metavar="DIR",
+                   help="where to look for machines when no folder is named (default: results)")
+    p.add_argument("--tablefmt", type=common.tablefmt, default="plain", metavar="FMT",
+                   help="any tabulate format; github is Markdown (default: plain)")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from tabulate import tabulate
+    problems, names, machines = [], [], []
+    for folder in machine_folders(args.folders, args.out):
+        found = read_machine(folder, problems)
+        if found:
+            names.append(os.path.basename(os.path.normpath(folder)))
+            machines.append(found)
+        elif found is not None:
+            problems.append(f"{folder}: no result files of {', '.join(SCRIPTS)}")
+    for line in [describe(n, m) for n, m in zip(names, machines)]:
+        print(line)
+    for script in SCRIPTS:
+        if not any(script in m for m in machines):
+            continue
+        headers, rows = comparison(names, machines, script)
+        print(f"\n{script}")
+        print(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
+                       missingval=""))
+    for line in problems:
+        print(f"compare.py: {line}", file=sys.stderr)
+    if not machines:
+        print("compare.py: no results to compare; run the scripts first", file=sys.stderr)
+    return 1 if problems or not machines else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `python compare.py | head`: the reader has seen enough
+        sys.stderr.close()
+        sys.exit(0)
