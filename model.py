@@ -177,13 +177,16 @@ def workers(threads):
 
 
 def each(pool, fn, jobs):
-    """fn(*job) for every job: the helpers take all but the first, which the caller does."""
-    if pool is None or len(jobs) < 2:
-        for job in jobs:
+    """fn(*job) for every job. The jobs are dealt out in contiguous shares, one per thread; the
+    caller does the first share itself while the helpers do the others."""
+    def do(share):
+        for job in share:
             fn(*job)
-        return
-    helping = [pool["helpers"].submit(fn, *job) for job in jobs[1:]]
-    fn(*jobs[0])
+    if pool is None or len(jobs) < 2:
+        return do(jobs)
+    shares = [jobs[s] for s in split(len(jobs), pool, size=PARALLEL_MIN)]
+    helping = [pool["helpers"].submit(do, share) for share in shares[1:]]
+    do(shares[0])
     for f in helping:
         f.result()
 
