@@ -277,3 +277,16 @@ def test_limit_binds_on_the_slower_job():
     work, _ = model.limit([(0, 4)], bytes_per_s=1e15, flops_per_s=1e9)
     both, bound = model.limit([(0, 4)], bytes_per_s=1e9, flops_per_s=1e9)
     assert both == max(fetch, work) and bound == ("forklift" if fetch > work else "workbench")
+
+
+def test_pool_jobs_run_once_each_in_even_shares():
+    import threading
+    pool = model.workers(2)
+    seen = []
+    model.each(pool, lambda i: seen.append((i, threading.get_ident())), [(i,) for i in range(16)])
+    assert sorted(i for i, _ in seen) == list(range(16))
+    by_thread = {}
+    for i, who in seen:
+        by_thread.setdefault(who, []).append(i)
+    assert sorted(len(v) for v in by_thread.values()) == [8, 8]
+    assert model.split(10, None) == [slice(0, 10)]
