@@ -351,6 +351,15 @@ def results_paths(report, args):
     return folder, os.path.join(folder, stem + ".txt"), os.path.join(folder, stem + ".json")
 
 
+def _plain_file_mode():
+    mask = os.umask(0)  # the only way to read the umask is to set it
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+PLAIN_FILE = _plain_file_mode()  # what open() would have made: temp files start as 0600
+
+
 def atomic_write(files):
     """Write {path: text} so that a crash or Ctrl-C leaves each file whole: old or new."""
     temps = {}
@@ -362,6 +371,7 @@ def atomic_write(files):
                 f.flush()
                 os.fsync(f.fileno())
         for path, temp in temps.items():  # only now does any old file make way
+            os.chmod(temp, PLAIN_FILE)
             os.replace(temp, path)
     finally:
         for temp in temps.values():  # what was not renamed is removed
@@ -414,6 +424,7 @@ def draw(report, folder):
             os.close(fd)
             try:
                 fig.savefig(temp, dpi=120)
+                os.chmod(temp, PLAIN_FILE)
                 os.replace(temp, os.path.join(folder, "roofline." + ext))
             finally:
                 with contextlib.suppress(OSError):
@@ -439,14 +450,14 @@ def roofline_figure(plt, roofline, title):
     ax.loglog(grid, [min(bw * x, peak) / 1e9 for x in grid], color="black", lw=2,
               label=f"roofline: forklift {bw / 1e9:.1f} GB/s, workbench {peak / 1e9:.1f} GFLOP/s")
     ax.axvline(ridge, color="grey", ls=":", label=f"ridge: {ridge:.1f} FLOPs per byte")
-    for kind, marker in (("prefill", "o"), ("decode", "s"), ("collision", "^")):
+    for kind, marker, offset in (("prefill", "o", (5, -11)), ("decode", "s", (5, 5))):
         pts = [p for p in roofline["points"] if p[0].startswith(kind)]
         if pts:
             ax.scatter([p[1] for p in pts], [p[2] / 1e9 for p in pts], marker=marker, s=40,
                        label=kind, zorder=3)
             for label, x, y in pts:
                 ax.annotate(label.split(" ", 1)[1], (x, y / 1e9), textcoords="offset points",
-                            xytext=(5, -10), fontsize=8)
+                            xytext=offset, fontsize=8)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title("\n".join(textwrap.wrap(title, 120)), fontsize=7)

@@ -191,3 +191,9 @@ def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
         seen.update(threads=[b["threads"] for b in report["machine"]["blas"]])
     common.run("demo", args_for(tmp_path, threads=1, no_save=True), record)
     assert seen["threads"] and set(seen["threads"]) == {1}
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    common.atomic_write({str(tmp_path / "a.txt"): "x"})
+    (tmp_path / "b.txt").write_text("x")  # as open() makes them
+    assert (tmp_path / "a.txt").stat().st_mode == (tmp_path / "b.txt").stat().st_mode
