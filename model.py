@@ -46,11 +46,6 @@ def tables(seed=0, layers=LAYERS, width=WIDTH):
             for _ in range(layers)]
 
 
-def dims(layers):
-    """(floors, width) of a list of tables."""
-    return len(layers), layers[0]["out"].shape[0]
-
-
 # ---------------------------------------------------------------------------------------------
 # notebooks (KV caches): arrays set aside up front, filled from the front, plus a length
 
@@ -303,11 +298,6 @@ def note_bytes(layers=LAYERS, width=WIDTH):
 
 NOTE_BYTES = note_bytes()
 TABLE_BYTES = table_numbers() * BYTES  # 339,738,624: the post's 340 MB
-
-
-def shape_of(segments):
-    """[(notebook, t)] -> [(notes_before, t)]: what the accounting needs to know of a trip."""
-    return [(book["len"], t) for book, t in segments]
 
 
 def table_flops(tokens, layers=LAYERS, width=WIDTH):
