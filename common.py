@@ -272,12 +272,17 @@ def parser(doc, runs):
     return p
 
 
-def apply_quick(p, args, quick):
-    """--quick: the small sizes in `quick`, except where a flag asked for something else."""
+def parse(p, argv, quick):
+    """Parse the flags; --quick takes the small sizes in `quick`, except where a flag asked for
+    something else; --plot needs a folder to draw into."""
+    args = p.parse_args(argv)
     if args.quick:
         for name, value in quick.items():
             if getattr(args, name) == p.get_default(name):
                 setattr(args, name, value)
+    if getattr(args, "plot", False) and args.no_save:
+        p.error("argument --plot: draws into the results folder, so not with --no-save")
+    return args
 
 
 def need_memory(p, need_bytes, what, flag):

@@ -104,10 +104,7 @@ def build_parser():
 
 def parse_args(argv=None):
     p = build_parser()
-    args = p.parse_args(argv)
-    common.apply_quick(p, args, QUICK)
-    if args.plot and args.no_save:
-        p.error("argument --plot: draws into the results folder, so not with --no-save")
+    args = common.parse(p, argv, QUICK)
     need = (args.size * args.size + 3 * args.matmul * args.matmul) * BYTES
     common.need_memory(p, need, f"--size {args.size} with --matmul {args.matmul}", "--size")
     return args

@@ -426,10 +426,7 @@ def peak_bytes(args):
 
 def parse_args(argv=None):
     p = build_parser()
-    args = p.parse_args(argv)
-    common.apply_quick(p, args, QUICK)
-    if args.plot and args.no_save:
-        p.error("argument --plot: draws into the results folder, so not with --no-save")
+    args = common.parse(p, argv, QUICK)
     if args.budget:
         if min(args.budget) <= args.typers:
             p.error(f"argument --budget: each budget must be larger than --typers "

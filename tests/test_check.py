@@ -8,7 +8,7 @@ import pytest
 
 import model
 import two_phases
-from conftest import ROOT
+from conftest import ROOT, quick_two_phases
 
 ROOFS = {"bytes_per_s": 10e9, "flops_per_s": 100e9, "source": "given"}
 ONE_USER = [[(512, 1)]]  # 377.5 MB: a 37.7 ms limit at 10 GB/s
@@ -61,12 +61,8 @@ def test_roofs_file_is_read_and_named(tmp_path):
 
 
 def test_a_quick_run_saves_the_check_table(tmp_path):
-    run = [sys.executable, os.path.join(ROOT, "two_phases.py"), "--quick", "--runs", "1",
-           "--experiments", "decode", "--out", str(tmp_path), "--label", "box"]
-    r = subprocess.run(run, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
     assert "x limit" in r.stdout and "bound by" in r.stdout
-    data = json.loads((tmp_path / "box" / "two_phases.quick.json").read_text())
     rows = data["tables"]["check"]["rows"]
     assert [row[1] for row in rows] == ["1 user", "4 users"]
     assert all(row[2] > 0 and row[3] > 0 and row[5] > 0 for row in rows)

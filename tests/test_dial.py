@@ -1,13 +1,9 @@
 """The chunk-size dial: vLLM's chunked-prefill policy as a pure schedule, and its measured run."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 import two_phases
-from conftest import ROOT
+from conftest import quick_two_phases
 
 
 @pytest.mark.parametrize("typers,question,chunk", [(8, 1024, 128), (3, 100, 32), (1, 7, 1),
@@ -49,12 +45,8 @@ def test_step_shapes_follow_the_notebooks():
 
 
 def test_a_quick_measured_dial_fills_every_column(tmp_path):
-    run = [sys.executable, os.path.join(ROOT, "two_phases.py"), "--quick", "--runs", "2",
-           "--experiments", "collision", "--out", str(tmp_path), "--label", "box"]
-    r = subprocess.run(run, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r, data = quick_two_phases(tmp_path, "--runs", "2", "--experiments", "collision")
     assert "TTFT ms" in r.stdout and "worst x normal" in r.stdout
-    data = json.loads((tmp_path / "box" / "two_phases.quick.json").read_text())
     table = data["tables"]["dial"]
     head = [c["header"] for c in table["columns"]]
     rows = [dict(zip(head, row)) for row in table["rows"]]
