@@ -186,7 +186,8 @@ def machine_line(m):
     """One line: CPU, cores, cache, OS, Python, NumPy, BLAS with threads, BLAS env vars, date."""
     blas = ", ".join(f"{b['library']} {b['version']}"
                      + (f" ({b['architecture']})" if b.get("architecture") else "")
-                     + f" {b['threads']} threads" for b in m["blas"]) or "unknown"
+                     + f" {b['threads']} thread" + "s" * (b["threads"] != 1)
+                     for b in m["blas"]) or "unknown"
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
     return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
@@ -490,6 +491,9 @@ def run(script, args, body):
         progress("")
         print("interrupted: nothing saved, earlier results untouched", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `python x.py | head`: the reader stopped reading, so stop too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     report["wall_s"] = time.perf_counter() - start
     report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
     peak = report["peak_rss_bytes"]

@@ -348,7 +348,7 @@ def check(report, fmt, checks, roofs):
     common.show(report, f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
                         f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); "
                         f"speeds {roofs['source']}; model on "
-                        f"{report['settings']['model_threads']} threads)")
+                        f"{count(report['settings']['model_threads'], 'thread')})")
     report["roofs"] = roofs
 
 

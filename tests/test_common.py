@@ -73,7 +73,7 @@ def test_machine_line_has_every_field():
     for key in ("cpu", "cores", "os", "python", "numpy", "blas", "env", "date"):
         assert key in m
     assert line.startswith("machine: ") and "\n" not in line
-    for part in ("cores", "Python", "NumPy", "BLAS", "threads", "env", m["date"][:10]):
+    for part in ("cores", "Python", "NumPy", "BLAS", "thread", "env", m["date"][:10]):
         assert part in line
 
 
