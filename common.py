@@ -343,7 +343,8 @@ def spread_note(timings, per, extra=""):
     spreads = [t["spread"] for t in timings]
     span = (f"{spreads[0]:.2f}x" if len(spreads) == 1
             else f"{min(spreads):.2f}x to {max(spreads):.2f}x")
-    return f"({timings[0]['stat']} runs per {per}; spread slowest/fastest {span}{extra})"
+    runs = "runs" if len(timings[0]["samples"]) != 1 else "run"
+    return f"({timings[0]['stat']} {runs} per {per}; spread slowest/fastest {span}{extra})"
 
 
 def _plain(v):
