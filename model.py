@@ -15,7 +15,7 @@ import numpy as np
 import threadpoolctl
 
 LAYERS, WIDTH, HEADS = 12, 768, 12  # GPT-2 small: 12 floors, width 768, 12 heads of 64
-CONTEXT = 1024  # GPT-2's n_ctx: the most tokens one notebook ever holds
+CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
 BYTES = 4  # float32
 SMALL = {"layers": 2, "width": 64, "heads": 4}  # a tiny configuration of the same math, for tests
