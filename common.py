@@ -368,13 +368,20 @@ PLAIN_FILE = _plain_file_mode()  # what open() would have made: temp files start
 
 
 def atomic_write(files):
-    """Write {path: text} so that a crash or Ctrl-C leaves each file whole: old or new."""
+    """Write {path: text} so that a crash or Ctrl-C leaves each file whole: old or new.
+
+    Instead of text, a value may be a function that writes the file at the path it is given
+    (a picture, say)."""
     temps = {}
     try:
-        for path, text in files.items():
-            fd, temps[path] = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+        for path, content in files.items():
+            fd, temps[path] = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-",
+                                               suffix=os.path.splitext(path)[1])
             with os.fdopen(fd, "w") as f:
-                f.write(text)
+                if callable(content):
+                    content(temps[path])
+                else:
+                    f.write(content)
                 f.flush()
                 os.fsync(f.fileno())
         for path, temp in temps.items():  # only now does any old file make way
@@ -426,16 +433,8 @@ def draw(report, folder):
     import matplotlib.pyplot as plt
     fig = roofline_figure(plt, report["roofline"], machine_line(report["machine"]))
     try:
-        for ext in ("png", "svg"):
-            fd, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="." + ext)
-            os.close(fd)
-            try:
-                fig.savefig(temp, dpi=120)
-                os.chmod(temp, PLAIN_FILE)
-                os.replace(temp, os.path.join(folder, "roofline." + ext))
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
+        atomic_write({os.path.join(folder, "roofline." + ext): lambda p: fig.savefig(p, dpi=120)
+                      for ext in ("png", "svg")})
     except (OSError, ValueError) as e:
         print(f"error: could not save the roofline picture to {folder}/: {e}", file=sys.stderr)
         return 1

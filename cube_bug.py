@@ -11,7 +11,7 @@ import common
 
 TOKENS = 256  # a 256-token question ...
 MLP = 3072  # ... times the thinking room's width: 786,432 numbers, one floor's worth
-QUICK_TOKENS = 16
+QUICK = {"tokens": 16}
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
 
@@ -51,7 +51,7 @@ COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".
 
 
 def experiment(args, report):
-    tokens = QUICK_TOKENS if args.quick else args.tokens
+    tokens = args.tokens
     rows, timings, lines = [], [], []
     for label, make in CASES:
         power, product, diff = race(inputs(tokens, make), args.runs, label)
@@ -79,7 +79,7 @@ def build_parser():
 
 
 def main(argv=None):
-    return common.run("cube_bug", build_parser().parse_args(argv), experiment)
+    return common.run("cube_bug", common.parse(build_parser(), argv, QUICK), experiment)
 
 
 if __name__ == "__main__":

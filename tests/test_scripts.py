@@ -10,6 +10,7 @@ import pytest
 
 from conftest import ROOT
 
+import common
 import cube_bug
 
 
@@ -111,3 +112,9 @@ def test_ci_runs_exactly_the_readme_test_command():
     readme = open(os.path.join(ROOT, "README.md")).read()
     ci = open(os.path.join(ROOT, ".ci", "run")).read().strip().splitlines()[-1]
     assert ci in readme
+
+
+def test_quick_keeps_a_size_the_user_asked_for():
+    assert common.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
+    assert common.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
+                        cube_bug.QUICK).tokens == 32
