@@ -14,7 +14,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 
 SCHEMA_VERSION = 1  # bump when the JSON layout changes; compare tools read it
@@ -81,6 +80,11 @@ def summarize(samples, stat="middle", what=""):
              f"(fastest {min(samples) * 1e3:.3g} ms, slowest {max(samples) * 1e3:.3g} ms)")
     return {"stat": f"{stat} of {len(samples)}", "seconds": STATS[stat](samples),
             "samples": list(samples), "spread": spread}
+
+
+def plural(n, word):
+    """The word as it goes after the number n: "run" after 1, "runs" after 5."""
+    return word if n == 1 else word + "s"
 
 
 def warn(message):
@@ -186,7 +190,7 @@ def machine_line(m):
     """One line: CPU, cores, cache, OS, Python, NumPy, BLAS with threads, BLAS env vars, date."""
     blas = ", ".join(f"{b['library']} {b['version']}"
                      + (f" ({b['architecture']})" if b.get("architecture") else "")
-                     + f" {b['threads']} thread" + "s" * (b["threads"] != 1)
+                     + f" {b['threads']} {plural(b['threads'], 'thread')}"
                      for b in m["blas"]) or "unknown"
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
@@ -275,14 +279,12 @@ def parser(doc, runs):
 
 def parse(p, argv, quick):
     """Parse the flags; --quick takes the small sizes in `quick`, except where a flag asked for
-    something else; --plot needs a folder to draw into."""
+    something else."""
     args = p.parse_args(argv)
     if args.quick:
         for name, value in quick.items():
             if getattr(args, name) == p.get_default(name):
                 setattr(args, name, value)
-    if getattr(args, "plot", False) and args.no_save:
-        p.error("argument --plot: draws into the results folder, so not with --no-save")
     return args
 
 
@@ -298,10 +300,14 @@ def need_memory(p, need_bytes, what, flag):
 # printing and saving: a report is a plain dict that collects what was printed and the tables
 
 
+UNSAVED = ("text", "tablefmt", "files")  # what a report holds for the run, not for the JSON
+
+
 def new_report(script, args):
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "no_save", "tablefmt")}
     return {"schema_version": SCHEMA_VERSION, "script": script, "quick": args.quick,
-            "machine": machine(), "settings": settings, "tables": {}, "text": []}
+            "machine": machine(), "settings": settings, "tables": {}, "text": [],
+            "tablefmt": args.tablefmt, "files": {}}
 
 
 def show(report, text):
@@ -312,39 +318,43 @@ def show(report, text):
 
 
 def format_table(columns, rows, fmt):
-    """columns: [(header, unit, floatfmt)]; the plain layout packs columns as the post does."""
-    import tabulate
-    padding, tabulate.MIN_PADDING = tabulate.MIN_PADDING, 0 if fmt == "plain" else 2
-    try:
-        return tabulate.tabulate(rows, headers=[c[0] for c in columns], tablefmt=fmt,
-                                 floatfmt=[c[2] for c in columns])
-    finally:
-        tabulate.MIN_PADDING = padding
+    """columns: [(header, unit, floatfmt)]. The plain layout packs the columns as the post does:
+    numbers right-aligned under headers no wider than they are."""
+    from tabulate import tabulate
+    if fmt != "plain":
+        return tabulate(rows, headers=[c[0] for c in columns], tablefmt=fmt,
+                        floatfmt=[c[2] for c in columns])
+    cells = [[format(v, f) if isinstance(v, float) else str(v)
+              for v, (_, _, f) in zip(row, columns)] for row in rows]
+    return tabulate([[c[0] for c in columns]] + cells, tablefmt="plain", disable_numparse=True,
+                    colalign=["left" if f == "s" else "right" for _, _, f in columns])
 
 
-def table(report, fmt, name, columns, rows, timings=None, text=None, per="row"):
+def table(report, name, columns, rows, timings=(), text=None, per="row", note="", samples=None,
+          **saved):
     """Print a table (or `text`, the post's own layout of it) and record it for the JSON file.
 
-    columns: [(header, unit, floatfmt)]; rows: lists of numbers; timings: one measure() result
-    per row, whose samples are saved and whose spread is printed under the table.
+    columns: [(header, unit, floatfmt)]; rows: lists of numbers; timings: the measure() results
+    behind its figures, whose statistic and spread are printed under the table (with `note`);
+    samples: the raw seconds to save, by default each timing's samples; saved: more to save.
     """
-    show(report, text if text is not None else format_table(columns, rows, fmt))
+    show(report, text if text is not None else format_table(columns, rows, report["tablefmt"]))
     entry = {"columns": [{"header": h, "unit": u} for h, u, _ in columns],
              "rows": [[_plain(v) for v in row] for row in rows]}
     if timings:
-        entry.update(stat=timings[0]["stat"], samples_s=[t["samples"] for t in timings],
-                     spread=[t["spread"] for t in timings])
-        show(report, spread_note(timings, per))
-    report["tables"][name] = entry
+        entry.update(stat=timings[0]["stat"], spread=[t["spread"] for t in timings],
+                     samples_s=[t["samples"] for t in timings] if samples is None else samples)
+        show(report, spread_note(timings, per, note))
+    report["tables"][name] = {**entry, **saved}
 
 
-def spread_note(timings, per, extra=""):
+def spread_note(timings, per, note=""):
     """The line under a table that names the statistic and shows how far the samples spread."""
     spreads = [t["spread"] for t in timings]
     span = (f"{spreads[0]:.2f}x" if len(spreads) == 1
             else f"{min(spreads):.2f}x to {max(spreads):.2f}x")
-    runs = "runs" if len(timings[0]["samples"]) != 1 else "run"
-    return f"({timings[0]['stat']} {runs} per {per}; spread slowest/fastest {span}{extra})"
+    runs = plural(len(timings[0]["samples"]), "run")
+    return f"({timings[0]['stat']} {runs} per {per}; spread slowest/fastest {span}{note})"
 
 
 def _plain(v):
@@ -394,83 +404,22 @@ def atomic_write(files):
 
 
 def save(report, args):
-    """Write <script>.txt and <script>.json (and the roofline picture if asked for); on failure
-    say so on stderr and return 1."""
+    """Write <script>.txt and <script>.json, and any files the run added to report["files"]
+    ({name: a function that writes it at the path it is given}); on failure say so on stderr
+    and return 1."""
     folder, txt, js = results_paths(report, args)
-    data = {k: v for k, v in report.items() if k != "text"}
+    data = {k: v for k, v in report.items() if k not in UNSAVED}
+    files = {js: json.dumps(data, indent=1, allow_nan=False) + "\n",
+             txt: "\n".join(report["text"]) + "\n",
+             **{os.path.join(folder, name): write for name, write in report["files"].items()}}
     try:
         os.makedirs(folder, exist_ok=True)
-        atomic_write({js: json.dumps(data, indent=1, allow_nan=False) + "\n",
-                      txt: "\n".join(report["text"]) + "\n"})
+        atomic_write(files)
     except (OSError, ValueError) as e:
         print(f"error: could not save results to {folder}/: {e}", file=sys.stderr)
         return 1
-    print(f"saved {txt} and {js}", file=sys.stderr)
-    if getattr(args, "plot", False) and "roofline" in report:
-        return draw(report, folder)
+    print(f"saved {', '.join(files)}", file=sys.stderr)
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# the roofline picture (matplotlib is optional: only --plot needs it)
-
-
-def add_plot_flag(p):
-    p.add_argument("--plot", action="store_true",
-                   help="also draw the roofline: results/<machine>/roofline.png and .svg "
-                        "(needs matplotlib)")
-
-
-def draw(report, folder):
-    """Save the roofline picture beside the results; 1 (and one line) if it cannot be drawn."""
-    try:
-        import matplotlib
-    except ImportError:
-        print("error: --plot needs matplotlib (python -m pip install matplotlib); the tables "
-              "were saved without the picture", file=sys.stderr)
-        return 1
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig = roofline_figure(plt, report["roofline"], machine_line(report["machine"]))
-    try:
-        atomic_write({os.path.join(folder, "roofline." + ext): lambda p: fig.savefig(p, dpi=120)
-                      for ext in ("png", "svg")})
-    except (OSError, ValueError) as e:
-        print(f"error: could not save the roofline picture to {folder}/: {e}", file=sys.stderr)
-        return 1
-    finally:
-        plt.close(fig)
-    print(f"saved {folder}/roofline.png and roofline.svg", file=sys.stderr)
-    return 0
-
-
-def roofline_figure(plt, roofline, title):
-    """The forklift's slope, the workbench's flat roof, the ridge between them, and each point
-    (label, FLOPs per byte, FLOP/s) at its arithmetic intensity. Log-log axes."""
-    bw, peak = roofline["bytes_per_s"], roofline["flops_per_s"]
-    ridge = peak / bw
-    xs = [p[1] for p in roofline["points"]] + [ridge]
-    lo, hi = min(xs) / 4, max(xs) * 4
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    ax.loglog(grid, [min(bw * x, peak) / 1e9 for x in grid], color="black", lw=2,
-              label=f"roofline: forklift {bw / 1e9:.1f} GB/s, workbench {peak / 1e9:.1f} GFLOP/s")
-    ax.axvline(ridge, color="grey", ls=":", label=f"ridge: {ridge:.1f} FLOPs per byte")
-    for kind, marker, offset in (("prefill", "o", (5, -11)), ("decode", "s", (5, 5))):
-        pts = [p for p in roofline["points"] if p[0].startswith(kind)]
-        if pts:
-            ax.scatter([p[1] for p in pts], [p[2] / 1e9 for p in pts], marker=marker, s=40,
-                       label=kind, zorder=3)
-            for label, x, y in pts:
-                ax.annotate(label.split(" ", 1)[1], (x, y / 1e9), textcoords="offset points",
-                            xytext=offset, fontsize=8)
-    ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
-    ax.set_ylabel("GFLOP/s")
-    ax.set_title("\n".join(textwrap.wrap(title, 120)), fontsize=7)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
 
 
 def run(script, args, body):

@@ -8,9 +8,10 @@ import sys
 import numpy as np
 
 import common
+import model
 
 TOKENS = 256  # a 256-token question ...
-MLP = 3072  # ... times the thinking room's width: 786,432 numbers, one floor's worth
+MLP = 4 * model.WIDTH  # ... times the thinking room's width (3072): one floor's 786,432 numbers
 QUICK = {"tokens": 16}
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
@@ -60,14 +61,13 @@ def experiment(args, report):
         timings += [power, product]
         lines.append(post_line(label, *ms, diff))
     lines.append(f"numpy {np.__version__}")
-    text = "\n".join(lines) if args.tablefmt == "plain" else (
-        common.format_table(COLUMNS, rows, args.tablefmt) + f"\nnumpy {np.__version__}")
-    common.table(report, args.tablefmt, "cube", COLUMNS, rows, text=text)
-    report["tables"]["cube"].update(  # two timings per row: h**3, then h*h*h
-        stat=timings[0]["stat"], samples_s=[[p["samples"], q["samples"]]
-                                            for p, q in zip(timings[::2], timings[1::2])])
-    common.show(report, common.spread_note(timings, "figure",
-                                           f"; {tokens * MLP:,} float32 numbers"))
+    fmt = report["tablefmt"]
+    text = "\n".join(lines) if fmt == "plain" else (
+        common.format_table(COLUMNS, rows, fmt) + f"\nnumpy {np.__version__}")
+    common.table(report, "cube", COLUMNS, rows, timings, text=text, per="figure",
+                 note=f"; {tokens * MLP:,} float32 numbers",
+                 samples=[[p["samples"], q["samples"]]  # two timings per row: h**3, then h*h*h
+                          for p, q in zip(timings[::2], timings[1::2])])
 
 
 def build_parser():

@@ -9,12 +9,11 @@ import sys
 import numpy as np
 
 import common
+from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
 QUICK = {"size": 4000, "matmul": 1024}
-BYTES = 4  # float32
-FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
 CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
 
 
@@ -36,13 +35,32 @@ def workbench(n, runs):
     return {"flops": flops, "flops_per_s": flops / t["seconds"], "timing": t}
 
 
-def measure_roofs(size=SIZE, matmul=MATMUL, runs=5):
+def measure_roofs(size, matmul, runs):
     """Both limits of this machine, best of `runs`: {"forklift": {...}, "workbench": {...},
-    "bytes_per_s", "flops_per_s", "balance"}. two_phases.py holds its timings against these."""
+    "bytes_per_s", "flops_per_s", "balance"}."""
     fork, bench = forklift(size, runs), workbench(matmul, runs)
     return {"forklift": fork, "workbench": bench, "bytes_per_s": fork["bytes_per_s"],
             "flops_per_s": bench["flops_per_s"],
             "balance": bench["flops_per_s"] / fork["bytes_per_s"]}
+
+
+def memory_bytes(size, matmul):
+    """What measuring both needs, at most: the forklift's table and the workbench's three."""
+    return (size * size + 3 * matmul * matmul) * BYTES
+
+
+def sizes(quick):
+    return QUICK if quick else {"size": SIZE, "matmul": MATMUL}
+
+
+# For another script (two_phases.py holds its timings against these): the two speeds with this
+# script's own sizes, and the memory measuring them needs.
+def roofs(runs, quick=False):
+    return measure_roofs(**sizes(quick), runs=runs)
+
+
+def roofs_memory_bytes(quick=False):
+    return memory_bytes(**sizes(quick))
 
 
 def tokens_a_trip_needs(balance):
@@ -69,20 +87,20 @@ COLUMNS = [("memory speed", "GB/s", ".1f"), ("read", "MB", ".0f"), ("read time",
            ("balance", "FLOPs/byte", ".1f"), ("tokens a trip needs", "tokens", ".0f")]
 
 
-def report_roofs(report, fmt, roofs):
+def report_roofs(report, roofs):
     fork, bench = roofs["forklift"], roofs["workbench"]
     row = [fork["bytes_per_s"] / 1e9, fork["bytes"] / 1e6, fork["timing"]["seconds"] * 1e3,
            bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, bench["timing"]["seconds"] * 1e3,
            roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
-    text = post_block(roofs) if fmt == "plain" else None
-    common.table(report, fmt, "machine_speed", COLUMNS, [row], text=text)
-    report["tables"]["machine_speed"].update(
-        stat=fork["timing"]["stat"],
-        samples_s={"forklift": fork["timing"]["samples"], "workbench": bench["timing"]["samples"]})
-    common.show(report, common.spread_note([fork["timing"], bench["timing"]], "figure"))
+    text = post_block(roofs) if report["tablefmt"] == "plain" else None
+    common.table(report, "machine_speed", COLUMNS, [row], [fork["timing"], bench["timing"]],
+                 text=text, per="figure",
+                 samples={"forklift": fork["timing"]["samples"],
+                          "workbench": bench["timing"]["samples"]})
+    report["roofs"] = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}
 
 
-def check_cache(size, llc_bytes):
+def warn_if_cached(size, llc_bytes):
     """STREAM's rule: warn if the forklift's table is small enough to come partly from cache."""
     if llc_bytes and size * size * BYTES < CACHE_RULE * llc_bytes:
         ok = math.ceil(math.sqrt(CACHE_RULE * llc_bytes / BYTES) / 1000) * 1000
@@ -98,25 +116,21 @@ def build_parser():
                    help="forklift: side of the N x N float32 table read once per product")
     g.add_argument("--matmul", type=common.whole(1), default=MATMUL, metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
-    common.add_plot_flag(g)
     return p
 
 
 def parse_args(argv=None):
     p = build_parser()
     args = common.parse(p, argv, QUICK)
-    need = (args.size * args.size + 3 * args.matmul * args.matmul) * BYTES
-    common.need_memory(p, need, f"--size {args.size} with --matmul {args.matmul}", "--size")
+    common.need_memory(p, memory_bytes(args.size, args.matmul),
+                       f"--size {args.size} with --matmul {args.matmul}", "--size")
     return args
 
 
 def experiment(args, report):
     if not args.quick:
-        check_cache(args.size, report["machine"]["llc_bytes"])
-    roofs = measure_roofs(args.size, args.matmul, args.runs)
-    report_roofs(report, args.tablefmt, roofs)
-    report["roofline"] = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"],
-                          "points": []}
+        warn_if_cached(args.size, report["machine"]["llc_bytes"])
+    report_roofs(report, measure_roofs(args.size, args.matmul, args.runs))
 
 
 def main(argv=None):

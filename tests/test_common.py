@@ -43,9 +43,15 @@ def test_setup_runs_before_every_call_outside_the_timer():
 
 
 def test_short_calls_are_repeated_inside_each_sample():
-    calls = []
-    t = common.time_runs(lambda: calls.append(1), 3, min_sample_s=0.001)
-    assert len(calls) > 4 and len(t) == 3 and all(s > 0 for s in t)
+    now, calls = [0.0], []
+
+    def clock():  # every reading moves the clock by 1 ms: a call "takes" 1 ms
+        now[0] += 0.001
+        return now[0]
+    t = common.time_runs(lambda: calls.append(1), 3, clock=clock, min_sample_s=0.01)
+    # one call to calibrate (1 ms, so 10 calls per sample), then a warm-up and 3 samples of 10
+    assert len(calls) == 1 + (1 + 3) * 10
+    assert t == pytest.approx([0.0001] * 3)  # each sample is the time per call
 
 
 def test_noise_warning_fires_when_samples_spread(capsys):
@@ -115,7 +121,7 @@ def args_for(tmp_path, **kw):
 
 def body(args, report):
     t = common.measure(lambda: None, 3)
-    common.table(report, "plain", "demo", [("n", "tokens", "d"), ("time ms", "ms", ".3f")],
+    common.table(report, "demo", [("n", "tokens", "d"), ("time ms", "ms", ".3f")],
                  [[1, t["seconds"] * 1e3]], [t])
 
 

@@ -11,12 +11,12 @@ CFG = model.SMALL  # 2 floors, width 64, 4 heads: the same math, fast
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
-def tables(seed=0):
-    return model.tables(seed, CFG["layers"], CFG["width"])
+def floors(seed=0):
+    return model.floors(seed, CFG["layers"], CFG["width"])
 
 
-def book(cap):
-    return model.notebook(cap, CFG["layers"], CFG["width"], CFG["heads"])
+def book(cap, users=1):
+    return model.notebook(users, cap, CFG["layers"], CFG["width"], CFG["heads"])
 
 
 def tokens(t, seed=1, width=CFG["width"]):
@@ -61,20 +61,20 @@ def ref_gpt2(x, layers, n_head):
 
 
 def test_one_pass_matches_reference_gpt2():
-    layers, x = tables(), tokens(40)
+    layers, x = floors(), tokens(40)
     ours = trip(layers, x, [(book(40), 40)])
     np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG["heads"]).T, **TOL)
 
 
 def test_full_size_spot_check_matches_reference():
     """One full GPT-2-small spot check: 12 floors of width 768, a short prompt."""
-    layers, x = model.tables(0), tokens(6, width=model.WIDTH)
-    ours = model.trip(layers, x, [(model.notebook(6), 6)])
+    layers, x = model.floors(0), tokens(6, width=model.WIDTH)
+    ours = model.trip(layers, x, [(model.notebook(1, 6), 6)])
     np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, model.HEADS).T, **TOL)
 
 
 def test_cached_decode_equals_one_causal_pass():
-    layers, x = tables(), tokens(24)
+    layers, x = floors(), tokens(24)
     whole = trip(layers, x, [(book(24), 24)])
     b = book(24)
     typed = np.concatenate([trip(layers, x[:, i:i + 1], [(b, 1)]) for i in range(24)], 1)
@@ -84,7 +84,7 @@ def test_cached_decode_equals_one_causal_pass():
 
 @pytest.mark.parametrize("chunks", [(1, 23), (5, 5, 5, 5, 4), (7, 1, 16), (24,), (3,) * 8])
 def test_chunked_prefill_equals_prefill_in_one_go(chunks):
-    layers, x = tables(), tokens(24)
+    layers, x = floors(), tokens(24)
     whole = trip(layers, x, [(book(24), 24)])
     b, outs, start = book(24), [], 0
     for c in chunks:
@@ -100,8 +100,8 @@ def prefilled(layers, n, seed, cap):
 
 
 def test_batched_decode_equals_each_user_alone():
-    layers = tables()
-    lengths = (3, 9, 1, 17)  # different notebook lengths on one trip
+    layers = floors()
+    lengths = (3, 9, 1, 17)  # different notebook lengths on one trip: one notebook each
     x = tokens(len(lengths), seed=99)
     alone = [trip(layers, x[:, u:u + 1], [(prefilled(layers, n, u, 20), 1)])
              for u, n in enumerate(lengths)]
@@ -110,8 +110,27 @@ def test_batched_decode_equals_each_user_alone():
     np.testing.assert_allclose(together, np.concatenate(alone, 1), **TOL)
 
 
+def test_users_in_one_notebook_equal_each_user_alone():
+    """Three users read their own 5-token questions in one trip, then type a word each, all in
+    one notebook; a fourth user with another length rides along in a notebook of their own."""
+    layers, users = floors(), 3
+    questions = [tokens(5, seed=u) for u in range(users)]
+    words, loner = tokens(users, seed=98), prefilled(layers, 9, 7, 12)
+    shared = book(8, users)
+    read = trip(layers, np.concatenate(questions, 1), [(shared, 5)])
+    typed = trip(layers, np.concatenate([words, tokens(1, seed=97)], 1),
+                 [(shared, 1), (loner, 1)])
+    books = [book(8) for _ in range(users)]
+    read_alone = [trip(layers, q, [(b, 5)]) for q, b in zip(questions, books)]
+    typed_alone = [trip(layers, words[:, u:u + 1], [(b, 1)]) for u, b in enumerate(books)]
+    typed_alone.append(trip(layers, tokens(1, seed=97), [(prefilled(layers, 9, 7, 12), 1)]))
+    np.testing.assert_allclose(read, np.concatenate(read_alone, 1), **TOL)
+    np.testing.assert_allclose(typed, np.concatenate(typed_alone, 1), **TOL)
+    assert shared["len"] == 6 and loner["len"] == 10
+
+
 def test_chunk_riding_with_typers_equals_each_alone():
-    layers = tables()
+    layers = floors()
     typers = [prefilled(layers, 5, s, 10) for s in (1, 2)]
     x = tokens(2 + 6, seed=7)
     mixed = trip(layers, x, [(typers[0], 1), (typers[1], 1), (book(6), 6)])
@@ -121,50 +140,79 @@ def test_chunk_riding_with_typers_equals_each_alone():
     np.testing.assert_allclose(mixed, np.concatenate(alone, 1), **TOL)
 
 
-def test_a_user_never_reads_another_users_notebook():
-    layers = tables()
-    a, b = prefilled(layers, 6, 1, 8), prefilled(layers, 6, 2, 8)
-    x = tokens(2, seed=3)
-    before = trip(layers, x, [(a, 1), (b, 1)])
-    a["len"] = b["len"] = 6
+@pytest.mark.parametrize("together", [False, True], ids=["two notebooks", "one notebook"])
+def test_a_user_never_reads_another_users_notes(together):
+    layers, x = floors(), tokens(2, seed=3)
+    if together:
+        shared = book(8, users=2)
+        trip(layers, np.concatenate([tokens(6, seed=1), tokens(6, seed=2)], 1), [(shared, 6)])
+        segments, b = [(shared, 1)], {"k": shared["k"][:, 1], "v": shared["v"][:, 1]}
+    else:
+        a, b = prefilled(layers, 6, 1, 8), prefilled(layers, 6, 2, 8)
+        segments = [(a, 1), (b, 1)]
+    before = trip(layers, x, segments)
+    for book_, _ in segments:
+        book_["len"] = 6
     b["k"][:] = 1e3  # scribble over user B's notes
     b["v"][:] = -1e3
-    after = trip(layers, x, [(a, 1), (b, 1)])
+    after = trip(layers, x, segments)
     np.testing.assert_array_equal(after[:, 0], before[:, 0])
     assert not np.allclose(after[:, 1], before[:, 1])
 
 
 def test_same_seed_same_tables_and_outputs():
-    one, two = tables(5), tables(5)
+    one, two = floors(5), floors(5)
     for p, q in zip(one, two):
         for name in p:
             np.testing.assert_array_equal(p[name], q[name])
     x = tokens(4)
     np.testing.assert_array_equal(trip(one, x, [(book(4), 4)]), trip(two, x, [(book(4), 4)]))
-    assert not np.array_equal(tables(6)[0]["qkv"], one[0]["qkv"])
+    assert not np.array_equal(floors(6)[0]["qkv"], one[0]["qkv"])
+
+
+FINGERPRINT = """if True:
+    import hashlib, numpy as np, model
+    floors = model.floors(0)
+    x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)
+    b, pool = model.notebook(2, 12), model.workers(2)
+    y = model.trip(floors, x, [(b, 10)], pool=pool)
+    y2 = model.trip(floors, x[:, :2], [(b, 1)], pool=pool)
+    print(hashlib.sha256(y.tobytes() + y2.tobytes() + b["k"].tobytes()).hexdigest())
+"""
+
+
+def test_the_same_seed_gives_bit_identical_outputs_in_every_process():
+    """Full size, with threads: two fresh processes agree to the last bit, as the results that
+    users compare across runs assume."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    runs = [subprocess.run([sys.executable, "-c", FINGERPRINT], capture_output=True, text=True,
+                           cwd=ROOT, check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0].strip()) == 64
 
 
 def test_a_trip_stays_float32(monkeypatch):
     """Every piece of a trip returns float32: none silently becomes float64."""
-    seen = []
-    for name in ("norm", "gelu", "exp_shifted", "attend"):
+    seen = {}
+    for name in ("norm", "gelu", "exp_shifted", "attend", "attention", "table"):
         fn = getattr(model, name)
 
-        def spy(*a, fn=fn, **kw):
+        def spy(*a, fn=fn, name=name, **kw):
             out = fn(*a, **kw)
-            seen.append(out.dtype)
+            seen.setdefault(name, set()).add(out.dtype)
             return out
         monkeypatch.setattr(model, name, spy)
-    layers, x, b = tables(), tokens(5), book(6)
+    layers, x, b = floors(), tokens(5), book(6)
     trip(layers, x, [(b, 5)])
     y = trip(layers, x[:, :1], [(b, 1)])
     assert y.dtype == np.float32 and b["k"].dtype == b["v"].dtype == np.float32
-    assert len(seen) == 2 * 2 * 5  # 2 trips x 2 floors x (2 norms, gelu, exp, attend)
-    assert set(seen) == {np.dtype(np.float32)}
+    assert seen == {name: {np.dtype(np.float32)} for name in
+                    ("norm", "gelu", "exp_shifted", "attend", "attention", "table")}
 
 
 def test_table_shapes_and_post_sizes():
-    layers = model.tables(0)
+    layers = model.floors(0)
     assert len(layers) == 12
     assert {k: v.shape for k, v in layers[0].items()} == {
         "qkv": (2304, 768), "out": (768, 768), "up": (3072, 768), "down": (768, 3072)}
@@ -188,14 +236,29 @@ def test_attention_count_is_causal():
     assert model.attention_flops([(0, 4)], layers=1, width=8) == 4 * 8 * 10
 
 
+def test_riders_are_one_per_user_with_their_notes():
+    typers, newcomer = book(10, users=3), book(10)
+    typers["len"] = 4
+    assert model.riders([(typers, 1), (newcomer, 5)]) == [(4, 1)] * 3 + [(0, 5)]
+
+
 def test_writing_past_capacity_is_a_clear_error_and_changes_nothing():
-    layers, b = tables(), book(4)
+    layers, b = floors(), book(4)
     trip(layers, tokens(3), [(b, 3)])
     k_before = b["k"].copy()
     with pytest.raises(ValueError, match="notebook full"):
         trip(layers, tokens(2), [(b, 2)])
     assert b["len"] == 3
     np.testing.assert_array_equal(b["k"], k_before)
+
+
+def test_a_trip_whose_tokens_do_not_match_is_refused():
+    layers, b = floors(), book(8, users=2)
+    with pytest.raises(ValueError, match="x has 3"):
+        trip(layers, tokens(3), [(b, 2)])  # two users of 2 tokens each: 4 columns
+    with pytest.raises(ValueError, match="twice"):
+        trip(layers, tokens(4), [(b, 1), (b, 1)])
+    assert b["len"] == 0
 
 
 # ---- the same answers when the work is shared among threads
@@ -207,53 +270,32 @@ def pool(monkeypatch):
 
 
 def test_threads_give_the_same_answers(pool):
-    layers, x = tables(), tokens(20)
+    layers, x = floors(), tokens(20)
     alone = trip(layers, x, [(book(20), 20)])
     shared = model.trip(layers, x, [(book(20), 20)], heads=CFG["heads"], pool=pool)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
 def test_threads_give_the_same_batched_decode(pool):
-    layers = tables()
-    books = model.notebooks(3, 12, CFG["layers"], CFG["width"], CFG["heads"])
-    for u, b in enumerate(books):
-        trip(layers, tokens(5, seed=u), [(b, 5)])
-    x = tokens(3, seed=9)
-    alone = trip(layers, x, [(b, 1) for b in books])
-    for b in books:
-        b["len"] = 5  # back to where they were
-    shared = model.trip(layers, x, [(b, 1) for b in books], heads=CFG["heads"], pool=pool)
+    layers = floors()
+    typers, loner = book(12, users=3), prefilled(layers, 7, 4, 12)
+    trip(layers, tokens(15, seed=5), [(typers, 5)])
+    x = tokens(4, seed=9)
+    alone = trip(layers, x, [(typers, 1), (loner, 1)])
+    typers["len"], loner["len"] = 5, 7  # back to where they were
+    shared = model.trip(layers, x, [(typers, 1), (loner, 1)], heads=CFG["heads"], pool=pool)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
-# ---- users side by side on one shelf are read in one pass: same answers as alone
-
-def test_users_on_one_shelf_equal_each_user_alone():
-    layers, lengths = tables(), (4, 4, 9, 9, 9, 2)  # runs of equal lengths, and a loner
-    books = model.notebooks(len(lengths), 12, CFG["layers"], CFG["width"], CFG["heads"])
-    for u, (b, n) in enumerate(zip(books, lengths)):
-        trip(layers, tokens(n, seed=u), [(b, n)])
-    x = tokens(len(lengths), seed=99)
-    assert [len(g[2]) for g in model.groups([(b, 1) for b in books])] == [2, 3, 1]
-    together = trip(layers, x, [(b, 1) for b in books])
-    alone = [trip(layers, x[:, u:u + 1], [(prefilled(layers, n, u, 12), 1)])
-             for u, n in enumerate(lengths)]
-    np.testing.assert_allclose(together, np.concatenate(alone, 1), **TOL)
-
-
-def test_a_user_on_a_shared_shelf_never_reads_a_neighbours_notes():
-    layers = tables()
-    a, b = model.notebooks(2, 8, CFG["layers"], CFG["width"], CFG["heads"])
-    for u, book_ in enumerate((a, b)):
-        trip(layers, tokens(6, seed=u), [(book_, 6)])
-    x = tokens(2, seed=3)
-    before = trip(layers, x, [(a, 1), (b, 1)])
-    a["len"] = b["len"] = 6
-    b["k"][:] = 1e3
-    b["v"][:] = -1e3
-    after = trip(layers, x, [(a, 1), (b, 1)])
-    np.testing.assert_array_equal(after[:, 0], before[:, 0])
-    assert not np.allclose(after[:, 1], before[:, 1])
+def test_shared_work_is_done_once_in_even_contiguous_parts(pool):
+    import threading
+    seen = []
+    model.share(pool, lambda part: seen.append((part, threading.get_ident())), 10, size=1)
+    assert sorted((p.start, p.stop) for p, _ in seen) == [(0, 5), (5, 10)]
+    assert len({who for _, who in seen}) == 2
+    seen.clear()
+    model.share(None, lambda part: seen.append((part, None)), 10, size=1)
+    assert [p for p, _ in seen] == [slice(0, 10)]
 
 
 # ---- the limit of a trip
@@ -270,23 +312,3 @@ def test_limit_of_a_math_bound_trip_counts_causal_attention():
     seconds, bound = model.limit([(0, 256)], bytes_per_s=10e9, flops_per_s=100e9)
     flops = 2 * 84_934_656 * 256 + 12 * 4 * 768 * (256 * 257 // 2)
     assert bound == "workbench" and seconds == pytest.approx(flops / 100e9)
-
-
-def test_limit_binds_on_the_slower_job():
-    fetch, _ = model.limit([(0, 4)], bytes_per_s=1e9, flops_per_s=1e15)
-    work, _ = model.limit([(0, 4)], bytes_per_s=1e15, flops_per_s=1e9)
-    both, bound = model.limit([(0, 4)], bytes_per_s=1e9, flops_per_s=1e9)
-    assert both == max(fetch, work) and bound == ("forklift" if fetch > work else "workbench")
-
-
-def test_pool_jobs_run_once_each_in_even_shares():
-    import threading
-    pool = model.workers(2)
-    seen = []
-    model.each(pool, lambda i: seen.append((i, threading.get_ident())), [(i,) for i in range(16)])
-    assert sorted(i for i, _ in seen) == list(range(16))
-    by_thread = {}
-    for i, who in seen:
-        by_thread.setdefault(who, []).append(i)
-    assert sorted(len(v) for v in by_thread.values()) == [8, 8]
-    assert model.split(10, None) == [slice(0, 10)]

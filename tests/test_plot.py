@@ -1,4 +1,4 @@
-"""--plot: the roofline picture when matplotlib is there, one line and exit 1 when it is not."""
+"""--plot: the roofline picture when matplotlib is there, one line and exit 2 when it is not."""
 import importlib.util
 import os
 import subprocess
@@ -9,40 +9,54 @@ import pytest
 from conftest import ROOT
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+FAST = ("--experiments", "prefill", "decode", "--prompts", "1", "16", "--users", "1", "2")
 
 
-def run_quick(script, tmp_path, *flags, code=None):
-    argv = [script, "--quick", "--runs", "1", "--out", str(tmp_path), "--label", "box", *flags]
+def run_quick(tmp_path, *flags, code=None):
+    argv = ["two_phases.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label", "box",
+            *flags]
     if code is None:
-        cmd = [sys.executable, os.path.join(ROOT, script), *argv[1:]]
+        cmd = [sys.executable, os.path.join(ROOT, argv[0]), *argv[1:]]
     else:
         cmd = [sys.executable, "-c", code, *argv]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
-@pytest.mark.parametrize("script,flags", [
-    ("machine_speed.py", ()), ("two_phases.py", ("--experiments", "prefill", "decode"))])
-def test_plot_writes_the_roofline(script, flags, tmp_path):
-    r = run_quick(script, tmp_path, "--plot", *flags)
+def test_plot_writes_the_roofline_with_the_results(tmp_path):
+    r = run_quick(tmp_path, "--plot", *FAST)
     assert r.returncode == 0, r.stderr
     png, svg = tmp_path / "box" / "roofline.png", tmp_path / "box" / "roofline.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert b"<svg" in svg.read_bytes()[:1000]
+    assert (tmp_path / "box" / "two_phases.quick.json").exists()
 
 
-def test_without_matplotlib_one_line_exit_1_and_the_tables_saved(tmp_path):
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_picture_puts_each_row_at_its_intensity():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import roofline
+    points = [["prefill", "16 tokens", 8.0, 50e9], ["decode", "1 user", 0.5, 8e9],
+              ["decode", "4 users", 2.0, 20e9]]
+    fig = roofline.figure(plt, {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": points}, "t")
+    ax = fig.axes[0]
+    drawn = {tuple(map(tuple, c.get_offsets().tolist())) for c in ax.collections}
+    assert {((8.0, 50.0),), ((0.5, 8.0), (2.0, 20.0))} <= drawn  # GFLOP/s on the y axis
+    assert sorted(t.get_text() for t in ax.texts) == ["1 user", "16 tokens", "4 users"]
+    plt.close(fig)
+
+
+def test_without_matplotlib_plot_is_refused_before_anything_runs(tmp_path):
     hide = ("import sys, runpy; sys.modules['matplotlib'] = None; sys.argv = sys.argv[1:]; "
             "runpy.run_path(sys.argv[0], run_name='__main__')")
-    r = run_quick("machine_speed.py", tmp_path, "--plot", code=hide)
-    assert r.returncode == 1 and "Traceback" not in r.stderr
-    errors = [line for line in r.stderr.splitlines() if line.startswith("error")]
-    assert len(errors) == 1 and "--plot needs matplotlib" in errors[0]
-    assert "memory speed" in r.stdout
-    assert (tmp_path / "box" / "machine_speed.quick.json").exists()
-    assert not (tmp_path / "box" / "roofline.png").exists()
+    r = run_quick(tmp_path, "--plot", code=hide)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "--plot" in r.stderr and "matplotlib" in r.stderr
+    assert not any(tmp_path.iterdir())
 
 
 def test_plot_with_no_save_is_a_bad_flag(tmp_path):
-    r = run_quick("machine_speed.py", tmp_path, "--plot", "--no-save")
+    r = run_quick(tmp_path, "--plot", "--no-save")
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1

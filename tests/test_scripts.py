@@ -12,6 +12,7 @@ from conftest import ROOT
 
 import common
 import cube_bug
+import two_phases
 
 
 def run(script, *flags, out):
@@ -50,6 +51,11 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
     for table in data["tables"].values():
         assert all(isinstance(v, (int, float)) or isinstance(v, str)
                    for row in table["rows"] for v in row)
+    if script == "machine_speed.py":  # the speeds two_phases --roofs reads are the printed ones
+        roofs = two_phases.roofs_file(stem + ".json")
+        row = data["tables"]["machine_speed"]["rows"][0]  # GB/s first, GFLOP/s fourth
+        assert roofs["bytes_per_s"] == pytest.approx(row[0] * 1e9)
+        assert roofs["flops_per_s"] == pytest.approx(row[3] * 1e9)
 
 
 BAD = [
