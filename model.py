@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import functools
 import math
+import time
 
 import numpy as np
 import threadpoolctl
@@ -73,9 +74,53 @@ def capacity(book):
 
 
 # ---------------------------------------------------------------------------------------------
+# where a trip's time goes: while a trip is recorded, each piece of a floor below adds its seconds
+# to its part; "other" is what is left of the trip (splits, Python)
+
+PARTS = ("tables", "attention", "elementwise", "other")
+clock = time.perf_counter
+_recording = None  # {part: seconds} of the trip being recorded, or None (recording is off)
+
+
+def part(name):
+    """A decorator: the function's seconds count toward part `name` of a recorded trip."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def timed(*args):
+            if _recording is None:
+                return fn(*args)
+            start = clock()
+            out = fn(*args)
+            _recording[name] += clock() - start
+            return out
+        return timed
+    return decorate
+
+
+@contextlib.contextmanager
+def recording(watch):
+    """Fill `watch` (a dict, or None for no recording) with the seconds of each part and of the
+    whole trip, "trip"."""
+    global _recording
+    if watch is None:
+        yield
+        return
+    watch.clear()
+    watch.update({p: 0.0 for p in PARTS})
+    _recording, start = watch, clock()
+    try:
+        yield
+    finally:
+        _recording = None
+        watch["trip"] = clock() - start
+        watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
+
+
+# ---------------------------------------------------------------------------------------------
 # one floor's pieces
 
 
+@part("elementwise")
 def norm(x):
     """LayerNorm over features with no learned scale or shift. x: (width, tokens)."""
     mu = x.mean(axis=0)  # (tokens,)
@@ -126,17 +171,35 @@ def attend(q, k, v):
     heads, 64, n), whose last t notes are the queries' own tokens: query i reads every note up to
     its own. -> (users, heads, 64, t)"""
     t, n = q.shape[-2], k.shape[-1]
-    s = q @ k  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
-    s[..., n - t:] += causal(t)  # the queries' own tokens: a triangle
+    s = product(q, k)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
+    if t > 1:
+        s[..., n - t:] += causal(t)  # the queries' own tokens: a triangle
     w = exp_shifted(s)  # softmax's numerator ...
-    o = v @ w.swapaxes(-1, -2)  # (u, h, 64, n) @ (u, h, n, t) -> (u, h, 64, t)
+    o = product(v, w.swapaxes(-1, -2))  # (u, h, 64, n) @ (u, h, n, t) -> (u, h, 64, t)
     return o / w.sum(axis=-1)[:, :, None, :]  # ... and its denominator
+
+
+def product(a, b):
+    """a @ b over the last two axes, for every user and head. With one query (t = 1) each of
+    these products is a pass over the notes, which einsum streams through at the memory's speed;
+    as one small BLAS call per user and head, the calls' own cost would be a third of the read
+    (measured). With more queries the products are real matrix products: BLAS's."""
+    if 1 not in (a.shape[-2], b.shape[-1]):
+        return a @ b
+    return np.einsum("...ij,...jk->...ik", a, b)
+
+
+@part("elementwise")
+def add(x, y):
+    """The residual stream: x + what a floor's half adds to it."""
+    return x + y
 
 
 BLOCK = 128  # queries per block; a block reads only the notes up to its last query (64 to 1024
 #               tried: 128 was fastest for a 1,024-token question on a 2-core machine)
 
 
+@part("attention")
 def attention(q, k, v, segments, floor, heads, pool=None):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
@@ -170,7 +233,7 @@ def attention(q, k, v, segments, floor, heads, pool=None):
 # one trip through the floors
 
 
-def trip(floors, x, segments, heads=HEADS, pool=None):
+def trip(floors, x, segments, heads=HEADS, pool=None, watch=None):
     """Push every token on the trip through every floor; returns the new hidden states.
 
     x: (width, tokens), the segments' tokens side by side. segments: [(notebook, t)], t new
@@ -178,16 +241,16 @@ def trip(floors, x, segments, heads=HEADS, pool=None):
     token on the trip; each user's attention reads only that user's notes. Prefill is one
     segment holding a whole prompt; decode is one token for each waiting user; chunked prefill
     is a piece of a prompt riding with the typers' tokens. Each notebook grows by its t tokens.
-    pool: threads to share the work among (see workers()), or None.
+    pool: threads to share the work among (see workers()), or None. watch: a dict to fill with
+    the seconds of each part of the trip (see recording()), or None.
     """
     validate(x, segments)
-    if x.shape[1] == 1:  # matrix-vector products only: BLAS's own threads hand them out faster
-        pool = None
-    with blas_threads(pool):
+    pool = sharing(pool, x.shape[1])
+    with recording(watch), blas_threads(pool):
         for i, p in enumerate(floors):
             q, k, v = np.split(table(p["qkv"], norm(x), pool), 3)  # 3 x (width, tokens)
-            x = x + table(p["out"], attention(q, k, v, segments, i, heads, pool), pool)
-            x = x + table(p["down"], gelu_rows(table(p["up"], norm(x), pool), pool), pool)
+            x = add(x, table(p["out"], attention(q, k, v, segments, i, heads, pool), pool))
+            x = add(x, table(p["down"], gelu_rows(table(p["up"], norm(x), pool), pool), pool))
     for book, t in segments:
         book["len"] += t
     return x
@@ -223,6 +286,12 @@ PARALLEL_MIN = 1 << 16  # numbers; less work than this is quicker on one thread 
 BLAS = threadpoolctl.ThreadpoolController()
 
 
+def sharing(pool, tokens):
+    """The pool a trip of `tokens` tokens uses: none for one token, whose table products are
+    matrix-vector products that BLAS's own threads hand out faster."""
+    return pool if tokens > 1 else None
+
+
 def workers(threads):
     """A pool for `threads` threads: the caller's own plus threads - 1 helpers (None for 1)."""
     if threads <= 1:
@@ -234,13 +303,16 @@ def share(pool, fn, n, size):
     """fn(part) for 0..n-1 cut into one contiguous part per thread, or fn(all of it) when there
     is no pool or the work (`size` numbers to touch) is too small to hand out."""
     parts = min(n, pool["threads"]) if pool is not None and size >= PARALLEL_MIN else 1
-    cuts = np.linspace(0, n, parts + 1).astype(int)
+    if parts == 1:
+        return fn(slice(0, n))
+    cuts = [n * i // parts for i in range(parts + 1)]
     helping = [pool["helpers"].submit(fn, slice(a, b)) for a, b in zip(cuts[1:-1], cuts[2:])]
     fn(slice(cuts[0], cuts[1]))
     for f in helping:
         f.result()
 
 
+@part("tables")
 def table(w, x, pool=None):
     """w @ x, w's rows shared among the pool's threads. w: (rows, k), x: (k, tokens)."""
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
@@ -248,6 +320,7 @@ def table(w, x, pool=None):
     return out
 
 
+@part("elementwise")
 def gelu_rows(h, pool=None):
     """gelu(h) in place, its rows shared among the pool's threads. h: (features, tokens)."""
     share(pool, lambda rows: gelu(h[rows]), h.shape[0], h.size)
@@ -260,6 +333,23 @@ def blas_threads(pool):
     if pool is None:
         return contextlib.nullcontext()
     return BLAS.limit(limits=1, user_api="blas")
+
+
+def tables_alone(floors, tokens, pool=None, seed=0):
+    """The table products of a trip of `tokens` tokens, alone, outside the model: every floor's
+    four tables times random activations, with the same shapes, layout and threads as the trip.
+    What this BLAS does with exactly these products. -> a function to time"""
+    rng = np.random.default_rng(seed)
+    width = floors[0]["qkv"].shape[1]
+    x, h = (rng.standard_normal((n, tokens), dtype=np.float32) for n in (width, 4 * width))
+    pool = sharing(pool, tokens)
+
+    def products():
+        with blas_threads(pool):
+            for p in floors:
+                for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
+                    table(p[name], into, pool)
+    return products
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +375,15 @@ def table_flops(tokens, layers=LAYERS, width=WIDTH):
     return FLOPS_PER_NUMBER * table_numbers(layers, width) * tokens
 
 
+ELEMENTWISE_FLOPS = 2 * 5 + 4 * 9 + 2 * 1  # per token and feature of a floor: two norms of 5
+#    FLOPs per number (mean, subtract, square, sum, divide), GELU's 9 on 4 x width numbers (three
+#    products for the cube and its scale, add, scale, tanh, add one, halve, product), two adds
+
+
+def elementwise_flops(tokens, layers=LAYERS, width=WIDTH):
+    return layers * ELEMENTWISE_FLOPS * width * tokens
+
+
 def attended_pairs(riders):
     """(new token, note) pairs that causality allows: token i of a rider reads n0 + i + 1."""
     return sum(t * n0 + t * (t + 1) // 2 for n0, t in riders)
@@ -295,17 +394,25 @@ def attention_flops(riders, layers=LAYERS, width=WIDTH):
     return layers * 4 * width * attended_pairs(riders)
 
 
+def costs(riders, layers=LAYERS, width=WIDTH):
+    """What each part of a trip must fetch and compute: {part: (bytes, FLOPs)}. The forklift
+    brings the tables once and every note already in the notebooks the trip reads; the
+    activations, and the notes written on this trip, are read back while still close by."""
+    tokens = sum(t for _, t in riders)
+    return {"tables": (table_numbers(layers, width) * BYTES, table_flops(tokens, layers, width)),
+            "attention": (note_bytes(layers, width) * sum(n0 for n0, _ in riders),
+                          attention_flops(riders, layers, width)),
+            "elementwise": (0, elementwise_flops(tokens, layers, width))}
+
+
 def bytes_read(riders, layers=LAYERS, width=WIDTH):
-    """What the forklift must bring for one trip: the tables once, plus every note already in
-    the notebooks it reads. Notes written on this trip are read back while still close by."""
-    return table_numbers(layers, width) * BYTES + note_bytes(layers, width) * sum(
-        n0 for n0, _ in riders)
+    """What the forklift must bring for one trip."""
+    return sum(b for b, _ in costs(riders, layers, width).values())
 
 
 def trip_flops(riders, layers=LAYERS, width=WIDTH):
-    """All the math of one trip: the tables for every token, and causal attention."""
-    tokens = sum(t for _, t in riders)
-    return table_flops(tokens, layers, width) + attention_flops(riders, layers, width)
+    """All the math of one trip: the tables for every token, causal attention, the rest."""
+    return sum(f for _, f in costs(riders, layers, width).values())
 
 
 def limit(riders, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
@@ -316,6 +423,12 @@ def limit(riders, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
     fetch = bytes_read(riders, layers, width) / bytes_per_s
     work = trip_flops(riders, layers, width) / flops_per_s
     return (fetch, "forklift") if fetch >= work else (work, "workbench")
+
+
+def part_limits(riders, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
+    """The fastest each part of a trip can be: {part: seconds}, each part on its own."""
+    return {name: max(b / bytes_per_s, f / flops_per_s)
+            for name, (b, f) in costs(riders, layers, width).items()}
 
 
 def trip_scratch_bytes(riders, layers=LAYERS, width=WIDTH, heads=HEADS):

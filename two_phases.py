@@ -34,21 +34,54 @@ def tokens(t, seed):
     return np.random.default_rng(seed).standard_normal((model.WIDTH, t), dtype=np.float32)
 
 
-def time_trip(floors, x, segments, pool, runs, what):
-    """The middle of `runs` trips, each starting with every notebook as it is now."""
+def restore(segments):
+    """A setup that puts every notebook of the trip back to where it is now."""
     start = [(book, book["len"]) for book, _ in segments]
 
     def setup():
         for book, n in start:
             book["len"] = n
-    return common.measure(lambda: model.trip(floors, x, segments, pool=pool), runs, setup=setup,
-                          what=what)
+    return setup
 
 
-def read_question(floors, notes, pool):
+def trip_of(bench, x, segments):
+    """The trip as a call, built before the timer starts. bench: the floors, the pool, --runs,
+    and the table products timed alone so far."""
+    return lambda: model.trip(bench["floors"], x, segments, pool=bench["pool"])
+
+
+def time_trip(bench, x, segments, what):
+    """The middle of --runs trips, each starting with every notebook as it is now, and left so."""
+    setup = restore(segments)
+    timing = common.measure(trip_of(bench, x, segments), bench["runs"], setup=setup, what=what)
+    setup()
+    return timing
+
+
+def where_time_goes(bench, x, segments, what):
+    """The same trip again, recorded --runs times apart from the timed ones, and its table
+    products alone. -> {"riders", "parts": the seconds of each part in the middle recorded run,
+    "alone": the timing of the same table products, outside the model}"""
+    setup, riders, watch, recorded = restore(segments), model.riders(segments), {}, []
+
+    def recorded_trip():
+        model.trip(bench["floors"], x, segments, pool=bench["pool"], watch=watch)
+        recorded.append(dict(watch))
+    common.time_runs(recorded_trip, bench["runs"], setup=setup, what=f"{what}, recorded")
+    setup()
+    runs = sorted(recorded[1:], key=lambda w: w["trip"])  # the first run warmed up
+    n = x.shape[1]
+    if n not in bench["alone"]:
+        bench["alone"][n] = common.measure(
+            model.tables_alone(bench["floors"], n, bench["pool"]), bench["runs"],
+            what=f"the table products of {n} {plural(n, 'token')}, alone")
+    return {"riders": riders, "parts": runs[(len(runs) - 1) // 2], "alone": bench["alone"][n]}
+
+
+def read_question(bench, notes):
     """One user's notebook after the model read a `notes`-token question: the typers' start."""
     book = model.notebook(1, notes)
-    model.trip(floors, tokens(notes, SEED + 1), [(book, notes)], pool=pool)
+    model.trip(bench["floors"], tokens(notes, SEED + 1), [(book, notes)], pool=bench["pool"])
     return book
 
 
@@ -65,20 +98,21 @@ def typers(first, users, room):
 
 # ---------------------------------------------------------------------------------------------
 # Phase 1: reading. Each experiment returns its tables (what common.table takes) and its checks:
-# [(row label, measured seconds, the riders of each trip behind the figure)]
+# [(row label, measured seconds, the riders of each trip behind the figure, where_time_goes())]
 
 
-def reading(floors, args, pool):
+def reading(bench, args):
     """One user, one trip holding the whole question."""
-    rows, timings = [], []
+    rows, timings, checks = [], [], []
     for p in args.prompts:
-        t = time_trip(floors, tokens(p, SEED + 2), [(model.notebook(1, p), p)], pool, args.runs,
-                      f"reading {p} {plural(p, 'token')}")
+        x, segments = tokens(p, SEED + 2), [(model.notebook(1, p), p)]
+        label = f"{p} {plural(p, 'token')}"
+        t = time_trip(bench, x, segments, f"reading {label}")
         sec = t["seconds"]
         rows.append([p, sec * 1e3, sec * 1e3 / p, model.table_flops(p) / sec / 1e9])
         timings.append(t)
-    checks = [(f"{p} {plural(p, 'token')}", t["seconds"], [[(0, p)]])
-              for p, t in zip(args.prompts, timings)]
+        checks.append((label, sec, [[(0, p)]], where_time_goes(bench, x, segments,
+                                                                f"reading {label}")))
     return [{"name": "prefill", "columns": PREFILL_COLUMNS, "rows": rows,
              "timings": timings}], checks
 
@@ -91,21 +125,21 @@ PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
 # Phase 2: typing
 
 
-def typing(floors, args, pool):
+def typing(bench, args):
     """Each user already has `notes` notes; all type one token in the same trip."""
-    first = read_question(floors, args.notes, pool)
-    rows, timings = [], []
+    first = read_question(bench, args.notes)
+    rows, timings, checks = [], [], []
     for u in args.users:
-        book = typers(first, u, room=1)
-        t = time_trip(floors, tokens(u, SEED + 3), [(book, 1)], pool, args.runs,
-                      f"typing for {u} {plural(u, 'user')}")
+        x, segments = tokens(u, SEED + 3), [(typers(first, u, room=1), 1)]
+        label = f"{u} {plural(u, 'user')}"
+        t = time_trip(bench, x, segments, f"typing for {label}")
         sec = t["seconds"]
         rows.append([u, sec * 1e3, u / sec, model.table_flops(u) / sec / 1e9,
                      model.bytes_read([(args.notes, 1)] * u) / 1e6])
         timings.append(t)
-        del book  # this notebook goes before the next, bigger one comes
-    checks = [(f"{u} {plural(u, 'user')}", t["seconds"], [[(args.notes, 1)] * u])
-              for u, t in zip(args.users, timings)]
+        checks.append((label, sec, [[(args.notes, 1)] * u],
+                       where_time_goes(bench, x, segments, f"typing for {label}")))
+        del segments  # this notebook goes before the next, bigger one comes
     return [{"name": "decode", "columns": DECODE_COLUMNS, "rows": rows,
              "timings": timings}], checks
 
@@ -137,31 +171,42 @@ def riders_of(steps, notes, typers):
             for i, s in enumerate(steps)]
 
 
-def colliding(floors, args, pool):
+def colliding(bench, args):
     """`typers` users with `notes` notes each are typing when a newcomer arrives with a
     `question`-token question; it is read in each chunk size of the dial."""
-    first = read_question(floors, args.notes, pool)
+    first = read_question(bench, args.notes)
     steps = {chunk: schedule(args.question, chunk) for chunk in args.chunk}
     typing_book = typers(first, args.typers, room=max(len(s) for s in steps.values()))
     newcomer = model.notebook(1, args.question + 1)
     xt = tokens(args.typers, SEED + 3)  # (width, typers)
     xn = np.concatenate([tokens(args.question, SEED + 4), tokens(1, SEED + 5)], 1)  # question, word
 
-    def setup():
-        typing_book["len"], newcomer["len"] = args.notes, 0
+    def before(i, s):  # the notebooks as they stand before step i, which reads s
+        typing_book["len"], newcomer["len"] = args.notes + i, s.start
 
-    def step(s):  # one step's trip, built before the timer starts
+    def step(s):  # a step's trip, built before the timer starts
         x = np.concatenate([xt, xn[:, s]], 1)  # (width, typers + newcomer's tokens)
-        segments = [(typing_book, 1), (newcomer, s.stop - s.start)]
-        return lambda: model.trip(floors, x, segments, pool=pool)
+        return x, [(typing_book, 1), (newcomer, s.stop - s.start)]
 
-    normal = time_trip(floors, xt, [(typing_book, 1)], pool, args.runs, "typers alone")
+    before(0, slice(0, 0))
+    normal = time_trip(bench, xt, [(typing_book, 1)], "typers alone")
+    checks = [("normal gap", normal["seconds"], [[(args.notes, 1)] * args.typers],
+               where_time_goes(bench, xt, [(typing_book, 1)], "typers alone"))]
     dial = {}
     for chunk, chunk_steps in steps.items():
-        per_run = common.time_steps([step(s) for s in chunk_steps], args.runs, setup=setup,
+        trips = [step(s) for s in chunk_steps]
+        per_run = common.time_steps([trip_of(bench, *t) for t in trips], bench["runs"],
+                                    setup=lambda: before(0, slice(0, 0)),
                                     what=f"question in chunks of {chunk}")
         dial[chunk] = dial_figures(per_run, chunk)
-    return collision_tables(args, normal, dial, steps)
+        # the step that was slowest in the middle of the runs is the one to look into
+        worst = max(range(len(trips)), key=lambda i: statistics.median(r[i] for r in per_run))
+        before(worst, chunk_steps[worst])
+        label = f"chunks of {chunk}, worst" if chunk < args.question else "all at once"
+        checks.append((label, dial[chunk]["gap worst"]["seconds"],
+                       riders_of(chunk_steps, args.notes, args.typers),
+                       where_time_goes(bench, *trips[worst], f"the worst step of {label}")))
+    return collision_tables(args, normal, dial), checks
 
 
 def dial_figures(per_run, chunk):
@@ -177,8 +222,8 @@ def dial_figures(per_run, chunk):
             "steps_s": per_run}
 
 
-def collision_tables(args, normal, dial, steps):
-    """The post's three lines, then the dial; every dial row is checked by its worst step."""
+def collision_tables(args, normal, dial):
+    """The post's three lines, then the dial."""
     chunk = post_chunk(args.chunk, args.question)
     at_once, chunked = dial[args.question], dial[chunk]
     timings = [normal, at_once["gap worst"], chunked["gap worst"]]
@@ -190,15 +235,11 @@ def collision_tables(args, normal, dial, steps):
     rows = [[c, f["steps to read"], f["ttft"]["seconds"] * 1e3, f["gap median"]["seconds"] * 1e3,
              f["gap worst"]["seconds"] * 1e3, f["gap worst"]["seconds"] / normal_s,
              f["total"]["seconds"] * 1e3] for c, f in dial.items()]
-    checks = [("normal gap", normal_s, [[(args.notes, 1)] * args.typers])] + [
-        (f"chunks of {c}, worst" if c < args.question else "all at once",
-         f["gap worst"]["seconds"], riders_of(steps[c], args.notes, args.typers))
-        for c, f in dial.items()]
     return [{"name": "collision", "columns": COLLISION_COLUMNS, "rows": [row],
              "timings": timings, "text": text, "per": "figure"},
             {"name": "dial", "columns": DIAL_COLUMNS, "rows": rows,
              "timings": [f["gap worst"] for f in dial.values()],
-             "steps_s": [f["steps_s"] for f in dial.values()]}], checks
+             "steps_s": [f["steps_s"] for f in dial.values()]}]
 
 
 COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
@@ -238,17 +279,18 @@ EXPERIMENTS = {"prefill": reading, "decode": typing, "collision": colliding}
 def experiment(args, report):
     roofs = machine_roofs(args)
     common.progress("making the tables (random weights)")
-    floors = model.floors(args.seed)
-    pool = model.workers(threads(args, report))
-    checks = []  # (experiment, row label, measured seconds, the riders of each of its trips)
+    bench = {"floors": model.floors(args.seed), "pool": model.workers(threads(args, report)),
+             "runs": args.runs, "alone": {}}
+    checks = []  # (experiment, row label, measured seconds, riders of its trips, breakdown)
     for name in args.experiments:
-        tables, found = EXPERIMENTS[name](floors, args, pool)
+        tables, found = EXPERIMENTS[name](bench, args)
         for t in tables:
             common.table(report, **t)
             common.show(report, "")
         checks += [(name, *c) for c in found]
     summary(report)
     check(report, checks, roofs)
+    breakdown(report, checks, roofs)
     if args.plot:
         report["files"].update(roofline.files(report["roofline"],
                                               common.machine_line(report["machine"])))
@@ -299,19 +341,18 @@ def check(report, checks, roofs):
     if not checks:
         return
     rows = []
-    for experiment, label, seconds, trips in checks:
+    for experiment, label, seconds, trips, parts in checks:
         limits = [model.limit(t, roofs["bytes_per_s"], roofs["flops_per_s"]) for t in trips]
         limit_s, bound = max(limits)  # a row of several trips (the chunks) is its slowest one
         rows.append([experiment, label, seconds * 1e3, limit_s * 1e3, bound, seconds / limit_s])
         if seconds / limit_s > SUSPICIOUS:
             common.warn(f"{experiment} {label} took {seconds / limit_s:.1f}x its limit "
-                        f"({bound}-bound): check for a slow elementwise road (like h**3) or a "
-                        f"matrix product that misses the fast BLAS path")
+                        f"({bound}-bound); {suspect(parts, roofs)}")
     common.table(report, "check", CHECK_COLUMNS, rows)
     report["roofline"] = {**roofs, "points": [  # one trip per row: prefill and decode
         [experiment, label, model.trip_flops(trips[0]) / model.bytes_read(trips[0]),
          model.trip_flops(trips[0]) / seconds]
-        for experiment, label, seconds, trips in checks if experiment in ("prefill", "decode")]}
+        for experiment, label, seconds, trips, _ in checks if experiment in ("prefill", "decode")]}
     threads = report["settings"]["model_threads"]
     common.show(report, f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
                         f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); "
@@ -322,6 +363,74 @@ def check(report, checks, roofs):
 
 CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
                  ("limit ms", "ms", ".1f"), ("bound by", "", "s"), ("x limit", "x", ".2f")]
+
+
+# ---------------------------------------------------------------------------------------------
+# where the time goes: each row's trip, recorded apart from the timed runs, part by part
+
+
+def excess(parts, roofs):
+    """Seconds above the limit, by whose they are: {who: seconds}. The tables' excess is split
+    into the BLAS's (the same products alone, against their limit) and ours (the rest)."""
+    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+    seconds, alone = parts["parts"], parts["alone"]["seconds"]
+    return {"the BLAS": alone - limits["tables"], "our tables": seconds["tables"] - alone,
+            "attention": seconds["attention"] - limits["attention"],
+            "elementwise": seconds["elementwise"] - limits["elementwise"],
+            "other": seconds["other"]}
+
+
+def suspect(parts, roofs):
+    """The part that holds the most excess, in a few words for a warning."""
+    seconds, alone = parts["parts"], parts["alone"]["seconds"] * 1e3
+    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+    ms = {p: s * 1e3 for p, s in seconds.items()}
+    say = {
+        "the BLAS": f"tables: {ms['tables']:.1f} ms, the same products alone take {alone:.1f} ms "
+                    f"({alone / 1e3 / limits['tables']:.1f}x their limit): the BLAS's own path "
+                    f"for {sum(t for _, t in parts['riders'])} columns",
+        "our tables": f"tables: {ms['tables']:.1f} ms, the same products alone take only "
+                      f"{alone:.1f} ms: time lost around the products",
+        "attention": f"attention: {ms['attention']:.1f} ms, "
+                     f"{seconds['attention'] / limits['attention']:.1f}x its limit: look at how "
+                     f"the notebooks are read",
+        "elementwise": f"elementwise: {ms['elementwise']:.1f} ms against a limit of "
+                       f"{limits['elementwise'] * 1e3:.1f} ms: look for a slow elementwise road "
+                       f"(like h**3)",
+        "other": f"other: {ms['other']:.1f} ms outside every part (splits, Python)"}
+    who = excess(parts, roofs)
+    return say[max(who, key=who.get)]
+
+
+def breakdown(report, checks, roofs):
+    """One row per check row: each part's milliseconds, the tables against the same products
+    alone, the tables and attention against their own limits, and whose excess is largest."""
+    if not checks:
+        return
+    rows = []
+    for experiment, label, _, _, parts in checks:
+        limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+        s, alone = parts["parts"], parts["alone"]["seconds"]
+        who = excess(parts, roofs)
+        most = max(who, key=who.get)
+        rows.append([experiment, label, s["trip"] * 1e3, s["tables"] * 1e3, alone * 1e3,
+                     s["tables"] / alone, s["attention"] * 1e3,
+                     s["attention"] / limits["attention"], s["elementwise"] * 1e3,
+                     s["other"] * 1e3, f"{most} {who[most] * 1e3:+.1f} ms"])
+    common.table(report, "breakdown", BREAKDOWN_COLUMNS, rows,
+                 parts=[{**c[4]["parts"], "alone": c[4]["alone"]["samples"]} for c in checks])
+    runs = report["settings"]["runs"]
+    common.show(report, f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
+                        f"apart from the timed ones; alone: the trip's table products timed "
+                        f"alone, outside the model, middle of {runs}; x alone: the tables' time "
+                        f"against it; attention x: against its own limit)")
+
+
+BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms", ".1f"),
+                     ("tables ms", "ms", ".1f"), ("alone ms", "ms", ".1f"),
+                     ("x alone", "x", ".2f"), ("attention ms", "ms", ".1f"),
+                     ("attention x", "x", ".2f"), ("elementwise ms", "ms", ".1f"),
+                     ("other ms", "ms", ".1f"), ("most excess", "", "s")]
 
 
 def roofs_file(path):

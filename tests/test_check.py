@@ -12,13 +12,22 @@ ONE_USER = [[(512, 1)]]  # 377.5 MB: a 37.7 ms limit at 10 GB/s
 
 
 def report():
-    return {"tables": {}, "text": [], "settings": {"model_threads": 2}, "tablefmt": "plain"}
+    return {"tables": {}, "text": [], "settings": {"model_threads": 2, "runs": 3},
+            "tablefmt": "plain"}
+
+
+def parts(riders=((512, 1),), tables=0.034, alone=0.034, attention=0.004, elementwise=0.001,
+          other=0.0005):
+    """A recorded trip's breakdown, as where_time_goes() gives it (seconds)."""
+    s = {"tables": tables, "attention": attention, "elementwise": elementwise, "other": other}
+    return {"riders": list(riders), "parts": {**s, "trip": sum(s.values())},
+            "alone": {"seconds": alone, "samples": [alone] * 3}}
 
 
 def test_check_rows_hold_measured_against_limit(capsys):
     r = report()
     limit = model.bytes_read([(512, 1)]) / 10e9
-    two_phases.check(r, [("decode", "1 user", 1.5 * limit, ONE_USER)], ROOFS)
+    two_phases.check(r, [("decode", "1 user", 1.5 * limit, ONE_USER, parts())], ROOFS)
     row = r["tables"]["check"]["rows"][0]
     assert row[:2] == ["decode", "1 user"] and row[4] == "forklift"
     assert row[3] == pytest.approx(limit * 1e3) and row[5] == pytest.approx(1.5)
@@ -27,19 +36,40 @@ def test_check_rows_hold_measured_against_limit(capsys):
     assert "warning" not in capsys.readouterr().err  # 1.5x: no flag
 
 
-def test_a_row_over_twice_its_limit_is_flagged_on_stderr(capsys):
-    limit = model.bytes_read([(512, 1)]) / 10e9
-    two_phases.check(report(), [("decode", "1 user", 2.5 * limit, ONE_USER)], ROOFS)
+@pytest.mark.parametrize("breakdown,says", [
+    (parts(tables=0.080, alone=0.078), "the same products alone take 78.0 ms (2.3x their limit)"),
+    (parts(tables=0.080, alone=0.036), "tables: 80.0 ms, the same products alone take only 36.0"),
+    (parts(attention=0.050), "attention: 50.0 ms, 13.2x its limit"),
+    (parts(elementwise=0.040), "elementwise: 40.0 ms against a limit of 0.0 ms"),
+    (parts(other=0.045), "other: 45.0 ms outside every part")],
+    ids=["the BLAS", "our tables", "attention", "elementwise", "other"])
+def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, breakdown, says):
+    limit = model.bytes_read([(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
+    two_phases.check(report(), [("decode", "1 user", 2.5 * limit, ONE_USER, breakdown)], ROOFS)
     out, err = capsys.readouterr()
-    assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err
-    assert "h**3" in err and "BLAS" in err
+    assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err and says in err
     assert "2.50" in out and "warning" not in out
+
+
+def test_the_breakdown_splits_each_row_into_its_parts(capsys):
+    r = report()
+    b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
+    two_phases.breakdown(r, [("decode", "1 user", 0.06, ONE_USER, b)], ROOFS)
+    t = r["tables"]["breakdown"]
+    row = dict(zip([c["header"] for c in t["columns"]], t["rows"][0]))
+    assert row["tables ms"] == pytest.approx(40.0) and row["alone ms"] == pytest.approx(36.0)
+    assert row["x alone"] == pytest.approx(40 / 36)
+    assert row["attention x"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
+    assert row["trip ms"] == pytest.approx(1e3 * sum(b["parts"][p] for p in model.PARTS))
+    assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
+    assert t["parts"][0]["alone"] == [0.036] * 3  # the samples behind the figures are kept
+    assert "middle of 3 runs" in capsys.readouterr().out
 
 
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():
     r = report()
     trips = [[(512, 1)], [(0, 256)]]  # a decode step, then a step with a 256-token chunk
-    two_phases.check(r, [("collision", "chunks", 1.0, trips)], ROOFS)
+    two_phases.check(r, [("collision", "chunks", 1.0, trips, parts())], ROOFS)
     slowest = max(model.limit(t, 10e9, 100e9)[0] for t in trips)
     assert r["tables"]["check"]["rows"][0][3] == pytest.approx(slowest * 1e3)
 

@@ -261,6 +261,30 @@ def test_a_trip_whose_tokens_do_not_match_is_refused():
     assert b["len"] == 0
 
 
+# ---- a recorded trip
+
+def test_a_recorded_trip_gives_the_same_answers_bit_for_bit():
+    layers, x = floors(), tokens(9)
+    plain = trip(layers, x, [(book(10), 9)])
+    watch = {}
+    recorded = model.trip(layers, x, [(book(10), 9)], heads=CFG["heads"], watch=watch)
+    np.testing.assert_array_equal(recorded, plain)
+    assert set(watch) == {"tables", "attention", "elementwise", "other", "trip"}
+
+
+def test_each_piece_is_charged_to_its_part_and_the_parts_add_up(monkeypatch):
+    ticks = iter(range(10 ** 6))  # every reading of the clock is one second later
+    monkeypatch.setattr(model, "clock", lambda: next(ticks))
+    layers, watch = floors(), {}
+    model.trip(layers, tokens(3), [(book(3), 3)], heads=CFG["heads"], watch=watch)
+    n = CFG["layers"]  # each floor: 4 table products, attention, 2 norms + GELU + 2 adds
+    assert (watch["tables"], watch["attention"], watch["elementwise"]) == (4 * n, n, 5 * n)
+    assert watch["trip"] == 2 * 10 * n + 1  # two readings per piece, then the last one
+    assert watch["other"] == watch["trip"] - 10 * n  # what lies between the pieces
+    model.trip(layers, tokens(1), [(book(3), 1)], heads=CFG["heads"])  # not recorded ...
+    assert model._recording is None and watch["trip"] == 2 * 10 * n + 1  # ... leaves it be
+
+
 # ---- the same answers when the work is shared among threads
 
 @pytest.fixture
@@ -308,7 +332,27 @@ def test_limit_of_a_fetch_bound_trip():
 
 
 def test_limit_of_a_math_bound_trip_counts_causal_attention():
-    # a 256-token question: tables 2 x 84,934,656 x 256 FLOPs plus causal attention
+    # a 256-token question: tables 2 x 84,934,656 x 256 FLOPs, causal attention, and the
+    # elementwise work: 48 FLOPs per token and feature of each floor
     seconds, bound = model.limit([(0, 256)], bytes_per_s=10e9, flops_per_s=100e9)
-    flops = 2 * 84_934_656 * 256 + 12 * 4 * 768 * (256 * 257 // 2)
+    flops = 2 * 84_934_656 * 256 + 12 * 4 * 768 * (256 * 257 // 2) + 12 * 48 * 768 * 256
     assert bound == "workbench" and seconds == pytest.approx(flops / 100e9)
+
+
+@pytest.mark.parametrize("riders", [[(0, 1024)], [(512, 1)] * 16, [(600, 1)] * 8 + [(256, 128)]],
+                         ids=["prefill", "decode", "a chunk riding with typers"])
+def test_the_parts_add_up_to_the_trip(riders):
+    parts = model.costs(riders)
+    assert set(parts) == {"tables", "attention", "elementwise"}
+    assert sum(b for b, _ in parts.values()) == model.bytes_read(riders)
+    assert sum(f for _, f in parts.values()) == model.trip_flops(riders)
+    assert parts["tables"] == (model.TABLE_BYTES, model.table_flops(sum(t for _, t in riders)))
+    assert parts["attention"] == (model.NOTE_BYTES * sum(n for n, _ in riders),
+                                  model.attention_flops(riders))
+    limits = model.part_limits(riders, 10e9, 100e9)
+    assert limits["tables"] == max(model.TABLE_BYTES / 10e9, parts["tables"][1] / 100e9)
+    assert limits["elementwise"] == parts["elementwise"][1] / 100e9  # nothing to fetch
+
+
+def test_the_post_still_reads_377_mb_for_one_typer():
+    assert round(model.bytes_read([(512, 1)]) / 1e6) == 377  # activations are not fetched
