@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-SCHEMA_VERSION = 1  # bump when the JSON layout changes; compare tools read it
+SCHEMA_VERSION = 2  # bump when the JSON layout changes; compare tools read it
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
 

@@ -11,9 +11,11 @@ import sys
 import common
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
+READABLE = (1, 2)  # schema versions this compare.py reads: 2 added two_phases' breakdown
 
-# The headline figures, as data: script -> [(table, key column, figure column, label)].
-# A key column gives one figure per row (per prompt length, user count, ...).
+# The headline figures, as data: section -> [(table, key column, figure column, label)].
+# A key column gives one figure per row (per prompt length, user count, ...). A section is a
+# script's name, or "script: title" for more of that script's figures.
 FIGURES = {
     "machine_speed": [("machine_speed", None, "memory speed", "forklift"),
                       ("machine_speed", None, "math speed", "workbench"),
@@ -26,6 +28,11 @@ FIGURES = {
                    ("collision", None, "normal gap ms", "typers' normal gap"),
                    ("collision", None, "all at once gap ms", "gap, question all at once"),
                    ("collision", None, "chunked worst gap ms", "worst gap, question in chunks")],
+    "two_phases: where the time goes": [
+        ("breakdown", "row", column, part)
+        for column, part in [("trip ms", "recorded trip"), ("tables ms", "tables"),
+                             ("alone ms", "tables alone"), ("attention ms", "attention"),
+                             ("elementwise ms", "elementwise"), ("other ms", "other")]],
     "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h")],
 }
 
@@ -42,11 +49,11 @@ def load(path, script):
     if not isinstance(data, dict):
         raise ValueError("is not a result file (no object at the top)")
     version = data.get("schema_version")
-    if version != common.SCHEMA_VERSION:
-        age = ("older" if isinstance(version, int) and version < common.SCHEMA_VERSION
+    if version not in READABLE:
+        age = ("older" if isinstance(version, int) and version < min(READABLE)
                else "newer" if isinstance(version, int) else "unversioned")
         raise ValueError(f"has schema version {version}, {age} than this compare.py reads "
-                         f"({common.SCHEMA_VERSION}); rerun that script to refresh it")
+                         f"({', '.join(map(str, READABLE))}); rerun that script to refresh it")
     if data.get("script") != script:
         raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
     if not isinstance(data.get("tables"), dict) or not isinstance(data.get("machine"), dict):
@@ -54,10 +61,10 @@ def load(path, script):
     return data
 
 
-def figures(data, script):
-    """{(label, unit): value} of one result file: the headline figures it holds."""
+def figures(data, section):
+    """{(label, unit): value} of one result file: the figures of a section it holds."""
     out = {}
-    for table, key, column, label in FIGURES[script]:
+    for table, key, column, label in FIGURES[section]:
         t = data["tables"].get(table)
         heads = [c["header"] for c in t["columns"]] if t else []
         if column not in heads:
@@ -121,9 +128,15 @@ def describe(name, results):
     return f"{name}: {common.machine_line(m)}"
 
 
-def comparison(names, machines, script):
-    """Rows of one script's figures: label, unit, then each machine's value and its ratio."""
-    per_machine = [figures(m[script], script) if script in m else {} for m in machines]
+def figures_of(machine, section):
+    """The figures of a section that one machine's results hold."""
+    script = section.split(":")[0]
+    return figures(machine[script], section) if script in machine else {}
+
+
+def comparison(names, machines, section):
+    """Rows of one section's figures: label, unit, then each machine's value and its ratio."""
+    per_machine = [figures_of(m, section) for m in machines]
     labels = []
     for f in per_machine:
         labels += [k for k in f if k not in labels]
@@ -168,11 +181,11 @@ def main(argv=None):
             problems.append(f"{folder}: no result files of {', '.join(SCRIPTS)}")
     for line in [describe(n, m) for n, m in zip(names, machines)]:
         print(line)
-    for script in SCRIPTS:
-        if not any(script in m for m in machines):
+    for section in FIGURES if machines else ():
+        headers, rows = comparison(names, machines, section)
+        if not rows:
             continue
-        headers, rows = comparison(names, machines, script)
-        print(f"\n{script}")
+        print(f"\n{section}")
         print(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
                        missingval=""))
     for line in problems:

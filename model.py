@@ -203,29 +203,28 @@ BLOCK = 128  # queries per block; a block reads only the notes up to its last qu
 def attention(q, k, v, segments, floor, heads, pool=None):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
-    hd = q.shape[0] // heads
+    scale = np.float32(1 / math.sqrt(q.shape[0] // heads))
     out = np.empty_like(q)  # (width, tokens)
-    reads, col = [], 0  # reads: (queries, keys, values, where the answers go) per notebook
+    books, col = [], 0  # each notebook's notes, and its users' queries, keys, values, answers
     for book, t in segments:
-        u, n0 = users(book), book["len"]
+        u, n = users(book), book["len"] + t
         cols = slice(col, col + u * t)
         col += u * t
-        K, V = book["k"][floor, ..., :n0 + t], book["v"][floor, ..., :n0 + t]  # (u, heads, 64, n)
-        K[..., n0:] = by_head(k[:, cols], u, heads)
-        V[..., n0:] = by_head(v[:, cols], u, heads)
-        # (u, heads, t, 64), scaled by 1/sqrt(64) before the product rather than after
-        qh = by_head(q[:, cols], u, heads).swapaxes(-1, -2) * np.float32(1 / math.sqrt(hd))
-        reads.append((qh, K, V, by_head(out[:, cols], u, heads)))
+        books.append((book["k"][floor, ..., :n], book["v"][floor, ..., :n],  # (u, heads, 64, n)
+                      *(by_head(a[:, cols], u, heads) for a in (q, k, v, out))))  # (u, heads, 64, t)
 
-    def read(hs):  # heads hs of every notebook, a block of queries at a time
-        for qh, K, V, o in reads:
-            t, n0 = qh.shape[-2], K.shape[-1] - qh.shape[-2]
+    def read(hs):  # heads hs of every notebook: write the new notes, then read them
+        for K, V, qh, kh, vh, oh in books:
+            t, n0 = qh.shape[-1], K.shape[-1] - qh.shape[-1]
+            K[:, hs, :, n0:] = kh[:, hs]
+            V[:, hs, :, n0:] = vh[:, hs]
+            qs = qh[:, hs].swapaxes(-1, -2) * scale  # (u, h, t, 64): scaled before the product
             for a in range(0, t, BLOCK):
                 b = min(a + BLOCK, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
-                o[:, hs, :, a:b] = attend(qh[:, hs, a:b], K[:, hs, :, :n0 + b],
-                                          V[:, hs, :, :n0 + b])
+                oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
+                                           V[:, hs, :, :n0 + b])
 
-    share(pool, read, heads, size=sum(K.size for _, K, _, _ in reads))
+    share(pool, read, heads, size=sum(K.size for K, *_ in books))
     return out
 
 

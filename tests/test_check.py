@@ -59,7 +59,7 @@ def test_the_breakdown_splits_each_row_into_its_parts(capsys):
     row = dict(zip([c["header"] for c in t["columns"]], t["rows"][0]))
     assert row["tables ms"] == pytest.approx(40.0) and row["alone ms"] == pytest.approx(36.0)
     assert row["x alone"] == pytest.approx(40 / 36)
-    assert row["attention x"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
+    assert row["x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
     assert row["trip ms"] == pytest.approx(1e3 * sum(b["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
     assert t["parts"][0]["alone"] == [0.036] * 3  # the samples behind the figures are kept
@@ -90,3 +90,12 @@ def test_a_quick_run_saves_the_check_table(tmp_path):
     assert [row[1] for row in rows] == ["1 user", "4 users"]
     assert all(row[2] > 0 and row[3] > 0 and row[5] > 0 for row in rows)
     assert data["roofs"]["bytes_per_s"] > 0
+    assert "where" not in r.stdout and "most excess" in r.stdout  # the breakdown follows
+    t = data["tables"]["breakdown"]
+    head = [c["header"] for c in t["columns"]]
+    parts = [dict(zip(head, row)) for row in t["rows"]]
+    assert [p["row"] for p in parts] == ["1 user", "4 users"]  # one per check row
+    for p in parts:
+        assert p["trip ms"] == pytest.approx(sum(p[f"{k} ms"] for k in model.PARTS))
+        assert p["tables ms"] > 0 and p["alone ms"] > 0 and p["attention ms"] > 0
+    assert data["schema_version"] == 2

@@ -117,3 +117,34 @@ def test_the_posts_figures_agree_with_the_models_accounting():
     mb = {row[0]: row[4] for row in data["tables"]["decode"]["rows"]}
     for users, published in mb.items():
         assert round(model.bytes_read([(512, 1)] * users) / 1e6) == published
+
+
+def breakdown(rows):
+    cols = [{"header": h, "unit": u} for h, u in [("experiment", ""), ("row", ""),
+                                                  ("trip ms", "ms"), ("tables ms", "ms"),
+                                                  ("alone ms", "ms"), ("attention ms", "ms")]]
+    return {"breakdown": {"columns": cols, "rows": rows}}
+
+
+def test_the_parts_of_each_trip_side_by_side(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "two_phases.json", result("two_phases", breakdown(
+        [["decode", "1 user", 20.0, 15.0, 14.0, 4.0], ["prefill", "16 tokens", 40.0, 30, 29, 2]])))
+    write(b, "two_phases.json", result("two_phases", breakdown(
+        [["decode", "1 user", 10.0, 6.0, 6.0, 3.0]])))
+    r = run(str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    section = r.stdout.split("two_phases: where the time goes")[1].splitlines()
+    line = next(s for s in section if s.startswith("attention (1 user)"))
+    assert line.split()[-3:] == ["4.00", "3.00", "0.75"]
+    assert next(s for s in section if s.startswith("tables alone (1 user)")).split()[-1] == "0.43"
+    assert any(s.startswith("tables (16 tokens)") for s in section)  # only a has it: blank in b
+
+
+def test_results_of_the_older_schema_still_compare(machines):
+    old = decode([[1, 40.0, 25.0]]) | {"schema_version": 1}
+    write(machines / "a", "two_phases.json", old)
+    r = run("--out", str(machines))
+    assert r.returncode == 0 and r.stderr == ""
+    one = next(line for line in r.stdout.splitlines() if line.startswith("decode step (users 1)"))
+    assert one.split()[-3:] == ["40.00", "20.00", "0.50"]
