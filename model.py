@@ -210,8 +210,9 @@ def attention(q, k, v, segments, floor, heads, pool=None):
         u, n = users(book), book["len"] + t
         cols = slice(col, col + u * t)
         col += u * t
-        books.append((book["k"][floor, ..., :n], book["v"][floor, ..., :n],  # (u, heads, 64, n)
-                      *(by_head(a[:, cols], u, heads) for a in (q, k, v, out))))  # (u, heads, 64, t)
+        notes = (book["k"][floor, ..., :n], book["v"][floor, ..., :n])  # 2 x (u, heads, 64, n)
+        books.append((*notes, *(by_head(a[:, cols], u, heads) for a in (q, k, v, out))))
+        #                       4 x (u, heads, 64, t): queries, keys, values, answers
 
     def read(hs):  # heads hs of every notebook: write the new notes, then read them
         for K, V, qh, kh, vh, oh in books:
