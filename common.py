@@ -10,6 +10,7 @@ import math
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -17,8 +18,71 @@ import tempfile
 import time
 
 SCHEMA_VERSION = 2  # bump when the JSON layout changes; compare tools read it
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
+MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
+BUSY_LOAD = 0.5  # load average per core above which the machine is too busy to measure (pyperf's)
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
+
+# ---------------------------------------------------------------------------------------------
+# stopping: Ctrl-C (SIGINT) and a kill (SIGTERM) end a run the same way at any moment, in one line
+
+
+STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+
+class Stopped(Exception):
+    """SIGINT or SIGTERM during a run; the run exits with 128 + the signal's number. held: the
+    signal waited for a block of held_signals() to finish (the results were saved)."""
+
+    def __init__(self, signum, held=False):
+        super().__init__(STOPS[signum])
+        self.signum, self.held = signum, held
+
+
+def stop_quietly():
+    """Until a run starts, SIGINT or SIGTERM end the script at once: nothing is measured or
+    saved yet, so there is nothing to undo. Every script calls this before its slow imports."""
+    def now(signum, frame):
+        sys.stderr.write(f"{STOPS[signum]}: nothing saved, earlier results untouched\n")
+        os._exit(128 + signum)
+    for s in STOPS:
+        signal.signal(s, now)
+
+
+_held = None  # while results are being renamed into place: the signals that arrived meanwhile
+
+
+def _stop(signum, frame):
+    if _held is not None:
+        _held.append(signum)
+        return
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stoppable():
+    """While a run measures and saves, SIGINT and SIGTERM raise Stopped, so that it unwinds."""
+    previous = {s: signal.signal(s, _stop) for s in STOPS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def held_signals():
+    """SIGINT and SIGTERM wait until the block is done, then take effect."""
+    global _held
+    _held = []
+    try:
+        yield
+    finally:
+        pending, _held = _held, None
+    if pending:
+        raise Stopped(pending[0], held=True)
+
 
 # ---------------------------------------------------------------------------------------------
 # timing
@@ -169,8 +233,14 @@ def blas_env():
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(BLAS_ENV)}
 
 
-def machine():
-    """Everything the machine line says, as a plain dict (saved with every result)."""
+def load_average():
+    """The number of processes that wanted a core, over the last minute (Unix), or None."""
+    return round(os.getloadavg()[0], 2)
+
+
+def machine(busy=()):
+    """Everything the machine line says, as a plain dict (saved with every result). busy: what
+    else was measuring on the machine when the run started, in words."""
     import numpy as np
     return {
         "cpu": _quiet(cpu_model, "unknown CPU"),
@@ -183,6 +253,8 @@ def machine():
         "blas": _quiet(blas_info, []),
         "env": _quiet(blas_env, {}),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "load": _quiet(load_average),
+        "busy": list(busy),
     }
 
 
@@ -194,9 +266,40 @@ def machine_line(m):
                      for b in m["blas"]) or "unknown"
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
+    load = f" | load {m['load']:.1f}" if m.get("load") is not None else ""
+    busy = "".join(f" | BUSY: {b}" for b in m.get("busy") or [])
     return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
             f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
-            f"{m['date'][:10]}")
+            f"{m['date'][:10]}{load}{busy}")
+
+
+@contextlib.contextmanager
+def measuring():
+    """Hold a machine-wide mark for as long as a run measures. -> what else was measuring when
+    it started: another run of this suite, or a load above BUSY_LOAD per core (in words)."""
+    busy = []
+    load, cores = _quiet(load_average), os.cpu_count() or 1
+    if load is not None and load > BUSY_LOAD * cores:
+        busy.append(f"load {load:.1f} on {cores} cores")
+    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{_quiet(os.getuid, 0)}.lock")
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):  # no such marks on this system
+        yield busy
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            busy.append("another run of this suite")
+        fcntl.flock(fd, fcntl.LOCK_SH)  # others can see this run, and run beside it
+        for b in busy:
+            warn(f"the machine is busy ({b}): every timing of this run will be slower than the "
+                 f"machine can do; the machine line says so")
+        yield busy
+    finally:
+        os.close(fd)
 
 
 def machine_id(m):
@@ -242,10 +345,14 @@ def whole(lo, hi=None):
     return parse
 
 
+LABEL_MAX = 100  # characters: a folder name any file system takes
+
+
 def label(text):
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(
-            f"must be letters, digits, '.', '_' or '-' (a folder name), got {text!r}")
+            f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-' (a folder name), "
+            f"got {text if len(text) <= 40 else text[:37] + '...'!r}")
     return text
 
 
@@ -265,35 +372,77 @@ def parser(doc, runs):
     g.add_argument("--runs", type=whole(1), default=runs, metavar="N",
                    help="counted runs per figure, after one warm-up run that is not counted")
     g.add_argument("--threads", type=whole(1), default=None, metavar="N",
-                   help="BLAS threads (via threadpoolctl); default: the library's own choice")
+                   help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
+                        "default: the library's own choice")
+    g.add_argument("--oversubscribe", action="store_true",
+                   help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",
                    help="small sizes, a smoke run of a few seconds; saved apart from full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; plain is the post's layout, github is Markdown")
-    g.add_argument("--out", default="results", metavar="DIR", help="folder for results")
+    g.add_argument("--out", default=RESULTS, metavar="DIR",
+                   help="folder for results; default: results/ beside the scripts, wherever they "
+                        "are run from")
     g.add_argument("--label", type=label, default=None, metavar="NAME",
                    help="results subfolder; default: a slug of the CPU model and core count")
     g.add_argument("--no-save", action="store_true", help="print the tables, save nothing")
     return p
 
 
+_UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given
+
+
 def parse(p, argv, quick):
-    """Parse the flags; --quick takes the small sizes in `quick`, except where a flag asked for
-    something else."""
-    args = p.parse_args(argv)
-    if args.quick:
-        for name, value in quick.items():
-            if getattr(args, name) == p.get_default(name):
-                setattr(args, name, value)
+    """Parse the flags and check, before anything is measured, what can be checked: --quick
+    takes the small sizes in `quick` for every flag not given; --threads and the folder that
+    results will go to."""
+    args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
+    for name, value in quick.items():
+        if getattr(args, name) is _UNSET:
+            setattr(args, name, value if args.quick else p.get_default(name))
+    cpus = os.cpu_count() or 1
+    if args.threads and args.threads > cpus:
+        if not args.oversubscribe:
+            p.error(f"argument --threads: must be at most {cpus}, this machine's logical CPUs, "
+                    f"got {args.threads} (add --oversubscribe to run more anyway)")
+        warn(f"--threads {args.threads} on {cpus} logical CPUs: the threads take turns")
+    if not args.no_save:
+        problem = unwritable(folder_of(args))
+        if problem:
+            p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
+                    f"(choose another --out or --label, or --no-save)")
     return args
 
 
+def folder_of(args):
+    """Where a run's results go: --out/--label, or --out/<this machine's CPU and cores>."""
+    cpu = {"cpu": _quiet(cpu_model, "unknown CPU"), "cores": _quiet(os.cpu_count)}
+    return os.path.join(args.out, args.label or machine_id(cpu))
+
+
+def unwritable(folder):
+    """Why files cannot be made in folder, in a few words, or None. Creates nothing."""
+    path, missing = os.path.abspath(folder), []
+    while not os.path.exists(path):
+        path, name = os.path.split(path)
+        missing.append(name)
+    if not os.path.isdir(path):
+        return f"{path} is a file, not a folder"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+    longest = _quiet(lambda: os.pathconf(path, "PC_NAME_MAX"), 255)
+    if any(len(name.encode()) > longest for name in missing):
+        return f"a folder name is longer than the {longest} bytes this file system takes"
+    return None
+
+
 def need_memory(p, need_bytes, what, flag):
-    """Exit with one line (code 2) if need_bytes is more than the machine has available."""
+    """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
+    available."""
     have = _quiet(available_memory_bytes)
-    if have is not None and need_bytes > have:
-        p.error(f"{what} needs about {need_bytes / 1e9:.1f} GB but only {have / 1e9:.1f} GB "
-                f"is available; use a smaller {flag}")
+    if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
+        p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
+                f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,10 +452,11 @@ def need_memory(p, need_bytes, what, flag):
 UNSAVED = ("text", "tablefmt", "files")  # what a report holds for the run, not for the JSON
 
 
-def new_report(script, args):
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "no_save", "tablefmt")}
+def new_report(script, args, busy=()):
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("out", "no_save", "tablefmt", "oversubscribe")}
     return {"schema_version": SCHEMA_VERSION, "script": script, "quick": args.quick,
-            "machine": machine(), "settings": settings, "tables": {}, "text": [],
+            "machine": machine(busy), "settings": settings, "tables": {}, "text": [],
             "tablefmt": args.tablefmt, "files": {}}
 
 
@@ -362,12 +512,6 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def results_paths(report, args):
-    folder = os.path.join(args.out, args.label or machine_id(report["machine"]))
-    stem = report["script"] + (".quick" if report["quick"] else "")
-    return folder, os.path.join(folder, stem + ".txt"), os.path.join(folder, stem + ".json")
-
-
 def _plain_file_mode():
     mask = os.umask(0)  # the only way to read the umask is to set it
     os.umask(mask)
@@ -375,80 +519,154 @@ def _plain_file_mode():
 
 
 PLAIN_FILE = _plain_file_mode()  # what open() would have made: temp files start as 0600
+TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
 
 
-def atomic_write(files):
-    """Write {path: text} so that a crash or Ctrl-C leaves each file whole: old or new.
+def result_files(report, args):
+    """The folder and {file name: text, or a function that writes the file at the path it is
+    given} of one result: the script's .txt and .json and any files the run added (a picture).
+    A quick run's names say .quick, so that it never replaces a full run's."""
+    quick = ".quick" if report["quick"] else ""
+    data = {k: v for k, v in report.items() if k not in UNSAVED}
+    files = {f"{report['script']}{quick}.json": json.dumps(data, indent=1, allow_nan=False) + "\n",
+             f"{report['script']}{quick}.txt": "\n".join(report["text"]) + "\n"}
+    for name, write in report["files"].items():
+        stem, ext = os.path.splitext(name)
+        files[f"{stem}{quick}{ext}"] = write
+    return folder_of(args), files
 
-    Instead of text, a value may be a function that writes the file at the path it is given
-    (a picture, say)."""
-    temps = {}
+
+@contextlib.contextmanager
+def locked(folder):
+    """Hold a results folder's lock: one run saves into it at a time, and compare.py reads it
+    whole. Where the system has no such locks, or the folder is read-only, nothing is held."""
     try:
-        for path, content in files.items():
-            fd, temps[path] = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-",
-                                               suffix=os.path.splitext(path)[1])
-            with os.fdopen(fd, "w") as f:
-                if callable(content):
-                    content(temps[path])
-                else:
-                    f.write(content)
-                f.flush()
-                os.fsync(f.fileno())
-        for path, temp in temps.items():  # only now does any old file make way
-            os.chmod(temp, PLAIN_FILE)
-            os.replace(temp, path)
+        import fcntl
+        fd = os.open(os.path.join(folder, LOCK), os.O_RDWR | os.O_CREAT, PLAIN_FILE)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            note(f"waiting for another run to finish with {folder}/")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        for temp in temps.values():  # what was not renamed is removed
+        os.close(fd)
+
+
+def finish_replacing(folder):
+    """Under the lock: finish the renames of a save that was killed halfway (its journal lists
+    them, and every file it names was whole before the first rename), then remove stray temps."""
+    journal = os.path.join(folder, JOURNAL)
+    with contextlib.suppress(OSError, ValueError):
+        with open(journal) as f:
+            renames = json.load(f)
+        for name, temp in renames.items():
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(os.path.join(folder, temp), os.path.join(folder, name))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(journal)
+    for name in os.listdir(folder):
+        if name.startswith(TEMP):
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(os.path.join(folder, name))
+
+
+def _write_temp(folder, name, content):
+    """content (text, or a function that writes at a path) in a new temp file: -> its name."""
+    fd, path = tempfile.mkstemp(dir=folder, prefix=TEMP, suffix=os.path.splitext(name)[1])
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        if callable(content):
+            content(path)
+        else:
+            f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(path, PLAIN_FILE)
+    return os.path.basename(path)
+
+
+def replace_together(folder, files):
+    """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
+    kill), every file is either new or as it was, all of them. Every file is written to a temp
+    file first; then a journal lists the renames, the renames follow, and the journal goes. A save
+    killed during the renames is finished by the next one (or by compare.py), as the journal says;
+    SIGINT and SIGTERM wait for the renames."""
+    with locked(folder):
+        finish_replacing(folder)
+        temps = {}
+        try:
+            for name, content in files.items():
+                temps[name] = _write_temp(folder, name, content)
+            journal = _write_temp(folder, JOURNAL, json.dumps(temps))
+            with held_signals():
+                os.replace(os.path.join(folder, journal), os.path.join(folder, JOURNAL))
+                for name, temp in temps.items():
+                    os.replace(os.path.join(folder, temp), os.path.join(folder, name))
+                os.unlink(os.path.join(folder, JOURNAL))
+        finally:
+            finish_replacing(folder)  # nothing half done is left: temps of a failed save go
 
 
 def save(report, args):
-    """Write <script>.txt and <script>.json, and any files the run added to report["files"]
-    ({name: a function that writes it at the path it is given}); on failure say so on stderr
-    and return 1."""
-    folder, txt, js = results_paths(report, args)
-    data = {k: v for k, v in report.items() if k not in UNSAVED}
-    files = {js: json.dumps(data, indent=1, allow_nan=False) + "\n",
-             txt: "\n".join(report["text"]) + "\n",
-             **{os.path.join(folder, name): write for name, write in report["files"].items()}}
+    """Write the result as one unit; on failure say so on stderr and return 1 (the tables were
+    printed; earlier results stay as they were)."""
+    folder, files = result_files(report, args)
+    made = not os.path.isdir(folder)
     try:
         os.makedirs(folder, exist_ok=True)
-        atomic_write(files)
+        replace_together(folder, files)
     except (OSError, ValueError) as e:
+        with contextlib.suppress(OSError):
+            if made and os.listdir(folder) in ([], [LOCK]):  # this run made it, for nothing
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, LOCK))
+                os.rmdir(folder)
         print(f"error: could not save results to {folder}/: {e}", file=sys.stderr)
         return 1
-    print(f"saved {', '.join(files)}", file=sys.stderr)
+    print(f"saved {', '.join(os.path.join(folder, name) for name in files)}", file=sys.stderr)
     return 0
 
 
 def run(script, args, body):
     """Measure under the chosen thread count: machine line, body(args, report), then save.
 
-    Returns the exit code: 0, 1 if the results could not be saved, 130 on Ctrl-C (nothing saved,
-    earlier results untouched).
+    Returns the exit code: 0, 1 if the results could not be saved, 128 + the signal's number on
+    Ctrl-C (130) or SIGTERM (143), with nothing saved and earlier results untouched.
     """
     from threadpoolctl import threadpool_limits
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a table's characters
+        with contextlib.suppress(AttributeError, ValueError):  # shows '?' for them; the
+            stream.reconfigure(errors="replace")  # saved .txt keeps them (UTF-8)
     start = time.perf_counter()
     try:
-        limits = threadpool_limits(args.threads) if args.threads else contextlib.nullcontext()
-        with limits:
-            report = new_report(script, args)
-            show(report, machine_line(report["machine"]))
-            body(args, report)
-    except KeyboardInterrupt:
+        with stoppable():
+            with measuring() as busy:
+                limits = threadpool_limits(args.threads) if args.threads else \
+                    contextlib.nullcontext()
+                with limits:
+                    report = new_report(script, args, busy)
+                    show(report, machine_line(report["machine"]))
+                    body(args, report)
+            report["wall_s"] = time.perf_counter() - start
+            report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
+            peak = report["peak_rss_bytes"]
+            note(f"wall time {report['wall_s']:.1f} s"
+                 + (f", peak memory {peak / 1e9:.2f} GB" if peak else ""))
+            return 0 if args.no_save else save(report, args)
+    except (Stopped, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", signal.SIGINT)
         progress("")
-        print("interrupted: nothing saved, earlier results untouched", file=sys.stderr)
-        return 130
+        done = "the results were saved just before" if getattr(e, "held", False) else \
+            "nothing saved, earlier results untouched"
+        print(f"{STOPS[signum]}: {done}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:  # `python x.py | head`: the reader stopped reading, so stop too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    report["wall_s"] = time.perf_counter() - start
-    report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
-    peak = report["peak_rss_bytes"]
-    note(f"wall time {report['wall_s']:.1f} s"
-         + (f", peak memory {peak / 1e9:.2f} GB" if peak else ""))
-    return 0 if args.no_save else save(report, args)
 
 
 def peak_rss_bytes():

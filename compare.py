@@ -4,11 +4,13 @@ ratio to the first.
     python compare.py                                   # every machine under results/
     python compare.py results/post results/amd-epyc-2c  # the named result folders, in order
 """
-import json
-import os
-import sys
+import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
 
-import common
+common.stop_quietly()
+
+import json  # noqa: E402 (this and every import below come after the call above)
+import os  # noqa: E402
+import sys  # noqa: E402
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 READABLE = (1, 2)  # schema versions this compare.py reads: 2 added two_phases' breakdown
@@ -49,16 +51,54 @@ def load(path, script):
     if not isinstance(data, dict):
         raise ValueError("is not a result file (no object at the top)")
     version = data.get("schema_version")
+    if "schema_version" not in data:
+        raise ValueError("has no schema version; rerun that script to refresh it")
+    if type(version) is not int:
+        raise ValueError(f"has schema version {version!r}, which is not a whole number")
     if version not in READABLE:
-        age = ("older" if isinstance(version, int) and version < min(READABLE)
-               else "newer" if isinstance(version, int) else "unversioned")
+        age = "older" if version < min(READABLE) else "newer"
         raise ValueError(f"has schema version {version}, {age} than this compare.py reads "
                          f"({', '.join(map(str, READABLE))}); rerun that script to refresh it")
     if data.get("script") != script:
         raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
-    if not isinstance(data.get("tables"), dict) or not isinstance(data.get("machine"), dict):
-        raise ValueError("has no tables or no machine")
+    check_machine(data.get("machine"))
+    check_tables(data.get("tables"))
     return data
+
+
+MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
+           "date": str}  # what the machine line needs; the rest may be missing or None
+BLAS = {"library": str, "version": str, "threads": int}
+
+
+def check_machine(m):
+    """Raise ValueError, naming the field, if the machine line cannot be made from m."""
+    if not isinstance(m, dict):
+        raise ValueError("has no machine")
+    for field, kind in MACHINE.items():
+        if not isinstance(m.get(field), kind):
+            raise ValueError(f"has no usable machine {field!r}")
+    for b in m["blas"]:
+        if not isinstance(b, dict) or not all(isinstance(b.get(k), t) for k, t in BLAS.items()):
+            raise ValueError("has a BLAS entry without its library, version or threads")
+    if not isinstance(m.get("cores"), (int, type(None))):
+        raise ValueError("has no usable machine 'cores'")
+
+
+def check_tables(tables):
+    """Raise ValueError, naming the table, if a table is not columns and rows of that width."""
+    if not isinstance(tables, dict):
+        raise ValueError("has no tables")
+    for name, t in tables.items():
+        columns = t.get("columns") if isinstance(t, dict) else None
+        if not isinstance(columns, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("header"), str)
+                and isinstance(c.get("unit"), str) for c in columns):
+            raise ValueError(f"has a table {name!r} without usable columns")
+        rows = t.get("rows")
+        if not isinstance(rows, list) or not all(
+                isinstance(r, list) and len(r) == len(columns) for r in rows):
+            raise ValueError(f"has a table {name!r} whose rows do not match its columns")
 
 
 def figures(data, section):
@@ -101,19 +141,32 @@ def is_published(folder):
 
 
 def read_machine(folder, problems):
-    """{script: data} of one machine's folder; what cannot be used goes to problems."""
-    if not os.path.isdir(folder):
+    """{script: data} of one machine's folder; what cannot be used goes to problems. The folder
+    is read under its lock, after any save a killed run left halfway is finished."""
+    if not os.path.exists(folder):
         problems.append(f"{folder}: no such results folder")
         return None
+    if not os.path.isdir(folder):
+        problems.append(f"{folder}: is a file, not a results folder")
+        return None
     found = {}
-    for script in SCRIPTS:
-        path = os.path.join(folder, script + ".json")
-        if not os.path.exists(path):
-            continue  # this machine did not run it: its rows stay blank
-        try:
-            found[script] = load(path, script)
-        except ValueError as e:
-            problems.append(f"{path}: {e}; left out")
+    with common.locked(folder):
+        if os.access(folder, os.W_OK):
+            common.finish_replacing(folder)
+        for script in SCRIPTS:
+            path = os.path.join(folder, script + ".json")
+            if not os.path.exists(path):
+                continue  # this machine did not run it: its rows stay blank
+            try:
+                found[script] = load(path, script)
+            except ValueError as e:
+                problems.append(f"{path}: {e}; left out")
+    if not found and not any(p.startswith(folder + os.sep) for p in problems):
+        quick = sorted(n for n in os.listdir(folder) if n.endswith(".quick.json"))
+        problems.append(f"{folder}: " + (
+            f"holds only quick runs ({', '.join(quick)}), which compare.py leaves out: run "
+            f"the scripts without --quick" if quick
+            else f"no result files of {', '.join(SCRIPTS)}"))
     return found
 
 
@@ -122,10 +175,19 @@ def describe(name, results):
     data = next(iter(results.values()), None)
     if data is None:
         return f"{name}: no results"
-    m = data["machine"]
     if data.get("published"):
         return f"{name}: {data['published']}"
-    return f"{name}: {common.machine_line(m)}"
+    return f"{name}: {common.machine_line(data['machine'])}"
+
+
+def short_names(folders):
+    """A column name per folder: its own name, with as much of its path as tells it apart."""
+    parts = [os.path.normpath(os.path.abspath(f)).split(os.sep) for f in folders]
+    for depth in range(1, max(map(len, parts)) + 1):
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return [f"{n} ({i + 1})" for i, n in enumerate(names)]  # the same folder named twice
 
 
 def figures_of(machine, section):
@@ -161,8 +223,9 @@ def build_parser():
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="result folders to compare, the first is the reference "
                         "(default: every folder under --out)")
-    p.add_argument("--out", default="results", metavar="DIR",
-                   help="where to look for machines when no folder is named (default: results)")
+    p.add_argument("--out", default=common.RESULTS, metavar="DIR",
+                   help="where to look for machines when no folder is named (default: results/ "
+                        "beside the scripts, where they save)")
     p.add_argument("--tablefmt", type=common.tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; github is Markdown (default: plain)")
     return p
@@ -171,14 +234,13 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     from tabulate import tabulate
-    problems, names, machines = [], [], []
+    problems, folders, machines = [], [], []
     for folder in machine_folders(args.folders, args.out):
         found = read_machine(folder, problems)
         if found:
-            names.append(os.path.basename(os.path.normpath(folder)))
+            folders.append(folder)
             machines.append(found)
-        elif found is not None:
-            problems.append(f"{folder}: no result files of {', '.join(SCRIPTS)}")
+    names = short_names(folders) if folders else []
     for line in [describe(n, m) for n, m in zip(names, machines)]:
         print(line)
     for section in FIGURES if machines else ():
@@ -190,7 +252,7 @@ def main(argv=None):
                        missingval=""))
     for line in problems:
         print(f"compare.py: {line}", file=sys.stderr)
-    if not machines:
+    if not machines and not problems:
         print("compare.py: no results to compare; run the scripts first", file=sys.stderr)
     return 1 if problems or not machines else 0
 

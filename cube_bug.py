@@ -3,12 +3,15 @@
     python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
-import sys
+import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
 
-import numpy as np
+common.stop_quietly()
 
-import common
-import model
+import sys  # noqa: E402 (this and every import below come after the call above)
+
+import numpy as np  # noqa: E402
+
+import model  # noqa: E402
 
 TOKENS = 256  # a 256-token question ...
 MLP = 4 * model.WIDTH  # ... times the thinking room's width (3072): one floor's 786,432 numbers
@@ -78,8 +81,19 @@ def build_parser():
     return p
 
 
+ARRAYS = 8  # the numbers, each way's answer and temporaries, and the check's: the most held at once
+
+
+def parse_args(argv=None):
+    p = build_parser()
+    args = common.parse(p, argv, QUICK)
+    common.need_memory(p, ARRAYS * args.tokens * MLP * model.BYTES, f"--tokens {args.tokens}",
+                       "--tokens")
+    return args
+
+
 def main(argv=None):
-    return common.run("cube_bug", common.parse(build_parser(), argv, QUICK), experiment)
+    return common.run("cube_bug", parse_args(argv), experiment)
 
 
 if __name__ == "__main__":

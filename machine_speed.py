@@ -3,13 +3,16 @@
     python machine_speed.py                    # the post's sizes, best of 5
     python machine_speed.py --quick --no-save  # a smoke run of a few seconds
 """
-import math
-import sys
+import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
 
-import numpy as np
+common.stop_quietly()
 
-import common
-from model import BYTES, FLOPS_PER_NUMBER
+import math  # noqa: E402 (this and every import below come after the call above)
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from model import BYTES, FLOPS_PER_NUMBER  # noqa: E402
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
@@ -122,8 +125,9 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = common.parse(p, argv, QUICK)
+    biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     common.need_memory(p, memory_bytes(args.size, args.matmul),
-                       f"--size {args.size} with --matmul {args.matmul}", "--size")
+                       f"--size {args.size} with --matmul {args.matmul}", biggest)
     return args
 
 

@@ -4,18 +4,23 @@ questions (prefill), types for many users in one trip (decode), and meets a long
     python two_phases.py                    # the post's three experiments, middle of 5
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
 """
-import argparse
-import json
-import statistics
-import sys
+import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
 
-import numpy as np
+common.stop_quietly()
 
-import common
-import machine_speed
-import model
-import roofline
-from common import plural
+import argparse  # noqa: E402 (this and every import below come after the call above)
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import machine_speed  # noqa: E402
+import model  # noqa: E402
+import roofline  # noqa: E402
+from common import plural  # noqa: E402
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
 USERS = (1, 4, 16, 64)  # Phase 2: users typing one token each in the same trip
@@ -439,18 +444,36 @@ BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms"
                      ("other ms", "ms", ".1f"), ("most excess", "", "s")]
 
 
+ROOFS_FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
+
+
 def roofs_file(path):
-    """An argparse type: a saved machine_speed.json -> its two speeds."""
+    """An argparse type: a saved machine_speed.json -> its two speeds, which must be finite and
+    positive (they divide every limit)."""
+    def refuse(why):
+        raise argparse.ArgumentTypeError(f"must be a machine_speed.py results file (.json); "
+                                         f"{path!r} {why}")
     try:
-        with open(path) as f:
+        if not os.path.isfile(path) or os.path.getsize(path) > ROOFS_FILE_MAX:
+            refuse("is not a results file" if os.path.exists(path) else "does not exist")
+        with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        speeds = data["roofs"]
-        return {"bytes_per_s": float(speeds["bytes_per_s"]),
-                "flops_per_s": float(speeds["flops_per_s"]),
-                "source": f"from {path} (measured {data['machine']['date'][:10]})"}
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
-        raise argparse.ArgumentTypeError(f"must be a machine_speed.py results file (.json), "
-                                         f"could not read {path!r}: {e}") from None
+    except (OSError, ValueError) as e:
+        refuse(f"cannot be read as JSON ({e})")
+    speeds = data.get("roofs") if isinstance(data, dict) else None
+    if not isinstance(speeds, dict):
+        refuse("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
+    roofs = {}
+    for name, what, unit in (("bytes_per_s", "memory speed", "GB/s"),
+                             ("flops_per_s", "math speed", "GFLOP/s")):
+        value = speeds.get(name)
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            shown = f"{value / 1e9:g} {unit}" if isinstance(value, (int, float)) else repr(value)
+            refuse(f"holds a {what} of {shown}: it must be a finite number above 0")
+        roofs[name] = float(value)
+    machine = data.get("machine") if isinstance(data.get("machine"), dict) else {}
+    date = str(machine.get("date") or "on an unknown date")[:10]
+    return {**roofs, "source": f"from {path} (measured {date})"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,6 +534,7 @@ def peak_bytes(args):
 def parse_args(argv=None):
     p = build_parser()
     args = common.parse(p, argv, QUICK)
+    dial = "--budget" if args.budget else "--chunk"
     if args.budget:
         if min(args.budget) <= args.typers:
             p.error(f"argument --budget: each budget must be larger than --typers "
@@ -520,9 +544,11 @@ def parse_args(argv=None):
     args.chunk = sorted({min(c, args.question) for c in args.chunk} | {args.question})
     steps = len(schedule(args.question, args.chunk[0]))
     if "collision" in args.experiments and args.notes + steps > model.CONTEXT:
-        p.error(f"argument --chunk: the typers' {args.notes} notes plus one per step "
-                f"({steps} steps for a chunk of {args.chunk[0]}) must fit in a notebook of "
-                f"{model.CONTEXT} tokens; use larger chunks or fewer --notes")
+        smallest = f"a budget of {args.chunk[0] + args.typers}" if args.budget else \
+            f"a chunk of {args.chunk[0]}"
+        p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
+                f"({steps} steps for {smallest}) must fit in a notebook of {model.CONTEXT} "
+                f"tokens; use a larger {dial} or fewer --notes")
     if args.plot and args.no_save:
         p.error("argument --plot: draws into the results folder, so not with --no-save")
     if args.plot and not roofline.available():

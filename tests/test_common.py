@@ -148,9 +148,8 @@ def test_a_quick_run_never_overwrites_a_full_run(tmp_path):
     assert (tmp_path / "box" / "demo.quick.json").exists()
 
 
-def test_atomic_write_keeps_the_old_files_when_a_write_fails(tmp_path, monkeypatch):
-    a, b = tmp_path / "a.json", tmp_path / "a.txt"
-    common.atomic_write({str(a): "old a", str(b): "old b"})
+def test_a_failed_write_keeps_every_old_file(tmp_path, monkeypatch):
+    common.replace_together(str(tmp_path), {"a.json": "old a", "a.txt": "old b"})
     real_fsync, calls = os.fsync, []
 
     def fail_second(fd):
@@ -160,9 +159,10 @@ def test_atomic_write_keeps_the_old_files_when_a_write_fails(tmp_path, monkeypat
         real_fsync(fd)
     monkeypatch.setattr(common.os, "fsync", fail_second)
     with pytest.raises(OSError):
-        common.atomic_write({str(a): "new a", str(b): "new b"})
-    assert a.read_text() == "old a" and b.read_text() == "old b"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.txt"]  # no temp left
+        common.replace_together(str(tmp_path), {"a.json": "new a", "a.txt": "new b"})
+    assert (tmp_path / "a.json").read_text() == "old a"
+    assert (tmp_path / "a.txt").read_text() == "old b"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "a.json", "a.txt"]
 
 
 def test_unwritable_folder_prints_tables_then_one_line_and_exit_1(tmp_path, capsys):
@@ -200,6 +200,6 @@ def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
 
 
 def test_saved_files_get_the_usual_permissions(tmp_path):
-    common.atomic_write({str(tmp_path / "a.txt"): "x"})
+    common.replace_together(str(tmp_path), {"a.txt": "x"})
     (tmp_path / "b.txt").write_text("x")  # as open() makes them
     assert (tmp_path / "a.txt").stat().st_mode == (tmp_path / "b.txt").stat().st_mode

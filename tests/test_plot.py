@@ -26,10 +26,26 @@ def run_quick(tmp_path, *flags, code=None):
 def test_plot_writes_the_roofline_with_the_results(tmp_path):
     r = run_quick(tmp_path, "--plot", *FAST)
     assert r.returncode == 0, r.stderr
-    png, svg = tmp_path / "box" / "roofline.png", tmp_path / "box" / "roofline.svg"
+    box = tmp_path / "box"
+    png, svg = box / "roofline.quick.png", box / "roofline.quick.svg"  # a quick run's picture
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert b"<svg" in svg.read_bytes()[:1000]
-    assert (tmp_path / "box" / "two_phases.quick.json").exists()
+    assert (box / "two_phases.quick.json").exists()
+
+
+def test_a_quick_picture_never_replaces_a_full_runs(tmp_path):
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "roofline.png").write_bytes(b"the full run's picture")
+    r = run_quick(tmp_path, "--plot", *FAST)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "box" / "roofline.png").read_bytes() == b"the full run's picture"
+    assert (tmp_path / "box" / "roofline.quick.png").exists()
+
+
+def test_machine_speed_draws_no_picture(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "machine_speed.py"), "--plot"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")

@@ -17,7 +17,8 @@ import two_phases
 
 def run(script, *flags, out):
     return subprocess.run([sys.executable, os.path.join(ROOT, script), *flags, "--out", str(out),
-                           "--label", "box"], capture_output=True, text=True, timeout=300)
+                           "--label", "box"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
 
 
 QUICK = {  # script: (flags, lines stdout must hold)
@@ -93,6 +94,14 @@ BAD = [
     ("two_phases.py", ["--users", "100000"], "--users"),  # far more memory than there is
     ("two_phases.py", ["--roofs", "no-such-file.json"], "--roofs"),
     ("two_phases.py", ["--roofs", "README.md"], "--roofs"),  # not a machine_speed result
+    # each refusal names the flag to change, and says why
+    ("cube_bug.py", ["--tokens", "10000000"], "--tokens"),  # 983 GB of numbers
+    ("two_phases.py", ["--roofs", "/dev/zero"], "is not a results file"),  # endless, not a file
+    ("two_phases.py", ["--roofs", "results/post/two_phases.json"], "has no saved speeds"),
+    ("machine_speed.py", ["--matmul", "100000"], "use a smaller --matmul"),
+    ("two_phases.py", ["--budget", "9", "--typers", "8", "--notes", "1000"], "larger --budget"),
+    ("two_phases.py", ["--threads", "100000"], "--threads"),
+    ("cube_bug.py", ["--label", "x" * 300], "--label"),
 ]
 
 

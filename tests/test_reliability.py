@@ -1,0 +1,396 @@
+"""Nothing a user saved is ever lost or mixed up, and no input gets a traceback: one test per way
+a careful user found to break an earlier version (interrupts, kills, full disks, two runs at once,
+bad values found late, broken result files)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import common
+import cube_bug
+import machine_speed
+import two_phases
+from conftest import ROOT
+
+
+def script(name, *flags, env=None, cwd=None):
+    return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=cwd)
+
+
+def one_line(r, code, *words):
+    """The process said one line on stderr, with these words, and no traceback."""
+    assert r.returncode == code, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def demo(args, report):
+    t = common.measure(lambda: None, 3)
+    common.table(report, "demo", [("n", "", "d"), ("time ms", "ms", ".3f")],
+                 [[1, t["seconds"] * 1e3]], [t])
+
+
+def args_for(tmp_path, *flags):
+    return common.parse(common.parser("demo\n", runs=3),
+                        ["--out", str(tmp_path), "--label", "box", *flags], {})
+
+
+def saved(tmp_path):
+    box = tmp_path / "box"
+    return {p.name: p.read_text() for p in sorted(box.iterdir()) if p.name != common.LOCK}
+
+
+# ---- 1. a quick run's picture, and machine_speed's: see test_plot.py
+
+# ---- 2. --quick keeps a flag the user gave, even when it equals the full default
+
+@pytest.mark.parametrize("parse,argv,name,value", [
+    (two_phases.parse_args, ["--quick", "--typers", "8"], "typers", 8),
+    (two_phases.parse_args, ["--quick"], "typers", two_phases.QUICK["typers"]),
+    (cube_bug.parse_args, ["--quick", "--tokens", "256"], "tokens", 256),
+    (machine_speed.parse_args, ["--quick", "--size", "10000"], "size", 10_000),
+    (two_phases.parse_args, ["--typers", "8"], "chunk", [32, 64, 128, 256, 512, 1024]),
+])
+def test_quick_keeps_every_flag_given(parse, argv, name, value):
+    assert getattr(parse(argv + ["--no-save"]), name) == value
+
+
+def test_quick_with_a_budget_no_larger_than_the_typers_is_refused():
+    one_line(script("two_phases.py", "--quick", "--typers", "8", "--budget", "8"), 2, "--budget")
+
+
+# ---- 3. a result is one unit: its files are replaced together or not at all
+
+def killed_between_renames(folder):
+    """A save killed (SIGKILL) after its first rename, in a process of its own."""
+    code = ("import os, signal, common\n"
+            "real, n = os.replace, [0]\n"
+            "def replace(a, b):\n"
+            "    real(a, b)\n"
+            "    n[0] += 1\n"
+            "    if n[0] == 2:  # the journal, then the first file: now die\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n"
+            "os.replace = replace\n"
+            f"common.replace_together({str(folder)!r}, {{'r.json': 'new', 'r.txt': 'new'}})\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT)
+    assert r.returncode == -signal.SIGKILL
+
+
+def test_a_save_killed_halfway_is_finished_by_the_next(tmp_path):
+    common.replace_together(str(tmp_path), {"r.json": "old", "r.txt": "old"})
+    killed_between_renames(tmp_path)
+    assert {(tmp_path / n).read_text() for n in ("r.json", "r.txt")} == {"old", "new"}  # mixed
+    common.replace_together(str(tmp_path), {"other.txt": "x"})  # the next save, any save
+    assert (tmp_path / "r.json").read_text() == (tmp_path / "r.txt").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "other.txt", "r.json",
+                                                         "r.txt"]
+
+
+def test_compare_never_reads_half_a_save(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    data = {"schema_version": 2, "script": "cube_bug", "quick": False, "settings": {},
+            "machine": {"cpu": "Test CPU", "cores": 2, "os": "x", "python": "3", "numpy": "2",
+                        "blas": [], "env": {}, "date": "2026-01-01"},
+            "tables": {"cube": {"columns": [{"header": "numbers", "unit": ""},
+                                            {"header": "ratio", "unit": "x"}],
+                                "rows": [["mixed (real)", 0]]}}}
+    common.replace_together(str(box), {"cube_bug.json": json.dumps(data)})
+    data["tables"]["cube"]["rows"] = [["mixed (real)", 55]]
+    code = ("import os, signal, common\n"
+            "real = os.replace\n"
+            "def replace(a, b):\n"
+            "    if b.endswith('cube_bug.json'): os.kill(os.getpid(), signal.SIGKILL)\n"
+            "    real(a, b)\n"
+            "os.replace = replace\n"
+            f"common.replace_together({str(box)!r}, {{'cube_bug.json': {json.dumps(data)!r}}})\n")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == -signal.SIGKILL
+    r = script("compare.py", str(box))
+    assert r.returncode == 0, r.stderr
+    assert "55" in r.stdout.split("h**3 / h*h*h (mixed (real))")[1].splitlines()[0]
+
+
+def test_a_second_run_waits_for_the_first_to_finish_saving(tmp_path):
+    import fcntl
+    box = tmp_path / "box"
+    box.mkdir()
+    lock = os.open(box / common.LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a first run is saving
+    run = subprocess.Popen([sys.executable, os.path.join(ROOT, "cube_bug.py"), "--quick",
+                            "--runs", "1", "--out", str(tmp_path), "--label", "box"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    assert run.poll() is None and not (box / "cube_bug.quick.json").exists()
+    os.close(lock)  # the first run is done
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0 and "waiting for another run" in err
+    assert (box / "cube_bug.quick.json").exists()
+
+
+def numbered(n):
+    """A run whose table holds its number n."""
+    def body(args, report):
+        common.table(report, "demo", [("run", "", "d")], [[n]])
+    return body
+
+
+def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, capsys):
+    common.run("demo", args_for(tmp_path), numbered(1))
+    real = os.replace
+
+    def replace(a, b):
+        if b.endswith(".json") and not b.endswith(common.JOURNAL):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between the two files' renames
+        real(a, b)
+    monkeypatch.setattr(common.os, "replace", replace)
+    assert common.run("demo", args_for(tmp_path), numbered(2)) == 130
+    files = saved(tmp_path)
+    assert json.loads(files["demo.json"])["tables"]["demo"]["rows"] == [[2]]
+    assert files["demo.txt"].splitlines()[1:] == ["run", "  2"]  # the same run's, whole
+    assert "interrupted: the results were saved just before" in capsys.readouterr().err
+
+
+# ---- 4. stray temps are removed and ignored; SIGTERM says so
+
+def test_a_killed_runs_temps_are_removed_by_the_next_save_and_ignored_by_git(tmp_path):
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / ".tmp-abc123.json").write_text("{half")
+    assert common.run("demo", args_for(tmp_path), demo) == 0
+    assert sorted(saved(tmp_path)) == ["demo.json", "demo.txt"]
+    for name in (".tmp-abc123.json", ".replacing.json", ".lock", "x.quick.png"):
+        r = subprocess.run(["git", "check-ignore", "-q", f"results/box/{name}"], cwd=ROOT)
+        assert r.returncode == 0, name
+
+
+def wait_for(run, text, seconds=60):
+    """Read the run's stderr until `text` appears."""
+    deadline, seen = time.time() + seconds, ""
+    while text not in seen and time.time() < deadline:
+        seen += run.stderr.readline()
+    assert text in seen, seen
+    return seen
+
+
+@pytest.mark.parametrize("signum,code,word", [(signal.SIGTERM, 143, "terminated"),
+                                              (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_mid_run_ends_it_in_one_line(tmp_path, signum, code, word):
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "two_phases.quick.json").write_text("earlier")
+    run = subprocess.Popen([sys.executable, os.path.join(ROOT, "two_phases.py"), "--quick",
+                            "--out", str(tmp_path), "--label", "box"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(run, "estimated peak memory")
+    time.sleep(1.5)  # now it measures
+    run.send_signal(signum)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == code and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"{word}: nothing saved, earlier results untouched"
+    assert (tmp_path / "box" / "two_phases.quick.json").read_text() == "earlier"
+
+
+# ---- 5. what can be checked before measuring is checked before measuring
+
+@pytest.mark.parametrize("flags,flag", [
+    (["--out", "{tmp}/a-file"], "--out"),
+    (["--out", "{tmp}/a-file/deeper"], "--out"),
+    (["--label", "x" * 300], "--label"),
+])
+def test_a_folder_that_cannot_hold_results_is_refused_before_measuring(tmp_path, flags, flag):
+    (tmp_path / "a-file").write_text("not a folder")
+    r = script("cube_bug.py", "--quick", *[f.format(tmp=tmp_path) for f in flags])
+    one_line(r, 2, flag)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_read_only_folder_is_refused_before_measuring(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root may write anywhere")
+    os.chmod(tmp_path, 0o500)
+    try:
+        one_line(script("cube_bug.py", "--quick", "--out", str(tmp_path)), 2, "--out",
+                 "not writable")
+    finally:
+        os.chmod(tmp_path, 0o700)
+
+
+@pytest.mark.parametrize("speed", ["NaN", "Infinity", "0", "-20.7", '"fast"', "null"])
+def test_roofs_that_are_not_finite_positive_speeds_are_refused(tmp_path, speed):
+    path = tmp_path / "machine_speed.json"
+    path.write_text('{"roofs": {"bytes_per_s": %s, "flops_per_s": 1e11}}' % speed)
+    one_line(script("two_phases.py", "--quick", "--roofs", str(path), "--out", str(tmp_path)), 2,
+             "--roofs", "above 0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["machine_speed.json"]
+
+
+def test_a_failed_save_leaves_no_empty_folder(tmp_path, monkeypatch):
+    def no_space(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(common, "_write_temp", no_space)
+    assert common.run("demo", args_for(tmp_path), demo) == 1
+    assert not (tmp_path / "box").exists()
+
+
+# ---- 6. another run measuring on the same machine
+
+def test_a_run_says_when_another_is_measuring(tmp_path):
+    import fcntl
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{os.getuid()}.lock")
+    mark = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(mark, fcntl.LOCK_SH)  # another run is measuring
+    try:
+        r = script("cube_bug.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label",
+                   "box")
+    finally:
+        os.close(mark)
+    assert r.returncode == 0
+    assert "the machine is busy (another run of this suite)" in r.stderr
+    assert "BUSY: another run of this suite" in r.stdout.splitlines()[0]
+    data = json.loads((tmp_path / "box" / "cube_bug.quick.json").read_text())
+    assert data["machine"]["busy"] == ["another run of this suite"]
+
+
+def test_a_quiet_machine_is_not_called_busy(tmp_path):
+    r = script("cube_bug.py", "--quick", "--runs", "1", "--no-save")
+    assert "BUSY: another run" not in r.stdout and "load" in r.stdout.splitlines()[0]
+
+
+# ---- 8 and 14. compare.py on result files it cannot use, and on folders it should explain
+
+RESULT = {"schema_version": 2, "script": "cube_bug", "quick": False, "settings": {},
+          "machine": {"cpu": "Test CPU", "cores": 2, "os": "x", "python": "3", "numpy": "2",
+                      "blas": [{"library": "openblas", "version": "0.3", "threads": 2}],
+                      "env": {}, "date": "2026-01-01"},
+          "tables": {"cube": {"columns": [{"header": "numbers", "unit": ""},
+                                          {"header": "ratio", "unit": "x"}],
+                              "rows": [["mixed (real)", 55.0]]}}}
+
+
+def broken(change):
+    data = json.loads(json.dumps(RESULT))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize("data,says", [
+    (broken(lambda d: d["machine"].pop("cpu")), "machine 'cpu'"),
+    (broken(lambda d: d.update(machine=[])), "has no machine"),
+    (broken(lambda d: d["machine"]["blas"][0].pop("threads")), "BLAS entry"),
+    (broken(lambda d: d["machine"].update(cores="two")), "machine 'cores'"),
+    (broken(lambda d: d["tables"]["cube"]["rows"].append([1])), "do not match its columns"),
+    (broken(lambda d: d["tables"]["cube"]["columns"][0].pop("unit")), "without usable columns"),
+    (broken(lambda d: d.update(tables=None)), "has no tables"),
+    (broken(lambda d: d.update(schema_version="2")), "'2', which is not a whole number"),
+    (broken(lambda d: d.pop("schema_version")), "has no schema version"),
+])
+def test_compare_names_an_unusable_file_and_compares_the_rest(tmp_path, data, says):
+    for name, result in (("good", RESULT), ("bad", data)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cube_bug.json").write_text(json.dumps(result))
+    r = script("compare.py", "--out", str(tmp_path))
+    one_line(r, 1, "bad/cube_bug.json", says)
+    assert "good: machine: Test CPU" in r.stdout and "55.00" in r.stdout
+
+
+def test_compare_says_a_folder_holds_only_quick_runs(tmp_path):
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "cube_bug.quick.json").write_text(json.dumps(RESULT))
+    one_line(script("compare.py", "--out", str(tmp_path)), 1, "only quick runs",
+             "cube_bug.quick.json")
+
+
+def test_compare_says_a_file_is_not_a_folder(tmp_path):
+    (tmp_path / "cube_bug.json").write_text(json.dumps(RESULT))
+    r = script("compare.py", str(tmp_path / "cube_bug.json"))
+    assert "is a file, not a results folder" in r.stderr and "no such" not in r.stderr
+
+
+def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
+    for where in ("monday", "tuesday"):
+        (tmp_path / where / "box").mkdir(parents=True)
+        (tmp_path / where / "box" / "cube_bug.json").write_text(json.dumps(RESULT))
+    r = script("compare.py", str(tmp_path / "monday" / "box"), str(tmp_path / "tuesday" / "box"))
+    assert r.returncode == 0, r.stderr
+    head = next(line for line in r.stdout.splitlines() if line.startswith("figure"))
+    assert "monday/box" in head and "tuesday/box / monday/box" in head
+
+
+# ---- 9, 12, 13, 15: bad values: see BAD in test_scripts.py; and the memory margin
+
+def test_memory_is_refused_without_a_margin(monkeypatch):
+    p = common.parser("demo\n", runs=1)
+    monkeypatch.setattr(common, "available_memory_bytes", lambda: 24.9e9)
+    common.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
+    with pytest.raises(SystemExit):
+        common.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
+
+
+def test_threads_above_the_cpus_run_only_when_asked(capsys):
+    more = str((os.cpu_count() or 1) + 1)
+    p = common.parser("demo\n", runs=1)
+    with pytest.raises(SystemExit):
+        common.parse(p, ["--threads", more, "--no-save"], {})
+    assert "--oversubscribe" in capsys.readouterr().err
+    args = common.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
+    assert args.threads == int(more) and "take turns" in capsys.readouterr().err
+
+
+# ---- 10. a table the terminal cannot show
+
+def test_a_unicode_table_on_an_ascii_terminal_prints_and_saves(tmp_path):
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    r = script("cube_bug.py", "--quick", "--runs", "1", "--tablefmt", "double_grid", "--out",
+               str(tmp_path), "--label", "box", env=env)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "?" in r.stdout
+    assert "\u2550" in (tmp_path / "box" / "cube_bug.quick.txt").read_text(encoding="utf-8")
+
+
+# ---- 11. Ctrl-C at any moment: while Python loads, while saving, while drawing
+
+def test_ctrl_c_while_the_script_loads_is_one_line():
+    code = ("import os, signal, sys, runpy\n"
+            "class Finder:  # Ctrl-C arrives while NumPy is being imported\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'numpy': os.kill(os.getpid(), signal.SIGINT)\n"
+            "sys.meta_path.insert(0, Finder())\n"
+            "sys.argv = ['two_phases.py', '--quick', '--no-save']\n"
+            "runpy.run_path('two_phases.py', run_name='__main__')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    one_line(r, 130, "interrupted: nothing saved")
+
+
+@pytest.mark.parametrize("where", ["_write_temp", "picture"])
+def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, capsys, where):
+    common.run("demo", args_for(tmp_path), demo)
+    before = saved(tmp_path)
+
+    def ctrl_c(*a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)  # the handler runs here
+
+    def with_picture(args, report):
+        demo(args, report)
+        report["files"]["picture.png"] = ctrl_c
+    if where == "_write_temp":
+        monkeypatch.setattr(common, "_write_temp", ctrl_c)
+    assert common.run("demo", args_for(tmp_path), with_picture) == 130
+    assert "interrupted: nothing saved, earlier results untouched" in capsys.readouterr().err
+    assert saved(tmp_path) == before
+
+
+# ---- 16. results go beside the scripts, wherever they are run from, and compare.py looks there
+
+def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_path):
+    import compare
+    assert common.parser("demo\n", runs=1).get_default("out") == common.RESULTS
+    assert compare.build_parser().get_default("out") == common.RESULTS
+    assert os.path.isabs(common.RESULTS) and os.path.dirname(common.RESULTS) == ROOT
+    r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
+    assert r.returncode == 0 and "amd-epyc-2c" in r.stdout
