@@ -233,6 +233,22 @@ def blas_env():
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(BLAS_ENV)}
 
 
+def cpu_frequency():
+    """{"governor", "mhz", "max_mhz"}, each where Linux exposes it: cpufreq's governor, current
+    and maximum frequency, or else /proc/cpuinfo's current MHz. Missing ones are left out."""
+    def cpufreq(name):
+        with open(f"/sys/devices/system/cpu/cpu0/cpufreq/{name}") as f:
+            return f.read().strip()
+
+    def cpuinfo_mhz():
+        with open("/proc/cpuinfo") as f:
+            return next(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz"))
+    found = {"governor": _quiet(lambda: cpufreq("scaling_governor")),
+             "mhz": _quiet(lambda: int(cpufreq("scaling_cur_freq")) / 1000) or _quiet(cpuinfo_mhz),
+             "max_mhz": _quiet(lambda: int(cpufreq("cpuinfo_max_freq")) / 1000)}
+    return {k: v for k, v in found.items() if v is not None}
+
+
 def load_average():
     """The number of processes that wanted a core, over the last minute (Unix), or None."""
     return round(os.getloadavg()[0], 2)
@@ -254,6 +270,7 @@ def machine(busy=()):
         "env": _quiet(blas_env, {}),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "load": _quiet(load_average),
+        "frequency": _quiet(cpu_frequency, {}),
         "busy": list(busy),
     }
 
@@ -266,11 +283,20 @@ def machine_line(m):
                      for b in m["blas"]) or "unknown"
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
-    load = f" | load {m['load']:.1f}" if m.get("load") is not None else ""
-    busy = "".join(f" | BUSY: {b}" for b in m.get("busy") or [])
     return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
             f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
-            f"{m['date'][:10]}{load}{busy}")
+            f"{m['date'][:10]}{quiet_line(m)}")
+
+
+def quiet_line(m):
+    """How quiet the machine was at the start: load, frequency, governor, anything else busy."""
+    f = m.get("frequency") or {}
+    parts = [f"load {m['load']:.1f}" if m.get("load") is not None else "",
+             " ".join(filter(None, [f"{f['mhz']:.0f} MHz" if f.get("mhz") else "",
+                                    f"(max {f['max_mhz']:.0f})" if f.get("max_mhz") else "",
+                                    f"governor {f['governor']}" if f.get("governor") else ""])),
+             *(f"BUSY: {b}" for b in m.get("busy") or [])]
+    return "".join(f" | {p}" for p in parts if p)
 
 
 @contextlib.contextmanager
@@ -380,6 +406,9 @@ def parser(doc, runs):
                    help="small sizes, a smoke run of a few seconds; saved apart from full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; plain is the post's layout, github is Markdown")
+    g.add_argument("--spread", action="store_true",
+                   help="a ± column beside each timed figure: the standard deviation of its "
+                        "counted runs (the post's own layouts give way to tables)")
     g.add_argument("--out", default=RESULTS, metavar="DIR",
                    help="folder for results; default: results/ beside the scripts, wherever they "
                         "are run from")
@@ -449,7 +478,7 @@ def need_memory(p, need_bytes, what, flag):
 # printing and saving: a report is a plain dict that collects what was printed and the tables
 
 
-UNSAVED = ("text", "tablefmt", "files")  # what a report holds for the run, not for the JSON
+UNSAVED = ("text", "tablefmt", "spread", "files")  # a report's for the run, not for the JSON
 
 
 def new_report(script, args, busy=()):
@@ -457,7 +486,7 @@ def new_report(script, args, busy=()):
                 if k not in ("out", "no_save", "tablefmt", "oversubscribe")}
     return {"schema_version": SCHEMA_VERSION, "script": script, "quick": args.quick,
             "machine": machine(busy), "settings": settings, "tables": {}, "text": [],
-            "tablefmt": args.tablefmt, "files": {}}
+            "tablefmt": args.tablefmt, "spread": args.spread, "files": {}}
 
 
 def show(report, text):
@@ -481,13 +510,17 @@ def format_table(columns, rows, fmt):
 
 
 def table(report, name, columns, rows, timings=(), text=None, per="row", note="", samples=None,
-          **saved):
+          timed=(), **saved):
     """Print a table (or `text`, the post's own layout of it) and record it for the JSON file.
 
     columns: [(header, unit, floatfmt)]; rows: lists of numbers; timings: the measure() results
     behind its figures, whose statistic and spread are printed under the table (with `note`);
-    samples: the raw seconds to save, by default each timing's samples; saved: more to save.
+    timed: the columns that hold them, row by row (timing k is row k // len(timed)), which get a
+    ± column with --spread; samples: the raw seconds to save, by default each timing's samples;
+    saved: more to save.
     """
+    if report.get("spread") and timed:
+        columns, rows, text = *with_spread(columns, rows, timings, timed), None
     show(report, text if text is not None else format_table(columns, rows, report["tablefmt"]))
     entry = {"columns": [{"header": h, "unit": u} for h, u, _ in columns],
              "rows": [[_plain(v) for v in row] for row in rows]}
@@ -496,6 +529,27 @@ def table(report, name, columns, rows, timings=(), text=None, per="row", note=""
                      samples_s=[t["samples"] for t in timings] if samples is None else samples)
         show(report, spread_note(timings, per, note))
     report["tables"][name] = {**entry, **saved}
+
+
+def with_spread(columns, rows, timings, timed):
+    """The table with a ± column after each timed one: the standard deviation of its samples,
+    in the figure's own unit. -> (columns, rows)"""
+    spread_columns = []
+    for i, column in enumerate(columns):
+        spread_columns.append(column)
+        if i in timed:
+            spread_columns.append((f"± {column[0]}", column[1], column[2]))
+    spread_rows = []
+    for r, row in enumerate(rows):
+        cells = []
+        for i, value in enumerate(row):
+            cells.append(value)
+            if i in timed:
+                t = timings[r * len(timed) + timed.index(i)]
+                sd = statistics.stdev(t["samples"]) if len(t["samples"]) > 1 else 0.0
+                cells.append(value / t["seconds"] * sd)  # in the unit of the figure beside it
+        spread_rows.append(cells)
+    return spread_columns, spread_rows
 
 
 def spread_note(timings, per, note=""):

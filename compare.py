@@ -1,5 +1,5 @@
 """Compare machines: the headline figures of saved results side by side, with each machine's
-ratio to the first.
+ratio to the first, and whether the difference is real or within the noise.
 
     python compare.py                                   # every machine under results/
     python compare.py results/post results/amd-epyc-2c  # the named result folders, in order
@@ -8,34 +8,64 @@ import common  # first, and the call below: Ctrl-C or a kill while the rest load
 
 common.stop_quietly()
 
-import json  # noqa: E402 (this and every import below come after the call above)
+import argparse  # noqa: E402 (this and every import below come after the call above)
+import json  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
+import zlib  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 READABLE = (1, 2)  # schema versions this compare.py reads: 2 added two_phases' breakdown
+MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)
+RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
-# The headline figures, as data: section -> [(table, key column, figure column, label)].
+
+# How a figure follows from the timed runs behind it: as the product of the medians of these
+# samples, each to a power (1: the figure is a time, -1: a rate). [(seconds, power)]
+def per_row(power):
+    return lambda table, i: [(table["samples_s"][i], power)]
+
+
+def per_figure(j):  # a table of one row and several timed figures
+    return lambda table, i: [(table["samples_s"][j], 1)]
+
+
+def named(*parts):  # machine_speed's samples: {"forklift": [...], "workbench": [...]}
+    return lambda table, i: [(table["samples_s"][name], power) for name, power in parts]
+
+
+def both_ways(table, i):  # cube_bug: h**3's runs over h*h*h's
+    return [(table["samples_s"][i][0], 1), (table["samples_s"][i][1], -1)]
+
+
+# The headline figures, as data: section -> [(table, key column, figure column, label, samples)].
 # A key column gives one figure per row (per prompt length, user count, ...). A section is a
 # script's name, or "script: title" for more of that script's figures.
 FIGURES = {
-    "machine_speed": [("machine_speed", None, "memory speed", "forklift"),
-                      ("machine_speed", None, "math speed", "workbench"),
-                      ("machine_speed", None, "balance", "balance"),
-                      ("machine_speed", None, "tokens a trip needs", "tokens a trip needs")],
-    "two_phases": [("prefill", "prompt", "ms/token", "prefill ms/token"),
-                   ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s"),
-                   ("decode", "users", "step ms", "decode step"),
-                   ("decode", "users", "tokens/s", "decode tokens/s"),
-                   ("collision", None, "normal gap ms", "typers' normal gap"),
-                   ("collision", None, "all at once gap ms", "gap, question all at once"),
-                   ("collision", None, "chunked worst gap ms", "worst gap, question in chunks")],
-    "two_phases: where the time goes": [
-        ("breakdown", "row", column, part)
+    "machine_speed": [
+        ("machine_speed", None, "memory speed", "forklift", named(("forklift", -1))),
+        ("machine_speed", None, "math speed", "workbench", named(("workbench", -1))),
+        ("machine_speed", None, "balance", "balance", named(("forklift", 1), ("workbench", -1))),
+        ("machine_speed", None, "tokens a trip needs", "tokens a trip needs",
+         named(("forklift", 1), ("workbench", -1)))],
+    "two_phases": [
+        ("prefill", "prompt", "ms/token", "prefill ms/token", per_row(1)),
+        ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s", per_row(-1)),
+        ("decode", "users", "step ms", "decode step", per_row(1)),
+        ("decode", "users", "tokens/s", "decode tokens/s", per_row(-1)),
+        ("collision", None, "normal gap ms", "typers' normal gap", per_figure(0)),
+        ("collision", None, "all at once gap ms", "gap, question all at once", per_figure(1)),
+        ("collision", None, "chunked worst gap ms", "worst gap, question in chunks",
+         per_figure(2))],
+    "two_phases: where the time goes": [  # one recorded run per row: no samples to decide with
+        ("breakdown", "row", column, part, None)
         for column, part in [("trip ms", "recorded trip"), ("tables ms", "tables"),
                              ("alone ms", "tables alone"), ("attention ms", "attention"),
                              ("elementwise ms", "elementwise"), ("other ms", "other")]],
-    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h")],
+    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h", both_ways)],
 }
 
 
@@ -102,20 +132,32 @@ def check_tables(tables):
 
 
 def figures(data, section):
-    """{(label, unit): value} of one result file: the figures of a section it holds."""
+    """{(label, unit): (value, samples)} of one result file: the figures of a section it holds,
+    each with the samples behind it ([(seconds, power)]), or None where it has none."""
     out = {}
-    for table, key, column, label in FIGURES[section]:
+    for table, key, column, label, how in FIGURES[section]:
         t = data["tables"].get(table)
         heads = [c["header"] for c in t["columns"]] if t else []
         if column not in heads:
             continue
         unit = t["columns"][heads.index(column)]["unit"]
-        for row in t["rows"]:
+        for i, row in enumerate(t["rows"]):
             cells = dict(zip(heads, row))
             which = "" if key is None else (
                 f" ({cells[key]})" if isinstance(cells[key], str) else f" ({key} {cells[key]})")
-            out[(label + which, unit)] = cells[column]
+            out[(label + which, unit)] = (cells[column], samples_of(t, i, how))
     return out
+
+
+def samples_of(table, i, how):
+    """The samples behind row i's figure, or None where the file holds none (or none usable)."""
+    try:
+        parts = how(table, i) if how else None
+    except (KeyError, IndexError, TypeError):
+        return None
+    usable = parts and all(isinstance(s, list) and s and all(
+        isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in s) for s, _ in parts)
+    return parts if usable else None
 
 
 def machine_folders(args_folders, out):
@@ -187,7 +229,7 @@ def short_names(folders):
         names = ["/".join(p[-depth:]) for p in parts]
         if len(set(names)) == len(names):
             return names
-    return [f"{n} ({i + 1})" for i, n in enumerate(names)]  # the same folder named twice
+    return [f"{p[-1]} ({i + 1})" for i, p in enumerate(parts)]  # one folder, named twice
 
 
 def figures_of(machine, section):
@@ -196,26 +238,92 @@ def figures_of(machine, section):
     return figures(machine[script], section) if script in machine else {}
 
 
-def comparison(names, machines, section):
-    """Rows of one section's figures: label, unit, then each machine's value and its ratio."""
+def comparison(names, machines, section, min_change=MIN_CHANGE):
+    """Rows of one section's figures: label, unit, then each machine's value, its ratio to the
+    first machine's and the verdict; last, the geometric mean of the time ratios."""
     per_machine = [figures_of(m, section) for m in machines]
     labels = []
     for f in per_machine:
         labels += [k for k in f if k not in labels]
-    rows = []
+    published = [any(data.get("published") for data in m.values()) for m in machines]
+    rows, times = [], [[] for _ in names[1:]]  # per later machine: (time ratio, its draws)
     for label, unit in labels:
-        values = [f.get((label, unit)) for f in per_machine]
-        first = values[0]
-        row = [label, unit, first]
-        for v in values[1:]:
-            ratio = v / first if isinstance(v, (int, float)) and isinstance(first, (int, float)) \
-                and first else None
-            row += [v, ratio]
+        first = per_machine[0].get((label, unit))
+        row = [label, unit, first and first[0]]
+        for k, f in enumerate(per_machine[1:]):
+            other = f.get((label, unit))
+            ratio, draws = difference(first, other, label)
+            row += [other and other[0], ratio,
+                    verdict(ratio, draws, unit, min_change, published[0] or published[k + 1])]
+            if ratio is not None and kind(unit) != "other":
+                power = 1 if kind(unit) == "time" else -1  # a rate's ratio, as a time's
+                times[k].append((ratio ** power, None if draws is None else draws ** power))
+        rows.append(row)
+    if any(times):
+        row = ["geometric mean, as time", "x", None]
+        for k, pairs in enumerate(times):
+            ratio, draws = geometric_mean(pairs) if pairs else (None, None)
+            row += [None, ratio,
+                    verdict(ratio, draws, "ms", min_change, published[0] or published[k + 1])]
         rows.append(row)
     headers = ["figure", "unit", names[0]]
     for n in names[1:]:
-        headers += [n, f"{n} / {names[0]}"]
+        headers += [n, f"{n} / {names[0]}", "verdict"]
     return headers, rows
+
+
+def difference(first, other, label):
+    """The ratio other / first of a figure, and RESAMPLES bootstrap draws of it from the samples
+    behind both (None without samples): each side's runs resampled with replacement and their
+    median taken, from a generator seeded by the figure's name, so the same files always give
+    the same verdicts. -> (ratio or None, draws or None)"""
+    if not (first and other) or not all(isinstance(v[0], (int, float)) for v in (first, other)) \
+            or not first[0]:
+        return None, None
+    ratio = other[0] / first[0]
+    if first[1] is None or other[1] is None:
+        return ratio, None
+    rng = np.random.default_rng([SEED, zlib.crc32(label.encode())])
+
+    def resampled(parts):  # the figure in each draw, over the figure measured
+        out = np.ones(RESAMPLES)
+        for seconds, power in parts:
+            s = np.asarray(seconds, dtype=np.float64)
+            medians = np.median(rng.choice(s, size=(RESAMPLES, s.size)), axis=1)
+            out *= (medians / np.median(s)) ** power
+        return out
+    return ratio, ratio * resampled(other[1]) / resampled(first[1])
+
+
+def geometric_mean(pairs):
+    """The geometric mean of ratios, and of their draws where every ratio has them."""
+    ratio = math.exp(sum(math.log(r) for r, _ in pairs) / len(pairs))
+    if any(d is None for _, d in pairs):
+        return ratio, None
+    return ratio, np.exp(np.mean([np.log(d) for _, d in pairs], axis=0))
+
+
+def kind(unit):
+    """'time' for a figure that shrinks as the machine gets faster, 'rate' for one that grows,
+    'other' for neither (a ratio, a balance)."""
+    return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
+
+
+def verdict(ratio, draws, unit, min_change, published=False):
+    """In words: faster or slower (higher or lower), within the noise when the CONFIDENCE
+    interval of the draws holds 1, no change when it is smaller than min_change percent."""
+    if ratio is None:
+        return None
+    if draws is None:
+        return "published: no samples" if published else "no samples"
+    lo, hi = np.quantile(draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    if lo <= 1 <= hi:
+        return "within the noise"
+    if abs(math.log(ratio)) < math.log(1 + min_change / 100):
+        return "no change"
+    up = ratio > 1
+    return {"time": "slower" if up else "faster", "rate": "faster" if up else "slower",
+            "other": "higher" if up else "lower"}[kind(unit)]
 
 
 def build_parser():
@@ -228,7 +336,22 @@ def build_parser():
                         "beside the scripts, where they save)")
     p.add_argument("--tablefmt", type=common.tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; github is Markdown (default: plain)")
+    p.add_argument("--min-change", type=percent, default=MIN_CHANGE, metavar="PCT",
+                   help=f"a smaller difference, even a real one, is no change "
+                        f"(default: {MIN_CHANGE:g})")
     return p
+
+
+def percent(text):
+    """An argparse type: a percentage of at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, got {text!r}") \
+            from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, got {text!r}")
+    return value
 
 
 def main(argv=None):
@@ -243,13 +366,24 @@ def main(argv=None):
     names = short_names(folders) if folders else []
     for line in [describe(n, m) for n, m in zip(names, machines)]:
         print(line)
+    if len(machines) > 1:
+        print(f"(verdicts: a {CONFIDENCE:.0%} bootstrap interval of each ratio from the runs "
+              f"behind both figures, {RESAMPLES:,} resamples, seeded; within the noise when it "
+              f"holds 1; a change under {args.min_change:g}% is no change, --min-change)")
     for section in FIGURES if machines else ():
-        headers, rows = comparison(names, machines, section)
+        headers, rows = comparison(names, machines, section, args.min_change)
         if not rows:
             continue
         print(f"\n{section}")
         print(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
                        missingval=""))
+    for name, m in zip(names, machines):
+        for script, data in m.items():
+            if not data.get("published") and not any(
+                    samples for section in FIGURES if section.split(":")[0] == script
+                    for _, samples in figures(data, section).values()):
+                print(f"compare.py: {name}/{script}.json has no samples behind its figures, so "
+                      f"its differences get no verdict", file=sys.stderr)
     for line in problems:
         print(f"compare.py: {line}", file=sys.stderr)
     if not machines and not problems:

@@ -67,7 +67,7 @@ def experiment(args, report):
     fmt = report["tablefmt"]
     text = "\n".join(lines) if fmt == "plain" else (
         common.format_table(COLUMNS, rows, fmt) + f"\nnumpy {np.__version__}")
-    common.table(report, "cube", COLUMNS, rows, timings, text=text, per="figure",
+    common.table(report, "cube", COLUMNS, rows, timings, text=text, per="figure", timed=(1, 2),
                  note=f"; {tokens * MLP:,} float32 numbers",
                  samples=[[p["samples"], q["samples"]]  # two timings per row: h**3, then h*h*h
                           for p, q in zip(timings[::2], timings[1::2])])

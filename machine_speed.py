@@ -97,7 +97,7 @@ def report_roofs(report, roofs):
            roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
     text = post_block(roofs) if report["tablefmt"] == "plain" else None
     common.table(report, "machine_speed", COLUMNS, [row], [fork["timing"], bench["timing"]],
-                 text=text, per="figure",
+                 text=text, per="figure", timed=(2, 5),
                  samples={"forklift": fork["timing"]["samples"],
                           "workbench": bench["timing"]["samples"]})
     report["roofs"] = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}

@@ -125,7 +125,7 @@ def reading(bench, args):
         checks.append((label, sec, [[(0, p)]], where_time_goes(bench, x, segments,
                                                                 f"reading {label}")))
     return [{"name": "prefill", "columns": PREFILL_COLUMNS, "rows": rows,
-             "timings": timings}], checks
+             "timings": timings, "timed": (1,)}], checks
 
 
 PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
@@ -152,7 +152,7 @@ def typing(bench, args):
                        where_time_goes(bench, x, segments, f"typing for {label}")))
         del segments  # this notebook goes before the next, bigger one comes
     return [{"name": "decode", "columns": DECODE_COLUMNS, "rows": rows,
-             "timings": timings}], checks
+             "timings": timings, "timed": (1,)}], checks
 
 
 DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
@@ -247,8 +247,8 @@ def collision_tables(args, normal, dial):
              f["gap worst"]["seconds"] * 1e3, f["gap worst"]["seconds"] / normal_s,
              f["total"]["seconds"] * 1e3] for c, f in dial.items()]
     return [{"name": "collision", "columns": COLLISION_COLUMNS, "rows": [row],
-             "timings": timings, "text": text, "per": "figure"},
-            {"name": "dial", "columns": DIAL_COLUMNS, "rows": rows,
+             "timings": timings, "text": text, "per": "figure", "timed": (4, 5, 6)},
+            {"name": "dial", "columns": DIAL_COLUMNS, "rows": rows, "timed": (4,),
              "timings": [f["gap worst"] for f in dial.values()],
              "steps_s": [f["steps_s"] for f in dial.values()]}]
 
@@ -288,7 +288,7 @@ EXPERIMENTS = {"prefill": reading, "decode": typing, "collision": colliding}
 
 
 def experiment(args, report):
-    roofs = machine_roofs(args)
+    start = machine_roofs(args)
     common.progress("making the tables (random weights)")
     bench = {"floors": model.floors(args.seed), "pool": model.workers(threads(args, report)),
              "runs": args.runs, "alone": {}}
@@ -300,6 +300,7 @@ def experiment(args, report):
             common.show(report, "")
         checks += [(name, *c) for c in found]
     summary(report)
+    roofs = start if args.roofs else through_the_run(start, machine_roofs(args))
     check(report, checks, roofs)
     breakdown(report, checks, roofs)
     if args.plot:
@@ -338,6 +339,9 @@ def summary(report):
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
 
 
+DRIFT = 0.10  # the speeds at the end of a run differ from the start by more: say so
+
+
 def machine_roofs(args):
     """The forklift and workbench speeds: measured now (same run, same noise) or from --roofs."""
     if args.roofs:
@@ -345,6 +349,26 @@ def machine_roofs(args):
     r = machine_speed.roofs(args.runs, args.quick)
     return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
             "source": f"measured in this run by machine_speed ({r['forklift']['timing']['stat']})"}
+
+
+def through_the_run(start, end):
+    """The speeds measured at the start and at the end of a run, and the limit's: the faster of
+    each, since the machine showed in this very run that it can go that fast. A warning says
+    when they moved by more than DRIFT: rows measured in between may be held to a speed the
+    machine did not have just then."""
+    for key, name, unit in (("bytes_per_s", "forklift", "GB/s"),
+                            ("flops_per_s", "workbench", "GFLOP/s")):
+        moved = end[key] / start[key] - 1
+        if abs(moved) > DRIFT:
+            common.warn(f"the {name} moved by {moved:+.0%} during the run ({start[key] / 1e9:.1f} "
+                        f"to {end[key] / 1e9:.1f} {unit}): the machine's speed changed under the "
+                        f"measurements; every row is held to the faster speed")
+    speeds = {key: max(start[key], end[key]) for key in ("bytes_per_s", "flops_per_s")}
+    return {**speeds, "start": {k: start[k] for k in speeds}, "end": {k: end[k] for k in speeds},
+            "source": f"{start['source']} at the start ({start['bytes_per_s'] / 1e9:.1f} GB/s, "
+                      f"{start['flops_per_s'] / 1e9:.1f} GFLOP/s) and at the end "
+                      f"({end['bytes_per_s'] / 1e9:.1f} GB/s, {end['flops_per_s'] / 1e9:.1f} "
+                      f"GFLOP/s): the faster of each"}
 
 
 def check(report, checks, roofs):
@@ -528,7 +552,7 @@ def peak_bytes(args):
                     + model.trip_scratch_bytes([(args.notes, 1)] * args.typers
                                                + [(0, args.question)]))
     roofs = 0 if args.roofs else machine_speed.roofs_memory_bytes(args.quick)
-    return max(roofs, model.TABLE_BYTES + max(need))  # the speeds are measured, then freed
+    return model.TABLE_BYTES + max(roofs, *need)  # the speeds: at the start and at the end
 
 
 def parse_args(argv=None):

@@ -99,3 +99,32 @@ def test_a_quick_run_saves_the_check_table(tmp_path):
         assert p["trip ms"] == pytest.approx(sum(p[f"{k} ms"] for k in model.PARTS))
         assert p["tables ms"] > 0 and p["alone ms"] > 0 and p["attention ms"] > 0
     assert data["schema_version"] == 2
+
+
+# ---- the limits hold through the run
+
+START = {"bytes_per_s": 20e9, "flops_per_s": 200e9, "source": "measured (best of 5)"}
+
+
+def test_the_limits_use_the_faster_speed_of_the_start_and_the_end(capsys):
+    end = {"bytes_per_s": 21e9, "flops_per_s": 190e9, "source": "measured (best of 5)"}
+    roofs = two_phases.through_the_run(START, end)
+    assert roofs["bytes_per_s"] == 21e9 and roofs["flops_per_s"] == 200e9
+    assert roofs["start"] == {"bytes_per_s": 20e9, "flops_per_s": 200e9}
+    assert "at the start (20.0 GB/s, 200.0 GFLOP/s) and at the end (21.0 GB/s" in roofs["source"]
+    assert capsys.readouterr().err == ""  # 5% either way: no warning
+
+
+def test_speeds_that_moved_during_the_run_are_named(capsys):
+    end = {"bytes_per_s": 15e9, "flops_per_s": 205e9, "source": "measured (best of 5)"}
+    two_phases.through_the_run(START, end)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the forklift moved by -25% during the run" in err
+
+
+def test_a_quick_run_says_both_speeds_under_its_check_table(tmp_path):
+    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
+    line = next(s for s in r.stdout.splitlines() if s.startswith("(limit = "))
+    assert "at the start (" in line and "at the end (" in line
+    assert set(data["roofs"]["start"]) == set(data["roofs"]["end"]) == {"bytes_per_s",
+                                                                        "flops_per_s"}

@@ -86,7 +86,8 @@ def test_machine_line_has_every_field():
 def test_machine_line_survives_missing_sources(monkeypatch):
     def broken(*a, **k):
         raise OSError("not here")
-    for name in ("cpu_model", "last_level_cache_bytes", "blas_info", "blas_env"):
+    for name in ("cpu_model", "last_level_cache_bytes", "blas_info", "blas_env", "load_average",
+                 "cpu_frequency"):
         monkeypatch.setattr(common, name, broken)
     monkeypatch.setattr(common.platform, "system", broken)
     monkeypatch.setattr(common.os, "cpu_count", lambda: None)
@@ -203,3 +204,27 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     common.replace_together(str(tmp_path), {"a.txt": "x"})
     (tmp_path / "b.txt").write_text("x")  # as open() makes them
     assert (tmp_path / "a.txt").stat().st_mode == (tmp_path / "b.txt").stat().st_mode
+
+
+def test_the_machine_line_says_how_quiet_the_machine_was():
+    m = common.machine(busy=["another run of this suite"])
+    m.update(load=0.4, frequency={"mhz": 2400.4, "max_mhz": 3700.0, "governor": "performance"})
+    line = common.machine_line(m)
+    assert line.endswith("| load 0.4 | 2400 MHz (max 3700) governor performance | BUSY: another "
+                         "run of this suite")
+    m.update(load=None, frequency={}, busy=[])  # where the sources are missing: left out
+    assert common.machine_line(m).endswith(m["date"][:10])
+
+
+def test_spread_puts_a_plus_minus_column_beside_each_timed_figure(capsys):
+    t = {"samples": [1.0, 2.0, 3.0], "seconds": 2.0, "spread": 3.0, "stat": "middle of 3"}
+    report = {"tables": {}, "text": [], "tablefmt": "plain", "spread": True}
+    common.table(report, "demo", [("n", "", "d"), ("time ms", "ms", ".1f")], [[1, 2000.0]], [t],
+                 text="the post's own layout", timed=(1,))
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["n", "time", "ms", "±", "time", "ms"]
+    assert out.splitlines()[1].split() == ["1", "2000.0", "1000.0"]  # sd of 1, 2, 3 s, in ms
+    report["spread"] = False
+    common.table(report, "demo", [("n", "", "d"), ("time ms", "ms", ".1f")], [[1, 2000.0]], [t],
+                 text="the post's own layout", timed=(1,))
+    assert capsys.readouterr().out.splitlines()[0] == "the post's own layout"

@@ -269,7 +269,8 @@ RESULT = {"schema_version": 2, "script": "cube_bug", "quick": False, "settings":
                       "env": {}, "date": "2026-01-01"},
           "tables": {"cube": {"columns": [{"header": "numbers", "unit": ""},
                                           {"header": "ratio", "unit": "x"}],
-                              "rows": [["mixed (real)", 55.0]]}}}
+                              "rows": [["mixed (real)", 55.0]],
+                              "samples_s": [[[0.055, 0.056, 0.054], [0.001, 0.001, 0.001]]]}}}
 
 
 def broken(change):
