@@ -254,9 +254,10 @@ def load_average():
     return round(os.getloadavg()[0], 2)
 
 
-def machine(busy=()):
+def machine(busy=(), sweep=None):
     """Everything the machine line says, as a plain dict (saved with every result). busy: what
-    else was measuring on the machine when the run started, in words."""
+    else was measuring on the machine when the run started, in words; sweep: the thread counts
+    a sweep runs, or None."""
     import numpy as np
     return {
         "cpu": _quiet(cpu_model, "unknown CPU"),
@@ -272,6 +273,7 @@ def machine(busy=()):
         "load": _quiet(load_average),
         "frequency": _quiet(cpu_frequency, {}),
         "busy": list(busy),
+        "sweep": sweep,
     }
 
 
@@ -283,9 +285,10 @@ def machine_line(m):
                      for b in m["blas"]) or "unknown"
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
+    sweep = f" | a sweep of {', '.join(map(str, m['sweep']))} threads" if m.get("sweep") else ""
     return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
             f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
-            f"{m['date'][:10]}{quiet_line(m)}")
+            f"{m['date'][:10]}{quiet_line(m)}{sweep}")
 
 
 def quiet_line(m):
@@ -397,9 +400,10 @@ def parser(doc, runs):
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1), default=runs, metavar="N",
                    help="counted runs per figure, after one warm-up run that is not counted")
-    g.add_argument("--threads", type=whole(1), default=None, metavar="N",
+    g.add_argument("--threads", nargs="+", type=whole(1), default=None, metavar="N",
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
-                        "default: the library's own choice")
+                        "several (--threads 1 2) sweep them: one block of tables each, saved as "
+                        "<script>.sweep; default: the library's own choice")
     g.add_argument("--oversubscribe", action="store_true",
                    help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",
@@ -430,11 +434,13 @@ def parse(p, argv, quick):
         if getattr(args, name) is _UNSET:
             setattr(args, name, value if args.quick else p.get_default(name))
     cpus = os.cpu_count() or 1
-    if args.threads and args.threads > cpus:
+    if args.threads and max(args.threads) > cpus:
         if not args.oversubscribe:
             p.error(f"argument --threads: must be at most {cpus}, this machine's logical CPUs, "
-                    f"got {args.threads} (add --oversubscribe to run more anyway)")
-        warn(f"--threads {args.threads} on {cpus} logical CPUs: the threads take turns")
+                    f"got {max(args.threads)} (add --oversubscribe to run more anyway)")
+        warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
+    if args.threads:
+        args.threads = sorted(set(args.threads))
     if not args.no_save:
         problem = unwritable(folder_of(args))
         if problem:
@@ -478,15 +484,17 @@ def need_memory(p, need_bytes, what, flag):
 # printing and saving: a report is a plain dict that collects what was printed and the tables
 
 
-UNSAVED = ("text", "tablefmt", "spread", "files")  # a report's for the run, not for the JSON
+UNSAVED = ("text", "tablefmt", "spread", "files", "suffix")  # for the run, not for the JSON
 
 
 def new_report(script, args, busy=()):
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("out", "no_save", "tablefmt", "oversubscribe")}
+    sweep = args.threads if args.threads and len(args.threads) > 1 else None
     return {"schema_version": SCHEMA_VERSION, "script": script, "quick": args.quick,
-            "machine": machine(busy), "settings": settings, "tables": {}, "text": [],
-            "tablefmt": args.tablefmt, "spread": args.spread, "files": {}}
+            "machine": machine(busy, sweep), "settings": settings, "tables": {}, "text": [],
+            "tablefmt": args.tablefmt, "spread": args.spread, "files": {}, "sweep": sweep,
+            "suffix": ""}
 
 
 def show(report, text):
@@ -528,7 +536,7 @@ def table(report, name, columns, rows, timings=(), text=None, per="row", note=""
         entry.update(stat=timings[0]["stat"], spread=[t["spread"] for t in timings],
                      samples_s=[t["samples"] for t in timings] if samples is None else samples)
         show(report, spread_note(timings, per, note))
-    report["tables"][name] = {**entry, **saved}
+    report["tables"][name + report.get("suffix", "")] = {**entry, **saved}
 
 
 def with_spread(columns, rows, timings, timed):
@@ -580,10 +588,11 @@ def result_files(report, args):
     """The folder and {file name: text, or a function that writes the file at the path it is
     given} of one result: the script's .txt and .json and any files the run added (a picture).
     A quick run's names say .quick, so that it never replaces a full run's."""
+    stem = report["script"] + (".sweep" if report.get("sweep") else "")
     quick = ".quick" if report["quick"] else ""
     data = {k: v for k, v in report.items() if k not in UNSAVED}
-    files = {f"{report['script']}{quick}.json": json.dumps(data, indent=1, allow_nan=False) + "\n",
-             f"{report['script']}{quick}.txt": "\n".join(report["text"]) + "\n"}
+    files = {f"{stem}{quick}.json": json.dumps(data, indent=1, allow_nan=False) + "\n",
+             f"{stem}{quick}.txt": "\n".join(report["text"]) + "\n"}
     for name, write in report["files"].items():
         stem, ext = os.path.splitext(name)
         files[f"{stem}{quick}{ext}"] = write
@@ -685,7 +694,7 @@ def save(report, args):
     return 0
 
 
-def run(script, args, body):
+def run(script, args, body, headline=None):
     """Measure under the chosen thread count: machine line, body(args, report), then save.
 
     Returns the exit code: 0, 1 if the results could not be saved, 128 + the signal's number on
@@ -699,12 +708,16 @@ def run(script, args, body):
     try:
         with stoppable():
             with measuring() as busy:
-                limits = threadpool_limits(args.threads) if args.threads else \
-                    contextlib.nullcontext()
-                with limits:
-                    report = new_report(script, args, busy)
-                    show(report, machine_line(report["machine"]))
-                    body(args, report)
+                report = None
+                for n in args.threads or [None]:  # several: a sweep, one block per thread count
+                    with threadpool_limits(n) if n else contextlib.nullcontext():
+                        if report is None:  # the machine as the first thread count finds it
+                            report = new_report(script, args, busy)
+                            show(report, headline or machine_line(report["machine"]))
+                        if report["sweep"]:
+                            report["suffix"] = f" @{n}"
+                            show(report, f"\n{n} {plural(n, 'thread')}:")
+                        body(argparse.Namespace(**{**vars(args), "threads": n}), report)
             report["wall_s"] = time.perf_counter() - start
             report["peak_rss_bytes"] = _quiet(peak_rss_bytes)
             peak = report["peak_rss_bytes"]

@@ -113,6 +113,9 @@ def check_machine(m):
             raise ValueError("has a BLAS entry without its library, version or threads")
     if not isinstance(m.get("cores"), (int, type(None))):
         raise ValueError("has no usable machine 'cores'")
+    sweep = m.get("sweep")
+    if sweep is not None and not (isinstance(sweep, list) and all(type(n) is int for n in sweep)):
+        raise ValueError("has a thread sweep that is not a list of thread counts")
 
 
 def check_tables(tables):
@@ -133,19 +136,23 @@ def check_tables(tables):
 
 def figures(data, section):
     """{(label, unit): (value, samples)} of one result file: the figures of a section it holds,
-    each with the samples behind it ([(seconds, power)]), or None where it has none."""
+    each with the samples behind it ([(seconds, power)]), or None where it has none. A thread
+    sweep's figures are there once per thread count, each label ending in "@ N threads"."""
+    sweep = data["machine"].get("sweep") or []
+    blocks = [(f" @{n}", f" @ {n} {common.plural(n, 'thread')}") for n in sweep] or [("", "")]
     out = {}
     for table, key, column, label, how in FIGURES[section]:
-        t = data["tables"].get(table)
-        heads = [c["header"] for c in t["columns"]] if t else []
-        if column not in heads:
-            continue
-        unit = t["columns"][heads.index(column)]["unit"]
-        for i, row in enumerate(t["rows"]):
-            cells = dict(zip(heads, row))
-            which = "" if key is None else (
-                f" ({cells[key]})" if isinstance(cells[key], str) else f" ({key} {cells[key]})")
-            out[(label + which, unit)] = (cells[column], samples_of(t, i, how))
+        for suffix, threads in blocks:
+            t = data["tables"].get(table + suffix)
+            heads = [c["header"] for c in t["columns"]] if t else []
+            if column not in heads:
+                continue
+            unit = t["columns"][heads.index(column)]["unit"]
+            for i, row in enumerate(t["rows"]):
+                cells = dict(zip(heads, row))
+                which = "" if key is None else (f" ({cells[key]})" if isinstance(cells[key], str)
+                                                else f" ({key} {cells[key]})")
+                out[(label + which + threads, unit)] = (cells[column], samples_of(t, i, how))
     return out
 
 
@@ -183,8 +190,9 @@ def is_published(folder):
 
 
 def read_machine(folder, problems):
-    """{script: data} of one machine's folder; what cannot be used goes to problems. The folder
-    is read under its lock, after any save a killed run left halfway is finished."""
+    """{file stem: data} of one machine's folder: each script's plain run, and its thread sweep
+    (<script>.sweep); what cannot be used goes to problems. The folder is read under its lock,
+    after any save a killed run left halfway is finished."""
     if not os.path.exists(folder):
         problems.append(f"{folder}: no such results folder")
         return None
@@ -196,13 +204,14 @@ def read_machine(folder, problems):
         if os.access(folder, os.W_OK):
             common.finish_replacing(folder)
         for script in SCRIPTS:
-            path = os.path.join(folder, script + ".json")
-            if not os.path.exists(path):
-                continue  # this machine did not run it: its rows stay blank
-            try:
-                found[script] = load(path, script)
-            except ValueError as e:
-                problems.append(f"{path}: {e}; left out")
+            for stem in (script, script + ".sweep"):
+                path = os.path.join(folder, stem + ".json")
+                if not os.path.exists(path):
+                    continue  # this machine did not run it: its rows stay blank
+                try:
+                    found[stem] = load(path, script)
+                except ValueError as e:
+                    problems.append(f"{path}: {e}; left out")
     if not found and not any(p.startswith(folder + os.sep) for p in problems):
         quick = sorted(n for n in os.listdir(folder) if n.endswith(".quick.json"))
         problems.append(f"{folder}: " + (
@@ -219,6 +228,8 @@ def describe(name, results):
         return f"{name}: no results"
     if data.get("published"):
         return f"{name}: {data['published']}"
+    if data.get("predicted"):
+        return f"{name}: {data['predicted'].removeprefix('machine: ')}"
     return f"{name}: {common.machine_line(data['machine'])}"
 
 
@@ -233,9 +244,10 @@ def short_names(folders):
 
 
 def figures_of(machine, section):
-    """The figures of a section that one machine's results hold."""
+    """The figures of a section that one machine's results hold, its sweeps' included."""
     script = section.split(":")[0]
-    return figures(machine[script], section) if script in machine else {}
+    return {k: v for stem in (script, script + ".sweep") if stem in machine
+            for k, v in figures(machine[stem], section).items()}
 
 
 def comparison(names, machines, section, min_change=MIN_CHANGE):
@@ -245,7 +257,8 @@ def comparison(names, machines, section, min_change=MIN_CHANGE):
     labels = []
     for f in per_machine:
         labels += [k for k in f if k not in labels]
-    published = [any(data.get("published") for data in m.values()) for m in machines]
+    unmeasured = [next((word for data in m.values() for word in ("published", "predicted")
+                        if data.get(word)), None) for m in machines]  # no samples, and why
     rows, times = [], [[] for _ in names[1:]]  # per later machine: (time ratio, its draws)
     for label, unit in labels:
         first = per_machine[0].get((label, unit))
@@ -254,7 +267,7 @@ def comparison(names, machines, section, min_change=MIN_CHANGE):
             other = f.get((label, unit))
             ratio, draws = difference(first, other, label)
             row += [other and other[0], ratio,
-                    verdict(ratio, draws, unit, min_change, published[0] or published[k + 1])]
+                    verdict(ratio, draws, unit, min_change, unmeasured[0] or unmeasured[k + 1])]
             if ratio is not None and kind(unit) != "other":
                 power = 1 if kind(unit) == "time" else -1  # a rate's ratio, as a time's
                 times[k].append((ratio ** power, None if draws is None else draws ** power))
@@ -264,7 +277,7 @@ def comparison(names, machines, section, min_change=MIN_CHANGE):
         for k, pairs in enumerate(times):
             ratio, draws = geometric_mean(pairs) if pairs else (None, None)
             row += [None, ratio,
-                    verdict(ratio, draws, "ms", min_change, published[0] or published[k + 1])]
+                    verdict(ratio, draws, "ms", min_change, unmeasured[0] or unmeasured[k + 1])]
         rows.append(row)
     headers = ["figure", "unit", names[0]]
     for n in names[1:]:
@@ -309,13 +322,14 @@ def kind(unit):
     return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
 
 
-def verdict(ratio, draws, unit, min_change, published=False):
+def verdict(ratio, draws, unit, min_change, unmeasured=None):
     """In words: faster or slower (higher or lower), within the noise when the CONFIDENCE
-    interval of the draws holds 1, no change when it is smaller than min_change percent."""
+    interval of the draws holds 1, no change when it is smaller than min_change percent.
+    unmeasured: why a side has no samples ("published", "predicted"), if it is so."""
     if ratio is None:
         return None
     if draws is None:
-        return "published: no samples" if published else "no samples"
+        return f"{unmeasured}: no samples" if unmeasured else "no samples"
     lo, hi = np.quantile(draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
     if lo <= 1 <= hi:
         return "within the noise"
@@ -378,11 +392,11 @@ def main(argv=None):
         print(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
                        missingval=""))
     for name, m in zip(names, machines):
-        for script, data in m.items():
-            if not data.get("published") and not any(
-                    samples for section in FIGURES if section.split(":")[0] == script
+        for stem, data in m.items():
+            if not (data.get("published") or data.get("predicted")) and not any(
+                    samples for section in FIGURES if section.split(":")[0] == data["script"]
                     for _, samples in figures(data, section).values()):
-                print(f"compare.py: {name}/{script}.json has no samples behind its figures, so "
+                print(f"compare.py: {name}/{stem}.json has no samples behind its figures, so "
                       f"its differences get no verdict", file=sys.stderr)
     for line in problems:
         print(f"compare.py: {line}", file=sys.stderr)

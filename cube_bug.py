@@ -26,9 +26,14 @@ CASES = (  # (label, how the numbers are made from seeded standard normals)
 )
 
 
-def inputs(tokens, make, seed=0):
-    h = np.random.default_rng(seed).standard_normal((tokens, MLP), dtype=np.float32)
-    return make(h).astype(np.float32, copy=False)  # (tokens, 3072)
+def mlp(size):
+    """The thinking room's width of a GPT-2 size: 4 x its width (3072 for small)."""
+    return 4 * model.SIZES[size]["width"]
+
+
+def inputs(tokens, make, seed=0, width=MLP):
+    h = np.random.default_rng(seed).standard_normal((tokens, width), dtype=np.float32)
+    return make(h).astype(np.float32, copy=False)  # (tokens, width)
 
 
 def largest_relative_difference(a, b):
@@ -55,10 +60,10 @@ COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".
 
 
 def experiment(args, report):
-    tokens = args.tokens
+    tokens, width = args.tokens, mlp(args.model)
     rows, timings, lines = [], [], []
     for label, make in CASES:
-        power, product, diff = race(inputs(tokens, make), args.runs, label)
+        power, product, diff = race(inputs(tokens, make, width=width), args.runs, label)
         ms = power["seconds"] * 1e3, product["seconds"] * 1e3
         rows.append([label, *ms, ms[0] / ms[1], diff])
         timings += [power, product]
@@ -68,7 +73,8 @@ def experiment(args, report):
     text = "\n".join(lines) if fmt == "plain" else (
         common.format_table(COLUMNS, rows, fmt) + f"\nnumpy {np.__version__}")
     common.table(report, "cube", COLUMNS, rows, timings, text=text, per="figure", timed=(1, 2),
-                 note=f"; {tokens * MLP:,} float32 numbers",
+                 note=f"; {tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
+                      f"at {tokens} {common.plural(tokens, 'token')}",
                  samples=[[p["samples"], q["samples"]]  # two timings per row: h**3, then h*h*h
                           for p, q in zip(timings[::2], timings[1::2])])
 
@@ -77,7 +83,10 @@ def build_parser():
     p = common.parser(__doc__, runs=7)
     g = p.add_argument_group("cube_bug")
     g.add_argument("--tokens", type=common.whole(1), default=TOKENS, metavar="N",
-                   help=f"question length: the numbers are N x {MLP}, one floor's worth")
+                   help="question length: the numbers are N x 4 x the model's width, one floor's "
+                        "worth")
+    g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
+                   help=f"whose floor: GPT-2 {', '.join(model.SIZES)} (the post's is small)")
     return p
 
 
@@ -87,8 +96,8 @@ ARRAYS = 8  # the numbers, each way's answer and temporaries, and the check's: t
 def parse_args(argv=None):
     p = build_parser()
     args = common.parse(p, argv, QUICK)
-    common.need_memory(p, ARRAYS * args.tokens * MLP * model.BYTES, f"--tokens {args.tokens}",
-                       "--tokens")
+    common.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES,
+                       f"--tokens {args.tokens}", "--tokens")
     return args
 
 

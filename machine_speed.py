@@ -100,7 +100,8 @@ def report_roofs(report, roofs):
                  text=text, per="figure", timed=(2, 5),
                  samples={"forklift": fork["timing"]["samples"],
                           "workbench": bench["timing"]["samples"]})
-    report["roofs"] = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}
+    report["roofs" + report["suffix"]] = {"bytes_per_s": roofs["bytes_per_s"],
+                                          "flops_per_s": roofs["flops_per_s"]}
 
 
 def warn_if_cached(size, llc_bytes):

@@ -15,7 +15,13 @@ import time
 import numpy as np
 import threadpoolctl
 
-LAYERS, WIDTH, HEADS = 12, 768, 12  # GPT-2 small: 12 floors, width 768, 12 heads of 64
+SIZES = {  # GPT-2's four sizes (Radford et al. 2019), every head 64 wide: floors, width, heads
+    "small": {"layers": 12, "width": 768, "heads": 12},
+    "medium": {"layers": 24, "width": 1024, "heads": 16},
+    "large": {"layers": 36, "width": 1280, "heads": 20},
+    "xl": {"layers": 48, "width": 1600, "heads": 25},
+}
+LAYERS, WIDTH, HEADS = SIZES["small"].values()  # the post's: 12 floors, width 768, 12 heads
 CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
 BYTES = 4  # float32

@@ -9,6 +9,7 @@ import common  # first, and the call below: Ctrl-C or a kill while the rest load
 common.stop_quietly()
 
 import argparse  # noqa: E402 (this and every import below come after the call above)
+import datetime  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
@@ -29,14 +30,27 @@ TYPERS = 8  # the collision: 8 users typing ...
 QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
 CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
 DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
+DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
+DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
-         "chunk": (16, 32)}
+         "chunk": (16, 32), "depths": (0, 32, 64)}
 SEED = 0
 
 
-def tokens(t, seed):
+def tokens(t, seed, width=model.WIDTH):
     """t tokens' hidden states as they enter the first floor: (width, t) float32, seeded."""
-    return np.random.default_rng(seed).standard_normal((model.WIDTH, t), dtype=np.float32)
+    return np.random.default_rng(seed).standard_normal((width, t), dtype=np.float32)
+
+
+def dims(size):
+    """What the accounting needs of a model size (model.SIZES): its floors and width."""
+    return {"layers": size["layers"], "width": size["width"]}
+
+
+def model_words(size):
+    """'GPT-2 small (12 floors, width 768)'."""
+    name = next(n for n, s in model.SIZES.items() if s == size)
+    return f"GPT-2 {name} ({size['layers']} floors, width {size['width']})"
 
 
 def restore(segments):
@@ -49,10 +63,11 @@ def restore(segments):
     return setup
 
 
-def trip_of(bench, x, segments):
-    """The trip as a call, built before the timer starts. bench: the floors, the pool, --runs,
-    and the table products timed alone so far."""
-    return lambda: model.trip(bench["floors"], x, segments, pool=bench["pool"])
+def trip_of(bench, x, segments, watch=None):
+    """The trip as a call, built before the timer starts. bench: the model's size and floors,
+    the pool, --runs, and the table products timed alone so far."""
+    return lambda: model.trip(bench["floors"], x, segments, heads=bench["size"]["heads"],
+                              pool=bench["pool"], watch=watch)
 
 
 def time_trip(bench, x, segments, what):
@@ -76,7 +91,7 @@ def where_time_goes(bench, x, segments, what):
     runs = min(bench["runs"], BREAKDOWN_RUNS)
 
     def recorded_trip():
-        model.trip(bench["floors"], x, segments, pool=bench["pool"], watch=watch)
+        trip_of(bench, x, segments, watch)()
         recorded.append(dict(watch))
     common.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded")
     setup()
@@ -91,16 +106,17 @@ def where_time_goes(bench, x, segments, what):
 
 def read_question(bench, notes):
     """One user's notebook after the model read a `notes`-token question: the typers' start."""
-    book = model.notebook(1, notes)
-    model.trip(bench["floors"], tokens(notes, SEED + 1), [(book, notes)], pool=bench["pool"])
+    book = model.notebook(1, notes, **bench["size"])
+    if notes:
+        trip_of(bench, tokens(notes, SEED + 1, bench["size"]["width"]), [(book, notes)])()
     return book
 
 
-def typers(first, users, room):
+def typers(bench, first, users, room):
     """The notebook of `users` users who each hold the notes in `first`, with room for `room`
     more each."""
     n = first["len"]
-    book = model.notebook(users, n + room)
+    book = model.notebook(users, n + room, **bench["size"])
     book["k"][..., :n] = first["k"][..., :n]  # one user's notes, copied to every user
     book["v"][..., :n] = first["v"][..., :n]
     book["len"] = n
@@ -114,18 +130,22 @@ def typers(first, users, room):
 
 def reading(bench, args):
     """One user, one trip holding the whole question."""
-    rows, timings, checks = [], [], []
+    rows, timings, checks, width = [], [], [], bench["size"]["width"]
     for p in args.prompts:
-        x, segments = tokens(p, SEED + 2), [(model.notebook(1, p), p)]
+        x, segments = tokens(p, SEED + 2, width), [(model.notebook(1, p, **bench["size"]), p)]
         label = f"{p} {plural(p, 'token')}"
         t = time_trip(bench, x, segments, f"reading {label}")
         sec = t["seconds"]
-        rows.append([p, sec * 1e3, sec * 1e3 / p, model.table_flops(p) / sec / 1e9])
+        rows.append(prefill_row(p, sec, dims(bench["size"])))
         timings.append(t)
         checks.append((label, sec, [[(0, p)]], where_time_goes(bench, x, segments,
                                                                 f"reading {label}")))
     return [{"name": "prefill", "columns": PREFILL_COLUMNS, "rows": rows,
              "timings": timings, "timed": (1,)}], checks
+
+
+def prefill_row(p, seconds, d):
+    return [p, seconds * 1e3, seconds * 1e3 / p, model.table_flops(p, **d) / seconds / 1e9]
 
 
 PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
@@ -139,14 +159,13 @@ PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
 def typing(bench, args):
     """Each user already has `notes` notes; all type one token in the same trip."""
     first = read_question(bench, args.notes)
-    rows, timings, checks = [], [], []
+    rows, timings, checks, width = [], [], [], bench["size"]["width"]
     for u in args.users:
-        x, segments = tokens(u, SEED + 3), [(typers(first, u, room=1), 1)]
+        x, segments = tokens(u, SEED + 3, width), [(typers(bench, first, u, room=1), 1)]
         label = f"{u} {plural(u, 'user')}"
         t = time_trip(bench, x, segments, f"typing for {label}")
         sec = t["seconds"]
-        rows.append([u, sec * 1e3, u / sec, model.table_flops(u) / sec / 1e9,
-                     model.bytes_read([(args.notes, 1)] * u) / 1e6])
+        rows.append(decode_row(u, args.notes, sec, dims(bench["size"])))
         timings.append(t)
         checks.append((label, sec, [[(args.notes, 1)] * u],
                        where_time_goes(bench, x, segments, f"typing for {label}")))
@@ -155,9 +174,69 @@ def typing(bench, args):
              "timings": timings, "timed": (1,)}], checks
 
 
+def decode_row(u, notes, seconds, d):
+    return [u, seconds * 1e3, u / seconds, model.table_flops(u, **d) / seconds / 1e9,
+            model.bytes_read([(notes, 1)] * u, **d) / 1e6]
+
+
 DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
                   ("tokens/s", "tokens/s", ".1f"), ("GFLOP/s", "GFLOP/s", ".1f"),
                   ("MB read", "MB", ".0f")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Beyond the post: how deep the notebooks are. A typing trip fetches the tables once and every
+# user's notes: with few notes the tables dominate and batching is nearly free, with many the notes
+# dominate and batching stops helping.
+
+
+def deep(bench, args):
+    """Each of --users types one token with notebooks of each depth in --depths."""
+    rows, timings, d, width = [], [], dims(bench["size"]), bench["size"]["width"]
+    firsts = {depth: read_question(bench, depth) for depth in args.depths}
+    for u in args.depth_users:
+        for depth, first in firsts.items():
+            x, segments = tokens(u, SEED + 3, width), [(typers(bench, first, u, room=1), 1)]
+            t = time_trip(bench, x, segments, f"typing for {u} {plural(u, 'user')} at {depth} "
+                                              f"{plural(depth, 'note')}")
+            rows.append(depth_row(u, depth, t["seconds"], bench["roofs"], d))
+            timings.append(t)
+            del segments  # this notebook goes before the next, bigger one comes
+    return [{"name": "depth", "columns": DEPTH_COLUMNS, "rows": rows, "timings": timings,
+             "timed": (2,), "note": "; x limit against the speeds measured at the start; "
+                                    + outweigh(rows, d)}], []
+
+
+def depth_row(u, depth, seconds, roofs, d):
+    riders = [(depth, 1)] * u
+    fetched = model.bytes_read(riders, **d)
+    limit_s, _ = model.limit(riders, roofs["bytes_per_s"], roofs["flops_per_s"], **d)
+    return [u, depth, seconds * 1e3, u / seconds, fetched / 1e6,
+            100 * model.costs(riders, **d)["attention"][0] / fetched, seconds / limit_s]
+
+
+DEPTH_COLUMNS = [("users", "users", "d"), ("notes", "notes", "d"), ("step ms", "ms", ".1f"),
+                 ("tokens/s", "tokens/s", ".1f"), ("MB read", "MB", ".0f"),
+                 ("notes % of bytes", "%", ".0f"), ("x limit", "x", ".2f")]
+
+
+def outweigh(rows, d):
+    """Where the notes outweigh the tables, for each user count: predicted, where the notes
+    weigh as much as the tables; measured, where a step takes twice its time with no notes."""
+    words, table, note = [], model.table_numbers(**d) * model.BYTES, model.note_bytes(**d)
+    for u in sorted({row[0] for row in rows}):
+        steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
+        predicted = table / (u * note)
+        said = (f"{predicted:,.0f}" if predicted < model.CONTEXT
+                else f"none of GPT-2's {model.CONTEXT:,}")
+        measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
+                         for (a, ta), (b, tb) in zip(steps, steps[1:])
+                         if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
+        found = f"about {measured:,.0f}" if measured is not None else \
+            f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
+        words.append(f"{u} {plural(u, 'user')}: from {said} notes each predicted, {found} "
+                     f"measured")
+    return "the notes outweigh the tables for " + "; for ".join(words)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,10 +266,12 @@ def colliding(bench, args):
     `question`-token question; it is read in each chunk size of the dial."""
     first = read_question(bench, args.notes)
     steps = {chunk: schedule(args.question, chunk) for chunk in args.chunk}
-    typing_book = typers(first, args.typers, room=max(len(s) for s in steps.values()))
-    newcomer = model.notebook(1, args.question + 1)
-    xt = tokens(args.typers, SEED + 3)  # (width, typers)
-    xn = np.concatenate([tokens(args.question, SEED + 4), tokens(1, SEED + 5)], 1)  # question, word
+    typing_book = typers(bench, first, args.typers, room=max(len(s) for s in steps.values()))
+    newcomer = model.notebook(1, args.question + 1, **bench["size"])
+    width = bench["size"]["width"]
+    xt = tokens(args.typers, SEED + 3, width)  # (width, typers)
+    xn = np.concatenate([tokens(args.question, SEED + 4, width),  # its question, then its word
+                         tokens(1, SEED + 5, width)], 1)
 
     def before(i, s):  # the notebooks as they stand before step i, which reads s
         typing_book["len"], newcomer["len"] = args.notes + i, s.start
@@ -284,14 +365,16 @@ def collision_lines(typers, question, chunk, normal, at_once, chunked, steps):
 # the run
 
 
-EXPERIMENTS = {"prefill": reading, "decode": typing, "collision": colliding}
+EXPERIMENTS = {"prefill": reading, "decode": typing, "collision": colliding, "depth": deep}
 
 
 def experiment(args, report):
     start = machine_roofs(args)
     common.progress("making the tables (random weights)")
-    bench = {"floors": model.floors(args.seed), "pool": model.workers(threads(args, report)),
-             "runs": args.runs, "alone": {}}
+    size = model.SIZES[args.model]
+    bench = {"size": size, "floors": model.floors(args.seed, **dims(size)),
+             "pool": model.workers(threads(args, report)), "runs": args.runs, "alone": {},
+             "roofs": start}
     checks = []  # (experiment, row label, measured seconds, riders of its trips, breakdown)
     for name in args.experiments:
         tables, found = EXPERIMENTS[name](bench, args)
@@ -300,9 +383,10 @@ def experiment(args, report):
             common.show(report, "")
         checks += [(name, *c) for c in found]
     summary(report)
-    roofs = start if args.roofs else through_the_run(start, machine_roofs(args))
-    check(report, checks, roofs)
-    breakdown(report, checks, roofs)
+    given = args.roofs or args.forklift
+    roofs = start if given else through_the_run(start, machine_roofs(args))
+    check(report, checks, roofs, size)
+    breakdown(report, checks, roofs, size)
     if args.plot:
         report["files"].update(roofline.files(report["roofline"],
                                               common.machine_line(report["machine"])))
@@ -318,7 +402,8 @@ def threads(args, report):
 def summary(report):
     """The post's closing comparison, from this run: the best reading cost per token against
     one user's typing step."""
-    prefill, decode = (report["tables"].get(name, {}).get("rows") for name in ("prefill", "decode"))
+    prefill, decode = (report["tables"].get(name + report["suffix"], {}).get("rows")
+                       for name in ("prefill", "decode"))
     one = [row for row in decode or [] if row[0] == 1]
     if not prefill or not one:
         return
@@ -343,9 +428,13 @@ DRIFT = 0.10  # the speeds at the end of a run differ from the start by more: sa
 
 
 def machine_roofs(args):
-    """The forklift and workbench speeds: measured now (same run, same noise) or from --roofs."""
+    """The forklift and workbench speeds: measured now (same run, same noise), from --roofs, or
+    given as --forklift and --workbench."""
     if args.roofs:
         return dict(args.roofs)
+    if args.forklift:
+        return {"bytes_per_s": args.forklift * 1e9, "flops_per_s": args.workbench * 1e9,
+                "source": "given on the command line"}
     r = machine_speed.roofs(args.runs, args.quick)
     return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
             "source": f"measured in this run by machine_speed ({r['forklift']['timing']['stat']})"}
@@ -371,29 +460,29 @@ def through_the_run(start, end):
                       f"GFLOP/s): the faster of each"}
 
 
-def check(report, checks, roofs):
+def check(report, checks, roofs, size=model.SIZES["small"]):
     """One table: each row's measured time against its limit, and which limit binds."""
     if not checks:
         return
-    rows = []
+    rows, d = [], dims(size)
     for experiment, label, seconds, trips, parts in checks:
-        limits = [model.limit(t, roofs["bytes_per_s"], roofs["flops_per_s"]) for t in trips]
+        limits = [model.limit(t, roofs["bytes_per_s"], roofs["flops_per_s"], **d) for t in trips]
         limit_s, bound = max(limits)  # a row of several trips (the chunks) is its slowest one
         rows.append([experiment, label, seconds * 1e3, limit_s * 1e3, bound, seconds / limit_s])
         if seconds / limit_s > SUSPICIOUS:
             common.warn(f"{experiment} {label} took {seconds / limit_s:.1f}x its limit "
-                        f"({bound}-bound); {suspect(parts, roofs)}")
+                        f"({bound}-bound); {suspect(parts, roofs, size)}")
     common.table(report, "check", CHECK_COLUMNS, rows)
-    report["roofline"] = {**roofs, "points": [  # one trip per row: prefill and decode
-        [experiment, label, model.trip_flops(trips[0]) / model.bytes_read(trips[0]),
-         model.trip_flops(trips[0]) / seconds]
+    report["roofline" + report["suffix"]] = {**roofs, "points": [  # prefill and decode rows
+        [experiment, label, model.trip_flops(trips[0], **d) / model.bytes_read(trips[0], **d),
+         model.trip_flops(trips[0], **d) / seconds]
         for experiment, label, seconds, trips, _ in checks if experiment in ("prefill", "decode")]}
     threads = report["settings"]["model_threads"]
     common.show(report, f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
                         f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); "
-                        f"speeds {roofs['source']}; model on {threads} "
+                        f"speeds {roofs['source']}; {model_words(size)} on {threads} "
                         f"{plural(threads, 'thread')})")
-    report["roofs"] = roofs
+    report["roofs" + report["suffix"]] = roofs
 
 
 CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
@@ -404,10 +493,11 @@ CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms"
 # where the time goes: each row's trip, recorded apart from the timed runs, part by part
 
 
-def excess(parts, roofs):
+def excess(parts, roofs, size):
     """Seconds above the limit, by whose they are: {who: seconds}. The tables' excess is split
     into the BLAS's (the same products alone, against their limit) and ours (the rest)."""
-    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"],
+                               **dims(size))
     seconds, alone = parts["parts"], parts["alone"]["seconds"]
     return {"the BLAS": alone - limits["tables"], "our tables": seconds["tables"] - alone,
             "attention": seconds["attention"] - limits["attention"],
@@ -415,10 +505,11 @@ def excess(parts, roofs):
             "other": seconds["other"]}
 
 
-def suspect(parts, roofs):
+def suspect(parts, roofs, size):
     """The part that holds the most excess, in a few words for a warning."""
     seconds, alone = parts["parts"], parts["alone"]["seconds"] * 1e3
-    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+    limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"],
+                               **dims(size))
     ms = {p: s * 1e3 for p, s in seconds.items()}
     say = {
         "the BLAS": f"tables: {ms['tables']:.1f} ms, the same products alone take {alone:.1f} ms "
@@ -433,20 +524,21 @@ def suspect(parts, roofs):
                        f"{limits['elementwise'] * 1e3:.1f} ms: look for a slow elementwise road "
                        f"(like h**3)",
         "other": f"other: {ms['other']:.1f} ms outside every part (splits, Python)"}
-    who = excess(parts, roofs)
+    who = excess(parts, roofs, size)
     return say[max(who, key=who.get)]
 
 
-def breakdown(report, checks, roofs):
+def breakdown(report, checks, roofs, size=model.SIZES["small"]):
     """One row per check row: each part's milliseconds, the tables against the same products
     alone, the tables and attention against their own limits, and whose excess is largest."""
     if not checks:
         return
     rows = []
     for experiment, label, _, _, parts in checks:
-        limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"])
+        limits = model.part_limits(parts["riders"], roofs["bytes_per_s"], roofs["flops_per_s"],
+                                   **dims(size))
         s, alone = parts["parts"], parts["alone"]["seconds"]
-        who = excess(parts, roofs)
+        who = excess(parts, roofs, size)
         most = max(who, key=who.get)
         rows.append([experiment, label, s["trip"] * 1e3, s["tables"] * 1e3, alone * 1e3,
                      s["tables"] / alone, s["attention"] * 1e3,
@@ -501,6 +593,68 @@ def roofs_file(path):
 
 
 # ---------------------------------------------------------------------------------------------
+# predict before running: every table as the two speeds predict it, for any model, with no model
+# built (the post's promised next step: see which limit you will hit before you run anything)
+
+
+def predict(args, report):
+    """The experiments' tables with every trip at its limit on the given speeds."""
+    roofs, size = machine_roofs(args), model.SIZES[args.model]
+    d = dims(size)
+    report["predicted"] = prediction(args)
+
+    def at_limit(riders):  # a trip's time, predicted: its limit
+        return model.limit(riders, roofs["bytes_per_s"], roofs["flops_per_s"], **d)[0]
+
+    tables = []
+    if "prefill" in args.experiments:
+        tables.append({"name": "prefill", "columns": PREFILL_COLUMNS,
+                       "rows": [prefill_row(p, at_limit([(0, p)]), d) for p in args.prompts]})
+    if "decode" in args.experiments:
+        tables.append({"name": "decode", "columns": DECODE_COLUMNS, "rows": [
+            decode_row(u, args.notes, at_limit([(args.notes, 1)] * u), d) for u in args.users]})
+    if "collision" in args.experiments:  # each figure of one "run": the schedule at its limits
+        normal = common.summarize([at_limit([(args.notes, 1)] * args.typers)])
+        dial = {c: dial_figures([[at_limit(r) for r in riders_of(schedule(args.question, c),
+                                                                  args.notes, args.typers)]], c)
+                for c in args.chunk}
+        tables += collision_tables(args, normal, dial)
+    if "depth" in args.experiments:
+        tables.append({"name": "depth", "columns": DEPTH_COLUMNS, "rows": [
+            depth_row(u, depth, at_limit([(depth, 1)] * u), roofs, d)
+            for u in args.depth_users for depth in args.depths]})
+    for t in tables:
+        common.table(report, t["name"], t["columns"], t["rows"], text=t.get("text"))
+        common.show(report, f"(predicted: every figure is its trip's limit, max(bytes / "
+                            f"{roofs['bytes_per_s'] / 1e9:g} GB/s, FLOPs / "
+                            f"{roofs['flops_per_s'] / 1e9:g} GFLOP/s); nothing was run)")
+        common.show(report, "")
+    report["roofs" + report["suffix"]] = roofs
+
+
+def prediction(args):
+    """The line a prediction shows instead of a machine line: which speeds it assumed."""
+    roofs = machine_roofs(args)
+    bw, fl = roofs["bytes_per_s"] / 1e9, roofs["flops_per_s"] / 1e9
+    return (f"machine: none, predicted for a forklift of {bw:,.1f} GB/s and a workbench of "
+            f"{fl:,.1f} GFLOP/s (balance {fl / bw:.1f} FLOPs per byte), {roofs['source']} | "
+            f"{model_words(model.SIZES[args.model])} | {datetime.date.today().isoformat()}")
+
+
+def speed(unit):
+    """An argparse type: a speed in `unit`, a finite number above 0."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"must be a speed in {unit} above 0, got {text!r}")
+        return value
+    return parse
+
+
+# ---------------------------------------------------------------------------------------------
 # flags
 
 
@@ -526,38 +680,63 @@ def build_parser():
     dial.add_argument("--budget", nargs="+", type=common.whole(2), default=None, metavar="B",
                       help="collision: the same dial as vLLM's per-step token budget "
                            "(max_num_batched_tokens): chunk = B - typers")
+    g.add_argument("--depths", nargs="+", type=common.whole(0, model.CONTEXT - 1), default=DEPTHS,
+                   metavar="N", help="depth: notes already in each typer's notebook; its users "
+                                     f"are --users, else {' '.join(map(str, DEPTH_USERS))}")
+    g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
+                   help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small)")
     g.add_argument("--seed", type=common.whole(0), default=SEED, metavar="S",
                    help="seed of the random tables")
     g.add_argument("--plot", action="store_true",
                    help="also draw the roofline: results/<machine>/roofline.png and .svg "
                         "(needs matplotlib)")
-    g.add_argument("--roofs", type=roofs_file, default=None, metavar="FILE",
-                   help="take the forklift and workbench speeds from a saved machine_speed.json "
-                        "instead of measuring them in this run")
+    speeds = g.add_mutually_exclusive_group()
+    speeds.add_argument("--roofs", type=roofs_file, default=None, metavar="FILE",
+                        help="take the forklift and workbench speeds from a saved "
+                             "machine_speed.json instead of measuring them in this run")
+    speeds.add_argument("--forklift", type=speed("GB/s"), default=None, metavar="GB/S",
+                        help="the memory speed to hold the rows to (or to predict with), "
+                             "with --workbench, instead of measuring it")
+    g.add_argument("--workbench", type=speed("GFLOP/s"), default=None, metavar="GFLOP/S",
+                   help="the math speed, with --forklift")
+    g.add_argument("--predict", action="store_true",
+                   help="run nothing: print every table as the speeds predict it (--forklift "
+                        "and --workbench, or --roofs), for any --model; saved under "
+                        "predicted-<model>-<speeds> unless --label says otherwise")
     return p
 
 
 def peak_bytes(args):
     """Tables, plus the largest experiment's notebooks and the scratch of its biggest trip."""
-    nb = model.NOTE_BYTES
+    size = model.SIZES[args.model]
+    nb, d = model.note_bytes(**dims(size)), dims(size)
+
+    def scratch(riders):
+        return model.trip_scratch_bytes(riders, **size)
     need = [0]
     if "prefill" in args.experiments:
-        need += [p * nb + model.trip_scratch_bytes([(0, p)]) for p in args.prompts]
+        need += [p * nb + scratch([(0, p)]) for p in args.prompts]
     if "decode" in args.experiments:
-        need += [(args.notes + u * (args.notes + 1)) * nb
-                 + model.trip_scratch_bytes([(args.notes, 1)] * u) for u in args.users]
+        need += [(args.notes + u * (args.notes + 1)) * nb + scratch([(args.notes, 1)] * u)
+                 for u in args.users]
     if "collision" in args.experiments:
         steps = len(schedule(args.question, args.chunk[0]))
         need.append((args.notes + args.typers * (args.notes + steps) + args.question + 1) * nb
-                    + model.trip_scratch_bytes([(args.notes, 1)] * args.typers
-                                               + [(0, args.question)]))
+                    + scratch([(args.notes, 1)] * args.typers + [(0, args.question)]))
+    if "depth" in args.experiments:  # every depth's first notebook, and the biggest typers'
+        deepest, most = max(args.depths), max(args.depth_users)
+        need.append((sum(args.depths) + most * (deepest + 1)) * nb
+                    + scratch([(deepest, 1)] * most))
     roofs = 0 if args.roofs else machine_speed.roofs_memory_bytes(args.quick)
-    return model.TABLE_BYTES + max(roofs, *need)  # the speeds: at the start and at the end
+    tables = model.table_numbers(**d) * model.BYTES
+    return tables + max(roofs, *need)  # the speeds: measured at the start and at the end
 
 
 def parse_args(argv=None):
     p = build_parser()
     args = common.parse(p, argv, QUICK)
+    given = args.users is not USERS and args.users is not QUICK["users"]  # argparse makes a list
+    args.depth_users = args.users if given else (1, 2) if args.quick else DEPTH_USERS
     dial = "--budget" if args.budget else "--chunk"
     if args.budget:
         if min(args.budget) <= args.typers:
@@ -573,16 +752,39 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {model.CONTEXT} "
                 f"tokens; use a larger {dial} or fewer --notes")
+    if (args.forklift is None) != (args.workbench is None):
+        p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
+                f"--workbench go together")
+    if args.predict and not (args.roofs or args.forklift):
+        p.error("argument --predict: needs the speeds to predict with: --forklift and "
+                "--workbench, or --roofs FILE")
+    if args.predict:
+        if args.plot:
+            p.error("argument --plot: draws measured rows, so not with --predict")
+        if args.label is None:
+            r = machine_roofs(args)
+            args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
+                          f"{r['flops_per_s'] / 1e9:.0f}gflops")
+            problem = None if args.no_save else common.unwritable(common.folder_of(args))
+            if problem:
+                p.error(f"argument --out: results cannot be saved to "
+                        f"{common.folder_of(args)}: {problem}")
+        return args  # nothing is built: nothing to fit in memory
     if args.plot and args.no_save:
         p.error("argument --plot: draws into the results folder, so not with --no-save")
+    if args.plot and args.threads and len(args.threads) > 1:
+        p.error("argument --plot: draws one run's roofline, not a sweep's; give one --threads")
     if args.plot and not roofline.available():
         p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
-    common.need_memory(p, peak_bytes(args), "these settings", "--users, --prompts or --notes")
+    common.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
+                       "--model, --users, --prompts, --notes or --depths")
     return args
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.predict:
+        return common.run("two_phases", args, predict, headline=prediction(args))
     common.note(f"estimated peak memory: {peak_bytes(args) / 1e9:.1f} GB")
     return common.run("two_phases", args, experiment)
 

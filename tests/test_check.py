@@ -13,7 +13,7 @@ ONE_USER = [[(512, 1)]]  # 377.5 MB: a 37.7 ms limit at 10 GB/s
 
 def report():
     return {"tables": {}, "text": [], "settings": {"model_threads": 2, "runs": 3},
-            "tablefmt": "plain"}
+            "tablefmt": "plain", "suffix": ""}
 
 
 def parts(riders=((512, 1),), tables=0.034, alone=0.034, attention=0.004, elementwise=0.001,

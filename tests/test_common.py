@@ -196,7 +196,7 @@ def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
 
     def record(args, report):
         seen.update(threads=[b["threads"] for b in report["machine"]["blas"]])
-    common.run("demo", args_for(tmp_path, threads=1, no_save=True), record)
+    common.run("demo", args_for(tmp_path, threads=[1], no_save=True), record)
     assert seen["threads"] and set(seen["threads"]) == {1}
 
 

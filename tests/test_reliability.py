@@ -253,7 +253,7 @@ def test_a_run_says_when_another_is_measuring(tmp_path):
     assert "the machine is busy (another run of this suite)" in r.stderr
     assert "BUSY: another run of this suite" in r.stdout.splitlines()[0]
     data = json.loads((tmp_path / "box" / "cube_bug.quick.json").read_text())
-    assert data["machine"]["busy"] == ["another run of this suite"]
+    assert "another run of this suite" in data["machine"]["busy"]
 
 
 def test_a_quiet_machine_is_not_called_busy(tmp_path):
@@ -339,7 +339,7 @@ def test_threads_above_the_cpus_run_only_when_asked(capsys):
         common.parse(p, ["--threads", more, "--no-save"], {})
     assert "--oversubscribe" in capsys.readouterr().err
     args = common.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
-    assert args.threads == int(more) and "take turns" in capsys.readouterr().err
+    assert args.threads == [int(more)] and "take turns" in capsys.readouterr().err
 
 
 # ---- 10. a table the terminal cannot show
