@@ -20,7 +20,7 @@ import time
 SCHEMA_VERSION = 2  # bump when the JSON layout changes; compare tools read it
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
-BUSY_LOAD = 0.5  # load average per core above which the machine is too busy to measure (pyperf's)
+BUSY_LOAD = 0.5  # cores busy per core above which the machine is too busy to measure (pyperf's)
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
 
@@ -254,6 +254,19 @@ def load_average():
     return round(os.getloadavg()[0], 2)
 
 
+def cores_busy_now(seconds=0.2):
+    """How many cores' worth of work other processes did while this one slept for `seconds`
+    (Linux's /proc/stat). Unlike the load average, it forgets a run that just ended."""
+    def ticks():
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        return sum(fields) - fields[3] - fields[4], sum(fields)  # busy (not idle, iowait), all
+    busy0, all0 = ticks()
+    time.sleep(seconds)
+    busy1, all1 = ticks()
+    return (busy1 - busy0) / max(all1 - all0, 1) * (os.cpu_count() or 1)
+
+
 def machine(busy=(), sweep=None):
     """Everything the machine line says, as a plain dict (saved with every result). busy: what
     else was measuring on the machine when the run started, in words; sweep: the thread counts
@@ -307,9 +320,12 @@ def measuring():
     """Hold a machine-wide mark for as long as a run measures. -> what else was measuring when
     it started: another run of this suite, or a load above BUSY_LOAD per core (in words)."""
     busy = []
-    load, cores = _quiet(load_average), os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+    now = _quiet(cores_busy_now)
+    load = now if now is not None else _quiet(load_average)  # where /proc/stat is not there
     if load is not None and load > BUSY_LOAD * cores:
-        busy.append(f"load {load:.1f} on {cores} cores")
+        busy.append(f"{load:.1f} of {cores} cores busy with other work" if now is not None
+                    else f"load {load:.1f} on {cores} cores")
     path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{_quiet(os.getuid, 0)}.lock")
     try:
         import fcntl

@@ -395,3 +395,15 @@ def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_pat
     assert os.path.isabs(common.RESULTS) and os.path.dirname(common.RESULTS) == ROOT
     r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
     assert r.returncode == 0 and "amd-epyc-2c" in r.stdout
+
+
+def test_busy_means_busy_now_not_a_minute_ago(monkeypatch, capsys):
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(common, "load_average", lambda: 2.0 * cores)  # a run that just ended
+    monkeypatch.setattr(common, "cores_busy_now", lambda seconds=0.2: 0.0)
+    with common.measuring() as busy:
+        assert not any("cores busy" in b or "load" in b for b in busy)
+    monkeypatch.setattr(common, "cores_busy_now", lambda seconds=0.2: 0.9 * cores)
+    with common.measuring() as busy:
+        assert f"{0.9 * cores:.1f} of {cores} cores busy with other work" in busy
+    assert "the machine is busy" in capsys.readouterr().err
