@@ -167,10 +167,10 @@ SHIPPED = os.path.join(ROOT, "results", "amd-epyc-2c")
 def scaled(folder, factor, to):
     """A copy of a machine's results whose every run took `factor` times as long."""
     os.makedirs(to)
-    for script in compare.SCRIPTS:
-        if not os.path.exists(os.path.join(folder, script + ".json")):
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
             continue
-        data = json.load(open(os.path.join(folder, script + ".json")))
+        data = json.load(open(os.path.join(folder, name)))
         for t in data["tables"].values():
             if "samples_s" not in t:
                 continue
@@ -182,7 +182,7 @@ def scaled(folder, factor, to):
                         row[i] *= factor
                     elif compare.kind(c["unit"]) == "rate":
                         row[i] /= factor
-        write(to, script + ".json", data)
+        write(to, name, data)
 
 
 def verdicts(stdout, section):
