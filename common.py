@@ -430,8 +430,7 @@ def parser(doc, runs):
                    help="a ± column beside each timed figure: the standard deviation of its "
                         "counted runs (the post's own layouts give way to tables)")
     g.add_argument("--out", default=RESULTS, metavar="DIR",
-                   help="folder for results; default: results/ beside the scripts, wherever they "
-                        "are run from")
+                   help="folder for results, the same wherever the scripts are run from")
     g.add_argument("--label", type=label, default=None, metavar="NAME",
                    help="results subfolder; default: a slug of the CPU model and core count")
     g.add_argument("--no-save", action="store_true", help="print the tables, save nothing")

@@ -1,5 +1,6 @@
-"""A random-weight GPT-2 small: 12 floors of exact GPT-2 block math, a notebook (KV cache) for
-the users who type together, and the accounting of the FLOPs and bytes of one trip.
+"""A random-weight GPT-2 (small by default, the post's: 12 floors of width 768) of exact GPT-2
+block math, a notebook (KV cache) for the users who type together, and the accounting of the
+FLOPs and bytes of one trip, part by part.
 
     python -c "import model; print(model.table_numbers(), model.NOTE_BYTES)"
 

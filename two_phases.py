@@ -1,8 +1,10 @@
 """Reading is stuck on the workbench, typing on the forklift: a random-weight GPT-2 small reads
-questions (prefill), types for many users in one trip (decode), and meets a long question.
+questions (prefill), types for many users in one trip (decode), meets a long question, and types
+with notebooks of several depths; every timing is then held to the machine's limits.
 
-    python two_phases.py                    # the post's three experiments, middle of 5
+    python two_phases.py                    # the post's experiments and the depth, middle of 5
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
+    python two_phases.py --predict --model xl --forklift 3350 --workbench 989000  # runs nothing
 """
 import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
 
