@@ -393,6 +393,20 @@ def whole(lo, hi=None):
 LABEL_MAX = 100  # characters: a folder name any file system takes
 
 
+def finite(allowed, ok):
+    """An argparse type: a finite number for which ok(number) holds; `allowed` says which, in
+    the message."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+    return parse
+
+
 def label(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(

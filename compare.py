@@ -8,8 +8,7 @@ import common  # first, and the call below: Ctrl-C or a kill while the rest load
 
 common.stop_quietly()
 
-import argparse  # noqa: E402 (this and every import below come after the call above)
-import json  # noqa: E402
+import json  # noqa: E402 (this and every import below come after the call above)
 import math  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -350,22 +349,11 @@ def build_parser():
                         "beside the scripts, where they save)")
     p.add_argument("--tablefmt", type=common.tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; github is Markdown (default: plain)")
-    p.add_argument("--min-change", type=percent, default=MIN_CHANGE, metavar="PCT",
+    p.add_argument("--min-change", default=MIN_CHANGE, metavar="PCT",
+                   type=common.finite("a percentage of 0 or more", lambda v: v >= 0),
                    help=f"a smaller difference, even a real one, is no change "
                         f"(default: {MIN_CHANGE:g})")
     return p
-
-
-def percent(text):
-    """An argparse type: a percentage of at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, got {text!r}") \
-            from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, got {text!r}")
-    return value
 
 
 def main(argv=None):

@@ -645,15 +645,7 @@ def prediction(args):
 
 def speed(unit):
     """An argparse type: a speed in `unit`, a finite number above 0."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"must be a speed in {unit} above 0, got {text!r}")
-        return value
-    return parse
+    return common.finite(f"a speed in {unit} above 0", lambda v: v > 0)
 
 
 # ---------------------------------------------------------------------------------------------
