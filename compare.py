@@ -4,133 +4,51 @@ ratio to the first, and whether the difference is real or within the noise.
     python compare.py                                   # every machine under results/
     python compare.py results/post results/amd-epyc-2c  # the named result folders, in order
 """
-import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
+if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
+    import stopping
+    stopping.stop_quietly()
 
-common.stop_quietly()
+import json
+import math
+import os
+import sys
+import zlib
 
-import json  # noqa: E402 (this and every import below come after the call above)
-import math  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
-import zlib  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
+import cli
+import machine
+import results
+from terminal import plural
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
-READABLE = (1, 2)  # schema versions this compare.py reads: 2 added two_phases' breakdown
 MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)
 RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
 
-# How a figure follows from the timed runs behind it: as the product of the medians of these
-# samples, each to a power (1: the figure is a time, -1: a rate). [(seconds, power)]
-def per_row(power):
-    return lambda table, i: [(table["samples_s"][i], power)]
-
-
-def per_figure(j):  # a table of one row and several timed figures
-    return lambda table, i: [(table["samples_s"][j], 1)]
-
-
-def named(*parts):  # machine_speed's samples: {"forklift": [...], "workbench": [...]}
-    return lambda table, i: [(table["samples_s"][name], power) for name, power in parts]
-
-
-def both_ways(table, i):  # cube_bug: h**3's runs over h*h*h's
-    return [(table["samples_s"][i][0], 1), (table["samples_s"][i][1], -1)]
-
-
-# The headline figures, as data: section -> [(table, key column, figure column, label, samples)].
-# A key column gives one figure per row (per prompt length, user count, ...). A section is a
-# script's name, or "script: title" for more of that script's figures.
+# The headline figures, as data: section -> [(table, key column, figure column, label)]. A key
+# column gives one figure per row (per prompt length, user count, ...). A section is a script's
+# name, or "script: title" for more of that script's figures. Every figure's samples are in its
+# table's samples_s[row][column] (older schemas are brought to that layout as they are read).
 FIGURES = {
-    "machine_speed": [
-        ("machine_speed", None, "memory speed", "forklift", named(("forklift", -1))),
-        ("machine_speed", None, "math speed", "workbench", named(("workbench", -1))),
-        ("machine_speed", None, "balance", "balance", named(("forklift", 1), ("workbench", -1))),
-        ("machine_speed", None, "tokens a trip needs", "tokens a trip needs",
-         named(("forklift", 1), ("workbench", -1)))],
+    "machine_speed": [("machine_speed", None, column, label) for column, label in (
+        ("memory speed", "forklift"), ("math speed", "workbench"), ("balance", "balance"),
+        ("tokens a trip needs", "tokens a trip needs"))],
     "two_phases": [
-        ("prefill", "prompt", "ms/token", "prefill ms/token", per_row(1)),
-        ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s", per_row(-1)),
-        ("decode", "users", "step ms", "decode step", per_row(1)),
-        ("decode", "users", "tokens/s", "decode tokens/s", per_row(-1)),
-        ("collision", None, "normal gap ms", "typers' normal gap", per_figure(0)),
-        ("collision", None, "all at once gap ms", "gap, question all at once", per_figure(1)),
-        ("collision", None, "chunked worst gap ms", "worst gap, question in chunks",
-         per_figure(2))],
+        ("prefill", "prompt", "ms/token", "prefill ms/token"),
+        ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s"),
+        ("decode", "users", "step ms", "decode step"),
+        ("decode", "users", "tokens/s", "decode tokens/s"),
+        ("collision", None, "normal gap ms", "typers' normal gap"),
+        ("collision", None, "all at once gap ms", "gap, question all at once"),
+        ("collision", None, "chunked worst gap ms", "worst gap, question in chunks")],
     "two_phases: where the time goes": [  # one recorded run per row: no samples to decide with
-        ("breakdown", "row", column, part, None)
+        ("breakdown", "row", column, part)
         for column, part in [("trip ms", "recorded trip"), ("tables ms", "tables"),
                              ("alone ms", "tables alone"), ("attention ms", "attention"),
                              ("elementwise ms", "elementwise"), ("other ms", "other")]],
-    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h", both_ways)],
+    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h")],
 }
-
-
-def load(path, script):
-    """A result file's data, or raise ValueError with what is wrong with it, in a few words."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot be read ({e.strerror or e})") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("is not a result file (no object at the top)")
-    version = data.get("schema_version")
-    if "schema_version" not in data:
-        raise ValueError("has no schema version; rerun that script to refresh it")
-    if type(version) is not int:
-        raise ValueError(f"has schema version {version!r}, which is not a whole number")
-    if version not in READABLE:
-        age = "older" if version < min(READABLE) else "newer"
-        raise ValueError(f"has schema version {version}, {age} than this compare.py reads "
-                         f"({', '.join(map(str, READABLE))}); rerun that script to refresh it")
-    if data.get("script") != script:
-        raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
-    check_machine(data.get("machine"))
-    check_tables(data.get("tables"))
-    return data
-
-
-MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
-           "date": str}  # what the machine line needs; the rest may be missing or None
-BLAS = {"library": str, "version": str, "threads": int}
-
-
-def check_machine(m):
-    """Raise ValueError, naming the field, if the machine line cannot be made from m."""
-    if not isinstance(m, dict):
-        raise ValueError("has no machine")
-    for field, kind in MACHINE.items():
-        if not isinstance(m.get(field), kind):
-            raise ValueError(f"has no usable machine {field!r}")
-    for b in m["blas"]:
-        if not isinstance(b, dict) or not all(isinstance(b.get(k), t) for k, t in BLAS.items()):
-            raise ValueError("has a BLAS entry without its library, version or threads")
-    if not isinstance(m.get("cores"), (int, type(None))):
-        raise ValueError("has no usable machine 'cores'")
-    sweep = m.get("sweep")
-    if sweep is not None and not (isinstance(sweep, list) and all(type(n) is int for n in sweep)):
-        raise ValueError("has a thread sweep that is not a list of thread counts")
-
-
-def check_tables(tables):
-    """Raise ValueError, naming the table, if a table is not columns and rows of that width."""
-    if not isinstance(tables, dict):
-        raise ValueError("has no tables")
-    for name, t in tables.items():
-        columns = t.get("columns") if isinstance(t, dict) else None
-        if not isinstance(columns, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("header"), str)
-                and isinstance(c.get("unit"), str) for c in columns):
-            raise ValueError(f"has a table {name!r} without usable columns")
-        rows = t.get("rows")
-        if not isinstance(rows, list) or not all(
-                isinstance(r, list) and len(r) == len(columns) for r in rows):
-            raise ValueError(f"has a table {name!r} whose rows do not match its columns")
 
 
 def figures(data, section):
@@ -138,9 +56,9 @@ def figures(data, section):
     each with the samples behind it ([(seconds, power)]), or None where it has none. A thread
     sweep's figures are there once per thread count, each label ending in "@ N threads"."""
     sweep = data["machine"].get("sweep") or []
-    blocks = [(f" @{n}", f" @ {n} {common.plural(n, 'thread')}") for n in sweep] or [("", "")]
+    blocks = [(f" @{n}", f" @ {n} {plural(n, 'thread')}") for n in sweep] or [("", "")]
     out = {}
-    for table, key, column, label, how in FIGURES[section]:
+    for table, key, column, label in FIGURES[section]:
         for suffix, threads in blocks:
             t = data["tables"].get(table + suffix)
             heads = [c["header"] for c in t["columns"]] if t else []
@@ -151,18 +69,19 @@ def figures(data, section):
                 cells = dict(zip(heads, row))
                 which = "" if key is None else (f" ({cells[key]})" if isinstance(cells[key], str)
                                                 else f" ({key} {cells[key]})")
-                out[(label + which + threads, unit)] = (cells[column], samples_of(t, i, how))
+                out[(label + which + threads, unit)] = (cells[column], samples_of(t, i, column))
     return out
 
 
-def samples_of(table, i, how):
-    """The samples behind row i's figure, or None where the file holds none (or none usable)."""
+def samples_of(table, i, column):
+    """The samples behind row i's figure in column, as [(seconds, power)], or None where the file
+    holds none (or none usable)."""
     try:
-        parts = how(table, i) if how else None
-    except (KeyError, IndexError, TypeError):
+        parts = [(s, power) for power, s in table["samples_s"][i][column]]
+    except (KeyError, IndexError, TypeError, ValueError):
         return None
-    usable = parts and all(isinstance(s, list) and s and all(
-        isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in s) for s, _ in parts)
+    usable = parts and all(power in (1, -1) and isinstance(s, list) and s and all(
+        type(x) in (int, float) and math.isfinite(x) and x > 0 for x in s) for s, power in parts)
     return parts if usable else None
 
 
@@ -199,16 +118,16 @@ def read_machine(folder, problems):
         problems.append(f"{folder}: is a file, not a results folder")
         return None
     found = {}
-    with common.locked(folder):
+    with results.locked(folder):
         if os.access(folder, os.W_OK):
-            common.finish_replacing(folder)
+            results.finish_replacing(folder)
         for script in SCRIPTS:
             for stem in (script, script + ".sweep"):
                 path = os.path.join(folder, stem + ".json")
                 if not os.path.exists(path):
                     continue  # this machine did not run it: its rows stay blank
                 try:
-                    found[stem] = load(path, script)
+                    found[stem] = results.load(path, script)
                 except ValueError as e:
                     problems.append(f"{path}: {e}; left out")
     if not found and not any(p.startswith(folder + os.sep) for p in problems):
@@ -229,7 +148,7 @@ def describe(name, results):
         return f"{name}: {data['published']}"
     if data.get("predicted"):
         return f"{name}: {data['predicted'].removeprefix('machine: ')}"
-    return f"{name}: {common.machine_line(data['machine'])}"
+    return f"{name}: {machine.line(data['machine'])}"
 
 
 def short_names(folders):
@@ -340,17 +259,17 @@ def verdict(ratio, draws, unit, min_change, unmeasured=None):
 
 
 def build_parser():
-    p = common.Parser(description=__doc__.strip().splitlines()[0])
+    p = cli.Parser(description=__doc__.strip().splitlines()[0])
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="result folders to compare, the first is the reference "
                         "(default: every folder under --out)")
-    p.add_argument("--out", default=common.RESULTS, metavar="DIR",
+    p.add_argument("--out", default=cli.RESULTS, metavar="DIR",
                    help="where to look for machines when no folder is named (default: results/ "
                         "beside the scripts, where they save)")
-    p.add_argument("--tablefmt", type=common.tablefmt, default="plain", metavar="FMT",
+    p.add_argument("--tablefmt", type=cli.tablefmt, default="plain", metavar="FMT",
                    help="any tabulate format; github is Markdown (default: plain)")
     p.add_argument("--min-change", default=MIN_CHANGE, metavar="PCT",
-                   type=common.finite("a percentage of 0 or more", lambda v: v >= 0),
+                   type=cli.finite("a percentage of 0 or more", lambda v: v >= 0),
                    help=f"a smaller difference, even a real one, is no change "
                         f"(default: {MIN_CHANGE:g})")
     return p

@@ -3,18 +3,23 @@
     python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
-import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
+if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
+    import stopping
+    stopping.stop_quietly()
 
-common.stop_quietly()
+import sys
 
-import sys  # noqa: E402 (this and every import below come after the call above)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import model  # noqa: E402
+import cli
+import model
+import timing
+from printers import Sheet, format_table
+from terminal import plural
 
 TOKENS = 256  # a 256-token question ...
-MLP = 4 * model.WIDTH  # ... times the thinking room's width (3072): one floor's 786,432 numbers
+MLP = 4 * model.SIZES["small"].width  # ... times the thinking room's width (3072): one floor's
+#                                       786,432 numbers
 QUICK = {"tokens": 16}
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
@@ -28,7 +33,7 @@ CASES = (  # (label, how the numbers are made from seeded standard normals)
 
 def mlp(size):
     """The thinking room's width of a GPT-2 size: 4 x its width (3072 for small)."""
-    return 4 * model.SIZES[size]["width"]
+    return 4 * model.SIZES[size].width
 
 
 def inputs(tokens, make, seed=0, width=MLP):
@@ -44,8 +49,8 @@ def race(h, runs, label):
     """Both ways on the same numbers; checks they agree before timing them."""
     diff = largest_relative_difference(h ** 3, h * h * h)
     assert diff <= SAME, f"{label}: h**3 and h*h*h differ by {diff:.1e}"
-    power = common.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S)
-    product = common.measure(lambda: h * h * h, runs, what=f"{label} h*h*h", min_sample_s=SAMPLE_S)
+    power = timing.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S)
+    product = timing.measure(lambda: h * h * h, runs, what=f"{label} h*h*h", min_sample_s=SAMPLE_S)
     return power, product, diff
 
 
@@ -59,30 +64,27 @@ COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".
            ("ratio", "x", ".0f"), ("largest rel. diff", "", ".1e")]
 
 
-def experiment(args, report):
+def experiment(args, facts):
     tokens, width = args.tokens, mlp(args.model)
-    rows, timings, lines = [], [], []
+    rows, cells, lines = [], [], []
     for label, make in CASES:
         power, product, diff = race(inputs(tokens, make, width=width), args.runs, label)
-        ms = power["seconds"] * 1e3, product["seconds"] * 1e3
+        ms = power.seconds * 1e3, product.seconds * 1e3
         rows.append([label, *ms, ms[0] / ms[1], diff])
-        timings += [power, product]
+        cells.append({1: [(1, power)], 2: [(1, product)], 3: [(1, power), (-1, product)]})
         lines.append(post_line(label, *ms, diff))
-    lines.append(f"numpy {np.__version__}")
-    fmt = report["tablefmt"]
-    text = "\n".join(lines) if fmt == "plain" else (
-        common.format_table(COLUMNS, rows, fmt) + f"\nnumpy {np.__version__}")
-    common.table(report, "cube", COLUMNS, rows, timings, text=text, per="figure", timed=(1, 2),
-                 note=f"; {tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
-                      f"at {tokens} {common.plural(tokens, 'token')}",
-                 samples=[[p["samples"], q["samples"]]  # two timings per row: h**3, then h*h*h
-                          for p, q in zip(timings[::2], timings[1::2])])
+    version = f"numpy {np.__version__}"
+    text = "\n".join(lines + [version]) if args.tablefmt == "plain" else (
+        format_table(COLUMNS, rows, args.tablefmt) + "\n" + version)
+    yield Sheet("cube", COLUMNS, rows, cells, timed=(1, 2), per="figure", text=text,
+                note=f"; {tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
+                     f"at {tokens} {plural(tokens, 'token')}")
 
 
 def build_parser():
-    p = common.parser(__doc__, runs=7)
+    p = cli.parser(__doc__, runs=7)
     g = p.add_argument_group("cube_bug")
-    g.add_argument("--tokens", type=common.whole(1), default=TOKENS, metavar="N",
+    g.add_argument("--tokens", type=cli.whole(1), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "
                         "worth")
     g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
@@ -95,14 +97,14 @@ ARRAYS = 8  # the numbers, each way's answer and temporaries, and the check's: t
 
 def parse_args(argv=None):
     p = build_parser()
-    args = common.parse(p, argv, QUICK)
-    common.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES,
+    args = cli.parse(p, argv, QUICK)
+    cli.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES,
                        f"--tokens {args.tokens}", "--tokens")
     return args
 
 
 def main(argv=None):
-    return common.run("cube_bug", parse_args(argv), experiment)
+    return cli.run("cube_bug", parse_args(argv), experiment)
 
 
 if __name__ == "__main__":

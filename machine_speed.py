@@ -3,16 +3,20 @@
     python machine_speed.py                    # the post's sizes, best of 5
     python machine_speed.py --quick --no-save  # a smoke run of a few seconds
 """
-import common  # first, and the call below: Ctrl-C or a kill while the rest loads ends in one line
+if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
+    import stopping
+    stopping.stop_quietly()
 
-common.stop_quietly()
+import math
+import sys
 
-import math  # noqa: E402 (this and every import below come after the call above)
-import sys  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from model import BYTES, FLOPS_PER_NUMBER  # noqa: E402
+import cli
+import timing
+from model import BYTES, FLOPS_PER_NUMBER
+from printers import Saved, Sheet
+from terminal import warn
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
@@ -24,8 +28,8 @@ def forklift(size, runs):
     """Memory speed: ONE token through a size x size table; every number fetched for 2 FLOPs."""
     big = np.ones((size, size), dtype=np.float32)  # (size, size)
     one = np.ones(size, dtype=np.float32)  # (size,)
-    t = common.measure(lambda: big @ one, runs, stat="best", what="forklift")
-    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / t["seconds"], "timing": t}
+    t = timing.measure(lambda: big @ one, runs, stat="best", what="forklift")
+    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / t.seconds, "timing": t}
 
 
 def workbench(n, runs):
@@ -34,8 +38,8 @@ def workbench(n, runs):
     a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
     b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
     flops = 2 * n ** 3  # n*n outputs, each n multiplies and n adds
-    t = common.measure(lambda: a @ b, runs, stat="best", what="workbench")
-    return {"flops": flops, "flops_per_s": flops / t["seconds"], "timing": t}
+    t = timing.measure(lambda: a @ b, runs, stat="best", what="workbench")
+    return {"flops": flops, "flops_per_s": flops / t.seconds, "timing": t}
 
 
 def measure_roofs(size, matmul, runs):
@@ -76,9 +80,9 @@ def post_block(roofs):
     fork, bench = roofs["forklift"], roofs["workbench"]
     return "\n".join([
         f"memory speed : {fork['bytes_per_s'] / 1e9:6.1f} GB/s   (read {fork['bytes'] / 1e6:.0f} "
-        f"MB in {fork['timing']['seconds'] * 1e3:.1f} ms)",
+        f"MB in {fork['timing'].seconds * 1e3:.1f} ms)",
         f"math speed   : {bench['flops_per_s'] / 1e9:6.1f} GFLOP/s ({bench['flops'] / 1e9:.1f} "
-        f"GFLOPs in {bench['timing']['seconds'] * 1e3:.1f} ms)",
+        f"GFLOPs in {bench['timing'].seconds * 1e3:.1f} ms)",
         f"balance      : {roofs['balance']:6.1f} FLOPs per byte",
         f"tokens a trip needs to keep the math busy: about "
         f"{tokens_a_trip_needs(roofs['balance']):.0f}",
@@ -90,56 +94,56 @@ COLUMNS = [("memory speed", "GB/s", ".1f"), ("read", "MB", ".0f"), ("read time",
            ("balance", "FLOPs/byte", ".1f"), ("tokens a trip needs", "tokens", ".0f")]
 
 
-def report_roofs(report, roofs):
+def sheets(roofs, fmt):
+    """The post's four lines (a table in any other format), and the speeds two_phases reads."""
     fork, bench = roofs["forklift"], roofs["workbench"]
-    row = [fork["bytes_per_s"] / 1e9, fork["bytes"] / 1e6, fork["timing"]["seconds"] * 1e3,
-           bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, bench["timing"]["seconds"] * 1e3,
+    f, w = fork["timing"], bench["timing"]
+    row = [fork["bytes_per_s"] / 1e9, fork["bytes"] / 1e6, f.seconds * 1e3,
+           bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, w.seconds * 1e3,
            roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
-    text = post_block(roofs) if report["tablefmt"] == "plain" else None
-    common.table(report, "machine_speed", COLUMNS, [row], [fork["timing"], bench["timing"]],
-                 text=text, per="figure", timed=(2, 5),
-                 samples={"forklift": fork["timing"]["samples"],
-                          "workbench": bench["timing"]["samples"]})
-    report["roofs" + report["suffix"]] = {"bytes_per_s": roofs["bytes_per_s"],
-                                          "flops_per_s": roofs["flops_per_s"]}
+    both = [(1, f), (-1, w)]  # the balance: the forklift's time over the workbench's
+    yield Sheet("machine_speed", COLUMNS, [row], [{0: [(-1, f)], 2: [(1, f)], 3: [(-1, w)],
+                                                   5: [(1, w)], 6: both, 7: both}],
+                timed=(2, 5), per="figure", text=post_block(roofs) if fmt == "plain" else None)
+    yield Saved("roofs", {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]})
 
 
 def warn_if_cached(size, llc_bytes):
     """STREAM's rule: warn if the forklift's table is small enough to come partly from cache."""
     if llc_bytes and size * size * BYTES < CACHE_RULE * llc_bytes:
         ok = math.ceil(math.sqrt(CACHE_RULE * llc_bytes / BYTES) / 1000) * 1000
-        common.warn(f"the forklift's table ({size * size * BYTES / 1e6:.0f} MB) is less than "
+        warn(f"the forklift's table ({size * size * BYTES / 1e6:.0f} MB) is less than "
                     f"{CACHE_RULE}x the last-level cache ({llc_bytes / 2 ** 20:.0f} MiB), so part "
                     f"of it may come from cache; use --size {ok} or more")
 
 
 def build_parser():
-    p = common.parser(__doc__, runs=5)
+    p = cli.parser(__doc__, runs=5)
     g = p.add_argument_group("machine_speed")
-    g.add_argument("--size", type=common.whole(1), default=SIZE, metavar="N",
+    g.add_argument("--size", type=cli.whole(1), default=SIZE, metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")
-    g.add_argument("--matmul", type=common.whole(1), default=MATMUL, metavar="N",
+    g.add_argument("--matmul", type=cli.whole(1), default=MATMUL, metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
     return p
 
 
 def parse_args(argv=None):
     p = build_parser()
-    args = common.parse(p, argv, QUICK)
+    args = cli.parse(p, argv, QUICK)
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
-    common.need_memory(p, memory_bytes(args.size, args.matmul),
+    cli.need_memory(p, memory_bytes(args.size, args.matmul),
                        f"--size {args.size} with --matmul {args.matmul}", biggest)
     return args
 
 
-def experiment(args, report):
+def experiment(args, facts):
     if not args.quick:
-        warn_if_cached(args.size, report["machine"]["llc_bytes"])
-    report_roofs(report, measure_roofs(args.size, args.matmul, args.runs))
+        warn_if_cached(args.size, facts["llc_bytes"])
+    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args.tablefmt)
 
 
 def main(argv=None):
-    return common.run("machine_speed", parse_args(argv), experiment)
+    return cli.run("machine_speed", parse_args(argv), experiment)
 
 
 if __name__ == "__main__":

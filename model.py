@@ -2,39 +2,50 @@
 block math, a notebook (KV cache) for the users who type together, and the accounting of the
 FLOPs and bytes of one trip, part by part.
 
-    python -c "import model; print(model.table_numbers(), model.NOTE_BYTES)"
+    python -c "import model; print(model.table_numbers(model.SIZES['small']), model.NOTE_BYTES)"
 
 Tokens are columns: x is (width, tokens) and every table is applied as W @ x, as in the post.
 No token embedding and no LM head: like the post, we count the 12 floors only.
 """
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import math
 import time
+import types
 
 import numpy as np
 import threadpoolctl
 
-SIZES = {  # GPT-2's four sizes (Radford et al. 2019), every head 64 wide: floors, width, heads
-    "small": {"layers": 12, "width": 768, "heads": 12},
-    "medium": {"layers": 24, "width": 1024, "heads": 16},
-    "large": {"layers": 36, "width": 1280, "heads": 20},
-    "xl": {"layers": 48, "width": 1600, "heads": 25},
-}
-LAYERS, WIDTH, HEADS = SIZES["small"].values()  # the post's: 12 floors, width 768, 12 heads
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A model's shape, passed to everything that depends on it."""
+    name: str
+    layers: int  # floors
+    width: int  # numbers per token on the residual stream
+    heads: int  # attention heads, each width // heads wide (64 in every GPT-2)
+
+    def __str__(self):
+        return f"GPT-2 {self.name} ({self.layers} floors, width {self.width})"
+
+
+SIZES = {c.name: c for c in (Config("small", 12, 768, 12), Config("medium", 24, 1024, 16),
+                             Config("large", 36, 1280, 20), Config("xl", 48, 1600, 25))}
+#        GPT-2's four sizes (Radford et al. 2019)
+TINY = Config("tiny", 2, 64, 4)  # the same math at a size tests run in milliseconds
 CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
 BYTES = 4  # float32
 FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
-SMALL = {"layers": 2, "width": 64, "heads": 4}  # a tiny configuration of the same math, for tests
 
 
 # ---------------------------------------------------------------------------------------------
 # the tables
 
 
-def floors(seed=0, layers=LAYERS, width=WIDTH):
+def floors(cfg, seed=0):
     """Random float32 tables for every floor, scaled like GPT-2's init so activations stay
     realistic: [{"qkv", "out", "up", "down"}], one dict per floor.
 
@@ -42,92 +53,50 @@ def floors(seed=0, layers=LAYERS, width=WIDTH):
     the two projections that add into the residual stream by 1/sqrt(2 * layers).
     """
     rng = np.random.default_rng(seed)
-    std, residual_std = 0.02, 0.02 / math.sqrt(2 * layers)
+    std, residual_std, w = 0.02, 0.02 / math.sqrt(2 * cfg.layers), cfg.width
 
     def table(rows, cols, scale):
-        w = rng.standard_normal((rows, cols), dtype=np.float32)
-        w *= np.float32(scale)
-        return w
+        t = rng.standard_normal((rows, cols), dtype=np.float32)
+        t *= np.float32(scale)
+        return t
 
-    return [{"qkv": table(3 * width, width, std),  # (3 width, width): q, k, v stacked
-             "out": table(width, width, residual_std),  # (width, width)
-             "up": table(4 * width, width, std),  # (4 width, width)
-             "down": table(width, 4 * width, residual_std)}  # (width, 4 width)
-            for _ in range(layers)]
+    return [{"qkv": table(3 * w, w, std),  # (3 width, width): q, k, v stacked
+             "out": table(w, w, residual_std),  # (width, width)
+             "up": table(4 * w, w, std),  # (4 width, width)
+             "down": table(w, 4 * w, residual_std)}  # (width, 4 width)
+            for _ in range(cfg.layers)]
 
 
 # ---------------------------------------------------------------------------------------------
 # notebooks (KV caches): arrays set aside up front, filled from the front, plus a length
 
 
-def notebook(users, capacity, layers=LAYERS, width=WIDTH, heads=HEADS):
+def notebook(cfg, users, capacity):
     """The notebooks of `users` users who type together, with room for `capacity` notes each.
 
     Notes are columns, as tokens are in x: keys and values are (layers, users, heads, 64,
     capacity). All its users have the same number of notes, "len"; a user with another number
     of notes keeps another notebook. Each user reads only their own notes.
     """
-    shape = (layers, users, heads, width // heads, capacity)
+    shape = (cfg.layers, users, cfg.heads, cfg.width // cfg.heads, capacity)
     return {"k": np.zeros(shape, dtype=np.float32), "v": np.zeros(shape, dtype=np.float32),
             "len": 0}
 
 
-def users(book):
+def readers(book):
+    """How many users keep their notes in this notebook."""
     return book["k"].shape[1]
 
 
-def capacity(book):
+def room(book):
+    """How many notes each of its users can hold."""
     return book["k"].shape[-1]
-
-
-# ---------------------------------------------------------------------------------------------
-# where a trip's time goes: while a trip is recorded, each piece of a floor below adds its seconds
-# to its part; "other" is what is left of the trip (splits, Python)
-
-PARTS = ("tables", "attention", "elementwise", "other")
-clock = time.perf_counter
-_recording = None  # {part: seconds} of the trip being recorded, or None (recording is off)
-
-
-def part(name):
-    """A decorator: the function's seconds count toward part `name` of a recorded trip."""
-    def decorate(fn):
-        @functools.wraps(fn)
-        def timed(*args):
-            if _recording is None:
-                return fn(*args)
-            start = clock()
-            out = fn(*args)
-            _recording[name] += clock() - start
-            return out
-        return timed
-    return decorate
-
-
-@contextlib.contextmanager
-def recording(watch):
-    """Fill `watch` (a dict, or None for no recording) with the seconds of each part and of the
-    whole trip, "trip"."""
-    global _recording
-    if watch is None:
-        yield
-        return
-    watch.clear()
-    watch.update({p: 0.0 for p in PARTS})
-    _recording, start = watch, clock()
-    try:
-        yield
-    finally:
-        _recording = None
-        watch["trip"] = clock() - start
-        watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
 
 
 # ---------------------------------------------------------------------------------------------
 # one floor's pieces
 
 
-@part("elementwise")
 def norm(x):
     """LayerNorm over features with no learned scale or shift. x: (width, tokens)."""
     mu = x.mean(axis=0)  # (tokens,)
@@ -196,7 +165,6 @@ def product(a, b):
     return np.einsum("...ij,...jk->...ik", a, b)
 
 
-@part("elementwise")
 def add(x, y):
     """The residual stream: x + what a floor's half adds to it."""
     return x + y
@@ -206,15 +174,15 @@ BLOCK = 128  # queries per block; a block reads only the notes up to its last qu
 #               tried: 128 was fastest for a 1,024-token question on a 2-core machine)
 
 
-@part("attention")
-def attention(q, k, v, segments, floor, heads, pool=None):
+def attention(cfg, q, k, v, segments, floor, pool=None):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
+    heads = cfg.heads
     scale = np.float32(1 / math.sqrt(q.shape[0] // heads))
     out = np.empty_like(q)  # (width, tokens)
     books, col = [], 0  # each notebook's notes, and its users' queries, keys, values, answers
     for book, t in segments:
-        u, n = users(book), book["len"] + t
+        u, n = readers(book), book["len"] + t
         cols = slice(col, col + u * t)
         col += u * t
         notes = (book["k"][floor, ..., :n], book["v"][floor, ..., :n])  # 2 x (u, heads, 64, n)
@@ -240,7 +208,7 @@ def attention(q, k, v, segments, floor, heads, pool=None):
 # one trip through the floors
 
 
-def trip(floors, x, segments, heads=HEADS, pool=None, watch=None):
+def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counter):
     """Push every token on the trip through every floor; returns the new hidden states.
 
     x: (width, tokens), the segments' tokens side by side. segments: [(notebook, t)], t new
@@ -249,39 +217,69 @@ def trip(floors, x, segments, heads=HEADS, pool=None, watch=None):
     segment holding a whole prompt; decode is one token for each waiting user; chunked prefill
     is a piece of a prompt riding with the typers' tokens. Each notebook grows by its t tokens.
     pool: threads to share the work among (see workers()), or None. watch: a dict to fill with
-    the seconds of each part of the trip (see recording()), or None.
+    the seconds of each part of the trip and of the whole, "trip" (see pieces()), or None.
     """
-    validate(x, segments)
-    pool = sharing(pool, x.shape[1])
-    with recording(watch), blas_threads(pool):
+    validate(cfg, x, segments)
+    pool, f = sharing(pool, x.shape[1]), pieces(watch, clock)
+    start = clock()
+    with blas_threads(pool):
         for i, p in enumerate(floors):
-            q, k, v = np.split(table(p["qkv"], norm(x), pool), 3)  # 3 x (width, tokens)
-            x = add(x, table(p["out"], attention(q, k, v, segments, i, heads, pool), pool))
-            x = add(x, table(p["down"], gelu_rows(table(p["up"], norm(x), pool), pool), pool))
+            q, k, v = np.split(f.table(p["qkv"], f.norm(x), pool), 3)  # 3 x (width, tokens)
+            x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, pool), pool))
+            h = f.gelu(f.table(p["up"], f.norm(x), pool), pool)  # (4 width, tokens)
+            x = f.add(x, f.table(p["down"], h, pool))
+    if watch is not None:
+        watch["trip"] = clock() - start
+        watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
     for book, t in segments:
         book["len"] += t
     return x
 
 
-def validate(x, segments):
+PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time goes; "other" is
+#                                                          what is left (splits, Python)
+
+
+def pieces(watch=None, clock=time.perf_counter):
+    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict."""
+    def timed(part, fn):
+        if watch is None:
+            return fn
+
+        def run(*args):
+            start = clock()
+            out = fn(*args)
+            watch[part] += clock() - start
+            return out
+        return run
+    if watch is not None:
+        watch.clear()
+        watch.update({p: 0.0 for p in PARTS})
+    return types.SimpleNamespace(
+        table=timed("tables", table), attention=timed("attention", attention),
+        norm=timed("elementwise", norm), gelu=timed("elementwise", gelu_rows),
+        add=timed("elementwise", add))
+
+
+def validate(cfg, x, segments):
     """Refuse a trip before it changes anything: tokens must match, notebooks must have room."""
-    if x.dtype != np.float32:
-        raise TypeError(f"x must be float32, got {x.dtype}")
-    if sum(users(book) * t for book, t in segments) != x.shape[1] or any(
+    if x.dtype != np.float32 or x.shape[0] != cfg.width:
+        raise TypeError(f"x must be float32 of {cfg.width} rows, got {x.dtype} {x.shape}")
+    if sum(readers(book) * t for book, t in segments) != x.shape[1] or any(
             t < 1 for _, t in segments):
-        raise ValueError(f"segments hold {[users(b) * t for b, t in segments]} tokens, "
+        raise ValueError(f"segments hold {[readers(b) * t for b, t in segments]} tokens, "
                          f"x has {x.shape[1]}")
     for book, t in segments:
-        if book["len"] + t > capacity(book):
+        if book["len"] + t > room(book):
             raise ValueError(f"notebook full: {book['len']} notes + {t} new tokens > "
-                             f"capacity {capacity(book)}")
+                             f"capacity {room(book)}")
     if len({id(book) for book, _ in segments}) != len(segments):
         raise ValueError("a notebook appears twice on one trip")
 
 
 def riders(segments):
     """What the accounting below needs of a trip: [(notes before, new tokens)], one per user."""
-    return [(book["len"], t) for book, t in segments for _ in range(users(book))]
+    return [(book["len"], t) for book, t in segments for _ in range(readers(book))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +317,6 @@ def share(pool, fn, n, size):
         f.result()
 
 
-@part("tables")
 def table(w, x, pool=None):
     """w @ x, w's rows shared among the pool's threads. w: (rows, k), x: (k, tokens)."""
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
@@ -327,7 +324,6 @@ def table(w, x, pool=None):
     return out
 
 
-@part("elementwise")
 def gelu_rows(h, pool=None):
     """gelu(h) in place, its rows shared among the pool's threads. h: (features, tokens)."""
     share(pool, lambda rows: gelu(h[rows]), h.shape[0], h.size)
@@ -363,23 +359,23 @@ def tables_alone(floors, tokens, pool=None, seed=0):
 # accounting: what a trip must fetch and compute. riders: [(notes before, new tokens)] per user.
 
 
-def table_numbers(layers=LAYERS, width=WIDTH):
+def table_numbers(cfg):
     """Numbers in the tables: qkv 3 w*w, out w*w, up 4 w*w, down 4 w*w per floor."""
-    return layers * 12 * width * width  # 84,934,656 for GPT-2 small
+    return cfg.layers * 12 * cfg.width * cfg.width  # 84,934,656 for GPT-2 small
 
 
-def note_bytes(layers=LAYERS, width=WIDTH):
+def note_bytes(cfg):
     """One token's notes: a key and a value of `width` float32 on every floor (72 KB)."""
-    return layers * 2 * width * BYTES  # 73,728 for GPT-2 small
+    return cfg.layers * 2 * cfg.width * BYTES  # 73,728 for GPT-2 small
 
 
-NOTE_BYTES = note_bytes()
-TABLE_BYTES = table_numbers() * BYTES  # 339,738,624: the post's 340 MB
+NOTE_BYTES = note_bytes(SIZES["small"])
+TABLE_BYTES = table_numbers(SIZES["small"]) * BYTES  # 339,738,624: the post's 340 MB
 
 
-def table_flops(tokens, layers=LAYERS, width=WIDTH):
+def table_flops(cfg, tokens):
     """Each table number meets each token once: one multiply and one add."""
-    return FLOPS_PER_NUMBER * table_numbers(layers, width) * tokens
+    return FLOPS_PER_NUMBER * table_numbers(cfg) * tokens
 
 
 ELEMENTWISE_FLOPS = 2 * 5 + 4 * 9 + 2 * 1  # per token and feature of a floor: two norms of 5
@@ -387,8 +383,8 @@ ELEMENTWISE_FLOPS = 2 * 5 + 4 * 9 + 2 * 1  # per token and feature of a floor: t
 #    products for the cube and its scale, add, scale, tanh, add one, halve, product), two adds
 
 
-def elementwise_flops(tokens, layers=LAYERS, width=WIDTH):
-    return layers * ELEMENTWISE_FLOPS * width * tokens
+def elementwise_flops(cfg, tokens):
+    return cfg.layers * ELEMENTWISE_FLOPS * cfg.width * tokens
 
 
 def attended_pairs(riders):
@@ -396,51 +392,51 @@ def attended_pairs(riders):
     return sum(t * n0 + t * (t + 1) // 2 for n0, t in riders)
 
 
-def attention_flops(riders, layers=LAYERS, width=WIDTH):
+def attention_flops(cfg, riders):
     """Scores q.k and the weighted sum of v: 2 FLOPs per feature each, for every allowed pair."""
-    return layers * 4 * width * attended_pairs(riders)
+    return cfg.layers * 4 * cfg.width * attended_pairs(riders)
 
 
-def costs(riders, layers=LAYERS, width=WIDTH):
+def costs(cfg, riders):
     """What each part of a trip must fetch and compute: {part: (bytes, FLOPs)}. The forklift
     brings the tables once and every note already in the notebooks the trip reads; the
     activations, and the notes written on this trip, are read back while still close by."""
     tokens = sum(t for _, t in riders)
-    return {"tables": (table_numbers(layers, width) * BYTES, table_flops(tokens, layers, width)),
-            "attention": (note_bytes(layers, width) * sum(n0 for n0, _ in riders),
-                          attention_flops(riders, layers, width)),
-            "elementwise": (0, elementwise_flops(tokens, layers, width))}
+    return {"tables": (table_numbers(cfg) * BYTES, table_flops(cfg, tokens)),
+            "attention": (note_bytes(cfg) * sum(n0 for n0, _ in riders),
+                          attention_flops(cfg, riders)),
+            "elementwise": (0, elementwise_flops(cfg, tokens))}
 
 
-def bytes_read(riders, layers=LAYERS, width=WIDTH):
+def bytes_read(cfg, riders):
     """What the forklift must bring for one trip."""
-    return sum(b for b, _ in costs(riders, layers, width).values())
+    return sum(b for b, _ in costs(cfg, riders).values())
 
 
-def trip_flops(riders, layers=LAYERS, width=WIDTH):
+def trip_flops(cfg, riders):
     """All the math of one trip: the tables for every token, causal attention, the rest."""
-    return sum(f for _, f in costs(riders, layers, width).values())
+    return sum(f for _, f in costs(cfg, riders).values())
 
 
-def limit(riders, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
+def limit(cfg, riders, bytes_per_s, flops_per_s):
     """The fastest a trip can be on a machine: max(fetching / forklift, math / workbench).
 
     -> (seconds, "forklift" or "workbench"): whichever job is slower bounds the trip.
     """
-    fetch = bytes_read(riders, layers, width) / bytes_per_s
-    work = trip_flops(riders, layers, width) / flops_per_s
+    fetch = bytes_read(cfg, riders) / bytes_per_s
+    work = trip_flops(cfg, riders) / flops_per_s
     return (fetch, "forklift") if fetch >= work else (work, "workbench")
 
 
-def part_limits(riders, bytes_per_s, flops_per_s, layers=LAYERS, width=WIDTH):
+def part_limits(cfg, riders, bytes_per_s, flops_per_s):
     """The fastest each part of a trip can be: {part: seconds}, each part on its own."""
     return {name: max(b / bytes_per_s, f / flops_per_s)
-            for name, (b, f) in costs(riders, layers, width).items()}
+            for name, (b, f) in costs(cfg, riders).items()}
 
 
-def trip_scratch_bytes(riders, layers=LAYERS, width=WIDTH, heads=HEADS):
+def trip_scratch_bytes(cfg, riders):
     """A generous bound on the temporary memory of one trip: attention scores plus activations."""
     tokens = sum(t for _, t in riders)
-    scores = max(heads * (n0 + t) * t for n0, t in riders) * BYTES * 2  # scores + causal bias
-    activations = 12 * width * tokens * BYTES  # qkv (3w), up/gelu (2 x 4w), residuals
+    scores = max(cfg.heads * (n0 + t) * t for n0, t in riders) * BYTES * 2  # scores + causal bias
+    activations = 12 * cfg.width * tokens * BYTES  # qkv (3w), up/gelu (2 x 4w), residuals
     return scores + activations

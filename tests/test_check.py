@@ -3,36 +3,50 @@ import json
 
 import pytest
 
+import limits
 import model
-import two_phases
+import results
 from conftest import quick_two_phases
+from plan import Record, Row
+from printers import Sheet
+from timing import Timing
 
+SMALL = model.SIZES["small"]
 ROOFS = {"bytes_per_s": 10e9, "flops_per_s": 100e9, "source": "given"}
 ONE_USER = [[(512, 1)]]  # 377.5 MB: a 37.7 ms limit at 10 GB/s
 
 
-def report():
-    return {"tables": {}, "text": [], "settings": {"model_threads": 2, "runs": 3},
-            "tablefmt": "plain", "suffix": ""}
-
-
 def parts(riders=((512, 1),), tables=0.034, alone=0.034, attention=0.004, elementwise=0.001,
           other=0.0005):
-    """A recorded trip's breakdown, as where_time_goes() gives it (seconds)."""
+    """A recorded trip (seconds), as bench.record_trip() gives it, and the same table products
+    alone: -> (recorded, {tokens: Timing})."""
     s = {"tables": tables, "attention": attention, "elementwise": elementwise, "other": other}
-    return {"riders": list(riders), "parts": {**s, "trip": sum(s.values())},
-            "alone": {"seconds": alone, "samples": [alone] * 3}}
+    return ({"riders": list(riders), "parts": {**s, "trip": sum(s.values())}},
+            {sum(t for _, t in riders): Timing((alone,) * 3, "best")})
+
+
+def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 user"):
+    recorded, alone = breakdown or parts()
+    record = Record(Row((1,), label, steps), {"time": Timing((seconds,))}, recorded)
+    return limits.hold(SMALL, experiment, record, ROOFS, alone)
+
+
+def printed(items):
+    """The sheet and the lines that limits.check or limits.breakdown yields."""
+    items = list(items)
+    return ([i for i in items if isinstance(i, Sheet)][0],
+            [i for i in items if isinstance(i, str)])
 
 
 def test_check_rows_hold_measured_against_limit(capsys):
-    r = report()
-    limit = model.bytes_read([(512, 1)]) / 10e9
-    two_phases.check(r, [("decode", "1 user", 1.5 * limit, ONE_USER, parts())], ROOFS)
-    row = r["tables"]["check"]["rows"][0]
+    limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9
+    sheet, lines = printed(limits.check([held(1.5 * limit)], ROOFS, "GPT-2 small on 2 threads"))
+    row = sheet.rows[0]
     assert row[:2] == ["decode", "1 user"] and row[4] == "forklift"
     assert row[3] == pytest.approx(limit * 1e3) and row[5] == pytest.approx(1.5)
-    assert [c["header"] for c in r["tables"]["check"]["columns"]] == [
+    assert [c[0] for c in sheet.columns] == [
         "experiment", "row", "measured ms", "limit ms", "bound by", "x limit"]
+    assert lines[0].endswith("GPT-2 small on 2 threads)")
     assert "warning" not in capsys.readouterr().err  # 1.5x: no flag
 
 
@@ -44,47 +58,53 @@ def test_check_rows_hold_measured_against_limit(capsys):
     (parts(other=0.045), "other: 45.0 ms outside every part")],
     ids=["the BLAS", "our tables", "attention", "elementwise", "other"])
 def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, breakdown, says):
-    limit = model.bytes_read([(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
-    two_phases.check(report(), [("decode", "1 user", 2.5 * limit, ONE_USER, breakdown)], ROOFS)
-    out, err = capsys.readouterr()
+    limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
+    sheet, _ = printed(limits.check([held(2.5 * limit, breakdown=breakdown)], ROOFS, ""))
+    err = capsys.readouterr().err
     assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err and says in err
-    assert "2.50" in out and "warning" not in out
+    assert sheet.rows[0][5] == pytest.approx(2.5)
 
 
-def test_the_breakdown_splits_each_row_into_its_parts(capsys):
-    r = report()
+def test_the_breakdown_splits_each_row_into_its_parts():
     b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
-    two_phases.breakdown(r, [("decode", "1 user", 0.06, ONE_USER, b)], ROOFS)
-    t = r["tables"]["breakdown"]
-    row = dict(zip([c["header"] for c in t["columns"]], t["rows"][0]))
+    sheet, lines = printed(limits.breakdown([held(0.06, breakdown=b)], 3))
+    row = dict(zip([c[0] for c in sheet.columns], sheet.rows[0]))
     assert row["tables ms"] == pytest.approx(40.0) and row["alone ms"] == pytest.approx(36.0)
     assert row["x alone"] == pytest.approx(40 / 36)
     assert row["x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
-    assert row["trip ms"] == pytest.approx(1e3 * sum(b["parts"][p] for p in model.PARTS))
+    assert row["trip ms"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
-    assert t["parts"][0]["alone"] == [0.036] * 3  # the samples behind the figures are kept
-    assert "middle of 3 runs" in capsys.readouterr().out
+    assert sheet.figures[0][4][0][1].samples == (0.036,) * 3  # the samples behind alone ms
+    assert "middle of 3 runs" in lines[0]
 
 
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():
-    r = report()
     trips = [[(512, 1)], [(0, 256)]]  # a decode step, then a step with a 256-token chunk
-    two_phases.check(r, [("collision", "chunks", 1.0, trips, parts())], ROOFS)
-    slowest = max(model.limit(t, 10e9, 100e9)[0] for t in trips)
-    assert r["tables"]["check"]["rows"][0][3] == pytest.approx(slowest * 1e3)
+    h = held(1.0, steps=trips, experiment="collision", label="chunks")
+    slowest = max(model.limit(SMALL, t, 10e9, 100e9)[0] for t in trips)
+    assert h.limit_s == pytest.approx(slowest) and h.bound == "workbench"
 
 
 def test_roofs_file_is_read_and_named(tmp_path):
     path = tmp_path / "machine_speed.json"
-    path.write_text(json.dumps({"machine": {"date": "2026-01-02T03:04:05"},
+    machine = {"cpu": "AMD EPYC", "os": "Linux", "python": "3.11", "numpy": "2.4", "blas": [],
+               "env": {}, "date": "2026-01-02T03:04:05"}
+    path.write_text(json.dumps({"schema_version": 3, "script": "machine_speed", "tables": {},
+                                "machine": machine,
                                 "roofs": {"bytes_per_s": 20.5e9, "flops_per_s": 140e9}}))
-    roofs = two_phases.roofs_file(str(path))
+    roofs = results.read_roofs(str(path))
     assert roofs["bytes_per_s"] == 20.5e9 and roofs["flops_per_s"] == 140e9
     assert str(path) in roofs["source"] and "2026-01-02" in roofs["source"]
 
 
-def test_a_quick_run_saves_the_check_table(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
+@pytest.fixture(scope="module")
+def decode_run(tmp_path_factory):
+    return quick_two_phases(tmp_path_factory.mktemp("decode"), "--runs", "1", "--experiments",
+                            "decode")
+
+
+def test_a_quick_run_saves_the_check_table(decode_run):
+    r, data = decode_run
     assert "x limit" in r.stdout and "bound by" in r.stdout
     rows = data["tables"]["check"]["rows"]
     assert [row[1] for row in rows] == ["1 user", "4 users"]
@@ -93,12 +113,12 @@ def test_a_quick_run_saves_the_check_table(tmp_path):
     assert "where" not in r.stdout and "most excess" in r.stdout  # the breakdown follows
     t = data["tables"]["breakdown"]
     head = [c["header"] for c in t["columns"]]
-    parts = [dict(zip(head, row)) for row in t["rows"]]
-    assert [p["row"] for p in parts] == ["1 user", "4 users"]  # one per check row
-    for p in parts:
+    rows = [dict(zip(head, row)) for row in t["rows"]]
+    assert [p["row"] for p in rows] == ["1 user", "4 users"]  # one per check row
+    for p in rows:
         assert p["trip ms"] == pytest.approx(sum(p[f"{k} ms"] for k in model.PARTS))
         assert p["tables ms"] > 0 and p["alone ms"] > 0 and p["attention ms"] > 0
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == results.SCHEMA_VERSION
 
 
 # ---- the limits hold through the run
@@ -108,7 +128,7 @@ START = {"bytes_per_s": 20e9, "flops_per_s": 200e9, "source": "measured (best of
 
 def test_the_limits_use_the_faster_speed_of_the_start_and_the_end(capsys):
     end = {"bytes_per_s": 21e9, "flops_per_s": 190e9, "source": "measured (best of 5)"}
-    roofs = two_phases.through_the_run(START, end)
+    roofs = limits.through_the_run(START, end)
     assert roofs["bytes_per_s"] == 21e9 and roofs["flops_per_s"] == 200e9
     assert roofs["start"] == {"bytes_per_s": 20e9, "flops_per_s": 200e9}
     assert "at the start (20.0 GB/s, 200.0 GFLOP/s) and at the end (21.0 GB/s" in roofs["source"]
@@ -117,13 +137,13 @@ def test_the_limits_use_the_faster_speed_of_the_start_and_the_end(capsys):
 
 def test_speeds_that_moved_during_the_run_are_named(capsys):
     end = {"bytes_per_s": 15e9, "flops_per_s": 205e9, "source": "measured (best of 5)"}
-    two_phases.through_the_run(START, end)
+    limits.through_the_run(START, end)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the forklift moved by -25% during the run" in err
 
 
-def test_a_quick_run_says_both_speeds_under_its_check_table(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
+def test_a_quick_run_says_both_speeds_under_its_check_table(decode_run):
+    r, data = decode_run
     line = next(s for s in r.stdout.splitlines() if s.startswith("(limit = "))
     assert "at the start (" in line and "at the end (" in line
     assert set(data["roofs"]["start"]) == set(data["roofs"]["end"]) == {"bytes_per_s",

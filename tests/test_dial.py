@@ -50,5 +50,8 @@ def test_a_quick_measured_dial_fills_every_column(tmp_path):
     for row in rows:
         assert row["TTFT ms"] > 0 and row["total ms"] > row["TTFT ms"]
         assert row["worst gap ms"] >= row["gap median ms"] > 0 and row["worst x normal"] > 0
-    assert len(table["steps_s"]) == 3 and len(table["steps_s"][0]) == 2  # every step, every run
-    assert [len(run) for run in table["steps_s"][0]] == [5, 5]  # 4 chunks, then the first word
+    for figures in table["samples_s"]:  # each figure of each chunk size: the runs behind it
+        assert {h: [p for p, _ in parts] for h, parts in figures.items()} == {
+            "TTFT ms": [1], "gap median ms": [1], "worst gap ms": [1],
+            "worst x normal": [1, -1], "total ms": [1]}
+        assert all(len(samples) == 2 for parts in figures.values() for _, samples in parts)

@@ -5,26 +5,27 @@ import pytest
 
 import model
 
-CFG = model.SMALL  # 2 floors, width 64, 4 heads: the same math, fast
+CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
+SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
 # float32 against float32 (or float64) with a different order of sums. Measured: the largest
 # difference is ~3e-7 on the small model and ~1.3e-6 at full size, for activations up to ~4.
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
 def floors(seed=0):
-    return model.floors(seed, CFG["layers"], CFG["width"])
+    return model.floors(CFG, seed)
 
 
 def book(cap, users=1):
-    return model.notebook(users, cap, CFG["layers"], CFG["width"], CFG["heads"])
+    return model.notebook(CFG, users, cap)
 
 
-def tokens(t, seed=1, width=CFG["width"]):
+def tokens(t, seed=1, width=CFG.width):
     return np.random.default_rng(seed).standard_normal((width, t), dtype=np.float32)
 
 
 def trip(layers, x, segments):
-    return model.trip(layers, x, segments, heads=CFG["heads"])
+    return model.trip(CFG, layers, x, segments)
 
 
 # ---- an independent reference: picoGPT's GPT-2, token-major, float64, written from the paper's
@@ -63,14 +64,14 @@ def ref_gpt2(x, layers, n_head):
 def test_one_pass_matches_reference_gpt2():
     layers, x = floors(), tokens(40)
     ours = trip(layers, x, [(book(40), 40)])
-    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG["heads"]).T, **TOL)
+    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG.heads).T, **TOL)
 
 
 def test_full_size_spot_check_matches_reference():
     """One full GPT-2-small spot check: 12 floors of width 768, a short prompt."""
-    layers, x = model.floors(0), tokens(6, width=model.WIDTH)
-    ours = model.trip(layers, x, [(model.notebook(1, 6), 6)])
-    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, model.HEADS).T, **TOL)
+    layers, x = model.floors(SMALL, 0), tokens(6, width=SMALL.width)
+    ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)])
+    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, SMALL.heads).T, **TOL)
 
 
 def test_cached_decode_equals_one_causal_pass():
@@ -172,11 +173,12 @@ def test_same_seed_same_tables_and_outputs():
 
 FINGERPRINT = """if True:
     import hashlib, numpy as np, model
-    floors = model.floors(0)
+    cfg = model.SIZES["small"]
+    floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)
-    b, pool = model.notebook(2, 12), model.workers(2)
-    y = model.trip(floors, x, [(b, 10)], pool=pool)
-    y2 = model.trip(floors, x[:, :2], [(b, 1)], pool=pool)
+    b, pool = model.notebook(cfg, 2, 12), model.workers(2)
+    y = model.trip(cfg, floors, x, [(b, 10)], pool=pool)
+    y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], pool=pool)
     print(hashlib.sha256(y.tobytes() + y2.tobytes() + b["k"].tobytes()).hexdigest())
 """
 
@@ -184,11 +186,8 @@ FINGERPRINT = """if True:
 def test_the_same_seed_gives_bit_identical_outputs_in_every_process():
     """Full size, with threads: two fresh processes agree to the last bit, as the results that
     users compare across runs assume."""
-    import subprocess
-    import sys
-    from conftest import ROOT
-    runs = [subprocess.run([sys.executable, "-c", FINGERPRINT], capture_output=True, text=True,
-                           cwd=ROOT, check=True).stdout for _ in range(2)]
+    from conftest import python
+    runs = [python(FINGERPRINT).stdout for _ in range(2)]
     assert runs[0] == runs[1] and len(runs[0].strip()) == 64
 
 
@@ -212,20 +211,20 @@ def test_a_trip_stays_float32(monkeypatch):
 
 
 def test_table_shapes_and_post_sizes():
-    layers = model.floors(0)
+    layers = model.floors(SMALL, 0)
     assert len(layers) == 12
     assert {k: v.shape for k, v in layers[0].items()} == {
         "qkv": (2304, 768), "out": (768, 768), "up": (3072, 768), "down": (768, 3072)}
     assert all(v.dtype == np.float32 for p in layers for v in p.values())
-    assert sum(v.size for p in layers for v in p.values()) == model.table_numbers() == 84_934_656
+    assert sum(v.size for p in layers for v in p.values()) == model.table_numbers(SMALL) == 84_934_656
 
 
 def test_accounting_matches_the_post():
     assert model.NOTE_BYTES == 73_728  # 72 KB per note
     assert model.TABLE_BYTES == 339_738_624  # 340 MB
-    assert round(model.bytes_read([(512, 1)]) / 1e6) == 377
-    assert round(model.bytes_read([(512, 1)] * 64) / 1e6) == 2756
-    assert model.table_flops(256) == 2 * 84_934_656 * 256
+    assert round(model.bytes_read(SMALL, [(512, 1)]) / 1e6) == 377  # activations not fetched
+    assert round(model.bytes_read(SMALL, [(512, 1)] * 64) / 1e6) == 2756
+    assert model.table_flops(SMALL, 256) == 2 * 84_934_656 * 256
 
 
 def test_attention_count_is_causal():
@@ -233,7 +232,7 @@ def test_attention_count_is_causal():
     assert model.attended_pairs([(512, 1)]) == 513
     assert model.attended_pairs([(0, 4)]) == 10
     assert model.attended_pairs([(2, 3)]) == 3 + 4 + 5
-    assert model.attention_flops([(0, 4)], layers=1, width=8) == 4 * 8 * 10
+    assert model.attention_flops(model.Config("one", 1, 8, 1), [(0, 4)]) == 4 * 8 * 10
 
 
 def test_riders_are_one_per_user_with_their_notes():
@@ -267,22 +266,21 @@ def test_a_recorded_trip_gives_the_same_answers_bit_for_bit():
     layers, x = floors(), tokens(9)
     plain = trip(layers, x, [(book(10), 9)])
     watch = {}
-    recorded = model.trip(layers, x, [(book(10), 9)], heads=CFG["heads"], watch=watch)
+    recorded = model.trip(CFG, layers, x, [(book(10), 9)], watch=watch)
     np.testing.assert_array_equal(recorded, plain)
     assert set(watch) == {"tables", "attention", "elementwise", "other", "trip"}
 
 
-def test_each_piece_is_charged_to_its_part_and_the_parts_add_up(monkeypatch):
+def test_each_piece_is_charged_to_its_part_and_the_parts_add_up():
     ticks = iter(range(10 ** 6))  # every reading of the clock is one second later
-    monkeypatch.setattr(model, "clock", lambda: next(ticks))
     layers, watch = floors(), {}
-    model.trip(layers, tokens(3), [(book(3), 3)], heads=CFG["heads"], watch=watch)
-    n = CFG["layers"]  # each floor: 4 table products, attention, 2 norms + GELU + 2 adds
+    model.trip(CFG, layers, tokens(3), [(book(3), 3)], watch=watch, clock=lambda: next(ticks))
+    n = CFG.layers  # each floor: 4 table products, attention, 2 norms + GELU + 2 adds
     assert (watch["tables"], watch["attention"], watch["elementwise"]) == (4 * n, n, 5 * n)
     assert watch["trip"] == 2 * 10 * n + 1  # two readings per piece, then the last one
     assert watch["other"] == watch["trip"] - 10 * n  # what lies between the pieces
-    model.trip(layers, tokens(1), [(book(3), 1)], heads=CFG["heads"])  # not recorded ...
-    assert model._recording is None and watch["trip"] == 2 * 10 * n + 1  # ... leaves it be
+    model.trip(CFG, layers, tokens(1), [(book(3), 1)])  # not recorded ...
+    assert watch["trip"] == 2 * 10 * n + 1  # ... leaves it be
 
 
 # ---- the same answers when the work is shared among threads
@@ -296,7 +294,7 @@ def pool(monkeypatch):
 def test_threads_give_the_same_answers(pool):
     layers, x = floors(), tokens(20)
     alone = trip(layers, x, [(book(20), 20)])
-    shared = model.trip(layers, x, [(book(20), 20)], heads=CFG["heads"], pool=pool)
+    shared = model.trip(CFG, layers, x, [(book(20), 20)], pool=pool)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
@@ -307,7 +305,7 @@ def test_threads_give_the_same_batched_decode(pool):
     x = tokens(4, seed=9)
     alone = trip(layers, x, [(typers, 1), (loner, 1)])
     typers["len"], loner["len"] = 5, 7  # back to where they were
-    shared = model.trip(layers, x, [(typers, 1), (loner, 1)], heads=CFG["heads"], pool=pool)
+    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], pool=pool)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
@@ -326,7 +324,7 @@ def test_shared_work_is_done_once_in_even_contiguous_parts(pool):
 
 def test_limit_of_a_fetch_bound_trip():
     # 1 token, 512 notes: 377.5 MB at 10 GB/s = 37.7 ms; 0.17 GFLOP at 100 GFLOP/s = 1.7 ms
-    seconds, bound = model.limit([(512, 1)], bytes_per_s=10e9, flops_per_s=100e9)
+    seconds, bound = model.limit(SMALL, [(512, 1)], bytes_per_s=10e9, flops_per_s=100e9)
     assert bound == "forklift"
     assert seconds == pytest.approx((339_738_624 + 512 * 73_728) / 10e9)
 
@@ -334,7 +332,7 @@ def test_limit_of_a_fetch_bound_trip():
 def test_limit_of_a_math_bound_trip_counts_causal_attention():
     # a 256-token question: tables 2 x 84,934,656 x 256 FLOPs, causal attention, and the
     # elementwise work: 48 FLOPs per token and feature of each floor
-    seconds, bound = model.limit([(0, 256)], bytes_per_s=10e9, flops_per_s=100e9)
+    seconds, bound = model.limit(SMALL, [(0, 256)], bytes_per_s=10e9, flops_per_s=100e9)
     flops = 2 * 84_934_656 * 256 + 12 * 4 * 768 * (256 * 257 // 2) + 12 * 48 * 768 * 256
     assert bound == "workbench" and seconds == pytest.approx(flops / 100e9)
 
@@ -342,17 +340,15 @@ def test_limit_of_a_math_bound_trip_counts_causal_attention():
 @pytest.mark.parametrize("riders", [[(0, 1024)], [(512, 1)] * 16, [(600, 1)] * 8 + [(256, 128)]],
                          ids=["prefill", "decode", "a chunk riding with typers"])
 def test_the_parts_add_up_to_the_trip(riders):
-    parts = model.costs(riders)
+    parts = model.costs(SMALL, riders)
     assert set(parts) == {"tables", "attention", "elementwise"}
-    assert sum(b for b, _ in parts.values()) == model.bytes_read(riders)
-    assert sum(f for _, f in parts.values()) == model.trip_flops(riders)
-    assert parts["tables"] == (model.TABLE_BYTES, model.table_flops(sum(t for _, t in riders)))
+    assert sum(b for b, _ in parts.values()) == model.bytes_read(SMALL, riders)
+    assert sum(f for _, f in parts.values()) == model.trip_flops(SMALL, riders)
+    assert parts["tables"] == (model.TABLE_BYTES,
+                               model.table_flops(SMALL, sum(t for _, t in riders)))
     assert parts["attention"] == (model.NOTE_BYTES * sum(n for n, _ in riders),
-                                  model.attention_flops(riders))
-    limits = model.part_limits(riders, 10e9, 100e9)
+                                  model.attention_flops(SMALL, riders))
+    limits = model.part_limits(SMALL, riders, 10e9, 100e9)
     assert limits["tables"] == max(model.TABLE_BYTES / 10e9, parts["tables"][1] / 100e9)
     assert limits["elementwise"] == parts["elementwise"][1] / 100e9  # nothing to fetch
 
-
-def test_the_post_still_reads_377_mb_for_one_typer():
-    assert round(model.bytes_read([(512, 1)]) / 1e6) == 377  # activations are not fetched

@@ -1,25 +1,17 @@
 """--plot: the roofline picture when matplotlib is there, one line and exit 2 when it is not."""
 import importlib.util
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import python, script
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 FAST = ("--experiments", "prefill", "decode", "--prompts", "1", "16", "--users", "1", "2")
 
 
-def run_quick(tmp_path, *flags, code=None):
-    argv = ["two_phases.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label", "box",
-            *flags]
-    if code is None:
-        cmd = [sys.executable, os.path.join(ROOT, argv[0]), *argv[1:]]
-    else:
-        cmd = [sys.executable, "-c", code, *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+def run_quick(tmp_path, *flags):
+    return script("two_phases.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label",
+                  "box", *flags)
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
@@ -43,8 +35,7 @@ def test_a_quick_picture_never_replaces_a_full_runs(tmp_path):
 
 
 def test_machine_speed_draws_no_picture(tmp_path):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "machine_speed.py"), "--plot"],
-                       capture_output=True, text=True)
+    r = script("machine_speed.py", "--plot")
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
@@ -65,9 +56,10 @@ def test_the_picture_puts_each_row_at_its_intensity():
 
 
 def test_without_matplotlib_plot_is_refused_before_anything_runs(tmp_path):
-    hide = ("import sys, runpy; sys.modules['matplotlib'] = None; sys.argv = sys.argv[1:]; "
-            "runpy.run_path(sys.argv[0], run_name='__main__')")
-    r = run_quick(tmp_path, "--plot", code=hide)
+    hide = ("import sys, runpy; sys.modules['matplotlib'] = None; "
+            f"sys.argv = ['two_phases.py', '--quick', '--out', {str(tmp_path)!r}, '--plot']; "
+            "runpy.run_path('two_phases.py', run_name='__main__')")
+    r = python(hide)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and "--plot" in r.stderr and "matplotlib" in r.stderr
     assert not any(tmp_path.iterdir())

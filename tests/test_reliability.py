@@ -5,21 +5,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-import common
+import cli
 import cube_bug
+import machine
 import machine_speed
+import results
+import timing
 import two_phases
-from conftest import ROOT
-
-
-def script(name, *flags, env=None, cwd=None):
-    return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
-                          text=True, timeout=300, env=env, cwd=cwd)
+from conftest import ROOT, python, script, started
+from printers import Picture, Sheet
 
 
 def one_line(r, code, *words):
@@ -30,20 +28,20 @@ def one_line(r, code, *words):
         assert w in r.stderr, r.stderr
 
 
-def demo(args, report):
-    t = common.measure(lambda: None, 3)
-    common.table(report, "demo", [("n", "", "d"), ("time ms", "ms", ".3f")],
-                 [[1, t["seconds"] * 1e3]], [t])
+def demo(args, facts):
+    t = timing.measure(lambda: None, 3)
+    yield Sheet("demo", [("n", "", "d"), ("time ms", "ms", ".3f")], [[1, t.seconds * 1e3]],
+                [{1: [(1, t)]}], timed=(1,))
 
 
 def args_for(tmp_path, *flags):
-    return common.parse(common.parser("demo\n", runs=3),
-                        ["--out", str(tmp_path), "--label", "box", *flags], {})
+    return cli.parse(cli.parser("demo\n", runs=3),
+                     ["--out", str(tmp_path), "--label", "box", *flags], {})
 
 
 def saved(tmp_path):
     box = tmp_path / "box"
-    return {p.name: p.read_text() for p in sorted(box.iterdir()) if p.name != common.LOCK}
+    return {p.name: p.read_text() for p in sorted(box.iterdir()) if p.name != results.LOCK}
 
 
 # ---- 1. a quick run's picture, and machine_speed's: see test_plot.py
@@ -69,7 +67,7 @@ def test_quick_with_a_budget_no_larger_than_the_typers_is_refused():
 
 def killed_between_renames(folder):
     """A save killed (SIGKILL) after its first rename, in a process of its own."""
-    code = ("import os, signal, common\n"
+    code = ("import os, signal, results\n"
             "real, n = os.replace, [0]\n"
             "def replace(a, b):\n"
             "    real(a, b)\n"
@@ -77,16 +75,16 @@ def killed_between_renames(folder):
             "    if n[0] == 2:  # the journal, then the first file: now die\n"
             "        os.kill(os.getpid(), signal.SIGKILL)\n"
             "os.replace = replace\n"
-            f"common.replace_together({str(folder)!r}, {{'r.json': 'new', 'r.txt': 'new'}})\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT)
+            f"results.replace_together({str(folder)!r}, {{'r.json': 'new', 'r.txt': 'new'}})\n")
+    r = python(code)
     assert r.returncode == -signal.SIGKILL
 
 
 def test_a_save_killed_halfway_is_finished_by_the_next(tmp_path):
-    common.replace_together(str(tmp_path), {"r.json": "old", "r.txt": "old"})
+    results.replace_together(str(tmp_path), {"r.json": "old", "r.txt": "old"})
     killed_between_renames(tmp_path)
     assert {(tmp_path / n).read_text() for n in ("r.json", "r.txt")} == {"old", "new"}  # mixed
-    common.replace_together(str(tmp_path), {"other.txt": "x"})  # the next save, any save
+    results.replace_together(str(tmp_path), {"other.txt": "x"})  # the next save, any save
     assert (tmp_path / "r.json").read_text() == (tmp_path / "r.txt").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "other.txt", "r.json",
                                                          "r.txt"]
@@ -101,16 +99,16 @@ def test_compare_never_reads_half_a_save(tmp_path):
             "tables": {"cube": {"columns": [{"header": "numbers", "unit": ""},
                                             {"header": "ratio", "unit": "x"}],
                                 "rows": [["mixed (real)", 0]]}}}
-    common.replace_together(str(box), {"cube_bug.json": json.dumps(data)})
+    results.replace_together(str(box), {"cube_bug.json": json.dumps(data)})
     data["tables"]["cube"]["rows"] = [["mixed (real)", 55]]
-    code = ("import os, signal, common\n"
+    code = ("import os, signal, results\n"
             "real = os.replace\n"
             "def replace(a, b):\n"
             "    if b.endswith('cube_bug.json'): os.kill(os.getpid(), signal.SIGKILL)\n"
             "    real(a, b)\n"
             "os.replace = replace\n"
-            f"common.replace_together({str(box)!r}, {{'cube_bug.json': {json.dumps(data)!r}}})\n")
-    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == -signal.SIGKILL
+            f"results.replace_together({str(box)!r}, {{'cube_bug.json': {json.dumps(data)!r}}})\n")
+    assert python(code).returncode == -signal.SIGKILL
     r = script("compare.py", str(box))
     assert r.returncode == 0, r.stderr
     assert "55" in r.stdout.split("h**3 / h*h*h (mixed (real))")[1].splitlines()[0]
@@ -120,36 +118,34 @@ def test_a_second_run_waits_for_the_first_to_finish_saving(tmp_path):
     import fcntl
     box = tmp_path / "box"
     box.mkdir()
-    lock = os.open(box / common.LOCK, os.O_RDWR | os.O_CREAT)
+    lock = os.open(box / results.LOCK, os.O_RDWR | os.O_CREAT)
     fcntl.flock(lock, fcntl.LOCK_EX)  # a first run is saving
-    run = subprocess.Popen([sys.executable, os.path.join(ROOT, "cube_bug.py"), "--quick",
-                            "--runs", "1", "--out", str(tmp_path), "--label", "box"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    run = started("cube_bug.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label", "box")
+    wait_for(run, "waiting for another run")
     assert run.poll() is None and not (box / "cube_bug.quick.json").exists()
     os.close(lock)  # the first run is done
-    out, err = run.communicate(timeout=60)
-    assert run.returncode == 0 and "waiting for another run" in err
+    run.communicate(timeout=60)
+    assert run.returncode == 0
     assert (box / "cube_bug.quick.json").exists()
 
 
 def numbered(n):
     """A run whose table holds its number n."""
-    def body(args, report):
-        common.table(report, "demo", [("run", "", "d")], [[n]])
+    def body(args, facts):
+        yield Sheet("demo", [("run", "", "d")], [[n]])
     return body
 
 
 def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, capsys):
-    common.run("demo", args_for(tmp_path), numbered(1))
+    cli.run("demo", args_for(tmp_path), numbered(1))
     real = os.replace
 
     def replace(a, b):
-        if b.endswith(".json") and not b.endswith(common.JOURNAL):
+        if b.endswith(".json") and not b.endswith(results.JOURNAL):
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between the two files' renames
         real(a, b)
-    monkeypatch.setattr(common.os, "replace", replace)
-    assert common.run("demo", args_for(tmp_path), numbered(2)) == 130
+    monkeypatch.setattr(results.os, "replace", replace)
+    assert cli.run("demo", args_for(tmp_path), numbered(2)) == 130
     files = saved(tmp_path)
     assert json.loads(files["demo.json"])["tables"]["demo"]["rows"] == [[2]]
     assert files["demo.txt"].splitlines()[1:] == ["run", "  2"]  # the same run's, whole
@@ -161,7 +157,7 @@ def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, cap
 def test_a_killed_runs_temps_are_removed_by_the_next_save_and_ignored_by_git(tmp_path):
     (tmp_path / "box").mkdir()
     (tmp_path / "box" / ".tmp-abc123.json").write_text("{half")
-    assert common.run("demo", args_for(tmp_path), demo) == 0
+    assert cli.run("demo", args_for(tmp_path), demo) == 0
     assert sorted(saved(tmp_path)) == ["demo.json", "demo.txt"]
     for name in (".tmp-abc123.json", ".replacing.json", ".lock", "x.quick.png"):
         r = subprocess.run(["git", "check-ignore", "-q", f"results/box/{name}"], cwd=ROOT)
@@ -170,8 +166,8 @@ def test_a_killed_runs_temps_are_removed_by_the_next_save_and_ignored_by_git(tmp
 
 def wait_for(run, text, seconds=60):
     """Read the run's stderr until `text` appears."""
-    deadline, seen = time.time() + seconds, ""
-    while text not in seen and time.time() < deadline:
+    deadline, seen = time.monotonic() + seconds, ""
+    while text not in seen and time.monotonic() < deadline:
         seen += run.stderr.readline()
     assert text in seen, seen
     return seen
@@ -182,11 +178,8 @@ def wait_for(run, text, seconds=60):
 def test_a_signal_mid_run_ends_it_in_one_line(tmp_path, signum, code, word):
     (tmp_path / "box").mkdir()
     (tmp_path / "box" / "two_phases.quick.json").write_text("earlier")
-    run = subprocess.Popen([sys.executable, os.path.join(ROOT, "two_phases.py"), "--quick",
-                            "--out", str(tmp_path), "--label", "box"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for(run, "estimated peak memory")
-    time.sleep(1.5)  # now it measures
+    run = started("two_phases.py", "--quick", "--out", str(tmp_path), "--label", "box")
+    assert run.stdout.readline().startswith("machine: ")  # the run has started: it measures
     run.send_signal(signum)
     out, err = run.communicate(timeout=60)
     assert run.returncode == code and "Traceback" not in err
@@ -222,7 +215,9 @@ def test_a_read_only_folder_is_refused_before_measuring(tmp_path):
 @pytest.mark.parametrize("speed", ["NaN", "Infinity", "0", "-20.7", '"fast"', "null"])
 def test_roofs_that_are_not_finite_positive_speeds_are_refused(tmp_path, speed):
     path = tmp_path / "machine_speed.json"
-    path.write_text('{"roofs": {"bytes_per_s": %s, "flops_per_s": 1e11}}' % speed)
+    data = {**RESULT, "script": "machine_speed", "tables": {},
+            "roofs": {"bytes_per_s": "SPEED", "flops_per_s": 1e11}}
+    path.write_text(json.dumps(data).replace('"SPEED"', speed))
     one_line(script("two_phases.py", "--quick", "--roofs", str(path), "--out", str(tmp_path)), 2,
              "--roofs", "above 0")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["machine_speed.json"]
@@ -231,8 +226,8 @@ def test_roofs_that_are_not_finite_positive_speeds_are_refused(tmp_path, speed):
 def test_a_failed_save_leaves_no_empty_folder(tmp_path, monkeypatch):
     def no_space(*a, **k):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(common, "_write_temp", no_space)
-    assert common.run("demo", args_for(tmp_path), demo) == 1
+    monkeypatch.setattr(results, "_write_temp", no_space)
+    assert cli.run("demo", args_for(tmp_path), demo) == 1
     assert not (tmp_path / "box").exists()
 
 
@@ -325,20 +320,20 @@ def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
 # ---- 9, 12, 13, 15: bad values: see BAD in test_scripts.py; and the memory margin
 
 def test_memory_is_refused_without_a_margin(monkeypatch):
-    p = common.parser("demo\n", runs=1)
-    monkeypatch.setattr(common, "available_memory_bytes", lambda: 24.9e9)
-    common.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
+    p = cli.parser("demo\n", runs=1)
+    monkeypatch.setattr(machine, "available_memory_bytes", lambda: 24.9e9)
+    cli.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
     with pytest.raises(SystemExit):
-        common.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
+        cli.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
 
 
 def test_threads_above_the_cpus_run_only_when_asked(capsys):
     more = str((os.cpu_count() or 1) + 1)
-    p = common.parser("demo\n", runs=1)
+    p = cli.parser("demo\n", runs=1)
     with pytest.raises(SystemExit):
-        common.parse(p, ["--threads", more, "--no-save"], {})
+        cli.parse(p, ["--threads", more, "--no-save"], {})
     assert "--oversubscribe" in capsys.readouterr().err
-    args = common.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
+    args = cli.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
     assert args.threads == [int(more)] and "take turns" in capsys.readouterr().err
 
 
@@ -363,25 +358,23 @@ def test_ctrl_c_while_the_script_loads_is_one_line():
             "sys.meta_path.insert(0, Finder())\n"
             "sys.argv = ['two_phases.py', '--quick', '--no-save']\n"
             "runpy.run_path('two_phases.py', run_name='__main__')\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    one_line(r, 130, "interrupted: nothing saved")
+    one_line(python(code), 130, "interrupted: nothing saved")
 
 
 @pytest.mark.parametrize("where", ["_write_temp", "picture"])
 def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, capsys, where):
-    common.run("demo", args_for(tmp_path), demo)
+    cli.run("demo", args_for(tmp_path), demo)
     before = saved(tmp_path)
 
     def ctrl_c(*a, **k):
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(1)  # the handler runs here
+        signal.raise_signal(signal.SIGINT)  # its handler runs before this returns
 
-    def with_picture(args, report):
-        demo(args, report)
-        report["files"]["picture.png"] = ctrl_c
+    def with_picture(args, facts):
+        yield from demo(args, facts)
+        yield Picture("picture.png", ctrl_c)
     if where == "_write_temp":
-        monkeypatch.setattr(common, "_write_temp", ctrl_c)
-    assert common.run("demo", args_for(tmp_path), with_picture) == 130
+        monkeypatch.setattr(results, "_write_temp", ctrl_c)
+    assert cli.run("demo", args_for(tmp_path), with_picture) == 130
     assert "interrupted: nothing saved, earlier results untouched" in capsys.readouterr().err
     assert saved(tmp_path) == before
 
@@ -390,20 +383,32 @@ def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, cap
 
 def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_path):
     import compare
-    assert common.parser("demo\n", runs=1).get_default("out") == common.RESULTS
-    assert compare.build_parser().get_default("out") == common.RESULTS
-    assert os.path.isabs(common.RESULTS) and os.path.dirname(common.RESULTS) == ROOT
+    assert cli.parser("demo\n", runs=1).get_default("out") == cli.RESULTS
+    assert compare.build_parser().get_default("out") == cli.RESULTS
+    assert os.path.isabs(cli.RESULTS) and os.path.dirname(cli.RESULTS) == ROOT
     r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
     assert r.returncode == 0 and "amd-epyc-2c" in r.stdout
 
 
 def test_busy_means_busy_now_not_a_minute_ago(monkeypatch, capsys):
     cores = os.cpu_count() or 1
-    monkeypatch.setattr(common, "load_average", lambda: 2.0 * cores)  # a run that just ended
-    monkeypatch.setattr(common, "cores_busy_now", lambda seconds=0.2: 0.0)
-    with common.measuring() as busy:
+    monkeypatch.setattr(machine, "load_average", lambda: 2.0 * cores)  # a run that just ended
+    monkeypatch.setattr(machine, "cores_busy_now", lambda seconds=0.2: 0.0)
+    with machine.measuring() as busy:
         assert not any("cores busy" in b or "load" in b for b in busy)
-    monkeypatch.setattr(common, "cores_busy_now", lambda seconds=0.2: 0.9 * cores)
-    with common.measuring() as busy:
+    monkeypatch.setattr(machine, "cores_busy_now", lambda seconds=0.2: 0.9 * cores)
+    with machine.measuring() as busy:
         assert f"{0.9 * cores:.1f} of {cores} cores busy with other work" in busy
     assert "the machine is busy" in capsys.readouterr().err
+
+
+def test_importing_a_script_changes_no_signal_handler_and_no_umask():
+    code = ("import os, signal\n"
+            "handlers = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]\n"
+            "mask = os.umask(0o022); os.umask(mask)\n"
+            "import two_phases, machine_speed, cube_bug, compare\n"
+            "assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers\n"
+            "assert os.umask(mask) == mask\n"
+            "print('untouched')\n")
+    r = python(code)
+    assert r.returncode == 0 and r.stdout == "untouched\n", r.stderr

@@ -2,23 +2,18 @@
 files, and every bad flag costs one line and exit code 2 with nothing saved."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
-
-import common
+import cli
 import cube_bug
-import two_phases
+import results
+from conftest import ROOT, script
 
 
-def run(script, *flags, out):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *flags, "--out", str(out),
-                           "--label", "box"], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+def run(name, *flags, out):
+    return script(name, *flags, "--out", str(out), "--label", "box")
 
 
 QUICK = {  # script: (flags, lines stdout must hold)
@@ -53,7 +48,7 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
         assert all(isinstance(v, (int, float)) or isinstance(v, str)
                    for row in table["rows"] for v in row)
     if script == "machine_speed.py":  # the speeds two_phases --roofs reads are the printed ones
-        roofs = two_phases.roofs_file(stem + ".json")
+        roofs = results.read_roofs(stem + ".json")
         row = data["tables"]["machine_speed"]["rows"][0]  # GB/s first, GFLOP/s fourth
         assert roofs["bytes_per_s"] == pytest.approx(row[0] * 1e9)
         assert roofs["flops_per_s"] == pytest.approx(row[3] * 1e9)
@@ -97,7 +92,8 @@ BAD = [
     # each refusal names the flag to change, and says why
     ("cube_bug.py", ["--tokens", "10000000"], "--tokens"),  # 983 GB of numbers
     ("two_phases.py", ["--roofs", "/dev/zero"], "is not a results file"),  # endless, not a file
-    ("two_phases.py", ["--roofs", "results/post/two_phases.json"], "has no saved speeds"),
+    ("two_phases.py", ["--roofs", "results/post/two_phases.json"], "not 'machine_speed'"),
+    ("two_phases.py", ["--roofs", "results/post/machine_speed.json"], "has no saved speeds"),
     ("machine_speed.py", ["--matmul", "100000"], "use a smaller --matmul"),
     ("two_phases.py", ["--budget", "9", "--typers", "8", "--notes", "1000"], "larger --budget"),
     ("two_phases.py", ["--threads", "100000"], "--threads"),
@@ -130,6 +126,6 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_quick_keeps_a_size_the_user_asked_for():
-    assert common.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
-    assert common.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
+    assert cli.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
+    assert cli.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
                         cube_bug.QUICK).tokens == 32

@@ -1,0 +1,277 @@
+"""The command line: the flags every script shares, their checks before anything is measured,
+and a run from its machine line to its saved result, printed as it goes.
+
+A script's body(args, machine) yields what the run prints and keeps: a Sheet (printed, saved in
+the JSON's tables), a str (a line printed and kept in the .txt), a Saved (kept in the JSON) or a
+Picture (a file beside the result). The run loop alone prints and saves; nothing reads back.
+"""
+import argparse
+import contextlib
+import math
+import os
+import re
+import signal
+import sys
+import time
+
+import machine
+import results
+from printers import Picture, Saved, Sheet, entry, render
+from stopping import STOPS, Stopped, stoppable
+from terminal import note, plural, progress, warn
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
+MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe")  # flags about the run, not the result
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each default, except where there is none to show."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
+            return action.help
+        if isinstance(action.default, (list, tuple)):
+            return f"{action.help} (default: {' '.join(map(str, action.default))})"
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag costs one line on stderr and exit code 2, never the usage dump."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def whole(lo, hi=None):
+    """An argparse type: a whole number in [lo, hi], with a message naming the range."""
+    allowed = f"a whole number from {lo} to {hi}" if hi else f"a whole number >= {lo}"
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+    return parse
+
+
+LABEL_MAX = 100  # characters: a folder name any file system takes
+
+
+def finite(allowed, ok):
+    """An argparse type: a finite number for which ok(number) holds; `allowed` says which, in
+    the message."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+    return parse
+
+
+def speed(unit):
+    """An argparse type: a speed in `unit`, a finite number above 0."""
+    return finite(f"a speed in {unit} above 0", lambda v: v > 0)
+
+
+def reads(reader, what):
+    """An argparse type: the file at a path, as reader(path) reads it; refused in one line
+    saying why when reader raises ValueError."""
+    def parse(path):
+        try:
+            return reader(path)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"must be {what}; {path!r} {e}") from None
+    return parse
+
+
+def label(text):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-' (a folder name), "
+            f"got {text if len(text) <= 40 else text[:37] + '...'!r}")
+    return text
+
+
+def tablefmt(text):
+    from tabulate import tabulate_formats
+    if text not in tabulate_formats:
+        raise argparse.ArgumentTypeError(f"must be a tabulate format such as plain, github, "
+                                         f"simple or grid, got {text!r}")
+    return text
+
+
+def parser(doc, runs):
+    """An argument parser with the flags every script shares; `runs` is the post's count."""
+    p = Parser(description=doc.strip().splitlines()[0],
+               formatter_class=_Help)
+    g = p.add_argument_group("shared by every script")
+    g.add_argument("--runs", type=whole(1), default=runs, metavar="N",
+                   help="counted runs per figure, after one warm-up run that is not counted")
+    g.add_argument("--threads", nargs="+", type=whole(1), default=None, metavar="N",
+                   help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
+                        "several (--threads 1 2) sweep them: one block of tables each, saved as "
+                        "<script>.sweep; default: the library's own choice")
+    g.add_argument("--oversubscribe", action="store_true",
+                   help="let --threads exceed the logical CPUs (the threads then take turns)")
+    g.add_argument("--quick", action="store_true",
+                   help="small sizes, a smoke run of a few seconds; saved apart from full runs")
+    g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
+                   help="any tabulate format; plain is the post's layout, github is Markdown")
+    g.add_argument("--spread", action="store_true",
+                   help="a ± column beside each timed figure: the standard deviation of its "
+                        "counted runs (the post's own layouts give way to tables)")
+    g.add_argument("--out", default=RESULTS, metavar="DIR",
+                   help="folder for results, the same wherever the scripts are run from")
+    g.add_argument("--label", type=label, default=None, metavar="NAME",
+                   help="results subfolder; default: a slug of the CPU model and core count")
+    g.add_argument("--no-save", action="store_true", help="print the tables, save nothing")
+    return p
+
+
+_UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given
+
+
+def parse(p, argv, quick):
+    """Parse the flags and check, before anything is measured, what can be checked: --quick
+    takes the small sizes in `quick` for every flag not given; --threads and the folder that
+    results will go to."""
+    args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
+    for name, value in quick.items():
+        if getattr(args, name) is _UNSET:
+            setattr(args, name, value if args.quick else p.get_default(name))
+    cpus = os.cpu_count() or 1
+    if args.threads and max(args.threads) > cpus:
+        if not args.oversubscribe:
+            p.error(f"argument --threads: must be at most {cpus}, this machine's logical CPUs, "
+                    f"got {max(args.threads)} (add --oversubscribe to run more anyway)")
+        warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
+    if args.threads:
+        args.threads = sorted(set(args.threads))
+    if not args.no_save:
+        problem = unwritable(folder_of(args))
+        if problem:
+            p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
+                    f"(choose another --out or --label, or --no-save)")
+    return args
+
+
+def folder_of(args):
+    """Where a run's results go: --out/--label, or --out/<this machine's CPU and cores>."""
+    cpu = {"cpu": machine.quietly(machine.cpu_model, "unknown CPU"),
+           "cores": machine.quietly(os.cpu_count)}
+    return os.path.join(args.out, args.label or machine.machine_id(cpu))
+
+
+def unwritable(folder):
+    """Why files cannot be made in folder, in a few words, or None. Creates nothing."""
+    path, missing = os.path.abspath(folder), []
+    while not os.path.exists(path):
+        path, name = os.path.split(path)
+        missing.append(name)
+    if not os.path.isdir(path):
+        return f"{path} is a file, not a folder"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+    longest = machine.quietly(lambda: os.pathconf(path, "PC_NAME_MAX"), 255)
+    if any(len(name.encode()) > longest for name in missing):
+        return f"a folder name is longer than the {longest} bytes this file system takes"
+    return None
+
+
+def need_memory(p, need_bytes, what, flag):
+    """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
+    available."""
+    have = machine.quietly(machine.available_memory_bytes)
+    if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
+        p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
+                f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
+
+
+def run(script, args, body, headline=None):
+    """Measure under each chosen thread count: the machine line, then what body yields, printed
+    as it comes; then save. Returns the exit code: 0; 1 if the results could not be saved;
+    128 + the signal's number on Ctrl-C (130) or SIGTERM (143), with nothing saved and earlier
+    results untouched."""
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a table's characters
+        with contextlib.suppress(AttributeError, ValueError):  # shows '?' for them; the
+            stream.reconfigure(errors="replace")  # saved .txt keeps them (UTF-8)
+    start, out = time.perf_counter(), Output(args)
+    try:
+        with stoppable():
+            with machine.measuring() as busy:
+                facts = blocks(args, body, busy, out, headline)
+            wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
+            note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
+                                              else ""))
+            if args.no_save:
+                return 0
+            data = {"schema_version": results.SCHEMA_VERSION, "script": script,
+                    "quick": args.quick, "machine": facts, "settings": out.settings,
+                    "tables": out.tables, "sweep": out.sweep, **out.kept, "wall_s": wall,
+                    "peak_rss_bytes": peak}
+            stem = script + (".sweep" if out.sweep else "")
+            return results.save(folder_of(args),
+                                results.files(stem, data, out.text, out.pictures, args.quick))
+    except (Stopped, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        progress("")
+        done = "the results were saved just before" if getattr(e, "held", False) else \
+            "nothing saved, earlier results untouched"
+        print(f"{STOPS[signum]}: {done}", file=sys.stderr)
+        return 128 + signum
+    except BrokenPipeError:  # `python x.py | head`: the reader stopped reading, so stop too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def blocks(args, body, busy, out, headline):
+    """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
+    block's sheets named with its count. -> the machine's facts, as the first block found it."""
+    from threadpoolctl import threadpool_limits
+    facts = None
+    for n in args.threads or [None]:
+        with threadpool_limits(n) if n else contextlib.nullcontext():
+            if facts is None:
+                facts = machine.facts(busy, out.sweep)
+                out.show(headline or machine.line(facts))
+            n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
+            if out.sweep:
+                out.show(f"\n{n} {plural(n, 'thread')}:")
+            out.settings.setdefault("threads_used", []).append(n)
+            for item in body(argparse.Namespace(**{**vars(args), "threads": n}), facts):
+                out.take(item, f" @{n}" if out.sweep else "")
+    return facts
+
+
+class Output:
+    """What a run prints and keeps, as body yields it: the .txt's lines, the JSON's sheets and
+    other entries, the pictures."""
+
+    def __init__(self, args):
+        self.fmt, self.spread = args.tablefmt, args.spread
+        self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
+        self.settings = {k: v for k, v in vars(args).items() if k not in UNSAVED}
+        self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
+
+    def show(self, line):
+        progress("")
+        print(line, flush=True)
+        self.text.append(line)
+
+    def take(self, item, suffix):
+        if isinstance(item, Sheet):
+            self.show(render(item, self.fmt, self.spread))
+            self.tables[item.name + suffix] = entry(item)
+        elif isinstance(item, Saved):
+            self.kept[item.key + suffix] = item.value
+        elif isinstance(item, Picture):
+            self.pictures[item.name] = item.draw
+        else:
+            self.show(item)

@@ -1,0 +1,206 @@
+"""Every timing held against what the machine's two limits allow: the speeds through a run, the
+check table (each row against its limit) and the breakdown (where each row's time goes)."""
+import dataclasses
+import datetime
+
+import machine_speed
+import model
+from printers import Sheet
+from terminal import plural, warn
+
+SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
+DRIFT = 0.10  # the speeds at the end of a run differ from the start by more: say so
+
+
+def speeds(args):
+    """The forklift and workbench speeds: measured now (same run, same noise), from --roofs, or
+    given as --forklift and --workbench."""
+    if args.roofs:
+        return dict(args.roofs)
+    if args.forklift:
+        return {"bytes_per_s": args.forklift * 1e9, "flops_per_s": args.workbench * 1e9,
+                "source": "given on the command line"}
+    r = machine_speed.roofs(args.runs, args.quick)
+    return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
+            "source": f"measured in this run by machine_speed ({r['forklift']['timing'].label})"}
+
+
+def prediction(args):
+    """The line a prediction shows instead of a machine line: which speeds it assumed."""
+    roofs = speeds(args)
+    bw, fl = roofs["bytes_per_s"] / 1e9, roofs["flops_per_s"] / 1e9
+    return (f"machine: none, predicted for a forklift of {bw:,.1f} GB/s and a workbench of "
+            f"{fl:,.1f} GFLOP/s (balance {fl / bw:.1f} FLOPs per byte), {roofs['source']} | "
+            f"{model.SIZES[args.model]} | {datetime.date.today().isoformat()}")
+
+
+def through_the_run(start, end):
+    """The speeds measured at the start and at the end of a run, and the limit's: the faster of
+    each, since the machine showed in this very run that it can go that fast. A warning says
+    when they moved by more than DRIFT: rows measured in between may be held to a speed the
+    machine did not have just then."""
+    for key, name, unit in (("bytes_per_s", "forklift", "GB/s"),
+                            ("flops_per_s", "workbench", "GFLOP/s")):
+        moved = end[key] / start[key] - 1
+        if abs(moved) > DRIFT:
+            warn(f"the {name} moved by {moved:+.0%} during the run ({start[key] / 1e9:.1f} "
+                 f"to {end[key] / 1e9:.1f} {unit}): the machine's speed changed under the "
+                 f"measurements; every row is held to the faster speed")
+    speeds = {key: max(start[key], end[key]) for key in ("bytes_per_s", "flops_per_s")}
+    return {**speeds, "start": {k: start[k] for k in speeds}, "end": {k: end[k] for k in speeds},
+            "source": f"{start['source']} at the start ({start['bytes_per_s'] / 1e9:.1f} GB/s, "
+                      f"{start['flops_per_s'] / 1e9:.1f} GFLOP/s) and at the end "
+                      f"({end['bytes_per_s'] / 1e9:.1f} GB/s, {end['flops_per_s'] / 1e9:.1f} "
+                      f"GFLOP/s): the faster of each"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """A measured row held against the limits, once: the row's time and its limit (a row of
+    several trips, the chunks, is held to its slowest trip's), and its recorded trip's parts
+    against theirs. parts: {part: seconds, "trip"}; alone: the Timing of the same table
+    products alone; part_limits: {part: seconds}."""
+    experiment: str
+    label: str
+    seconds: float
+    limit_s: float
+    bound: str
+    riders: list
+    parts: dict
+    alone: object
+    part_limits: dict
+
+    def excess(self):
+        """Seconds above the limit, by whose they are: {who: seconds}. The tables' excess is
+        split into the BLAS's (the same products alone, against their limit) and ours."""
+        s, alone, lim = self.parts, self.alone.seconds, self.part_limits
+        return {"the BLAS": alone - lim["tables"], "our tables": s["tables"] - alone,
+                "attention": s["attention"] - lim["attention"],
+                "elementwise": s["elementwise"] - lim["elementwise"], "other": s["other"]}
+
+    def most(self):
+        who = self.excess()
+        return max(who, key=who.get)
+
+
+def hold(cfg, experiment, record, roofs, alone):
+    """record: a row measured (its "time" figure, its steps' riders, its recorded trip);
+    alone: {tokens: Timing} of the table products alone."""
+    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in record.row.steps)
+    riders = record.recorded["riders"]
+    return Held(experiment, record.row.label, record.figures["time"].seconds, limit_s, bound,
+                riders, record.recorded["parts"], alone[sum(t for _, t in riders)],
+                model.part_limits(cfg, riders, bw, fl))
+
+
+def suspect(h):
+    """The part that holds the most excess, in a few words for a warning."""
+    ms = {p: s * 1e3 for p, s in h.parts.items()}
+    alone, lim = h.alone.seconds * 1e3, h.part_limits
+    return {
+        "the BLAS": f"tables: {ms['tables']:.1f} ms, the same products alone take {alone:.1f} ms "
+                    f"({alone / 1e3 / lim['tables']:.1f}x their limit): the BLAS's own path "
+                    f"for {sum(t for _, t in h.riders)} columns",
+        "our tables": f"tables: {ms['tables']:.1f} ms, the same products alone take only "
+                      f"{alone:.1f} ms: time lost around the products",
+        "attention": f"attention: {ms['attention']:.1f} ms, "
+                     f"{h.parts['attention'] / lim['attention']:.1f}x its limit: look at how "
+                     f"the notebooks are read",
+        "elementwise": f"elementwise: {ms['elementwise']:.1f} ms against a limit of "
+                       f"{lim['elementwise'] * 1e3:.1f} ms: look for a slow elementwise road "
+                       f"(like h**3)",
+        "other": f"other: {ms['other']:.1f} ms outside every part (splits, Python)"}[h.most()]
+
+
+def check(held, roofs, words):
+    """The check sheet and the line under it: each row's measured time against its limit, and
+    which limit binds; a warning for each row far above its limit. words: the model, threads."""
+    for h in held:
+        if h.seconds / h.limit_s > SUSPICIOUS:
+            warn(f"{h.experiment} {h.label} took {h.seconds / h.limit_s:.1f}x its limit "
+                 f"({h.bound}-bound); {suspect(h)}")
+    rows = [[h.experiment, h.label, h.seconds * 1e3, h.limit_s * 1e3, h.bound,
+             h.seconds / h.limit_s] for h in held]
+    yield Sheet("check", CHECK_COLUMNS, rows)
+    yield (f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
+           f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); speeds {roofs['source']}; "
+           f"{words})")
+
+
+CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
+                 ("limit ms", "ms", ".1f"), ("bound by", "", "s"), ("x limit", "x", ".2f")]
+
+
+def breakdown(held, runs):
+    """The breakdown sheet and the line under it: each part's milliseconds, the tables against
+    the same products alone, attention against its own limit, and whose excess is largest."""
+    rows, figures = [], []
+    for h in held:
+        s, alone, who = h.parts, h.alone.seconds, h.excess()
+        rows.append([h.experiment, h.label, s["trip"] * 1e3, s["tables"] * 1e3, alone * 1e3,
+                     s["tables"] / alone, s["attention"] * 1e3,
+                     s["attention"] / h.part_limits["attention"], s["elementwise"] * 1e3,
+                     s["other"] * 1e3, f"{h.most()} {who[h.most()] * 1e3:+.1f} ms"])
+        figures.append({4: [(1, h.alone)]})
+    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, figures)
+    yield (f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} apart from "
+           f"the timed ones; alone: the trip's table products timed alone, outside the model, "
+           f"best of {runs}; x alone: the tables' time against it; x limit: attention's time "
+           f"against its own limit)")
+
+
+BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms", ".1f"),
+                     ("tables ms", "ms", ".1f"), ("alone ms", "ms", ".1f"),
+                     ("x alone", "x", ".2f"), ("attention ms", "ms", ".1f"),
+                     ("x limit", "x", ".2f"), ("elementwise ms", "ms", ".1f"),
+                     ("other ms", "ms", ".1f"), ("most excess", "", "s")]
+
+
+def roofline(cfg, records, roofs):
+    """The roofline picture's data: the speeds, and each prefill and decode row at its
+    arithmetic intensity (FLOPs per byte) and its speed (FLOP/s)."""
+    points = []
+    for experiment, r in records:
+        riders = r.row.steps[0]
+        flops = model.trip_flops(cfg, riders)
+        points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
+                       flops / r.figures["time"].seconds])
+    return {**roofs, "points": points}
+
+
+def summary(measured):
+    """The post's closing comparison, from this run: the best reading cost per token against
+    one user's typing step."""
+    reads = [(r.row.key[0], r.figures["time"]) for r in measured.get("prefill", [])]
+    one = [r.figures["time"] for r in measured.get("decode", []) if r.row.key == (1,)]
+    if not reads or not one:
+        return
+    p, read = min(reads, key=lambda pt: pt[1].seconds / pt[0])
+    reading_ms, typing_ms = read.seconds * 1e3 / p, one[0].seconds * 1e3
+    yield Sheet("summary", [("reading ms/token", "ms", ".2f"), ("at prompt", "tokens", "d"),
+                            ("typing ms/token", "ms", ".1f"), ("times cheaper", "x", ".1f")],
+                [[reading_ms, p, typing_ms, typing_ms / reading_ms]],
+                [{0: [(1, read)], 2: [(1, one[0])], 3: [(1, one[0]), (-1, read)]}],
+                text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
+                     f"{typing_ms:.1f} ms (one user), so reading is about "
+                     f"{typing_ms / reading_ms:.0f} times cheaper per token")
+
+
+def outweigh(rows, cfg):
+    """Where the notes outweigh the tables, for each user count: predicted, where the notes
+    weigh as much as the tables; measured, where a step takes twice its time with no notes."""
+    words, tables, note_bytes = [], model.table_numbers(cfg) * model.BYTES, model.note_bytes(cfg)
+    for u in sorted({row[0] for row in rows}):
+        steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
+        predicted = tables / (u * note_bytes)
+        said = (f"{predicted:,.0f}" if predicted < model.CONTEXT
+                else f"none of GPT-2's {model.CONTEXT:,}")
+        measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
+                         for (a, ta), (b, tb) in zip(steps, steps[1:])
+                         if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
+        found = f"about {measured:,.0f}" if measured is not None else \
+            f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
+        words.append(f"{u} {plural(u, 'user')}: from {said} notes each predicted, {found} "
+                     f"measured")
+    return "the notes outweigh the tables for " + "; for ".join(words)

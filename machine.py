@@ -1,0 +1,205 @@
+"""The machine line: which CPU, cache, OS, Python, NumPy and BLAS (with its threads) a run
+measured, how quiet the machine was, and the folder name a machine's results go to."""
+import contextlib
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from terminal import plural, warn
+
+BUSY_LOAD = 0.5  # cores busy per core above which the machine is too busy to measure (pyperf's)
+BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
+
+
+def quietly(fn, default=None):
+    """fn() or default: a missing source of machine facts must never crash a run."""
+    try:
+        value = fn()
+        return default if value in (None, "") else value
+    except Exception:
+        return default
+
+
+def _run(*cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+
+
+def cpu_model():
+    if sys.platform.startswith("linux"):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.split(":")[0].strip() in ("model name", "Processor", "cpu model"):
+                    return line.split(":", 1)[1].strip()
+    if sys.platform == "darwin":
+        return _run("sysctl", "-n", "machdep.cpu.brand_string")
+    return platform.processor()
+
+
+def last_level_cache_bytes():
+    """Size of the largest CPU cache in bytes (Linux sysfs, macOS sysctl), or None."""
+    if sys.platform == "darwin":
+        return max(int(_run("sysctl", "-n", f"hw.{k}cachesize") or 0) for k in ("l2", "l3"))
+    sizes = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for index in os.listdir(base):
+        with contextlib.suppress(OSError):
+            with open(f"{base}/{index}/size") as f:
+                text = f.read().strip().upper()
+            unit = {"K": 1024, "M": 1024 ** 2}.get(text[-1], 1)
+            sizes.append(int(text.rstrip("KM")) * unit)
+    return max(sizes)
+
+
+def available_memory_bytes():
+    """Memory a new allocation can get without swapping, or None when it cannot be read."""
+    if sys.platform.startswith("linux"):
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def blas_info():
+    """The BLAS libraries NumPy loaded: [{library, version, threads, architecture}]."""
+    from threadpoolctl import threadpool_info
+    return [{"library": p.get("internal_api"), "version": p.get("version"),
+             "threads": p.get("num_threads"), "architecture": p.get("architecture")}
+            for p in threadpool_info() if p.get("user_api") == "blas"]
+
+
+def blas_env():
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(BLAS_ENV)}
+
+
+def cpu_frequency():
+    """{"governor", "mhz", "max_mhz"}, each where Linux exposes it: cpufreq's governor, current
+    and maximum frequency, or else /proc/cpuinfo's current MHz. Missing ones are left out."""
+    def cpufreq(name):
+        with open(f"/sys/devices/system/cpu/cpu0/cpufreq/{name}") as f:
+            return f.read().strip()
+
+    def cpuinfo_mhz():
+        with open("/proc/cpuinfo") as f:
+            return next(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz"))
+    found = {"governor": quietly(lambda: cpufreq("scaling_governor")),
+             "mhz": (quietly(lambda: int(cpufreq("scaling_cur_freq")) / 1000)
+                     or quietly(cpuinfo_mhz)),
+             "max_mhz": quietly(lambda: int(cpufreq("cpuinfo_max_freq")) / 1000)}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def load_average():
+    """The number of processes that wanted a core, over the last minute (Unix), or None."""
+    return round(os.getloadavg()[0], 2)
+
+
+def cores_busy_now(seconds=0.2):
+    """How many cores' worth of work other processes did while this one slept for `seconds`
+    (Linux's /proc/stat). Unlike the load average, it forgets a run that just ended."""
+    def ticks():
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        return sum(fields) - fields[3] - fields[4], sum(fields)  # busy (not idle, iowait), all
+    busy0, all0 = ticks()
+    time.sleep(seconds)
+    busy1, all1 = ticks()
+    return (busy1 - busy0) / max(all1 - all0, 1) * (os.cpu_count() or 1)
+
+
+def facts(busy=(), sweep=None):
+    """Everything the machine line says, as a plain dict (saved with every result). busy: what
+    else was measuring on the machine when the run started, in words; sweep: the thread counts
+    a sweep runs, or None."""
+    import numpy as np
+    return {
+        "cpu": quietly(cpu_model, "unknown CPU"),
+        "cores": quietly(os.cpu_count),
+        "llc_bytes": quietly(last_level_cache_bytes),
+        "os": quietly(lambda: f"{platform.system()} {platform.release()} {platform.machine()}",
+                       "unknown OS"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": quietly(blas_info, []),
+        "env": quietly(blas_env, {}),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "load": quietly(load_average),
+        "frequency": quietly(cpu_frequency, {}),
+        "busy": list(busy),
+        "sweep": sweep,
+    }
+
+
+def line(m):
+    """One line: CPU, cores, cache, OS, Python, NumPy, BLAS with threads, BLAS env vars, date."""
+    blas = ", ".join(f"{b['library']} {b['version']}"
+                     + (f" ({b['architecture']})" if b.get("architecture") else "")
+                     + f" {b['threads']} {plural(b['threads'], 'thread')}"
+                     for b in m["blas"]) or "unknown"
+    cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
+    env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
+    sweep = f" | a sweep of {', '.join(map(str, m['sweep']))} threads" if m.get("sweep") else ""
+    return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
+            f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
+            f"{m['date'][:10]}{quiet_line(m)}{sweep}")
+
+
+def quiet_line(m):
+    """How quiet the machine was at the start: load, frequency, governor, anything else busy."""
+    f = m.get("frequency") or {}
+    parts = [f"load {m['load']:.1f}" if m.get("load") is not None else "",
+             " ".join(filter(None, [f"{f['mhz']:.0f} MHz" if f.get("mhz") else "",
+                                    f"(max {f['max_mhz']:.0f})" if f.get("max_mhz") else "",
+                                    f"governor {f['governor']}" if f.get("governor") else ""])),
+             *(f"BUSY: {b}" for b in m.get("busy") or [])]
+    return "".join(f" | {p}" for p in parts if p)
+
+
+@contextlib.contextmanager
+def measuring():
+    """Hold a machine-wide mark for as long as a run measures. -> what else was measuring when
+    it started: another run of this suite, or a load above BUSY_LOAD per core (in words)."""
+    busy = []
+    cores = os.cpu_count() or 1
+    now = quietly(cores_busy_now)
+    load = now if now is not None else quietly(load_average)  # where /proc/stat is not there
+    if load is not None and load > BUSY_LOAD * cores:
+        busy.append(f"{load:.1f} of {cores} cores busy with other work" if now is not None
+                    else f"load {load:.1f} on {cores} cores")
+    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{quietly(os.getuid, 0)}.lock")
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):  # no such marks on this system
+        yield busy
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            busy.append("another run of this suite")
+        fcntl.flock(fd, fcntl.LOCK_SH)  # others can see this run, and run beside it
+        for b in busy:
+            warn(f"the machine is busy ({b}): every timing of this run will be slower than the "
+                 f"machine can do; the machine line says so")
+        yield busy
+    finally:
+        os.close(fd)
+
+
+def machine_id(m):
+    """A readable folder name: the CPU model and core count, e.g. amd-epyc-2c."""
+    cpu = re.sub(r"\((r|tm|c)\)|\bcpu\b|@.*$", " ", m["cpu"].lower())
+    return (re.sub(r"[^a-z0-9]+", "-", cpu).strip("-") or "unknown") + f"-{m['cores'] or 0}c"
+
+
+def peak_rss_bytes():
+    """The most memory this process has held (Linux reports KiB, macOS bytes)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024

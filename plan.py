@@ -1,0 +1,78 @@
+"""Rows planned, then measured or predicted into records. An experiment declares its rows (what
+rides each trip), how it measures them and the sheets it prints; a prediction and the memory a
+run needs are read off the same rows, with no model built."""
+import dataclasses
+import statistics
+
+import model
+import timing
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One planned row: its key in its sheet, its name in the check table, and what rides each
+    of its trips, one list of riders ((notes before, new tokens) per user) per step."""
+    key: tuple
+    label: str
+    steps: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A row measured or predicted: its figures, each a Timing ("time" is the one held to its
+    limit), and, when measured, its recorded trip ({"riders", "parts"})."""
+    row: Row
+    figures: dict
+    recorded: dict = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """plan(args) -> [Row]; measure(Bench, args, rows) -> a Record per row, in order;
+    sheets(Config, args, records, roofs) -> [Sheet]; checked: its rows are held to their limits
+    in the check table and the breakdown."""
+    plan: object
+    measure: object
+    sheets: object
+    checked: bool = True
+
+
+def figures(row, per_run, stat="middle", what=""):
+    """A row's figures from the seconds of each step of every run: a one-trip row's time; a
+    schedule's (the dial's) time to first word, the typers' median and worst gap, and total."""
+    if len(row.steps) == 1:
+        return {"time": timing.timing([r[0] for r in per_run], stat, what)}
+
+    def of(figure, words):
+        return timing.timing([figure(r) for r in per_run], stat, f"{what}: {words}")
+    return {"ttft": of(lambda s: sum(s[:-1]), "time to first word"),
+            "gap median": of(statistics.median, "typers' median gap"),
+            "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
+
+
+def predicted(cfg, rows, roofs):
+    """Each row with every trip at its limit on the given speeds: one "run" of limits."""
+    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    return [Record(row, figures(row, [[model.limit(cfg, riders, bw, fl)[0]
+                                       for riders in row.steps]], "limit")) for row in rows]
+
+
+def memory_bytes(cfg, rows):
+    """The most memory an experiment's rows hold at once, beyond the tables: the first notebooks
+    the typers copy (one per depth they start at), then the fullest row's notebooks and the
+    scratch of its biggest trip."""
+    firsts = sum({n for row in rows for n, _ in row.steps[0]})
+    return model.note_bytes(cfg) * firsts + max(
+        model.note_bytes(cfg) * sum(n + t for n, t in row.steps[-1])
+        + max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps) for row in rows)
+
+
+def predict(cfg, experiments, args, roofs):
+    """Each experiment's sheets with every trip of every planned row at its limit."""
+    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    for e in experiments:
+        for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
+            yield dataclasses.replace(sheet, figures=())
+            yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
+                   f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
+            yield ""
