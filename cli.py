@@ -11,18 +11,18 @@ import math
 import os
 import re
 import signal
-import sys
 import time
 
 import machine
 import results
+import stopping
 from printers import Picture, Saved, Sheet, entry, render
-from stopping import STOPS, Stopped, stoppable
-from terminal import note, plural, progress, warn
+from terminal import note, plain_streams, plural, show, warn
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe")  # flags about the run, not the result
+MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -43,19 +43,23 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def whole(lo, hi=None):
+def whole(lo, hi):
     """An argparse type: a whole number in [lo, hi], with a message naming the range."""
-    allowed = f"a whole number from {lo} to {hi}" if hi else f"a whole number >= {lo}"
-
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
-        if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {lo:,} to {hi:,}, "
+                                             f"got {shown(text)}")
         return value
     return parse
+
+
+def shown(text, most=40):
+    """A value as a message repeats it: quoted, and cut short if long."""
+    return repr(text if len(text) <= most else text[:most - 3] + "...")
 
 
 LABEL_MAX = 100  # characters: a folder name any file system takes
@@ -70,14 +74,21 @@ def finite(allowed, ok):
         except ValueError:
             value = math.nan
         if not math.isfinite(value) or not ok(value):
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {shown(text)}")
         return value
     return parse
 
 
-def speed(unit):
-    """An argparse type: a speed in `unit`, a finite number above 0."""
-    return finite(f"a speed in {unit} above 0", lambda v: v > 0)
+def speed(unit, low, high):
+    """An argparse type: a speed in `unit`, from low to high."""
+    return finite(f"a speed in {unit} from {low:g} to {high:g}", lambda v: low <= v <= high)
+
+
+def folder(text):
+    """An argparse type: a folder's path, which must not be empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("must be a folder's path, got ''")
+    return text
 
 
 def reads(reader, what):
@@ -95,7 +106,7 @@ def label(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(
             f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-' (a folder name), "
-            f"got {text if len(text) <= 40 else text[:37] + '...'!r}")
+            f"got {shown(text)}")
     return text
 
 
@@ -103,7 +114,7 @@ def tablefmt(text):
     from tabulate import tabulate_formats
     if text not in tabulate_formats:
         raise argparse.ArgumentTypeError(f"must be a tabulate format such as plain, github, "
-                                         f"simple or grid, got {text!r}")
+                                         f"simple or grid, got {shown(text)}")
     return text
 
 
@@ -112,9 +123,10 @@ def parser(doc, runs):
     p = Parser(description=doc.strip().splitlines()[0],
                formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
-    g.add_argument("--runs", type=whole(1), default=runs, metavar="N",
+    g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
                    help="counted runs per figure, after one warm-up run that is not counted")
-    g.add_argument("--threads", nargs="+", type=whole(1), default=None, metavar="N",
+    g.add_argument("--threads", nargs="+", type=whole(1, MOST_THREADS), default=None,
+                   metavar="N",
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
                         "several (--threads 1 2) sweep them: one block of tables each, saved as "
                         "<script>.sweep; default: the library's own choice")
@@ -127,7 +139,7 @@ def parser(doc, runs):
     g.add_argument("--spread", action="store_true",
                    help="a ± column beside each timed figure: the standard deviation of its "
                         "counted runs (the post's own layouts give way to tables)")
-    g.add_argument("--out", default=RESULTS, metavar="DIR",
+    g.add_argument("--out", type=folder, default=RESULTS, metavar="DIR",
                    help="folder for results, the same wherever the scripts are run from")
     g.add_argument("--label", type=label, default=None, metavar="NAME",
                    help="results subfolder; default: a slug of the CPU model and core count")
@@ -140,12 +152,17 @@ _UNSET = object()  # a flag's value before parsing: still _UNSET after it, the f
 
 def parse(p, argv, quick):
     """Parse the flags and check, before anything is measured, what can be checked: --quick
-    takes the small sizes in `quick` for every flag not given; --threads and the folder that
-    results will go to."""
+    takes the small sizes in `quick` for every flag not given; a list flag keeps each value
+    once; --threads and the folder that results will go to."""
+    plain_streams()  # --help too
     args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
     for name, value in quick.items():
         if getattr(args, name) is _UNSET:
             setattr(args, name, value if args.quick else p.get_default(name))
+    for action in p._actions:  # each value once, in the order given
+        value = getattr(args, action.dest, None)
+        if action.nargs == "+" and isinstance(value, list):  # given: defaults are tuples
+            setattr(args, action.dest, list(dict.fromkeys(value)))
     cpus = os.cpu_count() or 1
     if args.threads and max(args.threads) > cpus:
         if not args.oversubscribe:
@@ -155,7 +172,9 @@ def parse(p, argv, quick):
     if args.threads:
         args.threads = sorted(set(args.threads))
     if not args.no_save:
-        problem = unwritable(folder_of(args))
+        stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
+                                               else "") + (".quick" if args.quick else "")
+        problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt"])
         if problem:
             p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
                     f"(choose another --out or --label, or --no-save)")
@@ -169,19 +188,34 @@ def folder_of(args):
     return os.path.join(args.out, args.label or machine.machine_id(cpu))
 
 
-def unwritable(folder):
-    """Why files cannot be made in folder, in a few words, or None. Creates nothing."""
-    path, missing = os.path.abspath(folder), []
-    while not os.path.exists(path):
-        path, name = os.path.split(path)
-        missing.append(name)
-    if not os.path.isdir(path):
-        return f"{path} is a file, not a folder"
-    if not os.access(path, os.W_OK | os.X_OK):
-        return f"{path} is not writable"
-    longest = machine.quietly(lambda: os.pathconf(path, "PC_NAME_MAX"), 255)
-    if any(len(name.encode()) > longest for name in missing):
-        return f"a folder name is longer than the {longest} bytes this file system takes"
+def unwritable(folder, names=()):
+    """Why the files `names` cannot be saved into folder, in a few words, or None. Tries it: makes
+    the missing folders and a file in the last, then removes everything it made."""
+    path, made = os.path.abspath(folder), []
+    try:
+        missing, head = [], path
+        while not os.path.lexists(head):
+            head, name = os.path.split(head)
+            missing.append(name)
+        for name in reversed(missing):
+            head = os.path.join(head, name)
+            os.mkdir(head)
+            made.append(head)
+        if not os.path.isdir(path):
+            return f"{path} is not a folder"
+        for name in [results.LOCK, *names]:
+            there = os.path.join(path, name)
+            if os.path.lexists(there) and not os.path.isfile(there):
+                return f"{there} is not a file"
+        probe = os.path.join(path, results.TEMP + "probe")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError as e:
+        return f"{e.filename or path}: {e.strerror or e}"
+    finally:
+        for made_folder in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(made_folder)
     return None
 
 
@@ -199,12 +233,11 @@ def run(script, args, body, headline=None):
     as it comes; then save. Returns the exit code: 0; 1 if the results could not be saved;
     128 + the signal's number on Ctrl-C (130) or SIGTERM (143), with nothing saved and earlier
     results untouched."""
-    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show a table's characters
-        with contextlib.suppress(AttributeError, ValueError):  # shows '?' for them; the
-            stream.reconfigure(errors="replace")  # saved .txt keeps them (UTF-8)
+    plain_streams()
+    stopping.begin()
     start, out = time.perf_counter(), Output(args)
     try:
-        with stoppable():
+        with stopping.stoppable():
             with machine.measuring() as busy:
                 facts = blocks(args, body, busy, out, headline)
             wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
@@ -219,16 +252,10 @@ def run(script, args, body, headline=None):
             stem = script + (".sweep" if out.sweep else "")
             return results.save(folder_of(args),
                                 results.files(stem, data, out.text, out.pictures, args.quick))
-    except (Stopped, KeyboardInterrupt) as e:
+    except (stopping.Stopped, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", signal.SIGINT)
-        progress("")
-        done = "the results were saved just before" if getattr(e, "held", False) else \
-            "nothing saved, earlier results untouched"
-        print(f"{STOPS[signum]}: {done}", file=sys.stderr)
+        note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
         return 128 + signum
-    except BrokenPipeError:  # `python x.py | head`: the reader stopped reading, so stop too
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
 
 
 def blocks(args, body, busy, out, headline):
@@ -261,8 +288,7 @@ class Output:
         self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
 
     def show(self, line):
-        progress("")
-        print(line, flush=True)
+        show(line)
         self.text.append(line)
 
     def take(self, item, suffix):

@@ -8,10 +8,8 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     import stopping
     stopping.stop_quietly()
 
-import json
 import math
 import os
-import sys
 import zlib
 
 import numpy as np
@@ -19,7 +17,8 @@ import numpy as np
 import cli
 import machine
 import results
-from terminal import plural
+import schema
+from terminal import note, plain_streams, plural, show
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)
@@ -62,27 +61,16 @@ def figures(data, section):
         for suffix, threads in blocks:
             t = data["tables"].get(table + suffix)
             heads = [c["header"] for c in t["columns"]] if t else []
-            if column not in heads:
+            if column not in heads or (key is not None and key not in heads):
                 continue
             unit = t["columns"][heads.index(column)]["unit"]
             for i, row in enumerate(t["rows"]):
                 cells = dict(zip(heads, row))
                 which = "" if key is None else (f" ({cells[key]})" if isinstance(cells[key], str)
                                                 else f" ({key} {cells[key]})")
-                out[(label + which + threads, unit)] = (cells[column], samples_of(t, i, column))
+                out[(label + which + threads, unit)] = (cells[column],
+                                                        schema.samples(t, i, column))
     return out
-
-
-def samples_of(table, i, column):
-    """The samples behind row i's figure in column, as [(seconds, power)], or None where the file
-    holds none (or none usable)."""
-    try:
-        parts = [(s, power) for power, s in table["samples_s"][i][column]]
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-    usable = parts and all(power in (1, -1) and isinstance(s, list) and s and all(
-        type(x) in (int, float) and math.isfinite(x) and x > 0 for x in s) for s, power in parts)
-    return parts if usable else None
 
 
 def machine_folders(args_folders, out):
@@ -91,26 +79,14 @@ def machine_folders(args_folders, out):
         return args_folders
     if not os.path.isdir(out):
         return []
-    folders = sorted(os.path.join(out, d) for d in os.listdir(out)
-                     if os.path.isdir(os.path.join(out, d)))
-    return sorted(folders, key=lambda f: not is_published(f))  # the post's figures first
-
-
-def is_published(folder):
-    """True for a folder of published figures (like the post's), which others are held to."""
-    for script in SCRIPTS:
-        try:
-            with open(os.path.join(folder, script + ".json")) as f:
-                return bool(json.load(f).get("published"))
-        except (OSError, ValueError, AttributeError):
-            continue
-    return False
+    return sorted(os.path.join(out, d) for d in os.listdir(out)
+                  if os.path.isdir(os.path.join(out, d)))
 
 
 def read_machine(folder, problems):
     """{file stem: data} of one machine's folder: each script's plain run, and its thread sweep
-    (<script>.sweep); what cannot be used goes to problems. The folder is read under its lock,
-    after any save a killed run left halfway is finished."""
+    (<script>.sweep); what cannot be used goes to problems. The folder is read as its last
+    whole save left it, waiting for a save under way, and nothing in it is changed."""
     if not os.path.exists(folder):
         problems.append(f"{folder}: no such results folder")
         return None
@@ -118,20 +94,24 @@ def read_machine(folder, problems):
         problems.append(f"{folder}: is a file, not a results folder")
         return None
     found = {}
-    with results.locked(folder):
-        if os.access(folder, os.W_OK):
-            results.finish_replacing(folder)
-        for script in SCRIPTS:
-            for stem in (script, script + ".sweep"):
-                path = os.path.join(folder, stem + ".json")
-                if not os.path.exists(path):
-                    continue  # this machine did not run it: its rows stay blank
-                try:
-                    found[stem] = results.load(path, script)
-                except ValueError as e:
-                    problems.append(f"{path}: {e}; left out")
+    try:
+        with results.locked(folder, shared=True):
+            paths, half_done = results.as_saved(folder)
+    except (OSError, ValueError) as e:
+        problems.append(f"{folder}: {e}")
+        return None
+    if half_done:
+        note(f"compare.py: {half_done}")
+    for script in SCRIPTS:
+        for stem in (script, script + ".sweep"):
+            if stem + ".json" not in paths:
+                continue  # this machine did not run it: its rows stay blank
+            try:
+                found[stem] = schema.load(paths[stem + ".json"], script)
+            except ValueError as e:
+                problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
     if not found and not any(p.startswith(folder + os.sep) for p in problems):
-        quick = sorted(n for n in os.listdir(folder) if n.endswith(".quick.json"))
+        quick = sorted(n for n in paths if n.endswith(".quick.json"))
         problems.append(f"{folder}: " + (
             f"holds only quick runs ({', '.join(quick)}), which compare.py leaves out: run "
             f"the scripts without --quick" if quick
@@ -208,8 +188,8 @@ def difference(first, other, label):
     behind both (None without samples): each side's runs resampled with replacement and their
     median taken, from a generator seeded by the figure's name, so the same files always give
     the same verdicts. -> (ratio or None, draws or None)"""
-    if not (first and other) or not all(isinstance(v[0], (int, float)) for v in (first, other)) \
-            or not first[0]:
+    if not (first and other) or not all(isinstance(v[0], (int, float)) and v[0] > 0
+                                        for v in (first, other)):
         return None, None
     ratio = other[0] / first[0]
     if first[1] is None or other[1] is None:
@@ -276,45 +256,46 @@ def build_parser():
 
 
 def main(argv=None):
+    plain_streams()
     args = build_parser().parse_args(argv)
     from tabulate import tabulate
-    problems, folders, machines = [], [], []
+    problems, found = [], []
     for folder in machine_folders(args.folders, args.out):
-        found = read_machine(folder, problems)
-        if found:
-            folders.append(folder)
-            machines.append(found)
+        data = read_machine(folder, problems)
+        if data:
+            found.append((folder, data))
+    if not args.folders and not os.path.isdir(args.out):
+        problems.append(f"{args.out}: no such results folder (--out)")
+    if not args.folders:  # the post's figures first: the others are held to them
+        found.sort(key=lambda f: not any(d.get("published") for d in f[1].values()))
+    folders, machines = [f for f, _ in found], [m for _, m in found]
     names = short_names(folders) if folders else []
     for line in [describe(n, m) for n, m in zip(names, machines)]:
-        print(line)
+        show(line)
     if len(machines) > 1:
-        print(f"(verdicts: a {CONFIDENCE:.0%} bootstrap interval of each ratio from the runs "
+        show(f"(verdicts: a {CONFIDENCE:.0%} bootstrap interval of each ratio from the runs "
               f"behind both figures, {RESAMPLES:,} resamples, seeded; within the noise when it "
               f"holds 1; a change under {args.min_change:g}% is no change, --min-change)")
     for section in FIGURES if machines else ():
         headers, rows = comparison(names, machines, section, args.min_change)
         if not rows:
             continue
-        print(f"\n{section}")
-        print(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
-                       missingval=""))
+        show(f"\n{section}")
+        show(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
+                      missingval=""))
     for name, m in zip(names, machines):
         for stem, data in m.items():
             if not (data.get("published") or data.get("predicted")) and not any(
                     samples for section in FIGURES if section.split(":")[0] == data["script"]
                     for _, samples in figures(data, section).values()):
-                print(f"compare.py: {name}/{stem}.json has no samples behind its figures, so "
-                      f"its differences get no verdict", file=sys.stderr)
+                note(f"compare.py: {name}/{stem}.json has no samples behind its figures, so "
+                     f"its differences get no verdict")
     for line in problems:
-        print(f"compare.py: {line}", file=sys.stderr)
+        note(f"compare.py: {line}")
     if not machines and not problems:
-        print("compare.py: no results to compare; run the scripts first", file=sys.stderr)
+        note("compare.py: no results to compare; run the scripts first")
     return 1 if problems or not machines else 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `python compare.py | head`: the reader has seen enough
-        sys.stderr.close()
-        sys.exit(0)
+    stopping.leave(main())

@@ -7,7 +7,6 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     import stopping
     stopping.stop_quietly()
 
-import sys
 
 import numpy as np
 
@@ -84,7 +83,7 @@ def experiment(args, facts):
 def build_parser():
     p = cli.parser(__doc__, runs=7)
     g = p.add_argument_group("cube_bug")
-    g.add_argument("--tokens", type=cli.whole(1), default=TOKENS, metavar="N",
+    g.add_argument("--tokens", type=cli.whole(1, 10 ** 8), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "
                         "worth")
     g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
@@ -108,4 +107,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    stopping.leave(main())

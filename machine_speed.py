@@ -8,7 +8,6 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import math
-import sys
 
 import numpy as np
 
@@ -120,9 +119,9 @@ def warn_if_cached(size, llc_bytes):
 def build_parser():
     p = cli.parser(__doc__, runs=5)
     g = p.add_argument_group("machine_speed")
-    g.add_argument("--size", type=cli.whole(1), default=SIZE, metavar="N",
+    g.add_argument("--size", type=cli.whole(1, 10 ** 6), default=SIZE, metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")
-    g.add_argument("--matmul", type=cli.whole(1), default=MATMUL, metavar="N",
+    g.add_argument("--matmul", type=cli.whole(1, 10 ** 5), default=MATMUL, metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
     return p
 
@@ -147,4 +146,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    stopping.leave(main())

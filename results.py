@@ -1,20 +1,18 @@
-"""Results: one run's files saved into its results folder as one unit (under the folder's lock,
-through a journal, never half written), and saved files read back with every field checked.
-compare.py and two_phases --roofs read through here."""
+"""Results folders: one run's files saved as one unit (under the folder's lock, through a
+journal, never half written), and a folder read as its last whole save left it, changing
+nothing in it. What a folder contains never reaches outside it."""
 import contextlib
 import json
-import math
 import os
 import secrets
+import stat
 import sys
 
-from stopping import held_signals
+import stopping
 from terminal import note
 
 SCHEMA_VERSION = 3  # the JSON layout; 3: one samples layout for every table (samples_s)
-READABLE = (1, 2, 3)  # the versions load() reads; older layouts are brought to the newest
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
-FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
 def files(stem, data, text, pictures, quick):
@@ -31,42 +29,89 @@ def files(stem, data, text, pictures, quick):
 
 
 @contextlib.contextmanager
-def locked(folder):
-    """Hold a results folder's lock: one run saves into it at a time, and compare.py reads it
-    whole. Where the system has no such locks, or the folder is read-only, nothing is held."""
+def locked(folder, shared=False):
+    """Hold a results folder's lock: one run saves into it at a time (exclusive), and readers
+    (shared) wait for a save to finish. A reader never makes the lock file; where there is
+    none, or the system has no such locks, nothing is held. A lock that is not a file is an
+    error: saving without it could mix two runs' files."""
+    path = os.path.join(folder, LOCK)
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        raise OSError(f"{path} is not a lock file")
     try:
         import fcntl
-        fd = os.open(os.path.join(folder, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT, 0o666)
     except (ImportError, OSError):
+        if not shared:
+            raise
         yield
         return
     try:
+        how = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
         except BlockingIOError:
             note(f"waiting for another run to finish with {folder}/")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, how)
         yield
     finally:
         os.close(fd)
 
 
+def journal(folder):
+    """The renames a killed save left undone, {file name: temp name}, or {} when there is no
+    journal. Raise ValueError unless every entry names a plain file of this folder and one of
+    the temp files the suite makes: a journal must never move anything from or to elsewhere."""
+    path = os.path.join(folder, JOURNAL)
+    if not os.path.lexists(path):
+        return {}
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or os.path.getsize(path) > 1 << 16:
+            raise ValueError("is not a journal file")
+        with open(path, encoding="utf-8") as f:
+            renames = json.load(f)
+    except (OSError, ValueError, RecursionError) as e:
+        raise ValueError(f"{path}: unreadable journal ({e}); left as it is") from None
+    if not isinstance(renames, dict) or not all(
+            plain_name(name) and plain_name(temp) and temp.startswith(TEMP)
+            and not name.startswith(".") for name, temp in renames.items()):
+        raise ValueError(f"{path}: a journal entry names something other than a file of "
+                         f"this folder; refused and left as it is (remove it to save here)")
+    return renames
+
+
+def plain_name(name):
+    """A file name in a folder: no folder part, nothing that climbs out, no NUL."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name
+            and os.path.basename(name) == name and "/" not in name and os.sep not in name)
+
+
 def finish_replacing(folder):
     """Under the lock: finish the renames of a save that was killed halfway (its journal lists
     them, and every file it names was whole before the first rename), then remove stray temps."""
-    journal = os.path.join(folder, JOURNAL)
-    with contextlib.suppress(OSError, ValueError):
-        with open(journal) as f:
-            renames = json.load(f)
-        for name, temp in renames.items():
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(os.path.join(folder, temp), os.path.join(folder, name))
+    for name, temp in journal(folder).items():
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(os.path.join(folder, temp), os.path.join(folder, name))
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(journal)
+        os.unlink(os.path.join(folder, JOURNAL))
     for name in os.listdir(folder):
         if name.startswith(TEMP):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
+
+
+def as_saved(folder):
+    """Where each file of a folder is to be read, changing nothing: {file name: path}. If a save
+    was killed halfway, a file it had still to rename is read from its whole temp file, as the
+    next save will finish it. -> ({name: path}, a note saying so, or None)"""
+    paths = {name: os.path.join(folder, name) for name in os.listdir(folder)}
+    try:
+        pending = {name: temp for name, temp in journal(folder).items()
+                   if os.path.lexists(os.path.join(folder, temp))}
+    except ValueError as e:  # a journal that names anything else is not followed
+        return paths, f"{e}; the files are read as they are"
+    paths.update({name: os.path.join(folder, temp) for name, temp in pending.items()})
+    return paths, (f"{folder}: a save was cut short; read as the next save will finish it "
+                   f"({', '.join(sorted(pending))})" if pending else None)
 
 
 def _write_temp(folder, name, content):
@@ -90,8 +135,8 @@ def replace_together(folder, files):
     """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
     kill), every file is either new or as it was, all of them. Every file is written to a temp
     file first; then a journal lists the renames, the renames follow, and the journal goes. A save
-    killed during the renames is finished by the next one (or by compare.py), as the journal says;
-    SIGINT and SIGTERM wait for the renames."""
+    killed during the renames is finished by the next one, as the journal says; SIGINT and
+    SIGTERM wait for the renames."""
     with locked(folder):
         finish_replacing(folder)
         temps = {}
@@ -99,11 +144,12 @@ def replace_together(folder, files):
             for name, content in files.items():
                 temps[name] = _write_temp(folder, name, content)
             journal = _write_temp(folder, JOURNAL, json.dumps(temps))
-            with held_signals():
+            with stopping.held_signals():
                 os.replace(os.path.join(folder, journal), os.path.join(folder, JOURNAL))
                 for name, temp in temps.items():
                     os.replace(os.path.join(folder, temp), os.path.join(folder, name))
                 os.unlink(os.path.join(folder, JOURNAL))
+                stopping.saved()
         finally:
             finish_replacing(folder)  # nothing half done is left: temps of a failed save go
 
@@ -125,129 +171,3 @@ def save(folder, files):
         return 1
     print(f"saved {', '.join(os.path.join(folder, name) for name in files)}", file=sys.stderr)
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# reading a saved result
-
-
-def load(path, script):
-    """A result file's data, or raise ValueError with what is wrong with it, in a few words."""
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > FILE_MAX:
-            raise ValueError("is not a results file" if os.path.exists(path) else
-                             "does not exist")
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot be read ({e.strerror or e})") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("is not a result file (no object at the top)")
-    version = data.get("schema_version")
-    if "schema_version" not in data:
-        raise ValueError("has no schema version; rerun that script to refresh it")
-    if type(version) is not int:
-        raise ValueError(f"has schema version {version!r}, which is not a whole number")
-    if version not in READABLE:
-        age = "older" if version < min(READABLE) else "newer"
-        raise ValueError(f"has schema version {version}, {age} than this suite reads "
-                         f"({', '.join(map(str, READABLE))}); rerun that script to refresh it")
-    if data.get("script") != script:
-        raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
-    check_machine(data.get("machine"))
-    check_tables(data.get("tables"))
-    return upgrade(data)
-
-
-MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
-           "date": str}  # what the machine line needs; the rest may be missing or None
-BLAS = {"library": str, "version": str, "threads": int}
-
-
-def check_machine(m):
-    """Raise ValueError, naming the field, if the machine line cannot be made from m."""
-    if not isinstance(m, dict):
-        raise ValueError("has no machine")
-    for field, kind in MACHINE.items():
-        if not isinstance(m.get(field), kind):
-            raise ValueError(f"has no usable machine {field!r}")
-    for b in m["blas"]:
-        if not isinstance(b, dict) or not all(isinstance(b.get(k), t) for k, t in BLAS.items()):
-            raise ValueError("has a BLAS entry without its library, version or threads")
-    if not isinstance(m.get("cores"), (int, type(None))):
-        raise ValueError("has no usable machine 'cores'")
-    sweep = m.get("sweep")
-    if sweep is not None and not (isinstance(sweep, list) and all(type(n) is int for n in sweep)):
-        raise ValueError("has a thread sweep that is not a list of thread counts")
-
-
-def check_tables(tables):
-    """Raise ValueError, naming the table, if a table is not columns and rows of that width."""
-    if not isinstance(tables, dict):
-        raise ValueError("has no tables")
-    for name, t in tables.items():
-        columns = t.get("columns") if isinstance(t, dict) else None
-        if not isinstance(columns, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("header"), str)
-                and isinstance(c.get("unit"), str) for c in columns):
-            raise ValueError(f"has a table {name!r} without usable columns")
-        rows = t.get("rows")
-        if not isinstance(rows, list) or not all(
-                isinstance(r, list) and len(r) == len(columns) for r in rows):
-            raise ValueError(f"has a table {name!r} whose rows do not match its columns")
-
-
-OLD_FIGURES = {  # schema 1 and 2: which timing behind each figure, table by table
-    "machine_speed": lambda s, i: {"memory speed": [[-1, s["forklift"]]],
-                                   "read time": [[1, s["forklift"]]],
-                                   "math speed": [[-1, s["workbench"]]],
-                                   "math time": [[1, s["workbench"]]],
-                                   "balance": [[1, s["forklift"]], [-1, s["workbench"]]],
-                                   "tokens a trip needs": [[1, s["forklift"]],
-                                                           [-1, s["workbench"]]]},
-    "collision": lambda s, i: {"normal gap ms": [[1, s[0]]], "all at once gap ms": [[1, s[1]]],
-                               "chunked worst gap ms": [[1, s[2]]]},
-    "dial": lambda s, i: {"worst gap ms": [[1, s[i]]]},
-    "cube": lambda s, i: {"h**3 ms": [[1, s[i][0]]], "h*h*h ms": [[1, s[i][1]]],
-                          "ratio": [[1, s[i][0]], [-1, s[i][1]]]},
-}
-
-
-def upgrade(data):
-    """A result of an older schema in the newest layout: samples_s[row][header] = [[power,
-    samples]]. Older files kept one list of samples per row (or per figure, or per name)."""
-    if data["schema_version"] >= 3:
-        return data
-    for name, t in data["tables"].items():
-        old, base = t.get("samples_s"), name.split(" @")[0]
-        if old is None:
-            continue
-        units = {c["header"]: c["unit"] for c in t["columns"]}
-        per_row = {h: (1 if u in ("ms", "s") else -1) for h, u in units.items()
-                   if u in ("ms", "s") or u.endswith("/s")}  # prefill, decode, depth
-        with contextlib.suppress(KeyError, IndexError, TypeError):
-            t["samples_s"] = [OLD_FIGURES[base](old, i) if base in OLD_FIGURES else
-                              {h: [[p, old[i]]] for h, p in per_row.items()}
-                              for i in range(len(t["rows"]))]
-    return data
-
-
-def read_roofs(path):
-    """The two speeds of a saved machine_speed.json: {"bytes_per_s", "flops_per_s", "source"},
-    each finite and above 0 (they divide every limit); or raise ValueError saying why not."""
-    data = load(path, "machine_speed")
-    speeds = data.get("roofs")
-    if not isinstance(speeds, dict):
-        raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    roofs = {}
-    for name, what, unit in (("bytes_per_s", "memory speed", "GB/s"),
-                             ("flops_per_s", "math speed", "GFLOP/s")):
-        value = speeds.get(name)
-        if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:
-            shown = f"{value / 1e9:g} {unit}" if type(value) in (int, float) else repr(value)
-            raise ValueError(f"holds a {what} of {shown}: it must be a finite number above 0")
-        roofs[name] = float(value)
-    date = data["machine"]["date"][:10]
-    return {**roofs, "source": f"from {path} (measured {date})"}

@@ -1,47 +1,62 @@
-"""How a run ends on Ctrl-C (SIGINT) or a kill (SIGTERM): the same way at any moment, in one
-line, with 128 + the signal's number; never with the results half saved."""
+"""How a run ends on Ctrl-C (SIGINT) or a kill (SIGTERM): the same way at any moment from its
+first line to its exit, in one true line, with 128 + the signal's number; never with the
+results half saved."""
 import contextlib
 import os
 import signal
 import sys
 
 STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+NOTHING_SAVED = "nothing saved, earlier results untouched"
+SAVED = "the results were saved just before"
+_now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None}  # the process's one state
 
 
 class Stopped(Exception):
-    """SIGINT or SIGTERM during a run; the run exits with 128 + the signal's number. held: the
-    signal waited for a block of held_signals() to finish (the results were saved)."""
+    """SIGINT or SIGTERM during a run; the run exits with 128 + the signal's number."""
 
-    def __init__(self, signum, held=False):
+    def __init__(self, signum):
         super().__init__(STOPS[signum])
-        self.signum, self.held = signum, held
+        self.signum = signum
 
 
 def stop_quietly():
-    """Until a run starts, SIGINT or SIGTERM end the script at once: nothing is measured or
-    saved yet, so there is nothing to undo. Each script calls this first when run, never
-    when imported."""
-    def now(signum, frame):
-        sys.stderr.write(f"{STOPS[signum]}: nothing saved, earlier results untouched\n")
-        os._exit(128 + signum)
+    """Outside a run (while the script loads, after it is done), SIGINT or SIGTERM end the
+    script at once with the line that is true then. Each script calls this first when run,
+    never when imported."""
     for s in STOPS:
-        signal.signal(s, now)
+        signal.signal(s, _at_once)
 
 
-_held = None  # while results are being renamed into place: the signals that arrived meanwhile
+def _at_once(signum, frame):
+    if not _now["stopping"]:  # a second signal while the first one ends the run: no more lines
+        _now["stopping"] = True
+        sys.stderr.write(f"{STOPS[signum]}: {_now['outcome']}\n")
+        os._exit(128 + signum)
 
 
-def _stop(signum, frame):
-    if _held is not None:
-        _held.append(signum)
-        return
-    raise Stopped(signum)
+def _unwind(signum, frame):
+    if _now["held"] is not None:
+        _now["held"].append(signum)
+    elif not _now["stopping"]:
+        _now["stopping"] = True
+        raise Stopped(signum)
+
+
+def begin():
+    """A new run: nothing saved yet, no signal yet."""
+    _now.update(outcome=NOTHING_SAVED, stopping=False, held=None)
+
+
+def outcome():
+    """What a run that stops now has done: NOTHING_SAVED, or SAVED once its results are."""
+    return _now["outcome"]
 
 
 @contextlib.contextmanager
 def stoppable():
     """While a run measures and saves, SIGINT and SIGTERM raise Stopped, so that it unwinds."""
-    previous = {s: signal.signal(s, _stop) for s in STOPS}
+    previous = {s: signal.signal(s, _unwind) for s in STOPS}
     try:
         yield
     finally:
@@ -51,12 +66,26 @@ def stoppable():
 
 @contextlib.contextmanager
 def held_signals():
-    """SIGINT and SIGTERM wait until the block is done, then take effect."""
-    global _held
-    _held = []
+    """SIGINT and SIGTERM wait until the block is done, then take effect. saved() inside it
+    marks the results as saved, so that a signal from then on says so."""
+    _now["held"] = []
     try:
         yield
     finally:
-        pending, _held = _held, None
-    if pending:
-        raise Stopped(pending[0], held=True)
+        pending, _now["held"] = _now["held"], None
+    if pending and not _now["stopping"]:
+        _now["stopping"] = True
+        raise Stopped(pending[0])
+
+
+def saved():
+    _now["outcome"] = SAVED
+
+
+def leave(code):
+    """Exit with code now: what is printed is flushed, and no signal can come between the
+    run's last line and the exit (os._exit skips the interpreter's shutdown)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

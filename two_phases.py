@@ -14,7 +14,6 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import statistics
-import sys
 
 import numpy as np
 
@@ -25,7 +24,7 @@ import machine
 import machine_speed
 import model
 import plan
-import results
+import schema
 import roofline
 import timing
 from plan import Experiment, Record, Row, figures
@@ -44,6 +43,8 @@ DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64)}
 SEED = 0
+MOST_USERS = 1_000_000  # users, typers or chunk tokens in one trip: more than any machine runs,
+#                         so that a prediction may go there; the memory check stops a run sooner
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,19 +343,23 @@ def build_parser():
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")
     g.add_argument("--prompts", nargs="+", type=cli.whole(1, model.CONTEXT), default=PROMPTS,
                    metavar="T", help="prefill: question lengths in tokens")
-    g.add_argument("--users", nargs="+", type=cli.whole(1), default=USERS, metavar="U",
+    g.add_argument("--users", nargs="+", type=cli.whole(1, MOST_USERS), default=USERS,
+                   metavar="U",
                    help="decode: users typing one token each in the same trip")
     g.add_argument("--notes", type=cli.whole(1, model.CONTEXT - 1), default=NOTES,
                    metavar="N", help="decode and collision: notes already in each typer's notebook")
-    g.add_argument("--typers", type=cli.whole(1), default=TYPERS, metavar="U",
+    g.add_argument("--typers", type=cli.whole(1, MOST_USERS), default=TYPERS,
+                   metavar="U",
                    help="collision: users typing when the new user arrives")
     g.add_argument("--question", type=cli.whole(1, model.CONTEXT), default=QUESTION,
                    metavar="T", help="collision: the new user's question length in tokens")
     dial = g.add_mutually_exclusive_group()
-    dial.add_argument("--chunk", nargs="+", type=cli.whole(1), default=DIAL, metavar="C",
+    dial.add_argument("--chunk", nargs="+", type=cli.whole(1, MOST_USERS), default=DIAL,
+                      metavar="C",
                       help="collision: the dial, question tokens read per step; a row reading "
                            "the whole question at once is always added")
-    dial.add_argument("--budget", nargs="+", type=cli.whole(2), default=None, metavar="B",
+    dial.add_argument("--budget", nargs="+", type=cli.whole(2, 2 * MOST_USERS), default=None,
+                      metavar="B",
                       help="collision: the same dial as vLLM's per-step token budget "
                            "(max_num_batched_tokens): chunk = B - typers")
     g.add_argument("--depths", nargs="+", type=cli.whole(0, model.CONTEXT - 1), default=DEPTHS,
@@ -362,20 +367,22 @@ def build_parser():
                                      f"are --users, else {' '.join(map(str, DEPTH_USERS))}")
     g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
                    help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small)")
-    g.add_argument("--seed", type=cli.whole(0), default=SEED, metavar="S",
+    g.add_argument("--seed", type=cli.whole(0, 2 ** 63 - 1), default=SEED, metavar="S",
                    help="seed of the random tables")
     g.add_argument("--plot", action="store_true",
                    help="also draw the roofline: results/<machine>/roofline.png and .svg "
                         "(needs matplotlib)")
     speeds = g.add_mutually_exclusive_group()
     speeds.add_argument("--roofs", default=None, metavar="FILE",
-                        type=cli.reads(results.read_roofs, "a machine_speed.py results file"),
+                        type=cli.reads(schema.read_roofs, "a machine_speed.py results file"),
                         help="take the forklift and workbench speeds from a saved "
                              "machine_speed.json instead of measuring them in this run")
-    speeds.add_argument("--forklift", type=cli.speed("GB/s"), default=None, metavar="GB/S",
+    speeds.add_argument("--forklift", type=cli.speed("GB/s", 0.001, 1e6), default=None,
+                        metavar="GB/S",
                         help="the memory speed to hold the rows to (or to predict with), "
                              "with --workbench, instead of measuring it")
-    g.add_argument("--workbench", type=cli.speed("GFLOP/s"), default=None, metavar="GFLOP/S",
+    g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
+                   metavar="GFLOP/S",
                    help="the math speed, with --forklift")
     g.add_argument("--predict", action="store_true",
                    help="run nothing: print every table as the speeds predict it (--forklift "
@@ -417,7 +424,8 @@ def parse_args(argv=None):
             r = limits.speeds(args)
             args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
                           f"{r['flops_per_s'] / 1e9:.0f}gflops")
-            problem = None if args.no_save else cli.unwritable(cli.folder_of(args))
+            problem = None if args.no_save else cli.unwritable(
+                cli.folder_of(args), ["two_phases.json", "two_phases.txt"])
             if problem:
                 p.error(f"argument --out: results cannot be saved to "
                         f"{cli.folder_of(args)}: {problem}")
@@ -426,6 +434,9 @@ def parse_args(argv=None):
         p.error("argument --plot: draws into the results folder, so not with --no-save")
     if args.plot and args.threads and len(args.threads) > 1:
         p.error("argument --plot: draws one run's roofline, not a sweep's; give one --threads")
+    if args.plot and not {"prefill", "decode"} & set(args.experiments):
+        p.error("argument --plot: draws the prefill and decode rows; add prefill or decode to "
+                "--experiments")
     if args.plot and not roofline.available():
         p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
     cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
@@ -442,4 +453,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    stopping.leave(main())

@@ -6,6 +6,7 @@ import pytest
 import limits
 import model
 import results
+import schema
 from conftest import quick_two_phases
 from plan import Record, Row
 from printers import Sheet
@@ -92,7 +93,7 @@ def test_roofs_file_is_read_and_named(tmp_path):
     path.write_text(json.dumps({"schema_version": 3, "script": "machine_speed", "tables": {},
                                 "machine": machine,
                                 "roofs": {"bytes_per_s": 20.5e9, "flops_per_s": 140e9}}))
-    roofs = results.read_roofs(str(path))
+    roofs = schema.read_roofs(str(path))
     assert roofs["bytes_per_s"] == 20.5e9 and roofs["flops_per_s"] == 140e9
     assert str(path) in roofs["source"] and "2026-01-02" in roofs["source"]
 

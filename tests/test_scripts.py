@@ -8,7 +8,7 @@ import pytest
 
 import cli
 import cube_bug
-import results
+import schema
 from conftest import ROOT, script
 
 
@@ -48,7 +48,7 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
         assert all(isinstance(v, (int, float)) or isinstance(v, str)
                    for row in table["rows"] for v in row)
     if script == "machine_speed.py":  # the speeds two_phases --roofs reads are the printed ones
-        roofs = results.read_roofs(stem + ".json")
+        roofs = schema.read_roofs(stem + ".json")
         row = data["tables"]["machine_speed"]["rows"][0]  # GB/s first, GFLOP/s fourth
         assert roofs["bytes_per_s"] == pytest.approx(row[0] * 1e9)
         assert roofs["flops_per_s"] == pytest.approx(row[3] * 1e9)

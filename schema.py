@@ -1,0 +1,210 @@
+"""A saved result read back: every field compare.py or --roofs reads is checked (type, sign,
+finiteness) by one validator, and an older layout is brought to the newest. A file that fails
+is refused whole, in a few words naming the field."""
+import contextlib
+import json
+import math
+import os
+import stat
+
+READABLE = (1, 2, 3)  # the schema versions read; older layouts are brought to the newest
+FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
+
+
+def load(path, script):
+    """A result file's data, or raise ValueError with what is wrong with it, in a few words."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) > FILE_MAX:
+            raise ValueError("is not a results file")  # a folder, a FIFO, a device, a giant
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ValueError("does not exist") from None
+    except OSError as e:
+        raise ValueError(f"cannot be read ({e.strerror or e})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
+    except (RecursionError, UnicodeDecodeError):
+        raise ValueError("is not JSON (nested too deeply, or not text)") from None
+    check(data, script)
+    return upgrade(data)
+
+
+def check(data, script):
+    """Raise ValueError, naming the field, unless data is a whole result of `script`."""
+    if not isinstance(data, dict):
+        raise ValueError("is not a result file (no object at the top)")
+    if "schema_version" not in data:
+        raise ValueError("has no schema version; rerun that script to refresh it")
+    version = data["schema_version"]
+    if type(version) is not int:
+        raise ValueError(f"has schema version {version!r}, which is not a whole number")
+    if version not in READABLE:
+        age = "older" if version < min(READABLE) else "newer"
+        raise ValueError(f"has schema version {version}, {age} than this suite reads "
+                         f"({', '.join(map(str, READABLE))}); rerun that script to refresh it")
+    if data.get("script") != script:
+        raise ValueError(f"holds results of {data.get('script')!r}, not {script!r}")
+    for key in ("published", "predicted"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"has a {key!r} that is not text")
+    check_machine(data.get("machine"))
+    check_tables(data.get("tables"))
+    for key, speeds in data.items():
+        if key.split(" @")[0] == "roofs":
+            check_speeds(speeds, key)
+
+
+def number(v, low=-math.inf):
+    """A finite int or float (not a bool) of at least low."""
+    return type(v) in (int, float) and math.isfinite(v) and v >= low
+
+
+MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
+           "date": str}  # what the machine line needs
+OPTIONAL = {"cores": lambda v: type(v) is int and v >= 1, "llc_bytes": lambda v: number(v, 0),
+            "load": lambda v: number(v, 0), "frequency": lambda v: isinstance(v, dict) and all(
+                isinstance(v[k], str) if k == "governor" else number(v[k], 0) for k in v),
+            "busy": lambda v: isinstance(v, list) and all(isinstance(b, str) for b in v),
+            "sweep": lambda v: isinstance(v, list) and all(type(n) is int and n >= 1
+                                                           for n in v)}  # each may be null
+
+
+def check_machine(m):
+    """Raise ValueError, naming the field, if the machine line cannot be made from m."""
+    if not isinstance(m, dict):
+        raise ValueError("has no machine")
+    for field, kind in MACHINE.items():
+        if not isinstance(m.get(field), kind):
+            raise ValueError(f"has no usable machine {field!r}")
+    for b in m["blas"]:
+        if not (isinstance(b, dict) and isinstance(b.get("library"), str)
+                and isinstance(b.get("version"), str)
+                and type(b.get("threads")) is int and b["threads"] >= 1):
+            raise ValueError("has a BLAS entry without its library, version or threads")
+    for field, ok in OPTIONAL.items():
+        if m.get(field) is not None and not ok(m[field]):
+            raise ValueError(f"has no usable machine {field!r} ({m[field]!r:.40})")
+
+
+def check_tables(tables):
+    """Raise ValueError, naming the table and the cell, unless every table is columns with
+    units and rows of that width whose figures are finite numbers of the right sign (above 0
+    for times, rates and ratios; 0 or more for counts), and its samples are in the newest
+    layout or an older one."""
+    if not isinstance(tables, dict):
+        raise ValueError("has no tables")
+    for name, t in tables.items():
+        columns = t.get("columns") if isinstance(t, dict) else None
+        if not isinstance(columns, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("header"), str)
+                and isinstance(c.get("unit"), str) for c in columns):
+            raise ValueError(f"has a table {name!r} without usable columns")
+        rows = t.get("rows")
+        if not isinstance(rows, list) or not all(
+                isinstance(r, list) and len(r) == len(columns) for r in rows):
+            raise ValueError(f"has a table {name!r} whose rows do not match its columns")
+        for row in rows:
+            for c, v in zip(columns, row):
+                if not cell(c["unit"], v):
+                    raise ValueError(f"has {v!r:.40} in table {name!r}, column "
+                                     f"{c['header']!r}: not a {what(c['unit'])}")
+        if "samples_s" in t and t.get("stat") is not None and not isinstance(t["stat"], str):
+            raise ValueError(f"has a table {name!r} whose statistic is not text")
+
+
+def cell(unit, v):
+    """A figure in a column of this unit: none (a figure not given, as the post leaves some),
+    text or a number where there is no unit, else a finite number, above 0 for a time, a rate
+    or a ratio."""
+    if v is None:
+        return True
+    if unit == "":
+        return isinstance(v, str) or number(v)
+    return number(v, 0) and (v > 0 or not positive(unit))
+
+
+def positive(unit):
+    return unit in ("ms", "s", "x") or unit.endswith("/s")
+
+
+def what(unit):
+    return ("text or a number" if unit == "" else "finite number above 0" if positive(unit)
+            else "finite number of 0 or more")
+
+
+def check_speeds(speeds, key):
+    if not (isinstance(speeds, dict) and all(
+            number(speeds.get(k), 0) and speeds[k] > 0 for k in ("bytes_per_s", "flops_per_s"))):
+        raise ValueError(f"has {key!r} without finite speeds above 0")
+
+
+def samples(table, row, column):
+    """The samples behind one figure, [(seconds, power)], or None where the file holds none
+    usable: samples_s[row][column] = [[power, [seconds, ...]], ...], each above 0."""
+    try:
+        parts = [(s, power) for power, s in table["samples_s"][row][column]]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    usable = parts and all(power in (1, -1) and isinstance(s, list) and s and all(
+        number(x) and x > 0 for x in s) for s, power in parts)
+    return parts if usable else None
+
+
+OLD_FIGURES = {  # schema 1 and 2: which timing behind each figure, table by table
+    "machine_speed": lambda s, i: {"memory speed": [[-1, s["forklift"]]],
+                                   "read time": [[1, s["forklift"]]],
+                                   "math speed": [[-1, s["workbench"]]],
+                                   "math time": [[1, s["workbench"]]],
+                                   "balance": [[1, s["forklift"]], [-1, s["workbench"]]],
+                                   "tokens a trip needs": [[1, s["forklift"]],
+                                                           [-1, s["workbench"]]]},
+    "collision": lambda s, i: {"normal gap ms": [[1, s[0]]], "all at once gap ms": [[1, s[1]]],
+                               "chunked worst gap ms": [[1, s[2]]]},
+    "dial": lambda s, i: {"worst gap ms": [[1, s[i]]]},
+    "cube": lambda s, i: {"h**3 ms": [[1, s[i][0]]], "h*h*h ms": [[1, s[i][1]]],
+                          "ratio": [[1, s[i][0]], [-1, s[i][1]]]},
+}
+
+
+def upgrade(data):
+    """A result of an older schema in the newest layout: samples_s[row][header] = [[power,
+    samples]]. Older files kept one list of samples per row (or per figure, or per name)."""
+    if data["schema_version"] >= 3:
+        return data
+    for name, t in data["tables"].items():
+        old, base = t.get("samples_s"), name.split(" @")[0]
+        if old is None:
+            continue
+        units = {c["header"]: c["unit"] for c in t["columns"]}
+        per_row = {h: (1 if u in ("ms", "s") else -1) for h, u in units.items()
+                   if u in ("ms", "s") or u.endswith("/s")}  # prefill, decode, depth
+        t["samples_s"] = None
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            t["samples_s"] = [OLD_FIGURES[base](old, i) if base in OLD_FIGURES else
+                              {h: [[p, old[i]]] for h, p in per_row.items()}
+                              for i in range(len(t["rows"]))]
+    return data
+
+
+SPEEDS = {"bytes_per_s": (1e6, 1e15, "memory speed", "GB/s"),  # 1 MB/s to 1 PB/s
+          "flops_per_s": (1e6, 1e18, "math speed", "GFLOP/s")}  # 1 MFLOP/s to 1 EFLOP/s
+
+
+def read_roofs(path):
+    """The two speeds of a saved machine_speed.json (of a sweep, its most threads'): {
+    "bytes_per_s", "flops_per_s", "source"}; or raise ValueError saying why not."""
+    data = load(path, "machine_speed")
+    found = sorted((k for k in data if k.split(" @")[0] == "roofs"),
+                   key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
+    if not found:
+        raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
+    roofs = {}
+    for name, (low, high, what_, unit) in SPEEDS.items():
+        value = data[found[-1]][name]
+        if not low <= value <= high:
+            raise ValueError(f"holds a {what_} of {value / 1e9:g} {unit}: it must be from "
+                             f"{low / 1e9:g} to {high / 1e9:g}")
+        roofs[name] = float(value)
+    threads = f", {found[-1].split(' @')[1]} threads" if " @" in found[-1] else ""
+    return {**roofs, "source": f"from {path} (measured {data['machine']['date'][:10]}{threads})"}

@@ -1,0 +1,347 @@
+"""What a careful user tried: folders that point outside themselves, extreme values, files
+compare.py cannot use, signals at chosen moments, closed and full streams, ASCII terminals."""
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+import cli
+import results
+import stopping
+from conftest import ROOT, python, script
+from printers import Sheet
+
+POST = os.path.join(ROOT, "results", "post")
+SHIPPED = os.path.join(ROOT, "results", "amd-epyc-2c")
+
+
+def one_line(r, code, *words):
+    """The process said one line on stderr, with these words, and no traceback."""
+    assert r.returncode == code, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def snapshot(folder):
+    """Every file under folder with its bytes: to see that nothing changed."""
+    return {os.path.join(d, n): open(os.path.join(d, n), "rb").read()
+            for d, _, names in os.walk(folder) for n in names}
+
+
+# ---- 1. a results folder never reaches outside itself, and reading it changes nothing
+
+@pytest.fixture
+def evil(tmp_path):
+    """A results folder whose journal names a file outside it."""
+    box = tmp_path / "box"
+    box.mkdir()
+    (tmp_path / "outside.txt").write_text("the user's own file")
+    shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), box / "cube_bug.json")
+    (box / results.JOURNAL).write_text(json.dumps({"../stolen.txt": str(tmp_path / "outside.txt"),
+                                                   "cube_bug.txt": "../outside.txt"}))
+    return tmp_path
+
+
+def test_reading_a_folder_whose_journal_points_outside_moves_nothing(evil):
+    before = snapshot(evil)
+    r = script("compare.py", str(evil / "box"))
+    assert r.returncode == 0 and "h**3 / h*h*h" in r.stdout  # its files are compared as they are
+    assert "refused" in r.stderr and snapshot(evil) == before
+
+
+def test_saving_into_such_a_folder_is_refused_and_touches_nothing(evil):
+    before = snapshot(evil)
+    r = script("cube_bug.py", "--quick", "--runs", "1", "--out", str(evil), "--label", "box")
+    assert r.returncode == 1 and "refused" in r.stderr.splitlines()[-1]
+    assert {k: v for k, v in snapshot(evil).items() if not k.endswith(results.LOCK)} == before
+
+
+def test_reading_a_half_saved_folder_reads_the_new_files_and_changes_nothing(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    data = json.load(open(os.path.join(SHIPPED, "cube_bug.json")))
+    (box / "cube_bug.json").write_text(json.dumps(data))
+    data["tables"]["cube"]["rows"][2][3] = 77.0  # the new result, still in its temp file
+    (box / ".tmp-new.json").write_text(json.dumps(data))
+    (box / results.JOURNAL).write_text(json.dumps({"cube_bug.json": ".tmp-new.json"}))
+    before = snapshot(tmp_path)
+    r = script("compare.py", str(box))
+    assert r.returncode == 0 and "77.00" in r.stdout and "cut short" in r.stderr
+    assert snapshot(tmp_path) == before
+
+
+# ---- 2 to 5. extreme values: one line, exit 2, before anything is measured
+
+EXTREME = [
+    (["--quick", "--users", "100000000000"], "--users"),
+    (["--quick", "--users", "1" * 40], "--users"),
+    (["--quick", "--experiments", "collision", "--typers", "100000000000"], "--typers"),
+    (["--predict", "--forklift", "12", "--workbench", "121", "--users", "1" * 40], "--users"),
+    (["--predict", "--forklift", "1e300", "--workbench", "1e300"], "--forklift"),
+    (["--predict", "--forklift", "1e-300", "--workbench", "1e300"], "--forklift"),
+    (["--predict", "--forklift", "1e308", "--workbench", "1"], "--forklift"),
+    (["--predict", "--forklift", "5e-324", "--workbench", "1"], "--forklift"),
+    (["--quick", "--forklift", "1e300", "--workbench", "1e300"], "--forklift"),
+    (["--quick", "--runs", "1", "--plot", "--experiments", "depth"], "--plot"),
+    (["--quick", "--out", ""], "--out"),
+    (["--predict", "--forklift", "1", "--workbench", "1", "--seed", "9" * 5000], "--seed"),
+]
+
+
+@pytest.mark.parametrize("flags,flag", EXTREME, ids=[" ".join(f)[:50] for f, _ in EXTREME])
+def test_extreme_values_are_one_line_before_measuring(tmp_path, flags, flag):
+    extra = [] if "--out" in flags else ["--out", str(tmp_path)]
+    r = script("two_phases.py", *flags, *extra)
+    one_line(r, 2, flag)
+    assert r.stdout == "" and len(r.stderr) < 300 and not any(tmp_path.iterdir())
+
+
+def speeds_file(path, text):
+    """A machine_speed.json whose memory speed is `text`, as written in the file."""
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["roofs"]["bytes_per_s"] = "SPEED"
+    path.write_text(json.dumps(data).replace('"SPEED"', text))
+    return str(path)
+
+
+@pytest.mark.parametrize("text,says", [("1e-300", "from 0.001 to 1e+06"),
+                                       ("1e300", "from 0.001 to 1e+06"), ("true", "above 0"),
+                                       ("NaN", "above 0"), ('"fast"', "above 0")])
+def test_roofs_files_with_speeds_out_of_range_are_one_line(tmp_path, text, says):
+    r = script("two_phases.py", "--predict", "--roofs", speeds_file(tmp_path / "s.json", text),
+               "--out", str(tmp_path / "out"))
+    one_line(r, 2, "--roofs", says)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "machine_speed.json").write_text("[" * 200_000 + "]" * 200_000)
+    one_line(script("two_phases.py", "--predict", "--roofs", str(deep / "machine_speed.json"),
+                    "--no-save"), 2, "--roofs", "not JSON")
+    shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), deep / "cube_bug.json")
+    r = script("compare.py", str(deep))
+    one_line(r, 1, "machine_speed.json", "not JSON")
+    assert "h**3 / h*h*h" in r.stdout
+
+
+def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
+    import schema
+    roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))
+    sweep = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
+    assert roofs["bytes_per_s"] == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs[
+        "source"]
+
+
+# ---- 6 and 7. compare.py on files it cannot use: left out in one line, the rest compares
+
+def shipped(change):
+    data = json.load(open(os.path.join(SHIPPED, "two_phases.json")))
+    change(data)
+    return data
+
+
+def cell(table, row, column, value):
+    def change(data):
+        t = data["tables"][table]
+        t["rows"][row][[c["header"] for c in t["columns"]].index(column)] = value
+    return change
+
+
+@pytest.mark.parametrize("change,says", [
+    (cell("prefill", 0, "time ms", 0), "'time ms': not a finite number above 0"),
+    (cell("decode", 1, "tokens/s", -3.0), "'tokens/s': not a finite number above 0"),
+    (cell("decode", 1, "step ms", "fast"), "'step ms'"),
+    (cell("decode", 1, "step ms", float("nan")), "'step ms'"),
+    (cell("decode", 1, "step ms", float("inf")), "'step ms'"),
+    (lambda d: d["machine"].update(llc_bytes="32M"), "machine 'llc_bytes'"),
+    (lambda d: d["machine"].update(load="high"), "machine 'load'"),
+    (lambda d: d["machine"].update(frequency=[1]), "machine 'frequency'"),
+    (lambda d: d["machine"].update(busy=5), "machine 'busy'"),
+    (lambda d: d.update(predicted=1), "'predicted' that is not text"),
+    (lambda d: d["roofs"].update(bytes_per_s=0), "'roofs' without finite speeds"),
+])
+def test_compare_leaves_out_a_file_with_a_wrong_field(tmp_path, change, says):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "two_phases.json").write_text(json.dumps(shipped(change)))
+    shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), bad / "cube_bug.json")
+    r = script("compare.py", POST, str(bad))
+    one_line(r, 1, "left out", says)
+    assert "h**3 / h*h*h" in r.stdout and "nan" not in r.stdout
+
+
+def test_a_table_without_its_key_column_is_passed_over(tmp_path):
+    def drop_prompt(data):
+        t = data["tables"]["prefill"]
+        t["columns"].pop(0)
+        t["rows"] = [row[1:] for row in t["rows"]]
+    (tmp_path / "two_phases.json").write_text(json.dumps(shipped(drop_prompt)))
+    r = script("compare.py", POST, str(tmp_path))
+    assert r.returncode == 0 and "decode step" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_a_fifo_in_a_folder_is_left_out_without_a_hang(tmp_path):
+    os.mkfifo(tmp_path / "cube_bug.json")
+    shutil.copy(os.path.join(SHIPPED, "machine_speed.json"), tmp_path / "machine_speed.json")
+    r = script("compare.py", str(tmp_path), timeout=60)
+    one_line(r, 1, "cube_bug.json", "not a results file")
+    assert "forklift" in r.stdout
+
+
+# ---- 8 to 10. a signal at any moment: one true line, 130 or 143
+
+def demo(args, facts):
+    yield Sheet("demo", [("n", "", "d")], [[1]])
+
+
+@pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"),
+                                              (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_right_after_saving_says_the_results_were_saved(tmp_path, monkeypatch, capsys,
+                                                                 signum, code, word):
+    real = results.save
+
+    def save_then_signal(*a):
+        done = real(*a)
+        signal.raise_signal(signum)  # right after the "saved" line
+        return done
+    monkeypatch.setattr(results, "save", save_then_signal)
+    args = cli.parse(cli.parser("demo\n", runs=1), ["--out", str(tmp_path), "--label", "box"], {})
+    assert cli.run("demo", args, demo) == code
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"{word}: the results were saved just before" and err[-2].startswith("saved")
+    assert (tmp_path / "box" / "demo.json").exists()
+
+
+def test_two_signals_close_together_give_one_line(tmp_path, capsys):
+    def twice(args, facts):
+        yield from demo(args, facts)
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        finally:
+            signal.raise_signal(signal.SIGTERM)  # a second one while the first unwinds
+    args = cli.parse(cli.parser("demo\n", runs=1), ["--no-save"], {})
+    assert cli.run("demo", args, twice) == 143
+    assert capsys.readouterr().err.count("terminated") == 1
+
+
+FLAGS = {"cube_bug.py": ["--quick", "--runs", "1", "--out"], "compare.py": [],
+         "two_phases.py": ["--predict", "--forklift", "12", "--workbench", "121", "--out"]}
+
+
+@pytest.mark.parametrize("name", FLAGS)
+def test_a_signal_once_the_run_is_done_still_ends_in_one_true_line(tmp_path, name):
+    """After the run returns its code, a signal still gives one line and 128 + its number."""
+    code = ("import os, signal, sys, runpy, stopping\n"
+            "real = stopping.leave\n"
+            "def leave(code):\n"
+            "    signal.raise_signal(signal.SIGTERM)\n"
+            "    real(code)\n"
+            "stopping.leave = leave\n"
+            f"sys.argv = [{name!r}, *{FLAGS[name] + [str(tmp_path)]!r}]\n"
+            f"runpy.run_path({name!r}, run_name='__main__')\n")
+    r = python(code)
+    assert r.returncode == 143 and "Traceback" not in r.stderr
+    said = r.stderr.strip().splitlines()[-1]
+    assert said == "terminated: " + (stopping.NOTHING_SAVED if name == "compare.py" else
+                                     stopping.SAVED)
+
+
+# ---- 11 and 12. closed or full stdout, ASCII terminals
+
+@pytest.mark.parametrize("flags", [["cube_bug.py", "--quick", "--runs", "1"],
+                                   ["two_phases.py", "--predict", "--forklift", "12",
+                                    "--workbench", "121"], ["compare.py"]],
+                         ids=["cube_bug", "predict", "compare"])
+def test_a_full_stdout_is_one_line_and_the_result_is_still_saved(tmp_path, flags):
+    code = ("import sys, runpy\n"
+            "sys.stdout = open('/dev/full', 'w')\n"
+            f"sys.argv = {flags + (['--out', str(tmp_path)] if flags[0] != 'compare.py' else [])!r}\n"
+            f"runpy.run_path({flags[0]!r}, run_name='__main__')\n")
+    r = python(code)
+    assert "Traceback" not in r.stderr and r.returncode == 0, r.stderr
+    assert sum("stdout took no more" in line for line in r.stderr.splitlines()) == 1
+    if flags[0] != "compare.py":
+        assert any(name.endswith(".json") for _, _, names in os.walk(tmp_path) for name in names)
+
+
+def test_a_closed_pipe_still_saves_the_result(tmp_path):
+    import subprocess
+    import sys
+    run = subprocess.Popen([sys.executable, "cube_bug.py", "--quick", "--runs", "1", "--out",
+                            str(tmp_path), "--label", "box"], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    run.stdout.readline()  # `| head -1`: one line read, then the pipe closed
+    run.stdout.close()
+    err = run.stderr.read()
+    assert run.wait(timeout=60) == 0 and "Traceback" not in err
+    assert "stdout took no more" in err and (tmp_path / "box" / "cube_bug.quick.json").exists()
+
+
+@pytest.mark.parametrize("argv", [["cube_bug.py", "--help"], ["two_phases.py", "--help"],
+                                  ["machine_speed.py", "--help"],
+                                  ["compare.py", "--tablefmt", "fancy_grid"]])
+def test_an_ascii_terminal_gets_every_output(argv):
+    r = script(*argv, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr and r.stdout, r.stderr
+
+
+# ---- 13 to 16. what can be checked is checked before measuring
+
+def test_a_folder_name_that_is_not_utf8_is_saved_or_refused_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    out = os.fsencode(str(tmp_path)) + b"/r\xff"
+    r = subprocess.run([sys.executable, b"cube_bug.py", b"--quick", b"--runs", b"1", b"--out",
+                        out], cwd=ROOT, capture_output=True)
+    assert b"Traceback" not in r.stderr and r.returncode in (0, 2), r.stderr
+
+
+@pytest.mark.parametrize("make,flags,says", [
+    (lambda t: os.symlink(t / "nowhere", t / "dangling"), ["--label", "dangling"], "not a folder"),
+    (lambda t: os.symlink(t / "loop", t / "loop"), ["--label", "loop"], "not a folder"),
+    (lambda t: os.symlink(t / "loop", t / "loop"), ["--label", "x", "--out", "{t}/loop/deeper"],
+     "--out"),
+    (lambda t: None, ["--out", "{t}/" + "/".join(["d" * 200] * 30)], "--out"),
+    (lambda t: os.makedirs(t / "box" / "cube_bug.quick.json"), ["--label", "box"], "not a file"),
+    (lambda t: os.makedirs(t / "box" / results.LOCK), ["--label", "box"], "not a file"),
+    (lambda t: None, ["--out", "/proc/no-such-results"], "--out"),
+], ids=["dangling label", "label loop", "out through a loop", "path too long",
+        "a folder named like a result", "a folder as the lock", "/proc"])
+def test_a_folder_that_cannot_take_the_result_is_refused_before_measuring(tmp_path, make, flags,
+                                                                         says):
+    make(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    flags = [f.format(t=tmp_path) for f in flags]
+    if "--out" not in flags:
+        flags += ["--out", str(tmp_path)]
+    r = script("cube_bug.py", "--quick", "--runs", "1", *flags)
+    one_line(r, 2, "--out", says)
+    assert r.stdout == "" and sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_list_flag_keeps_each_value_once(tmp_path):
+    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
+               "--experiments", "prefill", "prefill", "--prompts", "16", "16", "1", "--out",
+               str(tmp_path), "--label", "p")
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp_path / "p" / "two_phases.json").read_text())
+    assert list(data["tables"]) == ["prefill"] and [row[0] for row in
+                                                     data["tables"]["prefill"]["rows"]] == [16, 1]
+    assert (tmp_path / "p" / "two_phases.txt").read_text().count("prompt") == 1
+
+
+def test_a_long_bad_number_is_not_echoed_in_full():
+    r = script("machine_speed.py", "--size", "9" * 5000)
+    one_line(r, 2, "--size")
+    assert len(r.stderr) < 200
+
+
+def test_compare_out_that_is_not_a_folder_says_so(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    for out in (tmp_path / "a-file", tmp_path / "missing"):
+        one_line(script("compare.py", "--out", str(out)), 1, "no such results folder")
