@@ -10,14 +10,17 @@ import contextlib
 import math
 import os
 import re
+import shlex
 import signal
+import sys
 import time
 
 import machine
+import report
 import results
 import stopping
 from printers import Picture, Saved, Sheet, entry, render
-from terminal import note, plain_streams, plural, show, warn
+from terminal import WARNED, note, plain_streams, plural, show, warn
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
@@ -230,28 +233,36 @@ def need_memory(p, need_bytes, what, flag):
 
 def run(script, args, body, headline=None):
     """Measure under each chosen thread count: the machine line, then what body yields, printed
-    as it comes; then save. Returns the exit code: 0; 1 if the results could not be saved;
-    128 + the signal's number on Ctrl-C (130) or SIGTERM (143), with nothing saved and earlier
-    results untouched."""
+    as it comes; then save, and bring the folder's report up to date. headline: the line to show
+    instead of the machine line, for a run that measures nothing (a prediction). Returns the
+    exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
+    or SIGTERM (143), with nothing saved and earlier results untouched."""
     plain_streams()
     stopping.begin()
+    WARNED.clear()
     start, out = time.perf_counter(), Output(args)
     try:
         with stopping.stoppable():
-            with machine.measuring() as busy:
+            with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
                 facts = blocks(args, body, busy, out, headline)
             wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
             if args.no_save:
                 return 0
+            made = {"version": version(), "command": command(), "warnings": list(WARNED)}
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
                     "tables": out.tables, "sweep": out.sweep, **out.kept, "wall_s": wall,
-                    "peak_rss_bytes": peak}
-            stem = script + (".sweep" if out.sweep else "")
-            return results.save(folder_of(args),
-                                results.files(stem, data, out.text, out.pictures, args.quick))
+                    "peak_rss_bytes": peak, "made": made}
+            text = [*out.text, "", f"(made by the suite at {made['version']}: "
+                                   f"{made['command']})", *(f"warning: {w}" for w in WARNED)]
+            stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
+            saved = results.save(folder, results.files(stem, data, text, out.pictures,
+                                                       args.quick))
+            if saved == 0 and not args.quick:
+                report.update(folder)
+            return saved
     except (stopping.Stopped, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
@@ -301,3 +312,20 @@ class Output:
             self.pictures[item.name] = item.draw
         else:
             self.show(item)
+
+
+def version():
+    """The suite's version: its git commit when run from a checkout ('+' if changed since)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "rev-parse", "--short",
+                                                       "HEAD"))
+    if commit is None:
+        return "an unknown version (not a git checkout)"
+    changed = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "status",
+                                                        "--porcelain", "--untracked-files=no"))
+    return f"commit {commit}" + (" with changes" if changed else "")
+
+
+def command():
+    """The command line as typed: python, then the script and its flags."""
+    return "python " + shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])

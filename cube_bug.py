@@ -10,10 +10,11 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import numpy as np
 
+import claims
 import cli
 import model
 import timing
-from printers import Sheet, format_table
+from printers import Sheet, entry, format_table
 from terminal import plural
 
 TOKENS = 256  # a 256-token question ...
@@ -75,9 +76,14 @@ def experiment(args, facts):
     version = f"numpy {np.__version__}"
     text = "\n".join(lines + [version]) if args.tablefmt == "plain" else (
         format_table(COLUMNS, rows, args.tablefmt) + "\n" + version)
-    yield Sheet("cube", COLUMNS, rows, cells, timed=(1, 2), per="figure", text=text,
-                note=f"; {tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
-                     f"at {tokens} {plural(tokens, 'token')}")
+    sheet = Sheet("cube", COLUMNS, rows, cells, timed=(1, 2), per="figure", text=text,
+                  title="The slow road: h**3 against h*h*h, by sign",
+                  settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
+                           f"at {tokens} {plural(tokens, 'token')}; {args.threads} "
+                           f"{plural(args.threads, 'thread')}")
+    yield sheet
+    yield ""
+    yield claims.sheet({sheet.name: entry(sheet)}, {}, ("cube_bug",), args)
 
 
 def build_parser():

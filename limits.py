@@ -122,17 +122,17 @@ def check(held, roofs, words):
                  f"({h.bound}-bound); {suspect(h)}")
     rows = [[h.experiment, h.label, h.seconds * 1e3, h.limit_s * 1e3, h.bound,
              h.seconds / h.limit_s] for h in held]
-    yield Sheet("check", CHECK_COLUMNS, rows)
-    yield (f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, "
-           f"FLOPs / {roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); speeds {roofs['source']}; "
-           f"{words})")
+    yield Sheet("check", CHECK_COLUMNS, rows, title="Every row against the machine's limits",
+                settings=words,
+                note=f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, FLOPs / "
+                     f"{roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); speeds {roofs['source']})")
 
 
 CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
                  ("limit ms", "ms", ".1f"), ("bound by", "", "s"), ("x limit", "x", ".2f")]
 
 
-def breakdown(held, runs):
+def breakdown(held, runs, words):
     """The breakdown sheet and the line under it: each part's milliseconds, the tables against
     the same products alone, attention against its own limit, and whose excess is largest."""
     rows, figures = [], []
@@ -143,17 +143,18 @@ def breakdown(held, runs):
                      s["attention"] / h.part_limits["attention"], s["elementwise"] * 1e3,
                      s["other"] * 1e3, f"{h.most()} {who[h.most()] * 1e3:+.1f} ms"])
         figures.append({4: [(1, h.alone)]})
-    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, figures)
-    yield (f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} apart from "
-           f"the timed ones; alone: the trip's table products timed alone, outside the model, "
-           f"best of {runs}; x alone: the tables' time against it; x limit: attention's time "
-           f"against its own limit)")
+    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, figures, title="Where each row's time goes",
+                settings=words,
+                note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
+                     f"apart from the timed ones; alone: the trip's table products timed alone, "
+                     f"outside the model, best of {runs}; x alone: the tables' time against it; "
+                     f"attention x limit: attention's time against its own limit)")
 
 
 BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms", ".1f"),
                      ("tables ms", "ms", ".1f"), ("alone ms", "ms", ".1f"),
                      ("x alone", "x", ".2f"), ("attention ms", "ms", ".1f"),
-                     ("x limit", "x", ".2f"), ("elementwise ms", "ms", ".1f"),
+                     ("attention x limit", "x", ".2f"), ("elementwise ms", "ms", ".1f"),
                      ("other ms", "ms", ".1f"), ("most excess", "", "s")]
 
 

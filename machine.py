@@ -25,7 +25,7 @@ def quietly(fn, default=None):
         return default
 
 
-def _run(*cmd):
+def run_quiet(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True).stdout.strip()
 
 
@@ -36,14 +36,14 @@ def cpu_model():
                 if line.split(":")[0].strip() in ("model name", "Processor", "cpu model"):
                     return line.split(":", 1)[1].strip()
     if sys.platform == "darwin":
-        return _run("sysctl", "-n", "machdep.cpu.brand_string")
+        return run_quiet("sysctl", "-n", "machdep.cpu.brand_string")
     return platform.processor()
 
 
 def last_level_cache_bytes():
     """Size of the largest CPU cache in bytes (Linux sysfs, macOS sysctl), or None."""
     if sys.platform == "darwin":
-        return max(int(_run("sysctl", "-n", f"hw.{k}cachesize") or 0) for k in ("l2", "l3"))
+        return max(int(run_quiet("sysctl", "-n", f"hw.{k}cachesize") or 0) for k in ("l2", "l3"))
     sizes = []
     base = "/sys/devices/system/cpu/cpu0/cache"
     for index in os.listdir(base):

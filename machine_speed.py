@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 
+import claims
 import cli
 import timing
 from model import BYTES, FLOPS_PER_NUMBER
-from printers import Saved, Sheet
-from terminal import warn
+from printers import Saved, Sheet, entry
+from terminal import plural, warn
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
@@ -93,7 +94,7 @@ COLUMNS = [("memory speed", "GB/s", ".1f"), ("read", "MB", ".0f"), ("read time",
            ("balance", "FLOPs/byte", ".1f"), ("tokens a trip needs", "tokens", ".0f")]
 
 
-def sheets(roofs, fmt):
+def sheets(roofs, args, settings):
     """The post's four lines (a table in any other format), and the speeds two_phases reads."""
     fork, bench = roofs["forklift"], roofs["workbench"]
     f, w = fork["timing"], bench["timing"]
@@ -101,10 +102,16 @@ def sheets(roofs, fmt):
            bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, w.seconds * 1e3,
            roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
     both = [(1, f), (-1, w)]  # the balance: the forklift's time over the workbench's
-    yield Sheet("machine_speed", COLUMNS, [row], [{0: [(-1, f)], 2: [(1, f)], 3: [(-1, w)],
-                                                   5: [(1, w)], 6: both, 7: both}],
-                timed=(2, 5), per="figure", text=post_block(roofs) if fmt == "plain" else None)
-    yield Saved("roofs", {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]})
+    sheet = Sheet("machine_speed", COLUMNS, [row], [{0: [(-1, f)], 2: [(1, f)], 3: [(-1, w)],
+                                                    5: [(1, w)], 6: both, 7: both}],
+                  timed=(2, 5), per="figure",
+                  text=post_block(roofs) if args.tablefmt == "plain" else None,
+                  title="The forklift and the workbench", settings=settings)
+    speeds = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}
+    yield Saved("roofs", speeds)
+    yield sheet
+    yield ""
+    yield claims.sheet({sheet.name: entry(sheet)}, speeds, ("machine_speed",), args)
 
 
 def warn_if_cached(size, llc_bytes):
@@ -138,7 +145,10 @@ def parse_args(argv=None):
 def experiment(args, facts):
     if not args.quick:
         warn_if_cached(args.size, facts["llc_bytes"])
-    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args.tablefmt)
+    settings = (f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
+                f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
+                f"{plural(args.threads, 'thread')}")
+    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args, settings)
 
 
 def main(argv=None):

@@ -72,7 +72,8 @@ def predict(cfg, experiments, args, roofs):
     bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
-            yield dataclasses.replace(sheet, figures=())
+            yield dataclasses.replace(sheet, figures=(), note="", columns=[
+                (h, u, f if f in ("d", "s") else ".4g") for h, u, f in sheet.columns])
             yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
                    f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
             yield ""

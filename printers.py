@@ -12,7 +12,8 @@ class Sheet:
     goes as the product of their seconds, each to its power: 1 for a time, -1 for a rate);
     timed: the columns whose figure is one timing, which --spread follows with a ± column and
     the note under the sheet sums up; text: what to print instead of the table (the post's own
-    layout, for the plain format)."""
+    layout, for the plain format); title and settings: the line above it, saying what it is
+    and how it was run."""
     name: str
     columns: list
     rows: list
@@ -21,6 +22,8 @@ class Sheet:
     text: str = None
     per: str = "row"
     note: str = ""
+    title: str = ""
+    settings: str = ""
 
     def timings(self):
         """The timings of the timed columns, row by row."""
@@ -28,14 +31,25 @@ class Sheet:
 
 
 def render(sheet, fmt="plain", spread=False):
-    """The sheet as printed: its table (the post's layout where it has one) and, under a
-    measured sheet, the statistic and the spread of its timings."""
+    """The sheet as printed: its title and settings, its table (the post's layout where it has
+    one) and, under a measured sheet, the statistic and the spread of its timings."""
+    return "\n".join(filter(None, [heading(sheet), body(sheet, fmt, spread)]))
+
+
+def heading(sheet):
+    return f"{sheet.title}: {sheet.settings}" if sheet.settings else sheet.title
+
+
+def body(sheet, fmt="plain", spread=False):
+    """The table and the line under it, without the heading."""
     columns, rows, text = sheet.columns, sheet.rows, sheet.text
     if spread and sheet.timed and sheet.figures:
         columns, rows, text = *with_spread(sheet), None
     lines = [text if text is not None else format_table(columns, rows, fmt)]
     if sheet.timed and sheet.figures:
         lines.append(spread_note(sheet.timings(), sheet.per, sheet.note))
+    elif sheet.note:
+        lines.append(sheet.note)
     return "\n".join(lines)
 
 
@@ -43,9 +57,9 @@ def format_table(columns, rows, fmt):
     """columns: [(header, unit, floatfmt)]. The plain layout packs the columns as the post does:
     numbers right-aligned under headers no wider than they are."""
     from tabulate import tabulate
-    if fmt != "plain":
-        return tabulate(rows, headers=[c[0] for c in columns], tablefmt=fmt,
-                        floatfmt=[c[2] for c in columns])
+    if fmt != "plain":  # every header says its unit, where the post's layout leaves it out
+        return tabulate(rows, headers=[h if u in h else f"{h} ({u})" for h, u, _ in columns],
+                        tablefmt=fmt, floatfmt=[c[2] for c in columns])
     cells = [[format(v, f) if isinstance(v, float) else str(v)
               for v, (_, _, f) in zip(row, columns)] for row in rows]
     return tabulate([[c[0] for c in columns]] + cells, tablefmt="plain", disable_numparse=True,
@@ -86,7 +100,8 @@ def entry(sheet):
     the samples behind it, one layout for every sheet: samples_s[row][header] = [[power,
     [seconds, ...]], ...]."""
     out = {"columns": [{"header": h, "unit": u} for h, u, _ in sheet.columns],
-           "rows": [[plain(v) for v in row] for row in sheet.rows]}
+           "rows": [[plain(v) for v in row] for row in sheet.rows],
+           "title": sheet.title, "settings": sheet.settings, "printed": body(sheet)}
     if sheet.figures:
         timed = sheet.timings()
         if timed:

@@ -121,7 +121,7 @@ def _write_temp(folder, name, content):
         with contextlib.suppress(FileExistsError):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
         if callable(content):
             content(path)
         else:

@@ -48,6 +48,11 @@ def check(data, script):
     for key in ("published", "predicted"):
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"has a {key!r} that is not text")
+    made = data.get("made", {"version": "", "command": "", "warnings": []})
+    if not (isinstance(made, dict) and isinstance(made.get("version"), str)
+            and isinstance(made.get("command"), str) and isinstance(made.get("warnings"), list)
+            and all(isinstance(w, str) for w in made["warnings"])):
+        raise ValueError("has no usable 'made' (the suite's version, command and warnings)")
     check_machine(data.get("machine"))
     check_tables(data.get("tables"))
     for key, speeds in data.items():
@@ -109,8 +114,9 @@ def check_tables(tables):
                 if not cell(c["unit"], v):
                     raise ValueError(f"has {v!r:.40} in table {name!r}, column "
                                      f"{c['header']!r}: not a {what(c['unit'])}")
-        if "samples_s" in t and t.get("stat") is not None and not isinstance(t["stat"], str):
-            raise ValueError(f"has a table {name!r} whose statistic is not text")
+        for key in ("stat", "title", "settings", "printed"):
+            if t.get(key) is not None and not isinstance(t[key], str):
+                raise ValueError(f"has a table {name!r} whose {key} is not text")
 
 
 def cell(unit, v):

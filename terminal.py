@@ -6,6 +6,7 @@ import os
 import sys
 
 _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
+WARNED = []  # this run's warnings, in order: saved with its results
 
 
 def plain_streams():
@@ -37,6 +38,7 @@ def plural(n, word):
 
 
 def warn(message):
+    WARNED.append(message)
     note(f"warning: {message}")
 
 

@@ -13,22 +13,23 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     import stopping
     stopping.stop_quietly()
 
+import argparse
 import statistics
 
 import numpy as np
 
 import bench as b
 import cli
+import claims
 import limits
-import machine
 import machine_speed
 import model
+import pictures
 import plan
 import schema
-import roofline
 import timing
 from plan import Experiment, Record, Row, figures
-from printers import Picture, Saved, Sheet
+from printers import Picture, Saved, Sheet, entry
 from terminal import note, plural, progress
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
@@ -76,7 +77,9 @@ def prefill_sheets(cfg, args, records, roofs):
         rows.append([p, t.seconds * 1e3, t.seconds * 1e3 / p,
                      model.table_flops(cfg, p) / t.seconds / 1e9])
         cells.append({1: [(1, t)], 2: [(1, t)], 3: [(-1, t)]})
-    return [Sheet("prefill", PREFILL_COLUMNS, rows, cells, timed=(1,))]
+    return [Sheet("prefill", PREFILL_COLUMNS, rows, cells, timed=(1,),
+                  note="; GFLOP/s: the tables' math only", title="Phase 1, reading (prefill)",
+                  settings=f"one user's question read in one trip; {words(cfg, args)}")]
 
 
 PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
@@ -109,7 +112,10 @@ def decode_sheets(cfg, args, records, roofs):
         rows.append([u, t.seconds * 1e3, u / t.seconds, model.table_flops(cfg, u) / t.seconds / 1e9,
                      model.bytes_read(cfg, r.row.steps[0]) / 1e6])
         cells.append({1: [(1, t)], 2: [(-1, t)], 3: [(-1, t)]})
-    return [Sheet("decode", DECODE_COLUMNS, rows, cells, timed=(1,))]
+    return [Sheet("decode", DECODE_COLUMNS, rows, cells, timed=(1,),
+                  note="; GFLOP/s: the tables' math only", title="Phase 2, typing (decode)",
+                  settings=f"one token for each user, each with {args.notes} notes; "
+                           f"{words(cfg, args)}")]
 
 
 DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
@@ -146,6 +152,8 @@ def depth_sheets(cfg, args, records, roofs):
                      100 * model.costs(cfg, riders)["attention"][0] / fetched, t.seconds / limit_s])
         cells.append({2: [(1, t)], 3: [(-1, t)], 6: [(1, t)]})
     return [Sheet("depth", DEPTH_COLUMNS, rows, cells, timed=(2,),
+                  title="Beyond the post: how deep the notebooks are",
+                  settings=f"one token for each user; {words(cfg, args)}",
                   note="; x limit against the speeds measured at the start; "
                        + limits.outweigh(rows, cfg))]
 
@@ -234,10 +242,24 @@ def collision_sheets(cfg, args, records, roofs):
                       5: [(1, f["time"]), (-1, normal)], 6: [(1, f["total"])]})
     return [Sheet("collision", COLLISION_COLUMNS, [row], [{4 + i: [(1, t)] for i in range(3)
                                                            for t in [gaps[i]]}],
-                  timed=(4, 5, 6), per="figure",
+                  timed=(4, 5, 6), per="figure", title="When the two phases share a server",
+                  settings=collision_words(cfg, args),
                   text=collision_lines(args.typers, args.question, chunk, *gaps, steps)
                   if args.tablefmt == "plain" else None),
-            Sheet("dial", DIAL_COLUMNS, rows, cells, timed=(4,))]
+            Sheet("dial", DIAL_COLUMNS, rows, cells, timed=(4,), title="The chunk-size dial",
+                  settings=collision_words(cfg, args) + (
+                      "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
+                      f"{args.typers} typers)" if args.budget else ""))]
+
+
+def words(cfg, args):
+    """The settings every sheet of the model states: '<model>, 2 threads'."""
+    return f"{cfg}, {args.threads} {plural(args.threads, 'thread')}"
+
+
+def collision_words(cfg, args):
+    return (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
+            f"{args.question:,}-token question; {words(cfg, args)}")
 
 
 COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
@@ -279,35 +301,41 @@ EXPERIMENTS = {"prefill": Experiment(prefill_plan, prefill_measure, prefill_shee
 
 def experiment(args, facts):
     """Measure each experiment's rows into records and print its sheets; then hold every checked
-    row to the speeds measured at the start and the end."""
+    row to the speeds measured at the start and the end; then the post's claims, the pictures."""
     cfg, start = model.SIZES[args.model], limits.speeds(args)
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, model.floors(cfg, args.seed), model.workers(args.threads), args.runs)
-    measured = {}
+    measured, sheets, roofs = {}, [], start
+
+    def shown(new):  # printed as they come, and kept for the claims and the pictures
+        for sheet in new:
+            sheets.append(sheet)
+            yield sheet
+            yield ""
     for name in args.experiments:
         e = EXPERIMENTS[name]
         measured[name] = list(e.measure(bench, args, e.plan(args)))
-        for sheet in e.sheets(cfg, args, measured[name], start):
-            yield sheet
-            yield ""
-    yield from limits.summary(measured)
+        yield from shown(e.sheets(cfg, args, measured[name], start))
+    yield from shown(limits.summary(measured))
     checked = [(name, r) for name in args.experiments if EXPERIMENTS[name].checked
                for r in measured[name]]
-    if not checked:
-        return
-    alone = {n: b.tables_alone(bench, n)
-             for n in sorted({sum(t for _, t in r.recorded["riders"]) for _, r in checked})}
-    given = args.roofs or args.forklift
-    roofs = start if given else limits.through_the_run(start, limits.speeds(args))
-    held = [limits.hold(cfg, name, r, roofs, alone) for name, r in checked]
-    yield from limits.check(held, roofs, f"{model.SIZES[args.model]} on {args.threads} "
-                                         f"{plural(args.threads, 'thread')}")
-    points = limits.roofline(cfg, [(n, r) for n, r in checked if n in ("prefill", "decode")], roofs)
-    yield Saved("roofline", points)
-    yield Saved("roofs", roofs)
-    yield from limits.breakdown(held, min(args.runs, b.BREAKDOWN_RUNS))
-    if args.plot and points["points"]:
-        for name, draw in roofline.files(points, machine.line(facts)).items():
+    if checked:
+        alone = {n: b.tables_alone(bench, n)
+                 for n in sorted({sum(t for _, t in r.recorded["riders"]) for _, r in checked})}
+        if not (args.roofs or args.forklift):
+            roofs = limits.through_the_run(start, limits.speeds(args))
+        held = [limits.hold(cfg, name, r, roofs, alone) for name, r in checked]
+        yield from shown([*limits.check(held, roofs, words(cfg, args)), *limits.breakdown(
+            held, min(args.runs, b.BREAKDOWN_RUNS), words(cfg, args))])
+        points = limits.roofline(cfg, [(n, r) for n, r in checked if n in ("prefill", "decode")],
+                                 roofs)
+        yield Saved("roofline", points)
+        yield Saved("roofs", roofs)
+    tables = {s.name: entry(s) for s in sheets}
+    yield claims.sheet(tables, roofs, ("two_phases",), args)
+    if args.plot:
+        who = f"{cfg} on {facts['cpu']}, {words(cfg, args).split(', ')[-1]}"
+        for name, draw in pictures.files(tables, checked and points, who, args.quick).items():
             yield Picture(name, draw)
 
 
@@ -369,9 +397,9 @@ def build_parser():
                    help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small)")
     g.add_argument("--seed", type=cli.whole(0, 2 ** 63 - 1), default=SEED, metavar="S",
                    help="seed of the random tables")
-    g.add_argument("--plot", action="store_true",
-                   help="also draw the roofline: results/<machine>/roofline.png and .svg "
-                        "(needs matplotlib)")
+    g.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
+                   help="draw the pictures (roofline, dial, decode, depth) into the results "
+                        "folder; default: for a full run that saves, not for --quick")
     speeds = g.add_mutually_exclusive_group()
     speeds.add_argument("--roofs", default=None, metavar="FILE",
                         type=cli.reads(schema.read_roofs, "a machine_speed.py results file"),
@@ -420,6 +448,7 @@ def parse_args(argv=None):
     if args.predict:
         if args.plot:
             p.error("argument --plot: draws measured rows, so not with --predict")
+        args.plot = False
         if args.label is None:
             r = limits.speeds(args)
             args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
@@ -433,11 +462,11 @@ def parse_args(argv=None):
     if args.plot and args.no_save:
         p.error("argument --plot: draws into the results folder, so not with --no-save")
     if args.plot and args.threads and len(args.threads) > 1:
-        p.error("argument --plot: draws one run's roofline, not a sweep's; give one --threads")
-    if args.plot and not {"prefill", "decode"} & set(args.experiments):
-        p.error("argument --plot: draws the prefill and decode rows; add prefill or decode to "
-                "--experiments")
-    if args.plot and not roofline.available():
+        p.error("argument --plot: draws one run's pictures, not a sweep's; give one --threads")
+    sweep = args.threads and len(args.threads) > 1
+    if args.plot is None:  # the pictures go with a full run's saved results
+        args.plot = not (args.quick or args.no_save or sweep) and pictures.available()
+    if args.plot and not pictures.available():
         p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
     cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")

@@ -9,7 +9,7 @@ import results
 import schema
 from conftest import quick_two_phases
 from plan import Record, Row
-from printers import Sheet
+import printers
 from timing import Timing
 
 SMALL = model.SIZES["small"]
@@ -33,10 +33,9 @@ def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 
 
 
 def printed(items):
-    """The sheet and the lines that limits.check or limits.breakdown yields."""
-    items = list(items)
-    return ([i for i in items if isinstance(i, Sheet)][0],
-            [i for i in items if isinstance(i, str)])
+    """The sheet limits.check or limits.breakdown yields, and its printed lines."""
+    sheet = next(iter(items))
+    return sheet, printers.render(sheet).splitlines()
 
 
 def test_check_rows_hold_measured_against_limit(capsys):
@@ -47,7 +46,8 @@ def test_check_rows_hold_measured_against_limit(capsys):
     assert row[3] == pytest.approx(limit * 1e3) and row[5] == pytest.approx(1.5)
     assert [c[0] for c in sheet.columns] == [
         "experiment", "row", "measured ms", "limit ms", "bound by", "x limit"]
-    assert lines[0].endswith("GPT-2 small on 2 threads)")
+    assert lines[0] == "Every row against the machine's limits: GPT-2 small on 2 threads"
+    assert lines[-1].startswith("(limit = max(bytes / 10.0 GB/s, FLOPs / 100.0 GFLOP/s)")
     assert "warning" not in capsys.readouterr().err  # 1.5x: no flag
 
 
@@ -68,15 +68,15 @@ def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, b
 
 def test_the_breakdown_splits_each_row_into_its_parts():
     b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
-    sheet, lines = printed(limits.breakdown([held(0.06, breakdown=b)], 3))
+    sheet, lines = printed(limits.breakdown([held(0.06, breakdown=b)], 3, "GPT-2 small"))
     row = dict(zip([c[0] for c in sheet.columns], sheet.rows[0]))
     assert row["tables ms"] == pytest.approx(40.0) and row["alone ms"] == pytest.approx(36.0)
     assert row["x alone"] == pytest.approx(40 / 36)
-    assert row["x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
+    assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
     assert row["trip ms"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
     assert sheet.figures[0][4][0][1].samples == (0.036,) * 3  # the samples behind alone ms
-    assert "middle of 3 runs" in lines[0]
+    assert "middle of 3 runs" in lines[-1] and lines[0].startswith("Where each row's time goes")
 
 
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():

@@ -137,7 +137,8 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     assert cli.run("demo", args, body) == 0
     printed = capsys.readouterr().out
     folder = tmp_path / "box"
-    assert (folder / "demo.txt").read_text() == printed
+    saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
+    assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
     assert data["schema_version"] == results.SCHEMA_VERSION and data["script"] == "demo"
     table = data["tables"]["demo"]
@@ -146,6 +147,7 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     assert table["samples_s"][0]["time ms"][0][0] == 1  # a time: to the power 1
     assert len(table["samples_s"][0]["time ms"][0][1]) == 3 and table["stat"] == "middle of 3"
     assert data["machine"]["cpu"] and data["settings"]["runs"] == 3
+    assert set(data["made"]) == {"version", "command", "warnings"}
 
 
 def test_a_quick_run_never_overwrites_a_full_run(tmp_path):

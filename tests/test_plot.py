@@ -15,14 +15,23 @@ def run_quick(tmp_path, *flags):
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
-def test_plot_writes_the_roofline_with_the_results(tmp_path):
-    r = run_quick(tmp_path, "--plot", *FAST)
+def test_plot_draws_every_picture_with_the_results(tmp_path):
+    r = run_quick(tmp_path, "--plot", *FAST, "--experiments", "prefill", "decode", "collision",
+                  "depth")
     assert r.returncode == 0, r.stderr
     box = tmp_path / "box"
-    png, svg = box / "roofline.quick.png", box / "roofline.quick.svg"  # a quick run's picture
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    assert b"<svg" in svg.read_bytes()[:1000]
+    for name in ("roofline", "dial", "decode", "depth"):  # a quick run's pictures
+        png = box / f"{name}.quick.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert (box / "two_phases.quick.json").exists()
+
+
+def test_pictures_go_with_a_full_saved_run_only():
+    import two_phases
+    assert two_phases.parse_args([]).plot is HAS_MATPLOTLIB
+    for flags in (["--quick"], ["--no-save"], ["--threads", "1", "2"], ["--no-plot"],
+                  ["--predict", "--forklift", "1", "--workbench", "1"]):
+        assert two_phases.parse_args(flags).plot is False, flags
 
 
 def test_a_quick_picture_never_replaces_a_full_runs(tmp_path):
@@ -39,20 +48,66 @@ def test_machine_speed_draws_no_picture(tmp_path):
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
-@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
-def test_the_picture_puts_each_row_at_its_intensity():
+def drawn(make, data, quick=False):
+    """A picture as the suite draws it, and what a reader sees in it."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import roofline
-    points = [["prefill", "16 tokens", 8.0, 50e9], ["decode", "1 user", 0.5, 8e9],
-              ["decode", "4 users", 2.0, 20e9]]
-    fig = roofline.figure(plt, {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": points}, "t")
+    import pictures
+    fig = pictures.figure(plt, make, data, "GPT-2 small on a test CPU", quick)
     ax = fig.axes[0]
-    drawn = {tuple(map(tuple, c.get_offsets().tolist())) for c in ax.collections}
-    assert {((8.0, 50.0),), ((0.5, 8.0), (2.0, 20.0))} <= drawn  # GFLOP/s on the y axis
-    assert sorted(t.get_text() for t in ax.texts) == ["1 user", "16 tokens", "4 users"]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text() and t.get_text() != pictures.QUICK
+              and not t.get_text().startswith(("memory-bound", "compute-bound"))]
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    seen = {"title": ax.get_title(), "x": ax.get_xlabel(), "y": ax.get_ylabel(),
+            "legend": [t.get_text() for t in ax.get_legend().get_texts()],
+            "labels": sorted(t.get_text() for t in labels),
+            "overlaps": sum(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]),
+            "texts": [t.get_text() for t in ax.texts], "axes": ax}
     plt.close(fig)
+    return seen
+
+
+def sheet(columns, rows):
+    return {"columns": [{"header": h, "unit": ""} for h in columns], "rows": rows}
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
+    import pictures
+    points = [["prefill", "1 token", 0.5, 6e9], ["prefill", "16 tokens", 8.0, 50e9],
+              ["decode", "1 user", 0.5, 5.5e9], ["decode", "4 users", 2.0, 20e9],
+              ["decode", "16 users", 7.5, 48e9], ["decode", "64 users", 8.2, 52e9]]
+    seen = drawn(pictures.roofline_figure, {"bytes_per_s": 20e9, "flops_per_s": 140e9,
+                                            "points": points}, quick=True)
+    assert seen["labels"] == sorted(p[1] for p in points) and seen["overlaps"] == 0
+    assert "GPT-2 small" in seen["title"] and "FLOPs per byte" in seen["x"]
+    assert "GFLOP/s" in seen["y"]
+    assert {"reading (prefill)", "typing (decode)"} <= set(seen["legend"])
+    assert any("forklift" in t and "workbench" in t for t in seen["legend"])
+    assert "memory-bound: stuck on the forklift" in seen["texts"]
+    assert "compute-bound: stuck on the workbench" in seen["texts"]
+    assert pictures.QUICK in seen["texts"]  # a quick run says so in the picture itself
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+@pytest.mark.parametrize("name", ["dial", "decode", "depth"])
+def test_each_picture_explains_itself(name):
+    import pictures
+    data = {"dial": sheet(["chunk", "TTFT ms", "worst gap ms"],
+                          [[32, 2000.0, 60.0], [128, 1700.0, 230.0], [1024, 1600.0, 1600.0]]),
+            "decode": sheet(["users", "step ms", "tokens/s"],
+                            [[1, 30.0, 33.0], [4, 40.0, 100.0], [16, 80.0, 200.0]]),
+            "depth": sheet(["users", "notes", "step ms"],
+                           [[1, 0, 28.0], [1, 512, 31.0], [16, 0, 28.0], [16, 512, 79.0]])}[name]
+    seen = drawn(getattr(pictures, f"{name}_figure"), data)
+    assert seen["overlaps"] == 0 and "GPT-2 small" in seen["title"] and seen["legend"]
+    assert "(ms)" in seen["x"] + seen["y"]
+    if name == "dial":
+        assert seen["labels"] == ["chunks of 1024", "chunks of 128", "chunks of 32"]
+    if name == "depth":
+        assert seen["legend"] == ["1 user", "16 users"]
 
 
 def test_without_matplotlib_plot_is_refused_before_anything_runs(tmp_path):

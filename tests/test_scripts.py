@@ -41,7 +41,10 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
         assert any(line.startswith(text) for line in lines), text
     assert "saved" not in r.stdout and "warning" not in r.stdout and "Traceback" not in r.stderr
     stem = str(tmp_path / "box" / script.replace(".py", ".quick"))
-    assert open(stem + ".txt").read() == r.stdout
+    saved = open(stem + ".txt").read()  # the tables as printed, then how the run was made
+    footer = saved[len(r.stdout):].splitlines()
+    assert saved.startswith(r.stdout) and footer[1].startswith("(made by the suite at ")
+    assert footer[2:] == [line for line in r.stderr.splitlines() if line.startswith("warning")]
     data = json.loads(open(stem + ".json").read())
     assert data["quick"] and data["tables"]
     for table in data["tables"].values():

@@ -1,0 +1,166 @@
+"""The pictures a reader looks at, drawn from a two_phases run's saved sheets: the roofline, the
+chunk-size dial, decode's trade (the machine's tokens per second against each user's gap) and
+the notebooks' depth. Each explains itself: axes with units, a title, a legend. Nothing here
+measures.
+
+    python two_phases.py   # saves results/<machine>/roofline.png, dial.png, decode.png, depth.png
+"""
+import textwrap
+
+
+OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (0, 9), (0, -17), (12, -4), (-12, -4),
+           (10, 16), (-10, 16), (10, -26), (-10, -26), (22, 4), (-22, 4)]  # points, tried in turn
+QUICK = "quick run: small sizes, not the post's experiment"
+
+
+def available():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def files(tables, roofline, who, quick):
+    """{file name: draw(path)} for every picture this run's sheets can make. who: the model and
+    the machine, for the titles; quick: mark each picture as a quick run's."""
+    makers = {"roofline.png": (roofline_figure, roofline),
+              "dial.png": (dial_figure, tables.get("dial")),
+              "decode.png": (decode_figure, tables.get("decode")),
+              "depth.png": (depth_figure, tables.get("depth"))}
+    return {name: (lambda path, make=make, data=data: save(make, data, who, quick, path))
+            for name, (make, data) in makers.items() if data and data.get("rows", data.get(
+                "points"))}
+
+
+def save(make, data, who, quick, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = figure(plt, make, data, who, quick)
+    try:
+        fig.savefig(path, dpi=110, format="png")
+    finally:
+        plt.close(fig)
+
+
+def figure(plt, make, data, who, quick):
+    """One picture: make(ax, data) draws it and returns its title and the points to label."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    what, points = make(ax, data)
+    ax.margins(0.12)
+    ax.set_title("\n".join([what] + textwrap.wrap(who, 110)), fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    if quick:
+        ax.text(0.5, 0.5, QUICK, transform=ax.transAxes, ha="center", va="center", fontsize=16,
+                color="red", alpha=0.3, rotation=20)
+    fig.tight_layout()
+    place_labels(fig, ax, points)
+    return fig
+
+
+def rows_of(table):
+    heads = [c["header"] for c in table["columns"]]
+    return [dict(zip(heads, row)) for row in table["rows"]]
+
+
+def roofline_figure(ax, data):
+    """The forklift's slope rising to the workbench's flat roof, and every prefill and decode
+    row at its arithmetic intensity (all the trip's math, per byte fetched)."""
+    bw, peak = data["bytes_per_s"], data["flops_per_s"]
+    ridge = peak / bw
+    xs = [p[2] for p in data["points"]] + [ridge]
+    lo, hi = min(xs) / 4, max(xs) * 4
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.loglog(grid, [min(bw * x, peak) / 1e9 for x in grid], color="black", lw=2,
+              label=f"the roof: the forklift's {bw / 1e9:.1f} GB/s, then the workbench's "
+                    f"{peak / 1e9:.1f} GFLOP/s")
+    ax.axvline(ridge, color="grey", ls=":", label=f"the ridge: {ridge:.1f} FLOPs per byte")
+    ax.text(ridge / 1.3, peak / 1e9 * 1.15, "memory-bound: stuck on the forklift", ha="right",
+            fontsize=8, color="dimgrey")
+    ax.text(ridge * 1.3, peak / 1e9 * 1.15, "compute-bound: stuck on the workbench", ha="left",
+            fontsize=8, color="dimgrey")
+    ax.set_ylim(top=peak / 1e9 * 2)
+    points = []
+    for kind, words, marker in (("prefill", "reading (prefill)", "o"),
+                                ("decode", "typing (decode)", "s")):
+        mine = [p for p in data["points"] if p[0] == kind]
+        if mine:
+            ax.scatter([p[2] for p in mine], [p[3] / 1e9 for p in mine], marker=marker, s=40,
+                       label=words, zorder=3)
+            points += [(p[2], p[3] / 1e9, p[1]) for p in mine]
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
+    ax.set_ylabel("speed (GFLOP/s, all of a trip's math)")
+    return "The roofline: where reading and typing sit against the machine's two limits", points
+
+
+def dial_figure(ax, table):
+    """Each chunk size a point: the newcomer's wait against the typers' worst gap."""
+    rows = rows_of(table)
+    return ("The chunk-size dial: small chunks keep the typers smooth, big ones answer the "
+            "newcomer sooner", trade(
+                ax, rows, "TTFT ms", "worst gap ms", "o-",
+                "one chunk size (tokens of the question read per step)",
+                "the newcomer's wait for its first word (ms)",
+                "the typers' worst gap between words (ms)",
+                [f"chunks of {r['chunk']}" for r in rows]))
+
+
+def decode_figure(ax, table):
+    """Users growing: the machine's tokens per second against the gap each user feels."""
+    rows = rows_of(table)
+    return ("Batching: more tokens per second for the machine, a slower typist for each user",
+            trade(ax, rows, "step ms", "tokens/s", "s-", "users typing in the same trip",
+                  "the gap each user feels between words (ms)",
+                  "the machine's tokens per second, all users",
+                  [f"{r['users']} {'user' if r['users'] == 1 else 'users'}" for r in rows]))
+
+
+def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
+    """One line through the rows, x against y: -> the points to label."""
+    xs, ys = [r[x] for r in rows], [r[y] for r in rows]
+    ax.plot(xs, ys, style, label=legend)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return list(zip(xs, ys, labels))
+
+
+def depth_figure(ax, table):
+    """Step time against notes, one line per user count."""
+    rows = rows_of(table)
+    for users in sorted({r["users"] for r in rows}):
+        mine = [r for r in rows if r["users"] == users]
+        ax.plot([r["notes"] for r in mine], [r["step ms"] for r in mine], "o-",
+                label=f"{users} {'user' if users == 1 else 'users'}")
+    ax.set_xlabel("notes already in each user's notebook")
+    ax.set_ylabel("typing step (ms)")
+    return "How deep the notebooks are: the notes each user brings cost every step", []
+
+
+def place_labels(fig, ax, points):
+    """Label each point beside it where the label overlaps no other label and no marker: the
+    first of OFFSETS that is free, else the least crowded."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    marks = [ax.transData.transform((x, y)) for x, y, _ in points]
+    taken = []
+    for (x, y, words), (mx, my) in zip(points, marks):
+        best = None
+        for dx, dy in OFFSETS:
+            text = ax.annotate(words, (x, y), textcoords="offset points", xytext=(dx, dy),
+                               fontsize=8, ha="left" if dx >= 0 else "right")
+            box = text.get_window_extent(renderer).expanded(1.05, 1.1)
+            clash = sum(box.overlaps(t) for t in taken) + sum(
+                box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in marks
+            ) + 10 * (box.x0 < ax.bbox.x0 or box.x1 > ax.bbox.x1 or box.y0 < ax.bbox.y0
+                      or box.y1 > ax.bbox.y1)  # outside the axes: cut off
+            if best is None or clash < best[0]:
+                if best:
+                    best[1].remove()
+                best = (clash, text, box)
+            else:
+                text.remove()
+            if clash == 0:
+                break
+        taken.append(best[2])

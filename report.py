@@ -1,0 +1,83 @@
+"""The report a user pastes: results/<machine>/report.md, made anew from the folder's saved full
+runs whenever one of them is saved, in the post's order: the machine, every table with its title
+and settings, the post's claims with a verdict each, the pictures, the runs' warnings. Quick
+runs never go into it. It reads saved results and measures nothing.
+
+    python two_phases.py   # a full run brings results/<machine>/report.md up to date
+"""
+import os
+
+import claims
+import machine
+import results
+import schema
+from printers import format_table
+from terminal import warn
+
+SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
+ORDER = ("machine_speed", "prefill", "decode", "collision", "dial", "depth", "summary", "cube",
+         "check", "breakdown")  # the post's order; then anything else a run saved
+PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
+            "dial.png": "The chunk-size dial", "depth.png": "How deep the notebooks are"}
+NAME = "report.md"
+
+
+def update(folder):
+    """Make the folder's report anew from its saved full runs; a failure is a warning."""
+    try:
+        runs = saved_runs(folder)
+        if runs:
+            results.replace_together(folder, {NAME: markdown(runs, os.listdir(folder))})
+    except (OSError, ValueError) as e:
+        warn(f"the report {os.path.join(folder, NAME)} was not brought up to date: {e}")
+
+
+def saved_runs(folder):
+    """{script: its saved full run} of the folder, as the last whole save left them."""
+    paths, _ = results.as_saved(folder)
+    found = {}
+    for script in SCRIPTS:
+        if script + ".json" in paths:
+            try:
+                found[script] = schema.load(paths[script + ".json"], script)
+            except ValueError as e:
+                warn(f"the report leaves out {script}.json: it {e}")
+    return found
+
+
+def markdown(runs, names):
+    """The report's text: Markdown that pastes into a post and renders on a code-hosting site."""
+    lines = ["# Prefill vs Decode, rerun on this machine", ""]
+    for script, data in runs.items():
+        lines += [f"- `{script}.py`: {machine.line(data['machine'])}", ""]
+    tables = {name: t for data in runs.values() for name, t in data["tables"].items()
+              if name != "claims"}
+    for name in sorted(tables, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
+        lines += section(tables[name], name)
+    roofs = runs.get("two_phases", {}).get("roofs") or runs.get("machine_speed", {}).get(
+        "roofs") or {}
+    found = [v for script, data in runs.items()
+             for v in claims.verdicts(tables, roofs, (script,), data["settings"])]
+    lines += ["## The post's claims on this machine", "",
+              "Each verdict follows the rule beside its claim; 'about' means within 2x either "
+              "way. A claim that does not hold says why, as the check and breakdown tables do.",
+              "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, c.rule, w]
+                                                for c, h, v, w in found], "github"), ""]
+    drawn = [name for name in PICTURES if name in names]
+    lines += ["## Pictures", ""] + [f"![{PICTURES[n]}]({n})\n" for n in drawn] if drawn else [
+        "## Pictures", "", "None yet: a full run of `python two_phases.py` draws them.", ""]
+    warned = [f"- `{script}.py`: {w}" for script, data in runs.items()
+              for w in data.get("made", {}).get("warnings", [])]
+    lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), "",
+              *(f"_{script}.py: {data['made']['command']}, {data['made']['version']}_  "
+                for script, data in runs.items() if data.get("made"))]
+    return "\n".join(lines) + "\n"
+
+
+def section(table, name):
+    """One table: its title, its settings, and the table as the run printed it."""
+    title = table.get("title") or name
+    printed = table.get("printed") or format_table(
+        [(c["header"], c["unit"], "") for c in table["columns"]], table["rows"], "plain")
+    return [f"### {title}", "", *([f"_{table['settings']}_", ""] if table.get("settings")
+                                  else []), "```text", printed, "```", ""]
