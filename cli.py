@@ -28,8 +28,9 @@ UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe")  # flags about the run
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
 
 
-class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows each default, except where there is none to show."""
+class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows the script's whole description as written, with its examples, and each
+    default, except where there is none to show."""
 
     def _get_help_string(self, action):
         if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
@@ -123,8 +124,8 @@ def tablefmt(text):
 
 def parser(doc, runs):
     """An argument parser with the flags every script shares; `runs` is the post's count."""
-    p = Parser(description=doc.strip().splitlines()[0],
-               formatter_class=_Help)
+    from tabulate import tabulate_formats
+    p = Parser(description=doc.strip(), formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
                    help="counted runs per figure, after one warm-up run that is not counted")
@@ -138,7 +139,8 @@ def parser(doc, runs):
     g.add_argument("--quick", action="store_true",
                    help="small sizes, a smoke run of a few seconds; saved apart from full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
-                   help="any tabulate format; plain is the post's layout, github is Markdown")
+                   help="plain is the post's layout, github is Markdown; any tabulate format: "
+                        + ", ".join(tabulate_formats))
     g.add_argument("--spread", action="store_true",
                    help="a ± column beside each timed figure: the standard deviation of its "
                         "counted runs (the post's own layouts give way to tables)")

@@ -8,6 +8,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     import stopping
     stopping.stop_quietly()
 
+import argparse
 import math
 import os
 import zlib
@@ -239,7 +240,8 @@ def verdict(ratio, draws, unit, min_change, unmeasured=None):
 
 
 def build_parser():
-    p = cli.Parser(description=__doc__.strip().splitlines()[0])
+    p = cli.Parser(description=__doc__.strip(),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="result folders to compare, the first is the reference "
                         "(default: every folder under --out)")

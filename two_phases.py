@@ -2,13 +2,12 @@
 questions (prefill), types for many users in one trip (decode), meets a long question, and types
 with notebooks of several depths; every timing is then held to the machine's limits.
 
-    python two_phases.py                    # the post's experiments and the depth, middle of 5
+    python two_phases.py                    # the post's experiments, the depth, the pictures
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
     python two_phases.py --predict --model xl --forklift 3350 --workbench 989000  # runs nothing
-
-Each experiment is declared once, below: the rows it plans (what rides each trip), how it
-measures them, and the sheets it prints; --predict and the memory check read the same plans.
 """
+# Each experiment is declared once, below: the rows it plans (what rides each trip), how it
+# measures them, and the sheets it prints; --predict and the memory check read the same plans.
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
     import stopping
     stopping.stop_quietly()

@@ -132,3 +132,13 @@ def test_quick_keeps_a_size_the_user_asked_for():
     assert cli.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
     assert cli.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
                         cube_bug.QUICK).tokens == 32
+
+
+@pytest.mark.parametrize("name", ["machine_speed.py", "two_phases.py", "cube_bug.py",
+                                  "compare.py"])
+def test_help_shows_the_whole_description_with_its_examples(name):
+    import importlib
+    doc = importlib.import_module(name[:-3]).__doc__.strip()
+    r = script(name, "--help")
+    assert r.returncode == 0 and doc in r.stdout
+    assert f"python {name}" in r.stdout
