@@ -99,7 +99,7 @@ def long_costs_more(t, r):
 
 def compute_bound(t, r):
     bound = [cell(t, "check", "bound by", "prefill", f"{p} tokens")[0] for p in (256, 1024)]
-    return f"{bound[0]} and {bound[1]}", all(b == "workbench" for b in bound)
+    return f"{bound[0]}-bound and {bound[1]}-bound", all(b == "workbench" for b in bound)
 
 
 def idle_workbench(t, r):

@@ -183,7 +183,7 @@ def summary(measured):
                             ("typing ms/token", "ms", ".1f"), ("times cheaper", "x", ".1f")],
                 [[reading_ms, p, typing_ms, typing_ms / reading_ms]],
                 [{0: [(1, read)], 2: [(1, one[0])], 3: [(1, one[0]), (-1, read)]}],
-                text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
+                title="Reading against typing, per token", text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
                      f"{typing_ms:.1f} ms (one user), so reading is about "
                      f"{typing_ms / reading_ms:.0f} times cheaper per token")
 

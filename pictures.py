@@ -9,7 +9,8 @@ import textwrap
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (0, 9), (0, -17), (12, -4), (-12, -4),
-           (10, 16), (-10, 16), (10, -26), (-10, -26), (22, 4), (-22, 4)]  # points, tried in turn
+           (10, 16), (-10, 16), (10, -26), (-10, -26), (22, 4), (-22, 4), (18, 26), (-18, 26),
+           (18, -36), (-18, -36), (34, -4), (-34, -4)]  # points from the marker, tried in turn
 QUICK = "quick run: small sizes, not the post's experiment"
 
 
@@ -151,10 +152,10 @@ def place_labels(fig, ax, points):
             text = ax.annotate(words, (x, y), textcoords="offset points", xytext=(dx, dy),
                                fontsize=8, ha="left" if dx >= 0 else "right")
             box = text.get_window_extent(renderer).expanded(1.05, 1.1)
-            clash = sum(box.overlaps(t) for t in taken) + sum(
+            clash = 10 * sum(box.overlaps(t) for t in taken) + 3 * sum(
                 box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in marks
             ) + 10 * (box.x0 < ax.bbox.x0 or box.x1 > ax.bbox.x1 or box.y0 < ax.bbox.y0
-                      or box.y1 > ax.bbox.y1)  # outside the axes: cut off
+                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), marks)
             if best is None or clash < best[0]:
                 if best:
                     best[1].remove()
@@ -164,3 +165,11 @@ def place_labels(fig, ax, points):
             if clash == 0:
                 break
         taken.append(best[2])
+
+
+def nearer(box, own, marks):
+    """How many other markers are not clearly farther from the label than its own (half as far
+    again): each could seem to be the one it names."""
+    def gap(p):  # from the point to the label's box
+        return max(box.x0 - p[0], 0, p[0] - box.x1) ** 2 + max(box.y0 - p[1], 0, p[1] - box.y1) ** 2
+    return sum(gap(p) < 2.25 * gap(own) + 1 for p in marks if tuple(p) != tuple(own))
