@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 
+import exports
 import machine
 import report
 import results
@@ -23,8 +24,9 @@ from printers import Picture, Saved, Sheet, entry, render
 from terminal import WARNED, note, plain_streams, plural, show, warn
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
+REFERENCES = os.path.join(os.path.dirname(RESULTS), "references")  # shipped: no run writes here
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe")  # flags about the run, not the result
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # flags about the run, not the result
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
 
 
@@ -141,6 +143,9 @@ def parser(doc, runs):
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
                    help="plain is the post's layout, github is Markdown; any tabulate format: "
                         + ", ".join(tabulate_formats))
+    g.add_argument("--export", choices=exports.FORMATS, default=None,
+                   help="write the tables to stdout as csv, json or jsonl instead (numbers "
+                        "unrounded, headers with units); what is saved is the same")
     g.add_argument("--spread", action="store_true",
                    help="a ± column beside each timed figure: the standard deviation of its "
                         "counted runs (the post's own layouts give way to tables)")
@@ -176,6 +181,10 @@ def parse(p, argv, quick):
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
+    inside = os.path.realpath(folder_of(args)).startswith(os.path.realpath(REFERENCES) + os.sep)
+    if inside and not args.no_save:
+        p.error(f"argument --out: {REFERENCES} holds the shipped reference results, which no run "
+                f"replaces; save elsewhere (the default is {RESULTS})")
     if not args.no_save:
         stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
                                                else "") + (".quick" if args.quick else "")
@@ -250,6 +259,8 @@ def run(script, args, body, headline=None):
             wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
+            if args.export:
+                show(exports.run(args.export, script, machine.line(facts), out.tables))
             if args.no_save:
                 return 0
             made = {"version": version(), "command": command(), "warnings": list(WARNED)}
@@ -261,7 +272,8 @@ def run(script, args, body, headline=None):
                                    f"{made['command']})", *(f"warning: {w}" for w in WARNED)]
             stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
             saved = results.save(folder, results.files(stem, data, text, out.pictures,
-                                                       args.quick))
+                                                       args.quick),
+                                 None if args.quick else stem, facts["busy"])
             if saved == 0 and not args.quick:
                 report.update(folder)
             return saved
@@ -295,13 +307,15 @@ class Output:
     other entries, the pictures."""
 
     def __init__(self, args):
-        self.fmt, self.spread = args.tablefmt, args.spread
+        self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
         self.settings = {k: v for k, v in vars(args).items() if k not in UNSAVED}
         self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
 
     def show(self, line):
-        show(line)
+        """A line of the .txt, printed unless an export takes stdout's place."""
+        if not self.quiet:
+            show(line)
         self.text.append(line)
 
     def take(self, item, suffix):

@@ -1,8 +1,11 @@
-"""Compare machines: the headline figures of saved results side by side, with each machine's
-ratio to the first, and whether the difference is real or within the noise.
+"""Compare machines: every table the scripts save, side by side, each figure against the first
+machine's as 'x faster' or 'x slower' with a verdict on the noise, the machines' limits from every
+measurement of them, and what it means in the post's words.
 
-    python compare.py                                   # every machine under results/
-    python compare.py results/post results/amd-epyc-2c  # the named result folders, in order
+    python compare.py                        # the post, then every machine under results/
+    python compare.py post amd-epyc-2c       # by name: the post's figures, a shipped machine
+    python compare.py references results/    # every machine in these folders of machines
+    python compare.py post results/my-box --export csv > compared.csv
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
     import stopping
@@ -16,6 +19,7 @@ import zlib
 import numpy as np
 
 import cli
+import exports
 import machine
 import results
 import schema
@@ -25,75 +29,74 @@ SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)
 RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
-
-# The headline figures, as data: section -> [(table, key column, figure column, label)]. A key
-# column gives one figure per row (per prompt length, user count, ...). A section is a script's
-# name, or "script: title" for more of that script's figures. Every figure's samples are in its
-# table's samples_s[row][column] (older schemas are brought to that layout as they are read).
-FIGURES = {
-    "machine_speed": [("machine_speed", None, column, label) for column, label in (
-        ("memory speed", "forklift"), ("math speed", "workbench"), ("balance", "balance"),
-        ("tokens a trip needs", "tokens a trip needs"))],
-    "two_phases": [
-        ("prefill", "prompt", "ms/token", "prefill ms/token"),
-        ("prefill", "prompt", "GFLOP/s", "prefill GFLOP/s"),
-        ("decode", "users", "step ms", "decode step"),
-        ("decode", "users", "tokens/s", "decode tokens/s"),
-        ("collision", None, "normal gap ms", "typers' normal gap"),
-        ("collision", None, "all at once gap ms", "gap, question all at once"),
-        ("collision", None, "chunked worst gap ms", "worst gap, question in chunks")],
-    "two_phases: where the time goes": [  # one recorded run per row: no samples to decide with
-        ("breakdown", "row", column, part)
-        for column, part in [("trip ms", "recorded trip"), ("tables ms", "tables"),
-                             ("alone ms", "tables alone"), ("attention ms", "attention"),
-                             ("elementwise ms", "elementwise"), ("other ms", "other")]],
-    "cube_bug": [("cube", "numbers", "ratio", "h**3 / h*h*h")],
-}
+# What is compared, table by table: (table, title, key columns, figure columns, and the figures
+# a row's other cells explain: {figure column: a function of the row's cells}).
+# A figure's samples are in its table's samples_s[row][column]; older files are brought to that
+# layout as they are read. A thread sweep's tables are compared block by block.
+SECTIONS = [
+    ("machine_speed", "The forklift and the workbench", (),
+     ("memory speed", "math speed", "balance", "tokens a trip needs"), {}),
+    ("prefill", "Phase 1, reading (prefill)", ("prompt",), ("ms/token", "GFLOP/s"), {}),
+    ("decode", "Phase 2, typing (decode)", ("users",), ("step ms", "tokens/s"), {}),
+    ("collision", "When the two phases share a server", (),
+     ("normal gap ms", "all at once gap ms", "chunked worst gap ms"), {}),
+    ("dial", "The chunk-size dial", ("chunk",), ("TTFT ms", "worst gap ms"), {}),
+    ("depth", "How deep the notebooks are", ("users", "notes"), ("step ms",), {}),
+    ("summary", "Reading against typing, per token", (), ("times cheaper",), {}),
+    ("check", "Every row against its limit", ("experiment", "row"), ("x limit",), {}),
+    ("breakdown", "Where the time goes: a recorded trip's milliseconds, tables + attention + "
+     "elementwise + other", ("experiment", "row"), ("trip ms",), {"trip ms": "parts"}),
+    ("cube", "The slow road: h**3 against h*h*h", ("numbers",), ("h**3 ms", "h*h*h ms"), {}),
+]
 
 
-def figures(data, section):
-    """{(label, unit): (value, samples)} of one result file: the figures of a section it holds,
-    each with the samples behind it ([(seconds, power)]), or None where it has none. A thread
-    sweep's figures are there once per thread count, each label ending in "@ N threads"."""
-    sweep = data["machine"].get("sweep") or []
-    blocks = [(f" @{n}", f" @ {n} {plural(n, 'thread')}") for n in sweep] or [("", "")]
-    out = {}
-    for table, key, column, label in FIGURES[section]:
-        for suffix, threads in blocks:
-            t = data["tables"].get(table + suffix)
-            heads = [c["header"] for c in t["columns"]] if t else []
-            if column not in heads or (key is not None and key not in heads):
-                continue
-            unit = t["columns"][heads.index(column)]["unit"]
-            for i, row in enumerate(t["rows"]):
-                cells = dict(zip(heads, row))
-                which = "" if key is None else (f" ({cells[key]})" if isinstance(cells[key], str)
-                                                else f" ({key} {cells[key]})")
-                out[(label + which + threads, unit)] = (cells[column],
-                                                        schema.samples(t, i, column))
-    return out
+# ---------------------------------------------------------------------------------------------
+# finding and reading the machines
 
 
-def machine_folders(args_folders, out):
-    """The folders to compare: those named, or every folder under results/."""
-    if args_folders:
-        return args_folders
-    if not os.path.isdir(out):
+def machine_folders(names, problems):
+    """The folders to compare: each name a results folder, a folder of them (results/), or the
+    name of a shipped reference or of a machine under results/ ('post', 'amd-epyc-2c'). With no
+    name: the post's figures, then every machine under results/ (the shipped ones if none)."""
+    if not names:
+        mine = machines_in(cli.RESULTS)
+        return [os.path.join(cli.REFERENCES, "post")] + (mine or [
+            f for f in machines_in(cli.REFERENCES) if os.path.basename(f) != "post"])
+    found = []
+    for name in names:
+        where = [name, os.path.join(cli.REFERENCES, name), os.path.join(cli.RESULTS, name)]
+        folder = next((w for w in where if os.path.isdir(w)), None)
+        if folder is None and os.path.exists(name):
+            problems.append(f"{name}: is a file, not a results folder")
+        elif folder is None:
+            problems.append(f"{name}: no such results folder, nor a shipped reference or a "
+                            f"machine under {cli.RESULTS} of that name")
+        elif holds_results(folder):
+            found.append(folder)
+        else:
+            found += sorted(machines_in(folder), key=lambda f: os.path.basename(f) != "post"
+                            ) or [folder]  # a folder of machines (the post's first), or empty
+    return list(dict.fromkeys(found))
+
+
+def holds_results(folder):
+    return any(os.path.isfile(os.path.join(folder, s + e)) for s in SCRIPTS
+               for e in (".json", ".sweep.json", ".quick.json"))
+
+
+def machines_in(folder):
+    """The result folders directly inside folder."""
+    if not os.path.isdir(folder):
         return []
-    return sorted(os.path.join(out, d) for d in os.listdir(out)
-                  if os.path.isdir(os.path.join(out, d)))
+    return sorted(os.path.join(folder, d) for d in os.listdir(folder)
+                  if os.path.isdir(os.path.join(folder, d)) and holds_results(
+                      os.path.join(folder, d)))
 
 
 def read_machine(folder, problems):
     """{file stem: data} of one machine's folder: each script's plain run, and its thread sweep
     (<script>.sweep); what cannot be used goes to problems. The folder is read as its last
     whole save left it, waiting for a save under way, and nothing in it is changed."""
-    if not os.path.exists(folder):
-        problems.append(f"{folder}: no such results folder")
-        return None
-    if not os.path.isdir(folder):
-        problems.append(f"{folder}: is a file, not a results folder")
-        return None
     found = {}
     try:
         with results.locked(folder, shared=True):
@@ -105,12 +108,11 @@ def read_machine(folder, problems):
         note(f"compare.py: {half_done}")
     for script in SCRIPTS:
         for stem in (script, script + ".sweep"):
-            if stem + ".json" not in paths:
-                continue  # this machine did not run it: its rows stay blank
-            try:
-                found[stem] = schema.load(paths[stem + ".json"], script)
-            except ValueError as e:
-                problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
+            if stem + ".json" in paths:
+                try:
+                    found[stem] = schema.load(paths[stem + ".json"], script)
+                except ValueError as e:
+                    problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
     if not found and not any(p.startswith(folder + os.sep) for p in problems):
         quick = sorted(n for n in paths if n.endswith(".quick.json"))
         problems.append(f"{folder}: " + (
@@ -120,11 +122,9 @@ def read_machine(folder, problems):
     return found
 
 
-def describe(name, results):
+def describe(name, found):
     """One line for a machine: its machine line, or what the published entry says it is."""
-    data = next(iter(results.values()), None)
-    if data is None:
-        return f"{name}: no results"
+    data = next(iter(found.values()))
     if data.get("published"):
         return f"{name}: {data['published']}"
     if data.get("predicted"):
@@ -142,77 +142,56 @@ def short_names(folders):
     return [f"{p[-1]} ({i + 1})" for i, p in enumerate(parts)]  # one folder, named twice
 
 
-def figures_of(machine, section):
-    """The figures of a section that one machine's results hold, its sweeps' included."""
-    script = section.split(":")[0]
-    return {k: v for stem in (script, script + ".sweep") if stem in machine
-            for k, v in figures(machine[stem], section).items()}
+# ---------------------------------------------------------------------------------------------
+# the figures of one machine
 
 
-def comparison(names, machines, section, min_change=MIN_CHANGE):
-    """Rows of one section's figures: label, unit, then each machine's value, its ratio to the
-    first machine's and the verdict; last, the geometric mean of the time ratios."""
-    per_machine = [figures_of(m, section) for m in machines]
-    labels = []
-    for f in per_machine:
-        labels += [k for k in f if k not in labels]
-    unmeasured = [next((word for data in m.values() for word in ("published", "predicted")
-                        if data.get(word)), None) for m in machines]  # no samples, and why
-    rows, times = [], [[] for _ in names[1:]]  # per later machine: (time ratio, its draws)
-    for label, unit in labels:
-        first = per_machine[0].get((label, unit))
-        row = [label, unit, first and first[0]]
-        for k, f in enumerate(per_machine[1:]):
-            other = f.get((label, unit))
-            ratio, draws = difference(first, other, label)
-            row += [other and other[0], ratio,
-                    verdict(ratio, draws, unit, min_change, unmeasured[0] or unmeasured[k + 1])]
-            if ratio is not None and kind(unit) != "other":
-                power = 1 if kind(unit) == "time" else -1  # a rate's ratio, as a time's
-                times[k].append((ratio ** power, None if draws is None else draws ** power))
-        rows.append(row)
-    if any(times):
-        row = ["geometric mean, as time", "x", None]
-        for k, pairs in enumerate(times):
-            ratio, draws = geometric_mean(pairs) if pairs else (None, None)
-            row += [None, ratio,
-                    verdict(ratio, draws, "ms", min_change, unmeasured[0] or unmeasured[k + 1])]
-        rows.append(row)
-    headers = ["figure", "unit", names[0]]
-    for n in names[1:]:
-        headers += [n, f"{n} / {names[0]}", "verdict"]
-    return headers, rows
+def blocks(found, table):
+    """[(block words, saved table)] of one machine: its plain run's, then each thread count's."""
+    out = []
+    for data in found.values():
+        for n in data["machine"].get("sweep") or [None]:
+            t = data["tables"].get(table + (f" @{n}" if n else ""))
+            if t:
+                out.append((f" @ {n} {plural(n, 'thread')}" if n else "", t))
+    return out
 
 
-def difference(first, other, label):
-    """The ratio other / first of a figure, and RESAMPLES bootstrap draws of it from the samples
-    behind both (None without samples): each side's runs resampled with replacement and their
-    median taken, from a generator seeded by the figure's name, so the same files always give
-    the same verdicts. -> (ratio or None, draws or None)"""
-    if not (first and other) or not all(isinstance(v[0], (int, float)) and v[0] > 0
-                                        for v in (first, other)):
-        return None, None
-    ratio = other[0] / first[0]
-    if first[1] is None or other[1] is None:
-        return ratio, None
-    rng = np.random.default_rng([SEED, zlib.crc32(label.encode())])
+def figures(found, section):
+    """{(row label, column): (value, samples or None, unit)} of one machine for one section,
+    and {(row label, column): text} of its text columns."""
+    table, _, keys, columns, texts = section
+    values, words = {}, {}
+    for suffix, t in blocks(found, table):
+        heads = [c["header"] for c in t["columns"]]
+        if not all(k in heads for k in keys):
+            continue
+        for i, row in enumerate(t["rows"]):
+            cells = dict(zip(heads, row))
+            label = " ".join(str(cells[k]) if isinstance(cells[k], str) else f"{k} {cells[k]}"
+                             for k in keys) + suffix
+            label = label.strip()
+            for c in columns:
+                if isinstance(cells.get(c), (int, float)) and cells[c] > 0:
+                    unit = t["columns"][heads.index(c)]["unit"]
+                    values[(label, c)] = (cells[c], schema.samples(t, i, c), unit)
+            words.update({(label, c): TEXTS[how](cells) for c, how in texts.items()})
+    return values, words
 
-    def resampled(parts):  # the figure in each draw, over the figure measured
-        out = np.ones(RESAMPLES)
-        for seconds, power in parts:
-            s = np.asarray(seconds, dtype=np.float64)
-            medians = np.median(rng.choice(s, size=(RESAMPLES, s.size)), axis=1)
-            out *= (medians / np.median(s)) ** power
-        return out
-    return ratio, ratio * resampled(other[1]) / resampled(first[1])
+
+def parts(cells):
+    """A recorded trip condensed to one cell: its parts' milliseconds, and whose excess is most."""
+    ms = [cells.get(f"{p} ms") for p in ("tables", "attention", "elementwise", "other")]
+    if not all(isinstance(v, (int, float)) for v in ms):
+        return None
+    return f"{' + '.join(f'{v:.1f}' for v in ms)}; most excess {cells.get('most excess', '?')}"
 
 
-def geometric_mean(pairs):
-    """The geometric mean of ratios, and of their draws where every ratio has them."""
-    ratio = math.exp(sum(math.log(r) for r, _ in pairs) / len(pairs))
-    if any(d is None for _, d in pairs):
-        return ratio, None
-    return ratio, np.exp(np.mean([np.log(d) for _, d in pairs], axis=0))
+TEXTS = {"parts": parts}
+
+
+# ---------------------------------------------------------------------------------------------
+# one direction for every ratio, and whether it is real
 
 
 def kind(unit):
@@ -221,35 +200,172 @@ def kind(unit):
     return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
 
 
-def verdict(ratio, draws, unit, min_change, unmeasured=None):
-    """In words: faster or slower (higher or lower), within the noise when the CONFIDENCE
-    interval of the draws holds 1, no change when it is smaller than min_change percent.
-    unmeasured: why a side has no samples ("published", "predicted"), if it is so."""
-    if ratio is None:
-        return None
+def speedup(first, other, label):
+    """How much faster the other machine is on a figure (a time's first / other, a rate's other /
+    first; higher for anything else), and RESAMPLES bootstrap draws of it from the samples behind
+    both (None without samples): each side's runs resampled with replacement and their median
+    taken, from a generator seeded by the figure's name, so the same files always give the same
+    verdicts. -> (ratio, draws or None)"""
+    power = -1 if kind(first[2]) == "time" else 1
+    ratio = (other[0] / first[0]) ** power
+    if first[1] is None or other[1] is None:
+        return ratio, None
+    rng = np.random.default_rng([SEED, zlib.crc32(label.encode())])
+
+    def resampled(parts):  # the figure in each draw, over the figure measured
+        out = np.ones(RESAMPLES)
+        for seconds, p in parts:
+            s = np.asarray(seconds, dtype=np.float64)
+            medians = np.median(rng.choice(s, size=(RESAMPLES, s.size)), axis=1)
+            out *= (medians / np.median(s)) ** p
+        return out
+    return ratio, ratio * (resampled(other[1]) / resampled(first[1])) ** power
+
+
+def verdict(ratio, draws, unit, min_change):
+    """In words, one direction: '1.30x faster' or '1.30x slower' ('higher'/'lower' for a figure
+    that is neither a time nor a rate); 'within the noise' when the CONFIDENCE interval of the
+    draws holds 1, 'no change' when the change is under min_change percent; a '*' when there are
+    no samples to tell noise from a change."""
+    up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
+    said = f"{ratio:.2f}x {up}" if ratio >= 1 else f"{1 / ratio:.2f}x {down}"
     if draws is None:
-        return f"{unmeasured}: no samples" if unmeasured else "no samples"
+        return said + " *"
     lo, hi = np.quantile(draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
     if lo <= 1 <= hi:
-        return "within the noise"
+        return f"within the noise ({said})"
     if abs(math.log(ratio)) < math.log(1 + min_change / 100):
-        return "no change"
-    up = ratio > 1
-    return {"time": "slower" if up else "faster", "rate": "faster" if up else "slower",
-            "other": "higher" if up else "lower"}[kind(unit)]
+        return f"no change ({said})"
+    return said
+
+
+def geometric_mean(ratios):
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+
+
+# ---------------------------------------------------------------------------------------------
+# the comparison, section by section
+
+
+def comparison(names, machines, section, min_change):
+    """(headers, rows) of one section: each figure, each machine's value and, for every machine
+    after the first, how it compares: '1.30x faster', with the verdict on the noise."""
+    per = [figures(m, section) for m in machines]
+    labels = list(dict.fromkeys(k for values, words in per for k in [*values, *words]))
+    headers = ["figure", "unit", names[0]]
+    for n in names[1:]:
+        headers += [n, f"{n} vs {names[0]}"]
+    rows = []
+    for label, column in labels:
+        key = (label, column)
+        have = [i for i, (values, _) in enumerate(per) if key in values]
+        ref = have[0] if have else 0  # the first machine that has the figure is its reference
+        unit = per[ref][0][key][2] if have else ""
+        row = [f"{label}: {column}" if label else column, unit]
+        for i, (values, words) in enumerate(per):
+            cell = values.get(key, (None,))[0]
+            if words.get(key):
+                cell = f"{cell:.1f} = {words[key]}"
+            row += [cell] if i == 0 else [cell, None if i <= ref or i not in have else verdict(
+                *speedup(per[ref][0][key], values[key], f"{label} {column}"), unit, min_change)
+                + (f" than {names[ref]}" if ref else "")]
+        rows.append(row)
+    return headers, rows
+
+
+def limits(names, machines):
+    """Every measurement of each machine's two speeds (machine_speed's, and two_phases' at its
+    start and its end), and a line for each machine whose own measurements disagree by more than
+    their runs' spread. -> (headers, rows, lines)"""
+    found = [speeds_of(m) for m in machines]
+    rows = [[what, unit, *[f.get((what, key)) for f in found]]
+            for key, unit, word in (("bytes_per_s", "GB/s", "forklift"),
+                                    ("flops_per_s", "GFLOP/s", "workbench"))
+            for what in (f"{word}: machine_speed", f"{word}: two_phases' start",
+                         f"{word}: two_phases' end")]
+    lines = []
+    for name, f in zip(names, found):
+        for word in ("forklift", "workbench"):
+            seen = [v for (what, key), v in f.items()
+                    if what.startswith(word) and key != "spread" and v]
+            spread = f.get((word, "spread"))  # machine_speed's runs: without them, no noise
+            if spread and len(seen) > 1 and max(seen) / min(seen) > spread:
+                lines.append(f"{name}: its {word} measured from {min(seen):.1f} to "
+                             f"{max(seen):.1f}, further apart than its runs' spread "
+                             f"({spread:.2f}x): the machine's speed moved between measurements")
+    return ["limit", "unit", *names], rows, lines
+
+
+def speeds_of(found):
+    """{(what, key): speed in GB/s or GFLOP/s} of one machine, and each speed's spread."""
+    out = {}
+    m = found.get("machine_speed", {}).get("tables", {}).get("machine_speed")
+    if m:
+        row = dict(zip([c["header"] for c in m["columns"]], m["rows"][0]))
+        out[("forklift: machine_speed", "bytes_per_s")] = row.get("memory speed")
+        out[("workbench: machine_speed", "flops_per_s")] = row.get("math speed")
+        for word, column in (("forklift", "memory speed"), ("workbench", "math speed")):
+            parts = schema.samples(m, 0, column)
+            out[(word, "spread")] = max(parts[0][0]) / min(parts[0][0]) if parts else None
+    roofs = found.get("two_phases", {}).get("roofs") or {}
+    for when in ("start", "end"):
+        for key, word in (("bytes_per_s", "forklift"), ("flops_per_s", "workbench")):
+            speed = (roofs.get(when) or {}).get(key)
+            out[(f"{word}: two_phases' {when}", key)] = speed / 1e9 if speed else None
+    return out
+
+
+def summary(names, machines):
+    """A line per machine after the first: reading and typing against the first machine's, and
+    the two limits, in the post's words."""
+    lines = []
+    first = machines[0]
+    for name, m in zip(names[1:], machines[1:]):
+        said = {}
+        for what, section, column in (("reading", SECTIONS[1], "ms/token"),
+                                      ("typing", SECTIONS[2], "step ms")):
+            a, b = figures(first, section)[0], figures(m, section)[0]
+            said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a
+                                         if k in b and k[1] == column])
+        fast = [max((v for (w, key), v in f.items() if w.startswith(word) and key != "spread"
+                     and v), default=None)
+                for f in (speeds_of(first), speeds_of(m)) for word in ("forklift", "workbench")]
+        if None in said.values():
+            continue
+        words = [f"{what} {r:.2f}x faster" if r >= 1 else f"{what} {1 / r:.2f}x slower"
+                 for what, r in said.items()]
+        line = f"{name} against {names[0]}: {', '.join(words)}"
+        if None not in fast:
+            forklift, workbench = fast[2] / fast[0], fast[3] / fast[1]
+            post = (said["reading"] > 1) == (workbench > 1) and (said["typing"] > 1) == (
+                forklift > 1)
+            line += (f"; its workbench {workbench:.2f}x and its forklift {forklift:.2f}x "
+                     f"{names[0]}'s: {'more' if workbench > 1 else 'less'} workbench, "
+                     f"{'more' if forklift > 1 else 'less'} forklift, " + (
+                         "so reading follows the workbench and typing the forklift, as the post "
+                         "says" if post else "yet reading and typing do not follow them as the "
+                         "post says: see the check tables"))
+        lines.append(line)
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
 
 
 def build_parser():
+    from tabulate import tabulate_formats
     p = cli.Parser(description=__doc__.strip(),
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="*", metavar="FOLDER",
-                   help="result folders to compare, the first is the reference "
-                        "(default: every folder under --out)")
-    p.add_argument("--out", default=cli.RESULTS, metavar="DIR",
-                   help="where to look for machines when no folder is named (default: results/ "
-                        "beside the scripts, where they save)")
+                   help="result folders, folders of them (results/), or names of shipped "
+                        "references or of machines under results/; the first is the "
+                        "reference (default: post, then every machine under results/)")
     p.add_argument("--tablefmt", type=cli.tablefmt, default="plain", metavar="FMT",
-                   help="any tabulate format; github is Markdown (default: plain)")
+                   help="plain, github (Markdown) or any tabulate format: "
+                        + ", ".join(tabulate_formats) + " (default: plain)")
+    p.add_argument("--export", choices=exports.FORMATS, default=None,
+                   help="write the comparison to stdout as csv, json or jsonl instead of tables")
     p.add_argument("--min-change", default=MIN_CHANGE, metavar="PCT",
                    type=cli.finite("a percentage of 0 or more", lambda v: v >= 0),
                    help=f"a smaller difference, even a real one, is no change "
@@ -262,36 +378,35 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from tabulate import tabulate
     problems, found = [], []
-    for folder in machine_folders(args.folders, args.out):
+    for folder in machine_folders(args.folders, problems):
         data = read_machine(folder, problems)
         if data:
             found.append((folder, data))
-    if not args.folders and not os.path.isdir(args.out):
-        problems.append(f"{args.out}: no such results folder (--out)")
-    if not args.folders:  # the post's figures first: the others are held to them
-        found.sort(key=lambda f: not any(d.get("published") for d in f[1].values()))
-    folders, machines = [f for f, _ in found], [m for _, m in found]
-    names = short_names(folders) if folders else []
-    for line in [describe(n, m) for n, m in zip(names, machines)]:
-        show(line)
+    names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]
+    sheets = [(title, *comparison(names, machines, s, args.min_change)) for s in SECTIONS
+              for title in [s[1]]] if machines else []
     if len(machines) > 1:
-        show(f"(verdicts: a {CONFIDENCE:.0%} bootstrap interval of each ratio from the runs "
-              f"behind both figures, {RESAMPLES:,} resamples, seeded; within the noise when it "
-              f"holds 1; a change under {args.min_change:g}% is no change, --min-change)")
-    for section in FIGURES if machines else ():
-        headers, rows = comparison(names, machines, section, args.min_change)
-        if not rows:
-            continue
-        show(f"\n{section}")
-        show(tabulate(rows, headers=headers, tablefmt=args.tablefmt, floatfmt=".2f",
-                      missingval=""))
-    for name, m in zip(names, machines):
-        for stem, data in m.items():
-            if not (data.get("published") or data.get("predicted")) and not any(
-                    samples for section in FIGURES if section.split(":")[0] == data["script"]
-                    for _, samples in figures(data, section).values()):
-                note(f"compare.py: {name}/{stem}.json has no samples behind its figures, so "
-                     f"its differences get no verdict")
+        sheets.insert(1, ("The machines' limits, every measurement", *limits(names, machines)[:2]))
+    sheets = [s for s in sheets if s[2]]
+    if args.export:
+        show(exports.compared(args.export, [describe(n, m) for n, m in zip(names, machines)],
+                              sheets))
+    else:
+        for name, m in zip(names, machines):
+            show(describe(name, m))
+        if len(machines) > 1:
+            show(f"(vs: how much faster or slower each figure is than {names[0]}'s; a verdict "
+                 f"from a {CONFIDENCE:.0%} bootstrap interval of the ratio, from the runs behind "
+                 f"both figures: within the noise when it holds 1, no change under "
+                 f"{args.min_change:g}%; * no samples on one side, so no verdict)")
+        for title, headers, rows in sheets:
+            show(f"\n{title}")
+            show(tabulate([[f"{v:.2f}" if isinstance(v, float) else v for v in row]
+                           for row in rows], headers=headers, tablefmt=args.tablefmt,
+                          floatfmt=".2f", missingval=""))
+        if len(machines) > 1:
+            said = limits(names, machines)[2] + summary(names, machines)
+            show("\n" + "\n".join(said) if said else "")
     for line in problems:
         note(f"compare.py: {line}")
     if not machines and not problems:

@@ -5,11 +5,12 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import stat
 import sys
 
 import stopping
-from terminal import note
+from terminal import note, warn
 
 SCHEMA_VERSION = 3  # the JSON layout; 3: one samples layout for every table (samples_s)
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
@@ -131,14 +132,17 @@ def _write_temp(folder, name, content):
     return os.path.basename(path)
 
 
-def replace_together(folder, files):
+def replace_together(folder, files, before=None, the_result=True):
     """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
     kill), every file is either new or as it was, all of them. Every file is written to a temp
     file first; then a journal lists the renames, the renames follow, and the journal goes. A save
     killed during the renames is finished by the next one, as the journal says; SIGINT and
-    SIGTERM wait for the renames."""
+    SIGTERM wait for the renames. before(), if given, runs first under the same lock.
+    the_result: these files are the run's result, so that a signal from then on says saved."""
     with locked(folder):
         finish_replacing(folder)
+        if before is not None:
+            before()
         temps = {}
         try:
             for name, content in files.items():
@@ -149,18 +153,21 @@ def replace_together(folder, files):
                 for name, temp in temps.items():
                     os.replace(os.path.join(folder, temp), os.path.join(folder, name))
                 os.unlink(os.path.join(folder, JOURNAL))
-                stopping.saved()
+                if the_result:
+                    stopping.saved()
         finally:
             finish_replacing(folder)  # nothing half done is left: temps of a failed save go
 
 
-def save(folder, files):
+def save(folder, files, stem=None, busy=()):
     """Write files into folder as one unit; on failure say so on stderr and return 1 (the tables
-    were printed; earlier results stay as they were)."""
+    were printed; earlier results stay as they were). stem: the result's name, whose earlier
+    result is kept in history/ first; busy: what else was measuring while this run did."""
     made = not os.path.isdir(folder)
     try:
         os.makedirs(folder, exist_ok=True)
-        replace_together(folder, files)
+        replace_together(folder, files, stem and (lambda: keep_earlier(folder, files, stem,
+                                                                        busy)))
     except (OSError, ValueError) as e:
         with contextlib.suppress(OSError):
             if made and os.listdir(folder) in ([], [LOCK]):  # this run made it, for nothing
@@ -171,3 +178,35 @@ def save(folder, files):
         return 1
     print(f"saved {', '.join(os.path.join(folder, name) for name in files)}", file=sys.stderr)
     return 0
+
+
+HISTORY, KEPT = "history", 10  # each result's earlier runs, the newest KEPT of them
+
+
+def keep_earlier(folder, files, stem, busy):
+    """Copy the result that `files` replace into history/<stem>.<its date>/, keep the newest
+    KEPT, and say so; and warn if a run on a busy machine replaces one on a quiet machine."""
+    earlier = os.path.join(folder, stem + ".json")
+    if not os.path.isfile(earlier):
+        return
+    try:
+        with open(earlier, encoding="utf-8") as f:
+            old = json.load(f)
+        date, old_busy = str(old["machine"]["date"]), old["machine"].get("busy") or []
+    except (OSError, ValueError, KeyError, TypeError):
+        date, old_busy = "undated", []
+    stamp = "".join(c if c.isalnum() or c in "-+" else "-" for c in date)
+    keep = os.path.join(folder, HISTORY, f"{stem}.{stamp}")
+    os.makedirs(keep, exist_ok=True)
+    replace_together(keep, {name: (lambda path, src=os.path.join(folder, name):
+                                   shutil.copyfile(src, path))
+                            for name in files if os.path.isfile(os.path.join(folder, name))},
+                     the_result=False)
+    kept = sorted(d for d in os.listdir(os.path.join(folder, HISTORY))
+                  if d.startswith(stem + ".") and d[len(stem) + 1:][:1].isdigit())
+    for gone in kept[:-KEPT]:
+        shutil.rmtree(os.path.join(folder, HISTORY, gone), ignore_errors=True)
+    note(f"the earlier {stem} result, of {date[:19]}, is kept in {keep}/")
+    if busy and not old_busy:
+        warn(f"this run, made while the machine was busy ({'; '.join(busy)}), replaces a "
+             f"{stem} result made on a quiet machine ({date[:19]}), kept in {keep}/")

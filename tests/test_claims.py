@@ -12,8 +12,8 @@ import schema
 from conftest import ROOT
 from printers import Sheet, entry
 
-POST = os.path.join(ROOT, "results", "post")
-SHIPPED = os.path.join(ROOT, "results", "amd-epyc-2c")
+POST = os.path.join(ROOT, "references", "post")
+SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
 ROOFS = {"bytes_per_s": 12.0e9, "flops_per_s": 120.9e9}  # the post's machine
 
 

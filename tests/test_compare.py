@@ -1,12 +1,20 @@
-"""compare.py: saved results side by side, whatever state the files are in."""
+"""compare.py: every table of saved results side by side, each ratio one way (faster or slower),
+whatever state the files are in, and exported on request."""
+import csv
+import io
 import json
 import os
+import pathlib
+import shutil
+import subprocess
 
 import pytest
 
 import compare
 import model
 from conftest import ROOT, script
+
+ROOT_PATH = pathlib.Path(ROOT)
 
 MACHINE = {"cpu": "Test CPU", "cores": 4, "llc_bytes": None, "os": "TestOS", "python": "3",
            "numpy": "2", "blas": [], "env": {}, "date": "2026-01-01T00:00:00"}
@@ -60,24 +68,29 @@ def run(*argv):
     return script("compare.py", *argv)
 
 
-def test_figures_and_ratios_side_by_side(machines):
-    r = run("--out", str(machines))
+def line_of(stdout, start):
+    return next(line for line in stdout.splitlines() if line.startswith(start))
+
+
+def test_figures_side_by_side_each_ratio_one_way(machines):
+    r = run(str(machines))  # a folder of machines
     assert r.returncode == 0 and r.stderr == ""
     lines = r.stdout.splitlines()
     assert lines[0].startswith("a: machine: Test CPU, 4 cores") and lines[1].startswith("b: ")
-    forklift = next(line for line in lines if line.startswith("forklift"))
-    assert forklift.split()[-4:] == ["10.00", "20.00", "2.00", "faster"]
-    one = next(line for line in lines if line.startswith("decode step (users 1)"))
-    assert one.split()[-4:] == ["40.00", "20.00", "0.50", "faster"]
+    assert line_of(r.stdout, "memory speed").split()[-4:] == ["10.00", "20.00", "2.00x", "faster"]
+    step = line_of(r.stdout, "users 1: step ms")  # a time halved and a rate doubled: both faster
+    assert step.split()[-4:] == ["40.00", "20.00", "2.00x", "faster"]
+    assert line_of(r.stdout, "users 1: tokens/s").split()[-2:] == ["2.00x", "faster"]
+    assert "b vs a" in line_of(r.stdout, "figure")
 
 
 def test_a_row_missing_on_one_machine_is_blank(machines):
     names = ["a", "b"]
     found = [compare.read_machine(str(machines / n), []) for n in names]
-    headers, rows = compare.comparison(names, found, "two_phases")
-    row = next(r for r in rows if r[0] == "decode step (users 64)")
-    assert row == ["decode step (users 64)", "ms", 400.0, None, None, None]
-    assert "decode step (users 64)" in run("--out", str(machines)).stdout
+    headers, rows = compare.comparison(names, found, compare.SECTIONS[2], 5)
+    assert headers == ["figure", "unit", "a", "b", "b vs a"]
+    assert next(r for r in rows if r[0] == "users 64: step ms") == [
+        "users 64: step ms", "ms", 400.0, None, None]
 
 
 @pytest.mark.parametrize("name,content,says", [
@@ -91,75 +104,100 @@ def test_a_row_missing_on_one_machine_is_blank(machines):
 ])
 def test_a_bad_file_is_one_line_and_the_rest_still_prints(machines, name, content, says):
     write(machines / "b", name, content)
-    r = run("--out", str(machines))
+    r = run(str(machines))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert len(r.stderr.splitlines()) == 1 and says in r.stderr and "b/two_phases.json" in r.stderr
-    assert "forklift" in r.stdout and "decode step (users 1)" in r.stdout  # the rest prints
+    assert "memory speed" in r.stdout and "users 1: step ms" in r.stdout  # the rest prints
 
 
-def test_a_missing_folder_is_named_and_the_rest_prints(machines):
+def test_a_missing_folder_or_name_is_said_and_the_rest_prints(machines):
     r = run(str(machines / "a"), str(machines / "nowhere"))
     assert r.returncode == 1 and "nowhere: no such results folder" in r.stderr
-    assert "forklift" in r.stdout
+    assert "memory speed" in r.stdout
 
 
 def test_no_results_at_all_is_one_line(tmp_path):
-    r = run("--out", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    r = run(str(tmp_path / "empty"))
     assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and r.stdout == ""
 
 
 def test_markdown_output(machines):
-    assert "|---" in run("--out", str(machines), "--tablefmt", "github").stdout
+    assert "|---" in run(str(machines), "--tablefmt", "github").stdout
 
 
-def test_shipped_results_compare_with_the_post_out_of_the_box():
-    r = run("--out", os.path.join(ROOT, "results"))
+def test_the_shipped_references_compare_by_name_out_of_the_box():
+    r = run("post", "amd-epyc-2c", "intel-xeon-processor-2c")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].startswith("post: the post's published figures")
-    assert "decode step (users 64)" in r.stdout and "h**3 / h*h*h" in r.stdout
+    for title in ("The forklift and the workbench", "The machines' limits, every measurement",
+                  "Phase 1, reading (prefill)", "Phase 2, typing (decode)",
+                  "When the two phases share a server", "The chunk-size dial",
+                  "How deep the notebooks are", "Every row against its limit",
+                  "Where the time goes", "The slow road"):
+        assert f"\n{title}" in r.stdout, title
+    dial = line_of(r.stdout, "chunk 128: worst gap ms")  # the post has no dial: held to amd's
+    assert dial.endswith("than amd-epyc-2c") and ("faster" in dial or "slower" in dial)
+    assert line_of(r.stdout, "intel-xeon-processor-2c against post: reading ")
+    assert run().returncode == 0  # no names: the post, then the machines there are
 
 
 def test_the_posts_figures_agree_with_the_models_accounting():
-    data = json.load(open(os.path.join(ROOT, "results", "post", "two_phases.json")))
+    data = json.load(open(os.path.join(ROOT, "references", "post", "two_phases.json")))
     mb = {row[0]: row[4] for row in data["tables"]["decode"]["rows"]}
     for users, published in mb.items():
         assert round(model.bytes_read(model.SIZES["small"], [(512, 1)] * users) / 1e6) == published
 
 
 def breakdown(rows):
-    cols = [{"header": h, "unit": u} for h, u in [("experiment", ""), ("row", ""),
-                                                  ("trip ms", "ms"), ("tables ms", "ms"),
-                                                  ("alone ms", "ms"), ("attention ms", "ms")]]
+    cols = [{"header": h, "unit": u} for h, u in [
+        ("experiment", ""), ("row", ""), ("trip ms", "ms"), ("tables ms", "ms"),
+        ("attention ms", "ms"), ("elementwise ms", "ms"), ("other ms", "ms"), ("most excess", "")]]
     return {"breakdown": {"columns": cols, "rows": rows}}
 
 
-def test_the_parts_of_each_trip_side_by_side(tmp_path):
+def test_the_breakdown_is_one_line_per_row(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     write(a, "two_phases.json", result("two_phases", breakdown(
-        [["decode", "1 user", 20.0, 15.0, 14.0, 4.0], ["prefill", "16 tokens", 40.0, 30, 29, 2]])))
+        [["decode", "1 user", 20.0, 15.0, 4.0, 0.5, 0.5, "the BLAS +3.0 ms"],
+         ["prefill", "16 tokens", 40.0, 30, 8, 1, 1, "attention +5.0 ms"]])))
     write(b, "two_phases.json", result("two_phases", breakdown(
-        [["decode", "1 user", 10.0, 6.0, 6.0, 3.0]])))
+        [["decode", "1 user", 10.0, 6.0, 3.0, 0.5, 0.5, "attention +1.0 ms"]])))
     r = run(str(a), str(b))
     assert r.returncode == 0, r.stderr
-    section = r.stdout.split("two_phases: where the time goes")[1].splitlines()
-    line = next(s for s in section if s.startswith("attention (1 user)"))
-    assert line.split()[-5:] == ["4.00", "3.00", "0.75", "no", "samples"]  # one recorded run
-    assert next(s for s in section if s.startswith("tables alone (1 user)")).split()[-3] == "0.43"
-    assert any(s.startswith("tables (16 tokens)") for s in section)  # only a has it: blank in b
+    section = r.stdout.split("Where the time goes")[1].split("\n\n")[0].splitlines()[2:]
+    assert len(section) == 2  # one line per row
+    assert section[0].split("  ")[0] == "decode 1 user: trip ms"
+    assert "20.0 = 15.0 + 4.0 + 0.5 + 0.5; most excess the BLAS +3.0 ms" in section[0]
+    assert "10.0 = 6.0 + 3.0 + 0.5 + 0.5; most excess attention +1.0 ms" in section[0]
+    assert section[0].endswith("2.00x faster *")  # one recorded run: no samples
 
 
 def test_results_of_the_older_schema_still_compare(machines):
-    old = decode([[1, 40.0, 25.0]]) | {"schema_version": 1}
-    write(machines / "a", "two_phases.json", old)
-    r = run("--out", str(machines))
+    write(machines / "a", "two_phases.json", decode([[1, 40.0, 25.0]]) | {"schema_version": 1})
+    r = run(str(machines))
     assert r.returncode == 0 and r.stderr == ""
-    one = next(line for line in r.stdout.splitlines() if line.startswith("decode step (users 1)"))
-    assert one.split()[-4:] == ["40.00", "20.00", "0.50", "faster"]
+    assert line_of(r.stdout, "users 1: step ms").split()[-2:] == ["2.00x", "faster"]
+
+
+def test_the_limits_from_every_measurement_and_a_machine_that_disagrees_with_itself(tmp_path):
+    a = tmp_path / "a"
+    shutil.copytree(SHIPPED, a)
+    data = json.load(open(a / "two_phases.json"))
+    data["roofs"]["start"]["bytes_per_s"] /= 3  # the forklift slowed down during the run
+    (a / "two_phases.json").write_text(json.dumps(data))
+    r = run(SHIPPED, str(a))
+    section = r.stdout.split("The machines' limits, every measurement\n")[1].split("\n\n")[0]
+    assert [line.split("  ")[0] for line in section.splitlines()[1:]] == [
+        f"{w}: {m}" for w in ("forklift", "workbench")
+        for m in ("machine_speed", "two_phases' start", "two_phases' end")]
+    said = [line for line in r.stdout.splitlines() if "further apart than its runs' spread" in line]
+    assert any(line.startswith("a: its forklift measured from 10.2") for line in said), said
 
 
 # ---- is a difference real? verdicts from the samples behind each figure
 
-SHIPPED = os.path.join(ROOT, "results", "amd-epyc-2c")
+SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
 
 
 def scaled(folder, factor, to):
@@ -183,37 +221,39 @@ def scaled(folder, factor, to):
         write(to, name, data)
 
 
-def verdicts(stdout, section):
+def verdicts(stdout, title):
     """{figure: verdict} of one section of compare.py's output, from its plain layout."""
-    lines = stdout.split(f"\n{section}\n")[1].split("\n\n")[0].splitlines()[1:]
+    lines = stdout.split(f"\n{title}\n")[1].split("\n\n")[0].splitlines()[1:]
     out = {}
     for line in lines:
-        for words in ("published: no samples", "no samples", "within the noise", "no change",
-                      "faster", "slower", "higher", "lower"):
-            if line.endswith(" " + words):
-                out[line.split("  ")[0]] = words
-                break
-    assert len(out) == len(lines), lines
+        said = line.rsplit("  ", 1)[-1].strip()
+        out[line.split("  ")[0]] = next(w for w, test in (
+            ("within the noise", said.startswith("within the noise")),
+            ("no change", said.startswith("no change")), ("no samples", said.endswith("*")),
+            ("faster", "faster" in said), ("slower", "slower" in said),
+            ("higher", "higher" in said), ("lower", "lower" in said)) if test)
     return out
 
 
+TIMED = ("Phase 1, reading (prefill)", "Phase 2, typing (decode)",
+         "When the two phases share a server", "The slow road: h**3 against h*h*h")
+
+
 def test_the_same_samples_are_within_the_noise(tmp_path):
-    import shutil
     shutil.copytree(SHIPPED, tmp_path / "a")
     shutil.copytree(SHIPPED, tmp_path / "b")
     r = run(str(tmp_path / "a"), str(tmp_path / "b"))
     assert r.returncode == 0, r.stderr
-    for section in ("machine_speed", "two_phases", "cube_bug"):
-        assert set(verdicts(r.stdout, section).values()) == {"within the noise"}, section
-    assert set(verdicts(r.stdout, "two_phases: where the time goes").values()) == {"no samples"}
+    for title in ("The forklift and the workbench",) + TIMED:
+        assert set(verdicts(r.stdout, title).values()) == {"within the noise"}, title
 
 
 def test_every_run_half_as_slow_again_is_slower(machines):
     scaled(str(machines / "a"), 1.5, str(machines / "slow"))
     r = run(str(machines / "a"), str(machines / "slow"))
     assert r.returncode == 0, r.stderr
-    for section in ("machine_speed", "two_phases"):
-        assert set(verdicts(r.stdout, section).values()) == {"slower"}, section
+    for title in ("The forklift and the workbench", "Phase 2, typing (decode)"):
+        assert set(verdicts(r.stdout, title).values()) == {"slower"}, title
 
 
 def test_real_runs_three_times_as_slow_are_slower(tmp_path):
@@ -221,24 +261,22 @@ def test_real_runs_three_times_as_slow_are_slower(tmp_path):
     scaled(SHIPPED, 3.0, str(tmp_path / "slow"))
     r = run(SHIPPED, str(tmp_path / "slow"))
     assert r.returncode == 0, r.stderr
-    for section in ("machine_speed", "two_phases", "cube_bug"):
-        for figure, said in verdicts(r.stdout, section).items():
-            timed = not figure.startswith(("balance", "tokens a trip", "h**3"))
-            assert said == ("slower" if timed else "within the noise"), (figure, said)
-    assert verdicts(r.stdout, "two_phases")["geometric mean, as time"] == "slower"
+    for title in TIMED:
+        assert set(verdicts(r.stdout, title).values()) == {"slower"}, title
+    assert line_of(r.stdout, "slow against amd-epyc-2c: reading 3.00x slower, typing 3.00x slower")
 
 
 def test_a_real_change_below_min_change_is_no_change(machines):
     scaled(str(machines / "a"), 1.02, str(machines / "c"))  # runs that agree within 2%
     small = run(str(machines / "a"), str(machines / "c"), "--min-change", "5")
-    assert set(verdicts(small.stdout, "two_phases").values()) == {"no change"}
+    assert set(verdicts(small.stdout, "Phase 2, typing (decode)").values()) == {"no change"}
     strict = run(str(machines / "a"), str(machines / "c"), "--min-change", "1")
-    assert set(verdicts(strict.stdout, "two_phases").values()) == {"slower"}
+    assert set(verdicts(strict.stdout, "Phase 2, typing (decode)").values()) == {"slower"}
 
 
 def test_a_small_change_in_noisy_runs_is_within_the_noise(tmp_path):
     scaled(SHIPPED, 1.02, str(tmp_path / "slightly"))  # runs that spread by up to 1.45x
-    said = verdicts(run(SHIPPED, str(tmp_path / "slightly")).stdout, "two_phases")
+    said = verdicts(run(SHIPPED, str(tmp_path / "slightly")).stdout, "Phase 2, typing (decode)")
     assert "within the noise" in said.values() and set(said.values()) <= {"within the noise",
                                                                            "no change"}
 
@@ -249,27 +287,10 @@ def test_the_verdicts_are_the_same_every_time(tmp_path):
     assert first == second
 
 
-def test_the_geometric_mean_of_hand_made_ratios():
-    ratio, draws = compare.geometric_mean([(2.0, None), (0.5, None), (8.0, None)])
-    assert ratio == pytest.approx(2.0) and draws is None  # (2 x 0.5 x 8) ** (1/3)
-    import numpy as np
-    ratio, draws = compare.geometric_mean([(4.0, np.array([4.0, 1.0])),
-                                           (1.0, np.array([1.0, 4.0]))])
-    assert ratio == pytest.approx(2.0) and draws == pytest.approx([2.0, 2.0])
-
-
-def test_the_geometric_mean_counts_rates_as_times(machines):
-    names = ["a", "b"]
-    found = [compare.read_machine(str(machines / n), []) for n in names]
-    _, rows = compare.comparison(names, found, "machine_speed")
-    mean = next(r for r in rows if r[0] == "geometric mean, as time")
-    assert mean[4] == pytest.approx(((10 / 20) * (100 / 150)) ** 0.5)  # 2x and 1.5x faster
-    assert mean[5] == "faster"
-
-
-def test_the_posts_figures_say_they_have_no_samples():
-    r = run(os.path.join(ROOT, "results", "post"), SHIPPED)
-    assert set(verdicts(r.stdout, "two_phases").values()) == {"published: no samples"}
+def test_the_posts_figures_have_no_samples_to_tell_noise_from_a_change():
+    r = run("post", SHIPPED)
+    assert set(verdicts(r.stdout, "Phase 2, typing (decode)").values()) == {"no samples"}
+    assert "* no samples on one side" in r.stdout
 
 
 @pytest.mark.parametrize("value", ["-1", "abc", "nan"])
@@ -279,14 +300,68 @@ def test_a_bad_min_change_is_one_line_and_exit_2(value):
     assert r.stdout == ""
 
 
-def test_a_file_without_samples_is_one_line_and_the_rest_prints(machines):
-    data = decode([[1, 30.0, 33.3]])
-    del data["tables"]["decode"]["samples_s"]
-    write(machines / "b", "two_phases.json", data)
-    r = run("--out", str(machines))
-    assert r.returncode == 0 and len(r.stderr.splitlines()) == 1
-    assert "b/two_phases.json has no samples" in r.stderr
-    one = next(line for line in r.stdout.splitlines() if line.startswith("decode step (users 1)"))
-    assert one.split()[-5:] == ["40.00", "30.00", "0.75", "no", "samples"]
-    forklift = next(line for line in r.stdout.splitlines() if line.startswith("forklift"))
-    assert forklift.endswith("faster")  # the other file still has its samples
+@pytest.mark.parametrize("flags", [["--export", "xml"], ["--out", "results"]])
+def test_unknown_exports_and_the_old_out_are_one_line(flags):
+    r = run(*flags)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and r.stdout == ""
+
+
+def parsed(fmt, text):
+    """An export read back with the csv or json module: every row, with its table's name."""
+    if fmt == "csv":
+        return list(csv.DictReader(io.StringIO(text)))
+    if fmt == "jsonl":
+        return [json.loads(line) for line in text.splitlines()]
+    return [dict(row, table=t) for t, body in json.loads(text)["tables"].items() for row in body]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl"])
+def test_each_export_parses_and_holds_every_row(machines, fmt):
+    r = run(str(machines / "a"), str(machines / "b"), "--export", fmt)
+    assert r.returncode == 0, r.stderr
+    rows = parsed(fmt, r.stdout)
+    step = next(row for row in rows if row.get("figure") == "users 1: step ms")
+    assert float(step["a"]) == 40.0 and step["b vs a"] == "2.00x faster"
+    assert {row.get("figure") for row in rows} >= {"memory speed", "users 64: step ms"}
+
+
+# ---- keeping everything: history, the shipped references, exports of a run
+
+def test_a_rerun_keeps_the_previous_result_and_says_so(tmp_path):
+    flags = ["--runs", "1", "--tokens", "8", "--out", str(tmp_path), "--label", "box"]
+    first = script("cube_bug.py", *flags)
+    earlier = json.loads((tmp_path / "box" / "cube_bug.json").read_text())
+    second = script("cube_bug.py", *flags)
+    assert first.returncode == second.returncode == 0
+    said = [line for line in second.stderr.splitlines() if "is kept in" in line]
+    assert len(said) == 1 and earlier["machine"]["date"][:19] in said[0]
+    kept = [p for p in (tmp_path / "box" / "history").iterdir()]
+    assert len(kept) == 1 and json.loads((kept[0] / "cube_bug.json").read_text()) == earlier
+    assert (kept[0] / "cube_bug.txt").exists()
+
+
+def test_no_run_writes_into_the_shipped_references(tmp_path):
+    before = {p: p.stat().st_mtime for p in (ROOT_PATH / "references").rglob("*")}
+    r = script("cube_bug.py", "--quick", "--out", str(ROOT_PATH / "references"), "--label", "post")
+    assert r.returncode == 2 and "--out" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert {p: p.stat().st_mtime for p in (ROOT_PATH / "references").rglob("*")} == before
+    import cli
+    assert cli.parser("x\n", runs=1).get_default("out") == cli.RESULTS != cli.REFERENCES
+    assert subprocess.run(["git", "check-ignore", "-q", "results/any-machine/cube_bug.json"],
+                          cwd=ROOT).returncode == 0  # your runs: git leaves them out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl"])
+def test_a_run_exports_every_row_instead_of_its_tables(tmp_path, fmt):
+    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
+               "--export", fmt, "--out", str(tmp_path), "--label", "p")
+    assert r.returncode == 0, r.stderr
+    saved = json.loads((tmp_path / "p" / "two_phases.json").read_text())
+    rows = parsed(fmt, r.stdout)
+    for name, t in saved["tables"].items():
+        mine = [row for row in rows if row["table"] == name]
+        assert len(mine) == len(t["rows"]), name
+    prefill = [row for row in rows if row["table"] == "prefill"]
+    assert float(prefill[3]["time ms"]) == saved["tables"]["prefill"]["rows"][3][1]  # unrounded
+    assert "prompt (tokens)" in prefill[0]  # every header says its unit
+    assert "prompt  time ms" in (tmp_path / "p" / "two_phases.txt").read_text()  # saved as ever

@@ -95,8 +95,8 @@ BAD = [
     # each refusal names the flag to change, and says why
     ("cube_bug.py", ["--tokens", "10000000"], "--tokens"),  # 983 GB of numbers
     ("two_phases.py", ["--roofs", "/dev/zero"], "is not a results file"),  # endless, not a file
-    ("two_phases.py", ["--roofs", "results/post/two_phases.json"], "not 'machine_speed'"),
-    ("two_phases.py", ["--roofs", "results/post/machine_speed.json"], "has no saved speeds"),
+    ("two_phases.py", ["--roofs", "references/post/two_phases.json"], "not 'machine_speed'"),
+    ("two_phases.py", ["--roofs", "references/post/machine_speed.json"], "has no saved speeds"),
     ("machine_speed.py", ["--matmul", "100000"], "use a smaller --matmul"),
     ("two_phases.py", ["--budget", "9", "--typers", "8", "--notes", "1000"], "larger --budget"),
     ("two_phases.py", ["--threads", "100000"], "--threads"),
