@@ -1,6 +1,7 @@
 """Measuring the model: a trip timed, a trip recorded part by part, the notebooks the typers
 start with, and the same table products timed alone, outside the model."""
 import dataclasses
+import statistics
 
 import numpy as np
 
@@ -81,6 +82,11 @@ def read_question(bench, notes, seed):
     return book
 
 
+def typing(bench, first, users, seed):
+    """`users` users, each with the notes in `first`, type one token: -> (x, segments)."""
+    return tokens(bench.cfg, users, seed), [(typers(bench, first, users, room=1), 1)]
+
+
 def typers(bench, first, users, room):
     """The notebook of `users` users who each hold the notes in `first`, with room for `room`
     more each."""
@@ -90,3 +96,39 @@ def typers(bench, first, users, room):
     book["v"][..., :n] = first["v"][..., :n]
     book["len"] = n
     return book
+
+
+class Server:
+    """Typers typing while a newcomer's question is read in pieces: the typers' notebook (each
+    with the same first notes), the newcomer's, and their tokens. It owns where each notebook
+    stands, so that every timed schedule starts from the same place."""
+
+    def __init__(self, bench, notes, users, question, room, seeds):
+        self.bench, self.notes = bench, notes
+        self.typers = typers(bench, read_question(bench, notes, seeds[0]), users, room)
+        self.newcomer = model.notebook(bench.cfg, 1, question + 1)
+        self.xt = tokens(bench.cfg, users, seeds[1])  # (width, typers)
+        self.xn = np.concatenate([tokens(bench.cfg, question, seeds[2]),  # its question, then
+                                  tokens(bench.cfg, 1, seeds[3])], 1)  # its word: (width, q + 1)
+        self.alone = (self.xt, [(self.typers, 1)])  # the typers' trip with no newcomer
+        self.before(0, slice(0, 0))
+
+    def before(self, i, s):
+        """The notebooks as they stand before step i, which reads the newcomer's tokens s."""
+        self.typers["len"], self.newcomer["len"] = self.notes + i, s.start
+
+    def trip(self, s):
+        """A step's trip, built before the timer starts: -> (x, segments)."""
+        x = np.concatenate([self.xt, self.xn[:, s]], 1)  # (width, typers + newcomer's tokens)
+        return x, [(self.typers, 1), (self.newcomer, s.stop - s.start)]
+
+    def schedule(self, steps, what):
+        """Every step of a schedule, timed --runs times from the start; then the step that was
+        slowest in the middle of the runs, recorded. -> (seconds of each step per run, the
+        recorded trip)"""
+        trips = [self.trip(s) for s in steps]
+        per_run = timing.time_steps([trip_of(self.bench, *t) for t in trips], self.bench.runs,
+                                    setup=lambda: self.before(0, slice(0, 0)), what=what)
+        worst = max(range(len(trips)), key=lambda i: statistics.median(r[i] for r in per_run))
+        self.before(worst, steps[worst])
+        return per_run, trips[worst]

@@ -26,7 +26,7 @@ from terminal import WARNED, note, plain_streams, plural, show, warn
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
 REFERENCES = os.path.join(os.path.dirname(RESULTS), "references")  # shipped: no run writes here
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # flags about the run, not the result
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
 
 

@@ -47,5 +47,5 @@ def run(fmt, script, machine_line, saved):
 
 def compared(fmt, machines, sheets):
     """compare.py's sections ([(title, headers, rows)]) in fmt."""
-    return write(fmt, {"machines": " || ".join(machines)} if fmt != "json" else
-                 {"machines": machines}, {title: (headers, rows) for title, headers, rows in sheets})
+    about = {"machines": machines if fmt == "json" else " || ".join(machines)}
+    return write(fmt, about, {title: (headers, rows) for title, headers, rows in sheets})

@@ -83,6 +83,14 @@ class Held:
         return max(who, key=who.get)
 
 
+def held(cfg, checked, roofs, tables_alone):
+    """Every checked row held to the limits: [Held]. checked: [(experiment, record)];
+    tables_alone(n) times the table products of n tokens alone, once for each n."""
+    alone = {n: tables_alone(n) for n in sorted({sum(t for _, t in r.recorded["riders"])
+                                                 for _, r in checked})}
+    return [hold(cfg, name, r, roofs, alone) for name, r in checked]
+
+
 def hold(cfg, experiment, record, roofs, alone):
     """record: a row measured (its "time" figure, its steps' riders, its recorded trip);
     alone: {tokens: Timing} of the table products alone."""
@@ -159,10 +167,12 @@ BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms"
 
 
 def roofline(cfg, records, roofs):
-    """The roofline picture's data: the speeds, and each prefill and decode row at its
-    arithmetic intensity (FLOPs per byte) and its speed (FLOP/s)."""
+    """The roofline picture's data: the speeds, and each prefill and decode row of records
+    ([(experiment, record)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
     points = []
     for experiment, r in records:
+        if experiment not in ("prefill", "decode"):
+            continue
         riders = r.row.steps[0]
         flops = model.trip_flops(cfg, riders)
         points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
@@ -183,7 +193,8 @@ def summary(measured):
                             ("typing ms/token", "ms", ".1f"), ("times cheaper", "x", ".1f")],
                 [[reading_ms, p, typing_ms, typing_ms / reading_ms]],
                 [{0: [(1, read)], 2: [(1, one[0])], 3: [(1, one[0]), (-1, read)]}],
-                title="Reading against typing, per token", text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
+                title="Reading against typing, per token",
+                text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
                      f"{typing_ms:.1f} ms (one user), so reading is about "
                      f"{typing_ms / reading_ms:.0f} times cheaper per token")
 

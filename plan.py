@@ -77,3 +77,15 @@ def predict(cfg, experiments, args, roofs):
             yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
                    f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
             yield ""
+
+
+def peak_bytes(cfg, plans, speeds_bytes):
+    """The most a run holds at once: the tables, plus the most that measuring the speeds or any
+    experiment's rows (plans: [[Row]]) hold."""
+    return model.table_numbers(cfg) * model.BYTES + max(
+        speeds_bytes, *(memory_bytes(cfg, rows) for rows in plans))
+
+
+def words(cfg, threads):
+    """The settings every sheet of the model states: '<model>, 2 threads'."""
+    return f"{cfg}, {threads} {'thread' if threads == 1 else 'threads'}"

@@ -13,9 +13,6 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
-import statistics
-
-import numpy as np
 
 import bench as b
 import cli
@@ -26,7 +23,6 @@ import model
 import pictures
 import plan
 import schema
-import timing
 from plan import Experiment, Record, Row, figures
 from printers import Picture, Saved, Sheet, entry
 from terminal import note, plural, progress
@@ -78,7 +74,8 @@ def prefill_sheets(cfg, args, records, roofs):
         cells.append({1: [(1, t)], 2: [(1, t)], 3: [(-1, t)]})
     return [Sheet("prefill", PREFILL_COLUMNS, rows, cells, timed=(1,),
                   note="; GFLOP/s: the tables' math only", title="Phase 1, reading (prefill)",
-                  settings=f"one user's question read in one trip; {words(cfg, args)}")]
+                  settings="one user's question read in one trip; "
+                           + plan.words(cfg, args.threads))]
 
 
 PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
@@ -93,15 +90,11 @@ def decode_plan(args):
     return [Row((u,), f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u]) for u in args.users]
 
 
-def typing(bench, first, users):
-    """`users` users, each with the notes in `first`, type one token: -> (x, segments)."""
-    return b.tokens(bench.cfg, users, SEED + 3), [(b.typers(bench, first, users, room=1), 1)]
-
-
 def decode_measure(bench, args, rows):
     first = b.read_question(bench, args.notes, SEED + 1)
     for row in rows:  # one notebook at a time: each goes before the next, bigger one comes
-        yield one_trip(bench, row, *typing(bench, first, row.key[0]), f"typing for {row.label}")
+        yield one_trip(bench, row, *b.typing(bench, first, row.key[0], SEED + 3),
+                       f"typing for {row.label}")
 
 
 def decode_sheets(cfg, args, records, roofs):
@@ -114,7 +107,7 @@ def decode_sheets(cfg, args, records, roofs):
     return [Sheet("decode", DECODE_COLUMNS, rows, cells, timed=(1,),
                   note="; GFLOP/s: the tables' math only", title="Phase 2, typing (decode)",
                   settings=f"one token for each user, each with {args.notes} notes; "
-                           f"{words(cfg, args)}")]
+                           f"{plan.words(cfg, args.threads)}")]
 
 
 DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
@@ -137,8 +130,8 @@ def depth_measure(bench, args, rows):
     firsts = {n: b.read_question(bench, n, SEED + 1) for n in args.depths}
     for row in rows:
         u, n = row.key
-        yield one_trip(bench, row, *typing(bench, firsts[n], u), f"typing for {row.label}",
-                       record=False)
+        yield one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
+                       f"typing for {row.label}", record=False)
 
 
 def depth_sheets(cfg, args, records, roofs):
@@ -152,7 +145,7 @@ def depth_sheets(cfg, args, records, roofs):
         cells.append({2: [(1, t)], 3: [(-1, t)], 6: [(1, t)]})
     return [Sheet("depth", DEPTH_COLUMNS, rows, cells, timed=(2,),
                   title="Beyond the post: how deep the notebooks are",
-                  settings=f"one token for each user; {words(cfg, args)}",
+                  settings=f"one token for each user; {plan.words(cfg, args.threads)}",
                   note="; x limit against the speeds measured at the start; "
                        + limits.outweigh(rows, cfg))]
 
@@ -193,34 +186,14 @@ def collision_plan(args):
 
 def collision_measure(bench, args, rows):
     normal, *dial = rows
-    steps = {row.key[0]: schedule(args.question, row.key[0]) for row in dial}
-    first = b.read_question(bench, args.notes, SEED + 1)
-    typers = b.typers(bench, first, args.typers, room=max(len(s) for s in steps.values()))
-    newcomer = model.notebook(bench.cfg, 1, args.question + 1)
-    xt = b.tokens(bench.cfg, args.typers, SEED + 3)  # (width, typers)
-    xn = np.concatenate([b.tokens(bench.cfg, args.question, SEED + 4),  # its question, then
-                         b.tokens(bench.cfg, 1, SEED + 5)], 1)  # its word: (width, question + 1)
-
-    def before(i, s):  # the notebooks as they stand before step i, which reads s
-        typers["len"], newcomer["len"] = args.notes + i, s.start
-
-    def trip(s):  # a step's trip, built before the timer starts
-        x = np.concatenate([xt, xn[:, s]], 1)  # (width, typers + newcomer's tokens)
-        return x, [(typers, 1), (newcomer, s.stop - s.start)]
-
-    before(0, slice(0, 0))
-    yield one_trip(bench, normal, xt, [(typers, 1)], "typers alone")
+    server = b.Server(bench, args.notes, args.typers, args.question,
+                      max(len(r.steps) for r in dial), (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
+    yield one_trip(bench, normal, *server.alone, "typers alone")
     for row in dial:
-        trips = [trip(s) for s in steps[row.key[0]]]
-        what = f"question in chunks of {row.key[0]}"
-        per_run = timing.time_steps([b.trip_of(bench, *t) for t in trips], bench.runs,
-                                    setup=lambda: before(0, slice(0, 0)), what=what)
-        found = figures(row, per_run, what=f"chunks of {row.key[0]}")
-        # the step that was slowest in the middle of the runs is the one to look into
-        worst = max(range(len(trips)), key=lambda i: statistics.median(r[i] for r in per_run))
-        before(worst, steps[row.key[0]][worst])
-        yield Record(row, found, b.record_trip(bench, *trips[worst],
-                                               f"the worst step of {row.label}"))
+        per_run, worst = server.schedule(schedule(args.question, row.key[0]),
+                                         f"question in chunks of {row.key[0]}")
+        yield Record(row, figures(row, per_run, what=f"chunks of {row.key[0]}"),
+                     b.record_trip(bench, *worst, f"the worst step of {row.label}"))
 
 
 def collision_sheets(cfg, args, records, roofs):
@@ -251,14 +224,9 @@ def collision_sheets(cfg, args, records, roofs):
                       f"{args.typers} typers)" if args.budget else ""))]
 
 
-def words(cfg, args):
-    """The settings every sheet of the model states: '<model>, 2 threads'."""
-    return f"{cfg}, {args.threads} {plural(args.threads, 'thread')}"
-
-
 def collision_words(cfg, args):
     return (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
-            f"{args.question:,}-token question; {words(cfg, args)}")
+            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
 
 
 COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
@@ -319,28 +287,24 @@ def experiment(args, facts):
     checked = [(name, r) for name in args.experiments if EXPERIMENTS[name].checked
                for r in measured[name]]
     if checked:
-        alone = {n: b.tables_alone(bench, n)
-                 for n in sorted({sum(t for _, t in r.recorded["riders"]) for _, r in checked})}
-        if not (args.roofs or args.forklift):
-            roofs = limits.through_the_run(start, limits.speeds(args))
-        held = [limits.hold(cfg, name, r, roofs, alone) for name, r in checked]
-        yield from shown([*limits.check(held, roofs, words(cfg, args)), *limits.breakdown(
-            held, min(args.runs, b.BREAKDOWN_RUNS), words(cfg, args))])
-        points = limits.roofline(cfg, [(n, r) for n, r in checked if n in ("prefill", "decode")],
-                                 roofs)
-        yield Saved("roofline", points)
-        yield Saved("roofs", roofs)
+        roofs = start if args.roofs or args.forklift else limits.through_the_run(
+            start, limits.speeds(args))
+        held = limits.held(cfg, checked, roofs, lambda n: b.tables_alone(bench, n))
+        said = plan.words(cfg, args.threads)
+        yield from shown([*limits.check(held, roofs, said),
+                          *limits.breakdown(held, min(args.runs, b.BREAKDOWN_RUNS), said)])
+        points = limits.roofline(cfg, checked, roofs)
+        yield from (Saved("roofline", points), Saved("roofs", roofs))
     tables = {s.name: entry(s) for s in sheets}
     yield claims.sheet(tables, roofs, ("two_phases",), args)
     if args.plot:
-        who = f"{cfg} on {facts['cpu']}, {words(cfg, args).split(', ')[-1]}"
+        who = f"{cfg} on {facts['cpu']}, {plan.words(cfg, args.threads).split(', ')[-1]}"
         for name, draw in pictures.files(tables, checked and points, who, args.quick).items():
             yield Picture(name, draw)
 
 
 # ---------------------------------------------------------------------------------------------
-# predict before running: every sheet as the two speeds predict it, for any model, with no model
-# built (the post's promised next step: see which limit you will hit before you run anything)
+# predict before running (the post's next step): see which limit you will hit, on any machine
 
 
 def predict(args, facts):
@@ -353,10 +317,9 @@ def predict(args, facts):
 
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
-    cfg = model.SIZES[args.model]
-    need = [plan.memory_bytes(cfg, EXPERIMENTS[name].plan(args)) for name in args.experiments]
     speeds = 0 if args.roofs else machine_speed.roofs_memory_bytes(args.quick)
-    return model.table_numbers(cfg) * model.BYTES + max(speeds, *need)
+    return plan.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
+                                                     for n in args.experiments], speeds)
 
 
 # ---------------------------------------------------------------------------------------------

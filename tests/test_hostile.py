@@ -259,7 +259,7 @@ def test_a_signal_once_the_run_is_done_still_ends_in_one_true_line(tmp_path, nam
 def test_a_full_stdout_is_one_line_and_the_result_is_still_saved(tmp_path, flags):
     code = ("import sys, runpy\n"
             "sys.stdout = open('/dev/full', 'w')\n"
-            f"sys.argv = {flags + (['--out', str(tmp_path)] if flags[0] != 'compare.py' else [])!r}\n"
+            f"sys.argv = {flags + (['--out', str(tmp_path)] * (flags[0] != 'compare.py'))!r}\n"
             f"runpy.run_path({flags[0]!r}, run_name='__main__')\n")
     r = python(code)
     assert "Traceback" not in r.stderr and r.returncode == 0, r.stderr
