@@ -7,6 +7,8 @@ import numpy as np
 
 import model
 import timing
+from pool import blas_threads, sharing
+from printers import Saved
 from terminal import plural
 
 BREAKDOWN_RUNS = 3  # at most: enough to pick a typical recorded run, and it keeps a default
@@ -18,8 +20,9 @@ class Bench:
     """What every measurement of the model needs: its shape, its tables, the threads, --runs."""
     cfg: model.Config
     floors: list
-    pool: object  # model.workers(threads), or None for one thread
+    pool: object  # pool.workers(threads), or None for one thread
     runs: int
+    paths: model.Paths = model.Paths()  # how the work is done, chosen on this machine
 
 
 def tokens(cfg, t, seed):
@@ -39,7 +42,8 @@ def restore(segments):
 
 def trip_of(bench, x, segments, watch=None):
     """The trip as a call, built before the timer starts."""
-    return lambda: model.trip(bench.cfg, bench.floors, x, segments, pool=bench.pool, watch=watch)
+    return lambda: model.trip(bench.cfg, bench.floors, x, segments, pool=bench.pool, watch=watch,
+                              paths=bench.paths)
 
 
 def time_trip(bench, x, segments, what):
@@ -66,12 +70,32 @@ def record_trip(bench, x, segments, what):
     return {"riders": riders, "parts": middle}
 
 
+def products_alone(floors, tokens, pool=None, seed=0, block=None):
+    """The table products of a trip of `tokens` tokens, alone, outside the model: every floor's
+    four tables times random activations, with the same shapes and layout as the trip. With no
+    pool: one BLAS call per table, on the BLAS's own threads, what the library does with exactly
+    these products; with a pool and a block: the suite's own path. -> a function to time"""
+    rng = np.random.default_rng(seed)
+    width = floors[0]["qkv"].shape[1]
+    x, h = (rng.standard_normal((n, tokens), dtype=np.float32) for n in (width, 4 * width))
+    pool = sharing(pool, tokens)
+
+    def products():
+        with blas_threads(pool):
+            for p in floors:
+                for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
+                    model.table(p[name], into, pool, block)
+    return products
+
+
 def tables_alone(bench, n):
-    """The table products of a trip of n tokens, alone, outside the model: the best of the runs,
-    since like the forklift and the workbench it is what this machine can do."""
-    return timing.measure(model.tables_alone(bench.floors, n, bench.pool),
+    """The table products of a trip of n tokens, one BLAS call each on the BLAS's own threads,
+    outside the model: what the library does with them, the best of the runs, since like the
+    forklift and the workbench it is what this machine can do."""
+    return timing.measure(products_alone(bench.floors, n),
                           min(bench.runs, BREAKDOWN_RUNS), stat="best",
-                          what=f"the table products of {n} {plural(n, 'token')}, alone")
+                          what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
+                               f"each")
 
 
 def read_question(bench, notes, seed):
@@ -132,3 +156,46 @@ class Server:
         worst = max(range(len(trips)), key=lambda i: statistics.median(r[i] for r in per_run))
         self.before(worst, steps[worst])
         return per_run, trips[worst]
+
+
+COLUMNS = (2, 4, 8, 16)  # the column counts whose table products may go in blocks ...
+BLOCKS = (64, 128, 256, 512)  # ... of this many rows, if that beats one call a thread here
+TRIES = 5  # each candidate timed this often, the best kept: the choice takes under a second
+
+
+def choose(bench, attention="auto", blocks="auto"):
+    """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
+    four products for each column count; 8 typers' attention over 512 notes), where not given:
+    -> (model.Paths, {what: {candidate: seconds}})"""
+    floor, seen = bench.floors[:1], {}
+    if attention == "auto":
+        cfg, rng = bench.cfg, np.random.default_rng(0)
+        q, k, v = (rng.standard_normal(shape, dtype=np.float32) for shape in (
+            (8, cfg.heads, 1, cfg.width // cfg.heads), *[(8, cfg.heads, cfg.width // cfg.heads,
+                                                          512)] * 2))
+        seen["attention"] = {how: best(lambda how=how: model.attend(q, k, v, how))
+                             for how in ("einsum", "matmul")}
+        attention = min(seen["attention"], key=seen["attention"].get)
+    chosen = []
+    for n in COLUMNS:
+        if blocks == "auto":
+            timed = {rows: best(products_alone(floor, n, bench.pool, block=rows))
+                     for rows in (None, *BLOCKS)}
+            seen[f"tables at {n} columns"] = {str(k): v for k, v in timed.items()}
+            chosen.append((n, min(timed, key=timed.get)))
+        else:
+            chosen.append((n, None if blocks == "off" else int(blocks)))
+    return model.Paths(attention, tuple(chosen)), seen
+
+
+def best(fn):
+    """The best of TRIES calls after a warm-up, in seconds."""
+    return min(timing.time_runs(fn, TRIES))
+
+
+def with_paths(bench, attention, blocks):
+    """The bench with the paths chosen (see choose()), and what a run prints and saves of them."""
+    paths, timed = choose(bench, attention, blocks)
+    how = " (the fastest here, timed at the start)" if "auto" in (attention, blocks) else ""
+    return dataclasses.replace(bench, paths=paths), [f"paths: {paths}{how}", Saved("paths", {
+        "attention": paths.attention, "blocks": paths.blocks, "timed": timed})]

@@ -49,16 +49,20 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def whole(lo, hi):
-    """An argparse type: a whole number in [lo, hi], with a message naming the range."""
+def whole(lo, hi, words=()):
+    """An argparse type: a whole number in [lo, hi] (or one of `words`), with a message naming
+    what is allowed."""
     def parse(text):
+        if text in words:
+            return text
         try:
             value = int(text)
         except ValueError:
             value = None
         if value is None or not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {lo:,} to {hi:,}, "
-                                             f"got {shown(text)}")
+            raise argparse.ArgumentTypeError(
+                f"must be {''.join(w + ', ' for w in words)}a whole number from {lo:,} to "
+                f"{hi:,}, got {shown(text)}")
         return value
     return parse
 

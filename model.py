@@ -7,8 +7,6 @@ FLOPs and bytes of one trip, part by part.
 Tokens are columns: x is (width, tokens) and every table is applied as W @ x, as in the post.
 No token embedding and no LM head: like the post, we count the 12 floors only.
 """
-import concurrent.futures
-import contextlib
 import dataclasses
 import functools
 import math
@@ -16,7 +14,8 @@ import time
 import types
 
 import numpy as np
-import threadpoolctl
+
+from pool import blas_threads, share, sharing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,25 +141,25 @@ def by_head(x, users, heads):
     return x.reshape(heads, width // heads, users, cols // users).transpose(2, 0, 1, 3)
 
 
-def attend(q, k, v):
+def attend(q, k, v, how="einsum"):
     """Causal attention. q: (users, heads, t, 64), already scaled by 1/sqrt(64); k, v: (users,
     heads, 64, n), whose last t notes are the queries' own tokens: query i reads every note up to
-    its own. -> (users, heads, 64, t)"""
+    its own. how: Paths.attention. -> (users, heads, 64, t)"""
     t, n = q.shape[-2], k.shape[-1]
-    s = product(q, k)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
+    s = product(q, k, how)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
     if t > 1:
         s[..., n - t:] += causal(t)  # the queries' own tokens: a triangle
     w = exp_shifted(s)  # softmax's numerator ...
-    o = product(v, w.swapaxes(-1, -2))  # (u, h, 64, n) @ (u, h, n, t) -> (u, h, 64, t)
+    o = product(v, w.swapaxes(-1, -2), how)  # (u, h, 64, n) @ (u, h, n, t) -> (u, h, 64, t)
     return o / w.sum(axis=-1)[:, :, None, :]  # ... and its denominator
 
 
-def product(a, b):
+def product(a, b, how="einsum"):
     """a @ b over the last two axes, for every user and head. With one query (t = 1) each of
-    these products is a pass over the notes, which einsum streams through at the memory's speed;
-    as one small BLAS call per user and head, the calls' own cost would be a third of the read
-    (measured). With more queries the products are real matrix products: BLAS's."""
-    if 1 not in (a.shape[-2], b.shape[-1]):
+    these products is a pass over the notes: einsum streams through them, a batched matmul makes
+    one small BLAS call per user and head; which is faster depends on the CPU (Paths). With more
+    queries the products are real matrix products: BLAS's."""
+    if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]):
         return a @ b
     return np.einsum("...ij,...jk->...ik", a, b)
 
@@ -174,7 +173,7 @@ BLOCK = 128  # queries per block; a block reads only the notes up to its last qu
 #               tried: 128 was fastest for a 1,024-token question on a 2-core machine)
 
 
-def attention(cfg, q, k, v, segments, floor, pool=None):
+def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
     heads = cfg.heads
@@ -198,7 +197,7 @@ def attention(cfg, q, k, v, segments, floor, pool=None):
             for a in range(0, t, BLOCK):
                 b = min(a + BLOCK, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
                 oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
-                                           V[:, hs, :, :n0 + b])
+                                           V[:, hs, :, :n0 + b], how)
 
     share(pool, read, heads, size=sum(K.size for K, *_ in books))
     return out
@@ -208,7 +207,7 @@ def attention(cfg, q, k, v, segments, floor, pool=None):
 # one trip through the floors
 
 
-def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counter):
+def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counter, paths=None):
     """Push every token on the trip through every floor; returns the new hidden states.
 
     x: (width, tokens), the segments' tokens side by side. segments: [(notebook, t)], t new
@@ -216,16 +215,19 @@ def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counte
     token on the trip; each user's attention reads only that user's notes. Prefill is one
     segment holding a whole prompt; decode is one token for each waiting user; chunked prefill
     is a piece of a prompt riding with the typers' tokens. Each notebook grows by its t tokens.
-    pool: threads to share the work among (see workers()), or None. watch: a dict to fill with
+    pool: threads to share the work among (pool.workers()), or None. watch: a dict to fill with
     the seconds of each part of the trip and of the whole, "trip" (see pieces()), or None.
+    paths: how the work is done where the fastest way depends on the CPU (Paths).
     """
     validate(cfg, x, segments)
-    pool, f = sharing(pool, x.shape[1]), pieces(watch, clock)
+    paths = paths or Paths()
+    pool, f = sharing(pool, x.shape[1]), pieces(watch, clock, paths, x.shape[1])
     start = clock()
     with blas_threads(pool):
         for i, p in enumerate(floors):
             q, k, v = np.split(f.table(p["qkv"], f.norm(x), pool), 3)  # 3 x (width, tokens)
-            x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, pool), pool))
+            x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, pool,
+                                                       paths.attention), pool))
             h = f.gelu(f.table(p["up"], f.norm(x), pool), pool)  # (4 width, tokens)
             x = f.add(x, f.table(p["down"], h, pool))
     if watch is not None:
@@ -240,8 +242,10 @@ PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time g
 #                                                          what is left (splits, Python)
 
 
-def pieces(watch=None, clock=time.perf_counter):
-    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict."""
+def pieces(watch=None, clock=time.perf_counter, paths=None, columns=1):
+    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict; the
+    table products in the blocks `paths` gives for this many columns."""
+    block = (paths or Paths()).block(columns)
     def timed(part, fn):
         if watch is None:
             return fn
@@ -256,7 +260,8 @@ def pieces(watch=None, clock=time.perf_counter):
         watch.clear()
         watch.update({p: 0.0 for p in PARTS})
     return types.SimpleNamespace(
-        table=timed("tables", table), attention=timed("attention", attention),
+        table=timed("tables", lambda w, x, pool: table(w, x, pool, block)),
+        attention=timed("attention", attention),
         norm=timed("elementwise", norm), gelu=timed("elementwise", gelu_rows),
         add=timed("elementwise", add))
 
@@ -283,44 +288,21 @@ def riders(segments):
 
 
 # ---------------------------------------------------------------------------------------------
-# work shared by threads: NumPy lets go of the GIL inside matmuls and elementwise loops. Every
-# op cuts its work into one contiguous share per thread, and the caller does the first share.
+# the tables' products, and the paths that depend on the CPU
 
 
-PARALLEL_MIN = 1 << 16  # numbers; less work than this is quicker on one thread than handed out
-BLAS = threadpoolctl.ThreadpoolController()
-
-
-def sharing(pool, tokens):
-    """The pool a trip of `tokens` tokens uses: none for one token, whose table products are
-    matrix-vector products that BLAS's own threads hand out faster."""
-    return pool if tokens > 1 else None
-
-
-def workers(threads):
-    """A pool for `threads` threads: the caller's own plus threads - 1 helpers (None for 1)."""
-    if threads <= 1:
-        return None
-    return {"threads": threads, "helpers": concurrent.futures.ThreadPoolExecutor(threads - 1)}
-
-
-def share(pool, fn, n, size):
-    """fn(part) for 0..n-1 cut into one contiguous part per thread, or fn(all of it) when there
-    is no pool or the work (`size` numbers to touch) is too small to hand out."""
-    parts = min(n, pool["threads"]) if pool is not None and size >= PARALLEL_MIN else 1
-    if parts == 1:
-        return fn(slice(0, n))
-    cuts = [n * i // parts for i in range(parts + 1)]
-    helping = [pool["helpers"].submit(fn, slice(a, b)) for a, b in zip(cuts[1:-1], cuts[2:])]
-    fn(slice(cuts[0], cuts[1]))
-    for f in helping:
-        f.result()
-
-
-def table(w, x, pool=None):
-    """w @ x, w's rows shared among the pool's threads. w: (rows, k), x: (k, tokens)."""
+def table(w, x, pool=None, block=None):
+    """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of `block`
+    rows (None: one call), so that a block stays in the core's cache while the columns pass.
+    w: (rows, k), x: (k, tokens)."""
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
-    share(pool, lambda rows: np.matmul(w[rows], x, out=out[rows]), w.shape[0], w.size)
+
+    def part(rows):
+        step = block or rows.stop - rows.start
+        for a in range(rows.start, rows.stop, max(step, 1)):
+            b = min(a + step, rows.stop)
+            np.matmul(w[a:b], x, out=out[a:b])  # (b - a, tokens)
+    share(pool, part, w.shape[0], w.size)
     return out
 
 
@@ -330,29 +312,25 @@ def gelu_rows(h, pool=None):
     return h
 
 
-def blas_threads(pool):
-    """With a pool, the pool's threads do all the sharing and BLAS keeps to one thread: BLAS's
-    own threads would otherwise spin on a core after each product, starving the pool."""
-    if pool is None:
-        return contextlib.nullcontext()
-    return BLAS.limit(limits=1, user_api="blas")
+@dataclasses.dataclass(frozen=True)
+class Paths:
+    """How a trip does the work whose fastest way depends on the CPU: attention's products for
+    one query ("einsum" or "matmul"), and the rows per block of a table product by its column
+    count: ((most columns, rows), ...), ascending; a count past them all is one call a thread.
+    Every path gives the same answer within float32 rounding."""
+    attention: str = "einsum"
+    blocks: tuple = ()
 
+    def block(self, columns):
+        if columns < 2:  # one token: a matrix-vector product, for the BLAS's own threads
+            return None
+        return next((rows for most, rows in self.blocks if columns <= most), None)
 
-def tables_alone(floors, tokens, pool=None, seed=0):
-    """The table products of a trip of `tokens` tokens, alone, outside the model: every floor's
-    four tables times random activations, with the same shapes, layout and threads as the trip.
-    What this BLAS does with exactly these products. -> a function to time"""
-    rng = np.random.default_rng(seed)
-    width = floors[0]["qkv"].shape[1]
-    x, h = (rng.standard_normal((n, tokens), dtype=np.float32) for n in (width, 4 * width))
-    pool = sharing(pool, tokens)
-
-    def products():
-        with blas_threads(pool):
-            for p in floors:
-                for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
-                    table(p[name], into, pool)
-    return products
+    def __str__(self):
+        blocks = ", ".join(f"{rows} rows up to {most} columns" for most, rows in self.blocks
+                           if rows)
+        return f"attention by {self.attention}; tables " + (
+            f"in blocks of {blocks}" if blocks else "in one call a thread")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,20 @@ def available():
     return True
 
 
+def wanted(p, args):
+    """Whether a two_phases run draws the pictures: --plot or --no-plot, else a full run that
+    saves does. Flags that cannot go with drawing are refused in one line."""
+    if args.plot and args.no_save:
+        p.error("argument --plot: draws into the results folder, so not with --no-save")
+    if args.plot and args.threads and len(args.threads) > 1:
+        p.error("argument --plot: draws one run's pictures, not a sweep's; give one --threads")
+    if args.plot and not available():
+        p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
+    sweep = args.threads and len(args.threads) > 1
+    return args.plot if args.plot is not None else not (
+        args.quick or args.no_save or sweep) and available()
+
+
 def files(tables, roofline, who, quick):
     """{file name: draw(path)} for every picture this run's sheets can make. who: the model and
     the machine, for the titles; quick: mark each picture as a quick run's."""

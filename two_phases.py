@@ -22,6 +22,7 @@ import machine_speed
 import model
 import pictures
 import plan
+import pool
 import schema
 from plan import Experiment, Record, Row, figures
 from printers import Picture, Saved, Sheet, entry
@@ -271,7 +272,10 @@ def experiment(args, facts):
     row to the speeds measured at the start and the end; then the post's claims, the pictures."""
     cfg, start = model.SIZES[args.model], limits.speeds(args)
     progress("making the tables (random weights)")
-    bench = b.Bench(cfg, model.floors(cfg, args.seed), model.workers(args.threads), args.runs)
+    bench, said = b.with_paths(b.Bench(cfg, model.floors(cfg, args.seed),
+                                       pool.workers(args.threads), args.runs),
+                               args.attention, args.blocks)
+    yield from said
     measured, sheets, roofs = {}, [], start
 
     def shown(new):  # printed as they come, and kept for the claims and the pictures
@@ -374,6 +378,13 @@ def build_parser():
     g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
                    metavar="GFLOP/S",
                    help="the math speed, with --forklift")
+    g.add_argument("--attention", choices=("auto", "einsum", "matmul"), default="auto",
+                   help="how one query reads its notes: the fastest on this machine, timed at "
+                        "the start, or the one given")
+    g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",
+                   metavar="ROWS",
+                   help="table products for 2 to 16 tokens in blocks of this many rows: auto "
+                        "(the fastest here, timed at the start), off (one call a thread), or N")
     g.add_argument("--predict", action="store_true",
                    help="run nothing: print every table as the speeds predict it (--forklift "
                         "and --workbench, or --roofs), for any --model; saved under "
@@ -421,15 +432,7 @@ def parse_args(argv=None):
                 p.error(f"argument --out: results cannot be saved to "
                         f"{cli.folder_of(args)}: {problem}")
         return args  # nothing is built: nothing to fit in memory
-    if args.plot and args.no_save:
-        p.error("argument --plot: draws into the results folder, so not with --no-save")
-    if args.plot and args.threads and len(args.threads) > 1:
-        p.error("argument --plot: draws one run's pictures, not a sweep's; give one --threads")
-    sweep = args.threads and len(args.threads) > 1
-    if args.plot is None:  # the pictures go with a full run's saved results
-        args.plot = not (args.quick or args.no_save or sweep) and pictures.available()
-    if args.plot and not pictures.available():
-        p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
+    args.plot = pictures.wanted(p, args)
     cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")
     return args

@@ -202,3 +202,28 @@ def test_bad_values_are_one_line_exit_2_and_nothing_saved(tmp_path, flags, flag)
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert len(r.stderr.splitlines()) == 1 and flag in r.stderr, r.stderr
     assert not any(tmp_path.iterdir())
+
+
+# ---- the paths a trip takes where the fastest way depends on the CPU
+
+def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
+    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
+    chosen = data["paths"]
+    assert chosen["attention"] in ("einsum", "matmul") and set(chosen["timed"]) >= {"attention"}
+    assert [n for n, _ in chosen["blocks"]] == [2, 4, 8, 16]
+    line = next(s for s in r.stdout.splitlines() if s.startswith("paths: "))
+    assert f"attention by {chosen['attention']}" in line and "timed at the start" in line
+    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
+                               "--attention", "einsum", "--blocks", "128")
+    assert data["paths"]["attention"] == "einsum" and data["paths"]["timed"] == {}
+    assert {rows for _, rows in data["paths"]["blocks"]} == {128}
+    assert "paths: attention by einsum; tables in blocks of 128 rows up to 2 columns" in r.stdout
+
+
+@pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),
+                                        (["--blocks", "0"], "--blocks"),
+                                        (["--blocks", "some"], "--blocks")])
+def test_an_unknown_path_is_one_line(tmp_path, flags, flag):
+    r = script("two_phases.py", "--quick", *flags, "--out", str(tmp_path))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and flag in r.stderr
+    assert not any(tmp_path.iterdir())

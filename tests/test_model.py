@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import model
+import pool as pool_
 
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
@@ -25,7 +26,19 @@ def tokens(t, seed=1, width=CFG.width):
 
 
 def trip(layers, x, segments):
-    return model.trip(CFG, layers, x, segments)
+    return model.trip(CFG, layers, x, segments, paths=PATH["now"])
+
+
+PATHS = {"einsum, one call": model.Paths(),  # every path the suite may choose must agree
+         "matmul, in blocks": model.Paths("matmul", ((2, 16), (8, 8), (64, 32)))}
+PATH = {"now": model.Paths()}  # the path the trips of a test take
+
+
+@pytest.fixture(params=PATHS)
+def paths(request, monkeypatch):
+    """Run the test once on every path."""
+    monkeypatch.setitem(PATH, "now", PATHS[request.param])
+    return PATHS[request.param]
 
 
 # ---- an independent reference: picoGPT's GPT-2, token-major, float64, written from the paper's
@@ -61,20 +74,22 @@ def ref_gpt2(x, layers, n_head):
     return x
 
 
-def test_one_pass_matches_reference_gpt2():
+def test_one_pass_matches_reference_gpt2(paths):
     layers, x = floors(), tokens(40)
     ours = trip(layers, x, [(book(40), 40)])
     np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG.heads).T, **TOL)
 
 
 def test_full_size_spot_check_matches_reference():
-    """One full GPT-2-small spot check: 12 floors of width 768, a short prompt."""
+    """One full GPT-2-small spot check: 12 floors of width 768, a short prompt, on every path."""
     layers, x = model.floors(SMALL, 0), tokens(6, width=SMALL.width)
-    ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)])
-    np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, SMALL.heads).T, **TOL)
+    reference = ref_gpt2(x.T, layers, SMALL.heads).T
+    for path in [*PATHS.values(), model.Paths("einsum", ((8, 128),))]:
+        ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], paths=path)
+        np.testing.assert_allclose(ours, reference, **TOL)
 
 
-def test_cached_decode_equals_one_causal_pass():
+def test_cached_decode_equals_one_causal_pass(paths):
     layers, x = floors(), tokens(24)
     whole = trip(layers, x, [(book(24), 24)])
     b = book(24)
@@ -84,7 +99,7 @@ def test_cached_decode_equals_one_causal_pass():
 
 
 @pytest.mark.parametrize("chunks", [(1, 23), (5, 5, 5, 5, 4), (7, 1, 16), (24,), (3,) * 8])
-def test_chunked_prefill_equals_prefill_in_one_go(chunks):
+def test_chunked_prefill_equals_prefill_in_one_go(chunks, paths):
     layers, x = floors(), tokens(24)
     whole = trip(layers, x, [(book(24), 24)])
     b, outs, start = book(24), [], 0
@@ -100,7 +115,7 @@ def prefilled(layers, n, seed, cap):
     return b
 
 
-def test_batched_decode_equals_each_user_alone():
+def test_batched_decode_equals_each_user_alone(paths):
     layers = floors()
     lengths = (3, 9, 1, 17)  # different notebook lengths on one trip: one notebook each
     x = tokens(len(lengths), seed=99)
@@ -111,7 +126,7 @@ def test_batched_decode_equals_each_user_alone():
     np.testing.assert_allclose(together, np.concatenate(alone, 1), **TOL)
 
 
-def test_users_in_one_notebook_equal_each_user_alone():
+def test_users_in_one_notebook_equal_each_user_alone(paths):
     """Three users read their own 5-token questions in one trip, then type a word each, all in
     one notebook; a fourth user with another length rides along in a notebook of their own."""
     layers, users = floors(), 3
@@ -130,7 +145,7 @@ def test_users_in_one_notebook_equal_each_user_alone():
     assert shared["len"] == 6 and loner["len"] == 10
 
 
-def test_chunk_riding_with_typers_equals_each_alone():
+def test_chunk_riding_with_typers_equals_each_alone(paths):
     layers = floors()
     typers = [prefilled(layers, 5, s, 10) for s in (1, 2)]
     x = tokens(2 + 6, seed=7)
@@ -142,7 +157,7 @@ def test_chunk_riding_with_typers_equals_each_alone():
 
 
 @pytest.mark.parametrize("together", [False, True], ids=["two notebooks", "one notebook"])
-def test_a_user_never_reads_another_users_notes(together):
+def test_a_user_never_reads_another_users_notes(together, paths):
     layers, x = floors(), tokens(2, seed=3)
     if together:
         shared = book(8, users=2)
@@ -172,11 +187,11 @@ def test_same_seed_same_tables_and_outputs():
 
 
 FINGERPRINT = """if True:
-    import hashlib, numpy as np, model
+    import hashlib, numpy as np, model, pool as threads
     cfg = model.SIZES["small"]
     floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)
-    b, pool = model.notebook(cfg, 2, 12), model.workers(2)
+    b, pool = model.notebook(cfg, 2, 12), threads.workers(2)
     y = model.trip(cfg, floors, x, [(b, 10)], pool=pool)
     y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], pool=pool)
     print(hashlib.sha256(y.tobytes() + y2.tobytes() + b["k"].tobytes()).hexdigest())
@@ -288,36 +303,36 @@ def test_each_piece_is_charged_to_its_part_and_the_parts_add_up():
 
 @pytest.fixture
 def pool(monkeypatch):
-    monkeypatch.setattr(model, "PARALLEL_MIN", 0)  # share even the tiny test model's work
-    return model.workers(2)
+    monkeypatch.setattr(pool_, "PARALLEL_MIN", 0)  # share even the tiny test model's work
+    return pool_.workers(2)
 
 
-def test_threads_give_the_same_answers(pool):
+def test_threads_give_the_same_answers(pool, paths):
     layers, x = floors(), tokens(20)
     alone = trip(layers, x, [(book(20), 20)])
-    shared = model.trip(CFG, layers, x, [(book(20), 20)], pool=pool)
+    shared = model.trip(CFG, layers, x, [(book(20), 20)], pool=pool, paths=paths)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
-def test_threads_give_the_same_batched_decode(pool):
+def test_threads_give_the_same_batched_decode(pool, paths):
     layers = floors()
     typers, loner = book(12, users=3), prefilled(layers, 7, 4, 12)
     trip(layers, tokens(15, seed=5), [(typers, 5)])
     x = tokens(4, seed=9)
     alone = trip(layers, x, [(typers, 1), (loner, 1)])
     typers["len"], loner["len"] = 5, 7  # back to where they were
-    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], pool=pool)
+    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], pool=pool, paths=paths)
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
 def test_shared_work_is_done_once_in_even_contiguous_parts(pool):
     import threading
     seen = []
-    model.share(pool, lambda part: seen.append((part, threading.get_ident())), 10, size=1)
+    pool_.share(pool, lambda part: seen.append((part, threading.get_ident())), 10, size=1)
     assert sorted((p.start, p.stop) for p, _ in seen) == [(0, 5), (5, 10)]
     assert len({who for _, who in seen}) == 2
     seen.clear()
-    model.share(None, lambda part: seen.append((part, None)), 10, size=1)
+    pool_.share(None, lambda part: seen.append((part, None)), 10, size=1)
     assert [p for p, _ in seen] == [slice(0, 10)]
 
 
@@ -353,3 +368,18 @@ def test_the_parts_add_up_to_the_trip(riders):
     assert limits["tables"] == max(model.TABLE_BYTES / 10e9, parts["tables"][1] / 100e9)
     assert limits["elementwise"] == parts["elementwise"][1] / 100e9  # nothing to fetch
 
+
+
+def test_a_table_in_blocks_gives_each_row_once():
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((100, 30), dtype=np.float32), tokens(3, width=30)
+    for block in (None, 1, 7, 64, 500):
+        np.testing.assert_allclose(model.table(w, x, None, block), w @ x, rtol=1e-5, atol=1e-5)
+
+
+def test_a_paths_blocks_follow_the_column_count():
+    paths = model.Paths("matmul", ((2, 512), (4, 256), (16, None)))
+    assert [paths.block(n) for n in (1, 2, 3, 4, 8, 16, 17)] == [None, 512, 256, 256, None, None,
+                                                                   None]
+    assert str(paths) == ("attention by matmul; tables in blocks of 512 rows up to 2 columns, "
+                          "256 rows up to 4 columns")
