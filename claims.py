@@ -171,7 +171,7 @@ def cheaper(t, r):
 def cube(numbers, post):
     def judge(t, r):
         v = figure(t, "cube", "ratio", numbers)[0]
-        return f"{v:.0f}x", about(v, post)
+        return f"{v:.1f}x" if v < 10 else f"{v:.0f}x", about(v, post)
     return judge
 
 

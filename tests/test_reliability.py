@@ -386,7 +386,7 @@ def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_pat
     assert cli.parser("demo\n", runs=1).get_default("out") == cli.RESULTS
     assert os.path.isabs(cli.RESULTS) and os.path.dirname(cli.RESULTS) == ROOT
     r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
-    assert r.returncode == 0 and r.stdout.startswith("post: ") and "amd-epyc-2c" in r.stdout
+    assert r.returncode == 0 and r.stdout.startswith("post: ")  # then results/ or references/
 
 
 def test_busy_means_busy_now_not_a_minute_ago(monkeypatch, capsys):
