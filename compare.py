@@ -64,33 +64,37 @@ def machine_folders(names, problems):
             f for f in machines_in(cli.REFERENCES) if os.path.basename(f) != "post"])
     found = []
     for name in names:
-        where = [name, os.path.join(cli.REFERENCES, name), os.path.join(cli.RESULTS, name)]
+        where = [name, os.path.join(cli.REFERENCES, name), os.path.join(cli.RESULTS, name),
+                 os.path.join(os.path.dirname(cli.RESULTS), name)]  # results/, from anywhere
         folder = next((w for w in where if os.path.isdir(w)), None)
         if folder is None and os.path.exists(name):
             problems.append(f"{name}: is a file, not a results folder")
         elif folder is None:
             problems.append(f"{name}: no such results folder, nor a shipped reference or a "
                             f"machine under {cli.RESULTS} of that name")
-        elif holds_results(folder):
+        elif holds_results(folder, quick=True):
             found.append(folder)
         else:
             found += sorted(machines_in(folder), key=lambda f: os.path.basename(f) != "post"
-                            ) or [folder]  # a folder of machines (the post's first), or empty
+                            ) or machines_in(folder, quick=True) or [folder]
+            #   a folder of machines (the post's first), or of quick runs only (said), or empty
     return list(dict.fromkeys(found))
 
 
-def holds_results(folder):
+def holds_results(folder, quick=False):
+    """Whether folder holds a full run's result (or, with quick, a quick run's)."""
     return any(os.path.isfile(os.path.join(folder, s + e)) for s in SCRIPTS
-               for e in (".json", ".sweep.json", ".quick.json"))
+               for e in (".json", ".sweep.json", *[".quick.json"] * quick))
 
 
-def machines_in(folder):
-    """The result folders directly inside folder."""
+def machines_in(folder, quick=False):
+    """The result folders directly inside folder that hold a full run (quick runs are smoke,
+    unless quick)."""
     if not os.path.isdir(folder):
         return []
     return sorted(os.path.join(folder, d) for d in os.listdir(folder)
                   if os.path.isdir(os.path.join(folder, d)) and holds_results(
-                      os.path.join(folder, d)))
+                      os.path.join(folder, d), quick))
 
 
 def read_machine(folder, problems):
@@ -268,7 +272,7 @@ def comparison(names, machines, section, min_change):
                 cell = f"{cell:.1f} = {words[key]}"
             row += [cell] if i == 0 else [cell, None if i <= ref or i not in have else verdict(
                 *speedup(per[ref][0][key], values[key], f"{label} {column}"), unit, min_change)
-                + (f" than {names[ref]}" if ref else "")]
+                + (f" (vs {names[ref]})" if ref else "")]
         rows.append(row)
     return headers, rows
 
@@ -327,9 +331,8 @@ def summary(names, machines):
             a, b = figures(first, section)[0], figures(m, section)[0]
             said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a
                                          if k in b and k[1] == column])
-        fast = [max((v for (w, key), v in f.items() if w.startswith(word) and key != "spread"
-                     and v), default=None)
-                for f in (speeds_of(first), speeds_of(m)) for word in ("forklift", "workbench")]
+        fast = [limit_of(f, word) for f in (speeds_of(first), speeds_of(m))
+                for word in ("forklift", "workbench")]
         if None in said.values():
             continue
         words = [f"{what} {r:.2f}x faster" if r >= 1 else f"{what} {1 / r:.2f}x slower"
@@ -337,16 +340,29 @@ def summary(names, machines):
         line = f"{name} against {names[0]}: {', '.join(words)}"
         if None not in fast:
             forklift, workbench = fast[2] / fast[0], fast[3] / fast[1]
-            post = (said["reading"] > 1) == (workbench > 1) and (said["typing"] > 1) == (
-                forklift > 1)
+            reading = nearer(said["reading"], workbench, forklift)
+            typing = nearer(said["typing"], forklift, workbench, ("forklift", "workbench"))
             line += (f"; its workbench {workbench:.2f}x and its forklift {forklift:.2f}x "
-                     f"{names[0]}'s: {'more' if workbench > 1 else 'less'} workbench, "
-                     f"{'more' if forklift > 1 else 'less'} forklift, " + (
-                         "so reading follows the workbench and typing the forklift, as the post "
-                         "says" if post else "yet reading and typing do not follow them as the "
-                         "post says: see the check tables"))
+                     f"{names[0]}'s (machine_speed's): reading {reading}, typing {typing}" + (
+                         ", as the post says" if "more than" not in reading + typing else
+                         ": not all as the post says; see the check tables"))
         lines.append(line)
     return lines
+
+
+def limit_of(found, word):
+    """A machine's speed as machine_speed measured it, else the fastest two_phases saw."""
+    own = found.get((f"{word}: machine_speed", "bytes_per_s" if word == "forklift"
+                     else "flops_per_s"))
+    return own or max((v for (w, key), v in found.items() if w.startswith(word)
+                       and key != "spread" and v), default=None)
+
+
+def nearer(ratio, own, other, words=("workbench", "forklift")):
+    """Whether a phase's ratio follows the limit the post says binds it more than the other."""
+    if abs(math.log(ratio / own)) <= abs(math.log(ratio / other)):
+        return f"follows the {words[0]}"
+    return f"follows the {words[1]} more than the {words[0]}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,7 +414,8 @@ def main(argv=None):
             show(f"(vs: how much faster or slower each figure is than {names[0]}'s; a verdict "
                  f"from a {CONFIDENCE:.0%} bootstrap interval of the ratio, from the runs behind "
                  f"both figures: within the noise when it holds 1, no change under "
-                 f"{args.min_change:g}%; * no samples on one side, so no verdict)")
+                 f"{args.min_change:g}%; * one side's figure has no samples behind it, so no "
+                 f"verdict)")
         for title, headers, rows in sheets:
             show(f"\n{title}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else v for v in row]

@@ -57,7 +57,12 @@ def race(h, runs, label):
 def post_line(label, power_ms, product_ms, diff):
     """One line of the post's layout, plus the proof that the answer is the same."""
     return (f"{label:<12}   h**3: {power_ms:6.2f} ms   h*h*h: {product_ms:5.2f} ms   "
-            f"({power_ms / product_ms:4.0f}x)   same answer (largest rel. diff {diff:.1e})")
+            f"({ratio(power_ms / product_ms)}x)   same answer (largest rel. diff {diff:.1e})")
+
+
+def ratio(r):
+    """The post's '(   2x)', with a decimal where a whole number would hide one (1.3x)."""
+    return f"{r:4.1f}" if r < 10 else f"{r:4.0f}"
 
 
 COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".2f"),

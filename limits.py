@@ -72,8 +72,10 @@ class Held:
 
     def excess(self):
         """Seconds above the limit, by whose they are: {who: seconds}. The tables' excess is
-        split into the BLAS's (the same products alone, against their limit) and ours."""
-        s, alone, lim = self.parts, self.alone.seconds, self.part_limits
+        split into the BLAS's (one call for the same products, against their limit, but never
+        more than the tables took) and ours (the rest)."""
+        s, lim = self.parts, self.part_limits
+        alone = min(self.alone.seconds, s["tables"])  # where our path beats one call: its own
         return {"the BLAS": alone - lim["tables"], "our tables": s["tables"] - alone,
                 "attention": s["attention"] - lim["attention"],
                 "elementwise": s["elementwise"] - lim["elementwise"], "other": s["other"]}
@@ -207,13 +209,13 @@ def outweigh(rows, cfg):
     for u in sorted({row[0] for row in rows}):
         steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
         predicted = tables / (u * note_bytes)
-        said = (f"{predicted:,.0f}" if predicted < model.CONTEXT
-                else f"none of GPT-2's {model.CONTEXT:,}")
+        said = (f"from {predicted:,.0f} notes each" if predicted < model.CONTEXT
+                else f"never within GPT-2's {model.CONTEXT:,} notes")
         measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
                          for (a, ta), (b, tb) in zip(steps, steps[1:])
                          if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
-        found = f"about {measured:,.0f}" if measured is not None else \
+        found = f"from about {measured:,.0f}" if measured is not None else \
             f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
-        words.append(f"{u} {plural(u, 'user')}: from {said} notes each predicted, {found} "
-                     f"measured")
-    return "the notes outweigh the tables for " + "; for ".join(words)
+        words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
+                     f"(where a step takes twice its time with no notes)")
+    return "the notes outweigh the tables: " + "; ".join(words)

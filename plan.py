@@ -73,7 +73,7 @@ def predict(cfg, experiments, args, roofs):
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
             yield dataclasses.replace(sheet, figures=(), note="", columns=[
-                (h, u, f if f in ("d", "s") else ".4g") for h, u, f in sheet.columns])
+                (h, u, f if f in ("d", "s") else ".6g") for h, u, f in sheet.columns])
             yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
                    f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
             yield ""
@@ -87,5 +87,6 @@ def peak_bytes(cfg, plans, speeds_bytes):
 
 
 def words(cfg, threads):
-    """The settings every sheet of the model states: '<model>, 2 threads'."""
-    return f"{cfg}, {threads} {'thread' if threads == 1 else 'threads'}"
+    """The settings every sheet of the model states: '<model>, 2 threads' (a prediction, which
+    runs nothing, has no threads)."""
+    return f"{cfg}, {threads} {'thread' if threads == 1 else 'threads'}" if threads else str(cfg)

@@ -52,6 +52,7 @@ def markdown(runs, names):
         lines += [f"- `{script}.py`: {machine.line(data['machine'])}", ""]
     tables = {name: t for data in runs.values() for name, t in data["tables"].items()
               if name != "claims"}
+    lines += ["## The tables", ""]
     for name in sorted(tables, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
         lines += section(tables[name], name)
     roofs = runs.get("two_phases", {}).get("roofs") or runs.get("machine_speed", {}).get(
@@ -67,7 +68,7 @@ def markdown(runs, names):
     lines += ["## Pictures", ""] + [f"![{PICTURES[n]}]({n})\n" for n in drawn] if drawn else [
         "## Pictures", "", "None yet: a full run of `python two_phases.py` draws them.", ""]
     warned = [f"- `{script}.py`: {w}" for script, data in runs.items()
-              for w in data.get("made", {}).get("warnings", [])]
+              for w in condensed(data.get("made", {}).get("warnings", []))]
     lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), "",
               *(f"_{script}.py: {data['made']['command']}, {data['made']['version']}_  "
                 for script, data in runs.items() if data.get("made"))]
@@ -81,3 +82,15 @@ def section(table, name):
         [(c["header"], c["unit"], "") for c in table["columns"]], table["rows"], "plain")
     return [f"### {title}", "", *([f"_{table['settings']}_", ""] if table.get("settings")
                                   else []), "```text", printed, "```", ""]
+
+
+def condensed(warnings):
+    """A run's warnings, its noisy figures in one line: which, and the widest spread."""
+    noisy = [w for w in warnings if w.startswith("noisy machine: ")]
+    if len(noisy) < 2:
+        return warnings
+    spreads = [float(w.split(" spread ")[1].split("x")[0]) for w in noisy]
+    named = [w[len("noisy machine: "):].split(" spread ")[0] for w in noisy]
+    return [w for w in warnings if w not in noisy] + [
+        f"noisy machine: the runs of {len(noisy)} figures spread by more than 1.2x, up to "
+        f"{max(spreads):.2f}x ({'; '.join(named)})"]

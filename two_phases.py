@@ -315,7 +315,8 @@ def predict(args, facts):
     """Every planned row at its limit on the given speeds, with no model built."""
     cfg, roofs = model.SIZES[args.model], limits.speeds(args)
     yield Saved("predicted", limits.prediction(args))
-    yield from plan.predict(cfg, [EXPERIMENTS[name] for name in args.experiments], args, roofs)
+    yield from plan.predict(cfg, [EXPERIMENTS[name] for name in args.experiments],
+                            argparse.Namespace(**{**vars(args), "threads": None}), roofs)
     yield Saved("roofs", roofs)
 
 

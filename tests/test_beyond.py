@@ -83,15 +83,17 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(tmp_path):
         share = model.NOTE_BYTES * row["notes"] * row["users"] / fetched
         assert row["notes % of bytes"] == pytest.approx(100 * share)
         assert row["step ms"] > 0 and row["x limit"] > 0
-    assert "the notes outweigh the tables for 1 user" in r.stdout
+    assert "the notes outweigh the tables: for 1 user" in r.stdout
 
 
 def test_where_the_notes_outweigh_the_tables():
     small = model.SIZES["small"]  # tables: 340 MB, 4,608 notes of 72 KB
     rows = [[16, 0, 30.0], [16, 128, 40.0], [16, 512, 80.0], [1, 0, 15.0], [1, 512, 16.0]]
     said = limits.outweigh(rows, small)
-    assert "1 user: from none of GPT-2's 1,024 notes each predicted, not up to 512 measured" in said
-    assert "16 users: from 288 notes each predicted, about 320 measured" in said  # 30 -> 60 ms
+    assert "for 1 user, never within GPT-2's 1,024 notes by the accounting, not up to 512 " \
+           "measured" in said
+    assert "for 16 users, from 288 notes each by the accounting, from about 320 measured" in said
+    #                                                                   30 -> 60 ms: twice
 
 
 # ---- thread sweeps
