@@ -108,10 +108,10 @@ def read_question(bench, notes, seed):
 
 def typing(bench, first, users, seed):
     """`users` users, each with the notes in `first`, type one token: -> (x, segments)."""
-    return tokens(bench.cfg, users, seed), [(typers(bench, first, users, room=1), 1)]
+    return tokens(bench.cfg, users, seed), [(copies(bench, first, users, room=1), 1)]
 
 
-def typers(bench, first, users, room):
+def copies(bench, first, users, room):
     """The notebook of `users` users who each hold the notes in `first`, with room for `room`
     more each."""
     n = first["len"]
@@ -129,7 +129,7 @@ class Server:
 
     def __init__(self, bench, notes, users, question, room, seeds):
         self.bench, self.notes = bench, notes
-        self.typers = typers(bench, read_question(bench, notes, seeds[0]), users, room)
+        self.typers = copies(bench, read_question(bench, notes, seeds[0]), users, room)
         self.newcomer = model.notebook(bench.cfg, 1, question + 1)
         self.xt = tokens(bench.cfg, users, seeds[1])  # (width, typers)
         self.xn = np.concatenate([tokens(bench.cfg, question, seeds[2]),  # its question, then
@@ -147,9 +147,9 @@ class Server:
         return x, [(self.typers, 1), (self.newcomer, s.stop - s.start)]
 
     def schedule(self, steps, what):
-        """Every step of a schedule, timed --runs times from the start; then the step that was
-        slowest in the middle of the runs, recorded. -> (seconds of each step per run, the
-        recorded trip)"""
+        """Every step of a schedule, timed --runs times from the start: -> (the seconds of each
+        step per run, the trip of the step that was slowest in the middle of the runs, with the
+        notebooks set to where it starts, to be recorded)"""
         trips = [self.trip(s) for s in steps]
         per_run = timing.time_steps([trip_of(self.bench, *t) for t in trips], self.bench.runs,
                                     setup=lambda: self.before(0, slice(0, 0)), what=what)
@@ -161,6 +161,7 @@ class Server:
 COLUMNS = (2, 4, 8, 16)  # the column counts whose table products may go in blocks ...
 BLOCKS = (64, 128, 256, 512)  # ... of this many rows, if that beats one call a thread here
 TRIES = 5  # each candidate timed this often, the best kept: the choice takes under a second
+TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8 typers' notes
 
 
 def choose(bench, attention="auto", blocks="auto"):
@@ -170,9 +171,10 @@ def choose(bench, attention="auto", blocks="auto"):
     floor, seen = bench.floors[:1], {}
     if attention == "auto":
         cfg, rng = bench.cfg, np.random.default_rng(0)
+        head = cfg.width // cfg.heads
         q, k, v = (rng.standard_normal(shape, dtype=np.float32) for shape in (
-            (8, cfg.heads, 1, cfg.width // cfg.heads), *[(8, cfg.heads, cfg.width // cfg.heads,
-                                                          512)] * 2))
+            (TRIAL_USERS, cfg.heads, 1, head),  # one query for each user and head ...
+            *[(TRIAL_USERS, cfg.heads, head, TRIAL_NOTES)] * 2))  # ... and its notes' k, v
         seen["attention"] = {how: best(lambda how=how: model.attend(q, k, v, how))
                              for how in ("einsum", "matmul")}
         attention = min(seen["attention"], key=seen["attention"].get)

@@ -250,7 +250,7 @@ def verdicts(tables, roofs, scripts, settings=None):
             continue
         try:
             here, holds = c.judge(tables, roofs)
-        except (Missing, KeyError, TypeError, ZeroDivisionError) as e:
+        except (Missing, KeyError, ZeroDivisionError) as e:  # KeyError: a speed not measured
             out.append((c, "", UNKNOWN, f"not measured here ({e})" if isinstance(e, Missing)
                         else "not measured here"))
             continue

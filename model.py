@@ -270,8 +270,9 @@ def validate(cfg, x, segments):
     """Refuse a trip before it changes anything: tokens must match, notebooks must have room."""
     if x.dtype != np.float32 or x.shape[0] != cfg.width:
         raise TypeError(f"x must be float32 of {cfg.width} rows, got {x.dtype} {x.shape}")
-    if sum(readers(book) * t for book, t in segments) != x.shape[1] or any(
-            t < 1 for _, t in segments):
+    if any(t < 1 for _, t in segments):
+        raise ValueError(f"every segment needs a new token, got {[t for _, t in segments]}")
+    if sum(readers(book) * t for book, t in segments) != x.shape[1]:
         raise ValueError(f"segments hold {[readers(b) * t for b, t in segments]} tokens, "
                          f"x has {x.shape[1]}")
     for book, t in segments:

@@ -3,11 +3,11 @@ pool of threads can split one op's work. Every op cuts its work into one contigu
 thread, and the caller does the first share."""
 import concurrent.futures
 import contextlib
+import functools
 
 import threadpoolctl
 
 PARALLEL_MIN = 1 << 16  # numbers; less work than this is quicker on one thread than handed out
-BLAS = threadpoolctl.ThreadpoolController()
 
 
 def sharing(pool, tokens):
@@ -41,4 +41,10 @@ def blas_threads(pool):
     own threads would otherwise spin on a core after each product, starving the pool."""
     if pool is None:
         return contextlib.nullcontext()
-    return BLAS.limit(limits=1, user_api="blas")
+    return blas().limit(limits=1, user_api="blas")
+
+
+@functools.lru_cache(maxsize=None)
+def blas():
+    """The BLAS libraries NumPy loaded, found once, when first needed (not at import)."""
+    return threadpoolctl.ThreadpoolController()

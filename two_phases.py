@@ -40,8 +40,7 @@ DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64)}
 SEED = 0
-MOST_USERS = 1_000_000  # users, typers or chunk tokens in one trip: more than any machine runs,
-#                         so that a prediction may go there; the memory check stops a run sooner
+MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,8 +52,7 @@ def prefill_plan(args):
 
 
 def one_trip(bench, row, x, segments, what, record=True):
-    """A one-trip row measured: its trip timed --runs times, then, for the breakdown, recorded
-    part by part."""
+    """A one-trip row: its trip timed --runs times, then (for the breakdown) recorded."""
     return Record(row, figures(row, b.time_trip(bench, x, segments, what), what=what),
                   b.record_trip(bench, x, segments, what) if record else None)
 
@@ -213,9 +211,9 @@ def collision_sheets(cfg, args, records, roofs):
                      f["time"].seconds / normal.seconds, f["total"].seconds * 1e3])
         cells.append({2: [(1, f["ttft"])], 3: [(1, f["gap median"])], 4: [(1, f["time"])],
                       5: [(1, f["time"]), (-1, normal)], 6: [(1, f["total"])]})
-    return [Sheet("collision", COLLISION_COLUMNS, [row], [{4 + i: [(1, t)] for i in range(3)
-                                                           for t in [gaps[i]]}],
-                  timed=(4, 5, 6), per="figure", title="When the two phases share a server",
+    gap_cells = {4 + i: [(1, t)] for i, t in enumerate(gaps)}  # the three gaps, columns 4 to 6
+    return [Sheet("collision", COLLISION_COLUMNS, [row], [gap_cells], timed=(4, 5, 6),
+                  per="figure", title="When the two phases share a server",
                   settings=collision_words(cfg, args),
                   text=collision_lines(args.typers, args.question, chunk, *gaps, steps)
                   if args.tablefmt == "plain" else None),
@@ -260,7 +258,6 @@ def collision_lines(typers, question, chunk, normal, at_once, chunked, steps):
 # ---------------------------------------------------------------------------------------------
 # the experiments, declared once: the plan, how it is measured, the sheets
 
-
 EXPERIMENTS = {"prefill": Experiment(prefill_plan, prefill_measure, prefill_sheets),
                "decode": Experiment(decode_plan, decode_measure, decode_sheets),
                "collision": Experiment(collision_plan, collision_measure, collision_sheets),
@@ -302,9 +299,11 @@ def experiment(args, facts):
     tables = {s.name: entry(s) for s in sheets}
     yield claims.sheet(tables, roofs, ("two_phases",), args)
     if args.plot:
-        who = f"{cfg} on {facts['cpu']}, {plan.words(cfg, args.threads).split(', ')[-1]}"
+        who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
         for name, draw in pictures.files(tables, checked and points, who, args.quick).items():
             yield Picture(name, draw)
+    if bench.pool:  # each block of a sweep has a pool of its own
+        bench.pool["helpers"].shutdown()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,7 +321,7 @@ def predict(args, facts):
 
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
-    speeds = 0 if args.roofs else machine_speed.roofs_memory_bytes(args.quick)
+    speeds = 0 if args.roofs or args.forklift else machine_speed.roofs_memory_bytes(args.quick)
     return plan.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
                                                      for n in args.experiments], speeds)
 
@@ -403,7 +402,7 @@ def parse_args(argv=None):
         if min(args.budget) <= args.typers:
             p.error(f"argument --budget: each budget must be larger than --typers "
                     f"({args.typers}), to leave room for the question, got {min(args.budget)}")
-        args.chunk = [b - args.typers for b in args.budget]
+        args.chunk = [budget - args.typers for budget in args.budget]
     # the dial, once: each chunk at most the question, and the question read all at once
     args.chunk = sorted({min(c, args.question) for c in args.chunk} | {args.question})
     steps = len(schedule(args.question, args.chunk[0]))
