@@ -198,10 +198,7 @@ TEXTS = {"parts": parts}
 # one direction for every ratio, and whether it is real
 
 
-def kind(unit):
-    """'time' for a figure that shrinks as the machine gets faster, 'rate' for one that grows,
-    'other' for neither (a ratio, a balance)."""
-    return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
+kind = schema.kind
 
 
 def speedup(first, other, label):

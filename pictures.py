@@ -7,6 +7,8 @@ measures.
 """
 import textwrap
 
+from terminal import plural
+
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (0, 9), (0, -17), (12, -4), (-12, -4),
            (10, 16), (-10, 16), (10, -26), (-10, -26), (22, 4), (-22, 4), (18, 26), (-18, 26),
@@ -129,7 +131,7 @@ def decode_figure(ax, table):
             trade(ax, rows, "step ms", "tokens/s", "s-", "users typing in the same trip",
                   "the gap each user feels between words (ms)",
                   "the machine's tokens per second, all users",
-                  [f"{r['users']} {'user' if r['users'] == 1 else 'users'}" for r in rows]))
+                  [f"{r['users']} {plural(r['users'], 'user')}" for r in rows]))
 
 
 def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
@@ -147,7 +149,7 @@ def depth_figure(ax, table):
     for users in sorted({r["users"] for r in rows}):
         mine = [r for r in rows if r["users"] == users]
         ax.plot([r["notes"] for r in mine], [r["step ms"] for r in mine], "o-",
-                label=f"{users} {'user' if users == 1 else 'users'}")
+                label=f"{users} {plural(users, 'user')}")
     ax.set_xlabel("notes already in each user's notebook")
     ax.set_ylabel("typing step (ms)")
     return "How deep the notebooks are: the notes each user brings cost every step", []

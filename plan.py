@@ -6,6 +6,7 @@ import statistics
 
 import model
 import timing
+from terminal import plural
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,4 +90,4 @@ def peak_bytes(cfg, plans, speeds_bytes):
 def words(cfg, threads):
     """The settings every sheet of the model states: '<model>, 2 threads' (a prediction, which
     runs nothing, has no threads)."""
-    return f"{cfg}, {threads} {'thread' if threads == 1 else 'threads'}" if threads else str(cfg)
+    return f"{cfg}, {threads} {plural(threads, 'thread')}" if threads else str(cfg)

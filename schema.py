@@ -130,8 +130,15 @@ def cell(unit, v):
     return number(v, 0) and (v > 0 or not positive(unit))
 
 
+def kind(unit):
+    """'time' for a figure that shrinks as the machine gets faster, 'rate' for one that grows,
+    'other' for neither (a ratio, a balance, a count)."""
+    return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
+
+
 def positive(unit):
-    return unit in ("ms", "s", "x") or unit.endswith("/s")
+    """A figure of this unit is above 0: a time, a rate or a ratio."""
+    return kind(unit) != "other" or unit == "x"
 
 
 def what(unit):
@@ -183,8 +190,8 @@ def upgrade(data):
         if old is None:
             continue
         units = {c["header"]: c["unit"] for c in t["columns"]}
-        per_row = {h: (1 if u in ("ms", "s") else -1) for h, u in units.items()
-                   if u in ("ms", "s") or u.endswith("/s")}  # prefill, decode, depth
+        per_row = {h: (1 if kind(u) == "time" else -1) for h, u in units.items()
+                   if kind(u) != "other"}  # prefill, decode, depth: one timing a row
         t["samples_s"] = None
         with contextlib.suppress(KeyError, IndexError, TypeError):
             t["samples_s"] = [OLD_FIGURES[base](old, i) if base in OLD_FIGURES else
