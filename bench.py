@@ -1,7 +1,10 @@
 """Measuring the model: a trip timed, a trip recorded part by part, the notebooks the typers
 start with, and the same table products timed alone, outside the model."""
 import dataclasses
+import itertools
+import math
 import statistics
+import time
 
 import numpy as np
 
@@ -70,21 +73,19 @@ def record_trip(bench, x, segments, what):
     return {"riders": riders, "parts": middle}
 
 
-def products_alone(floors, tokens, pool=None, seed=0, block=None):
+def products_alone(floors, tokens, seed=0):
     """The table products of a trip of `tokens` tokens, alone, outside the model: every floor's
-    four tables times random activations, with the same shapes and layout as the trip. With no
-    pool: one BLAS call per table, on the BLAS's own threads, what the library does with exactly
-    these products; with a pool and a block: the suite's own path. -> a function to time"""
+    four tables times random activations, with the same shapes and layout as the trip, each one
+    BLAS call on the BLAS's own threads: what the library does with exactly these products.
+    -> a function to time"""
     rng = np.random.default_rng(seed)
     width = floors[0]["qkv"].shape[1]
     x, h = (rng.standard_normal((n, tokens), dtype=np.float32) for n in (width, 4 * width))
-    pool = sharing(pool, tokens)
 
     def products():
-        with blas_threads(pool):
-            for p in floors:
-                for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
-                    model.table(p[name], into, pool, block)
+        for p in floors:
+            for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
+                model.table(p[name], into)
     return products
 
 
@@ -166,33 +167,78 @@ TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8
 
 def choose(bench, attention="auto", blocks="auto"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
-    four products for each column count; 8 typers' attention over 512 notes), where not given:
-    -> (model.Paths, {what: {candidate: seconds}})"""
-    floor, seen = bench.floors[:1], {}
+    four products for each column count, by the tables' width; 8 typers' attention over 512
+    notes), where not given: -> (model.Paths, {what: {candidate: seconds}})"""
+    seen = {}
     if attention == "auto":
-        cfg, rng = bench.cfg, np.random.default_rng(0)
-        head = cfg.width // cfg.heads
-        q, k, v = (rng.standard_normal(shape, dtype=np.float32) for shape in (
-            (TRIAL_USERS, cfg.heads, 1, head),  # one query for each user and head ...
-            *[(TRIAL_USERS, cfg.heads, head, TRIAL_NOTES)] * 2))  # ... and its notes' k, v
-        seen["attention"] = {how: best(lambda how=how: model.attend(q, k, v, how))
-                             for how in ("einsum", "matmul")}
+        seen["attention"] = {how: best(typing_attention(bench, how)) for how in model.ATTENTION}
         attention = min(seen["attention"], key=seen["attention"].get)
+    widths = sorted({w.shape[1] for w in bench.floors[0].values()})  # 768 and 3072 in GPT-2
     chosen = []
     for n in COLUMNS:
-        if blocks == "auto":
-            timed = {rows: best(products_alone(floor, n, bench.pool, block=rows))
-                     for rows in (None, *BLOCKS)}
-            seen[f"tables at {n} columns"] = {str(k): v for k, v in timed.items()}
-            chosen.append((n, min(timed, key=timed.get)))
-        else:
-            chosen.append((n, None if blocks == "off" else int(blocks)))
+        timed = tables_by_width(bench, n) if blocks == "auto" else {}
+        for w in widths:
+            if timed:
+                seen[f"tables {w} wide at {n} columns"] = {said(block): t[w]
+                                                           for block, t in timed.items()}
+                block = min(timed, key=lambda block: timed[block][w]) or (None, None)
+            else:
+                block = (None if blocks == "off" else int(blocks), None)
+            chosen.append((n, w, block[0], block[1] if block[1] and block[1] < w else None))
     return model.Paths(attention, tuple(chosen)), seen
+
+
+def said(block):
+    """A block as the saved results name it: "one call", "256 rows", "256 rows by 768"."""
+    if block is None:
+        return "one call"
+    rows, depth = block
+    return f"{rows} rows" + (f" by {depth}" if depth else "")
+
+
+def tables_by_width(bench, n, seed=0):
+    """One floor's four table products at n columns, in one call a thread and in each block of
+    BLOCKS rows, whole or met by the model's width at a time, timed by the tables' width:
+    -> {block: {width: the best seconds}}. Each try takes the next floor in turn, so that its
+    tables come from memory as a trip's do and not from the cache the last try left them in;
+    the candidates take turns, so that a noisy moment falls on all of them."""
+    rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
+    xs = {w: rng.standard_normal((w, n), dtype=np.float32)  # (width, n) for each width
+          for w in {w.shape[1] for w in bench.floors[0].values()}}
+    blocks = [None, *((rows, depth) for rows in BLOCKS for depth in (None, bench.cfg.width))]
+    pool, timed = sharing(bench.pool, n), {block: {} for block in blocks}
+    with blas_threads(pool):
+        for tried in range(TRIES + 1):  # the first try warms up
+            for block, best_of in timed.items():
+                took = dict.fromkeys(xs, 0.0)  # {width: seconds}
+                for w in next(floors).values():
+                    start = time.perf_counter()
+                    model.table(w, xs[w.shape[1]], pool, block)
+                    took[w.shape[1]] += time.perf_counter() - start
+                for width, seconds in took.items():
+                    if tried:
+                        best_of[width] = min(best_of.get(width, math.inf), seconds)
+    return timed
 
 
 def best(fn):
     """The best of TRIES calls after a warm-up, in seconds."""
     return min(timing.time_runs(fn, TRIES))
+
+
+def typing_attention(bench, how):
+    """One floor's attention for TRIAL_USERS typers with TRIAL_NOTES notes each, as a trip does
+    it (shared among the pool's threads, the BLAS on one thread): -> a function to time"""
+    cfg = dataclasses.replace(bench.cfg, layers=1)
+    book = model.notebook(cfg, TRIAL_USERS, TRIAL_NOTES + 1)
+    book["len"] = TRIAL_NOTES
+    q, k, v = (tokens(cfg, TRIAL_USERS, seed) for seed in range(3))  # 3 x (width, users)
+    pool = sharing(bench.pool, TRIAL_USERS)
+
+    def read():
+        with blas_threads(pool):
+            model.attention(cfg, q, k, v, [(book, 1)], 0, pool, how)
+    return read
 
 
 def with_paths(bench, attention, blocks):

@@ -155,13 +155,20 @@ def attend(q, k, v, how="einsum"):
 
 
 def product(a, b, how="einsum"):
-    """a @ b over the last two axes, for every user and head. With one query (t = 1) each of
-    these products is a pass over the notes: einsum streams through them, a batched matmul makes
-    one small BLAS call per user and head; which is faster depends on the CPU (Paths). With more
-    queries the products are real matrix products: BLAS's."""
+    """a @ b over the last two axes, for every user and head. With one query (t = 1) each is a
+    pass over the notes, and the fastest way depends on the CPU (Paths): einsum's loop, a batched
+    matmul (a small BLAS call per user and head), or "vec", NumPy's vector-matrix products (NumPy
+    2.2 and later). With more queries they are real matrix products: BLAS's."""
     if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]):
         return a @ b
+    if how == "vec":
+        if a.shape[-2] == 1:  # (u, h, 1, 64) @ (u, h, 64, n): the query against every key
+            return np.vecmat(a[..., 0, :], b)[..., None, :]
+        return np.matvec(a, b[..., 0])[..., None]  # (u, h, 64, n) @ (u, h, n, 1): the values
     return np.einsum("...ij,...jk->...ik", a, b)
+
+
+ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
 
 
 def add(x, y):
@@ -244,8 +251,8 @@ PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time g
 
 def pieces(watch=None, clock=time.perf_counter, paths=None, columns=1):
     """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict; the
-    table products in the blocks `paths` gives for this many columns."""
-    block = (paths or Paths()).block(columns)
+    table products in the blocks `paths` gives for this many columns and each table's width."""
+    paths = paths or Paths()
     def timed(part, fn):
         if watch is None:
             return fn
@@ -260,7 +267,8 @@ def pieces(watch=None, clock=time.perf_counter, paths=None, columns=1):
         watch.clear()
         watch.update({p: 0.0 for p in PARTS})
     return types.SimpleNamespace(
-        table=timed("tables", lambda w, x, pool: table(w, x, pool, block)),
+        table=timed("tables", lambda w, x, pool: table(w, x, pool,
+                                                        paths.block(columns, w.shape[1]))),
         attention=timed("attention", attention),
         norm=timed("elementwise", norm), gelu=timed("elementwise", gelu_rows),
         add=timed("elementwise", add))
@@ -293,18 +301,29 @@ def riders(segments):
 
 
 def table(w, x, pool=None, block=None):
-    """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of `block`
-    rows (None: one call), so that a block stays in the core's cache while the columns pass.
-    w: (rows, k), x: (k, tokens)."""
+    """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of
+    block = (rows, depth): `rows` rows of w at a time, which meet x `depth` numbers at a time
+    (None: all at once), so that a block stays in the core's cache while the columns pass;
+    block None: one call a thread. w: (rows, k), x: (k, tokens)."""
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
+    step, depth = block or (None, None)
 
-    def part(rows):
-        step = block or rows.stop - rows.start
-        for a in range(rows.start, rows.stop, max(step, 1)):
-            b = min(a + step, rows.stop)
-            np.matmul(w[a:b], x, out=out[a:b])  # (b - a, tokens)
+    def part(mine):
+        rows = step or mine.stop - mine.start
+        for a in range(mine.start, mine.stop, max(rows, 1)):
+            b = min(a + rows, mine.stop)
+            product_into(w[a:b], x, out[a:b], depth)  # (b - a, tokens)
     share(pool, part, w.shape[0], w.size)
     return out
+
+
+def product_into(w, x, out, depth=None):
+    """out = w @ x, with x met `depth` numbers at a time and the pieces summed (None: at once).
+    w: (rows, k), x: (k, tokens), out: (rows, tokens)."""
+    depth = depth or w.shape[1]
+    np.matmul(w[:, :depth], x[:depth], out=out)
+    for c in range(depth, w.shape[1], depth):
+        out += w[:, c:c + depth] @ x[c:c + depth]
 
 
 def gelu_rows(h, pool=None):
@@ -316,22 +335,32 @@ def gelu_rows(h, pool=None):
 @dataclasses.dataclass(frozen=True)
 class Paths:
     """How a trip does the work whose fastest way depends on the CPU: attention's products for
-    one query ("einsum" or "matmul"), and the rows per block of a table product by its column
-    count: ((most columns, rows), ...), ascending; a count past them all is one call a thread.
-    Every path gives the same answer within float32 rounding."""
+    one query (one of ATTENTION), and the blocks of a table product (see table()) by its column
+    count and the table's width (the numbers each row meets a token with): ((most columns,
+    width, rows, depth), ...), ascending in columns; rows None, or a count or width past them
+    all, is one call a thread. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
 
-    def block(self, columns):
+    def block(self, columns, width):
+        """-> (rows, depth), or None for one call a thread."""
         if columns < 2:  # one token: a matrix-vector product, for the BLAS's own threads
             return None
-        return next((rows for most, rows in self.blocks if columns <= most), None)
+        return next(((rows, depth) if rows else None for most, wide, rows, depth in self.blocks
+                     if columns <= most and wide == width), None)
 
     def __str__(self):
-        blocks = ", ".join(f"{rows} rows up to {most} columns" for most, rows in self.blocks
-                           if rows)
-        return f"attention by {self.attention}; tables " + (
-            f"in blocks of {blocks}" if blocks else "in one call a thread")
+        """e.g. "attention by vec; table blocks (rows, or rows x depth) at 2 columns: 64 wide 8" """
+        if not any(rows for _, _, rows, _ in self.blocks):
+            return f"attention by {self.attention}; tables in one call a thread"
+        columns = sorted({most for most, *_ in self.blocks})
+        widths = sorted({wide for _, wide, _, _ in self.blocks})
+        shown = {(most, wide): f"{rows}x{depth}" if depth else str(rows or "one call")
+                 for most, wide, rows, depth in self.blocks}
+        return (f"attention by {self.attention}; table blocks (rows, or rows x depth) at "
+                f"{', '.join(map(str, columns))} columns: " + "; ".join(
+                    f"{w} wide " + ", ".join(shown.get((n, w), "one call") for n in columns)
+                    for w in widths))
 
 
 # ---------------------------------------------------------------------------------------------

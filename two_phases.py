@@ -378,7 +378,7 @@ def build_parser():
     g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
                    metavar="GFLOP/S",
                    help="the math speed, with --forklift")
-    g.add_argument("--attention", choices=("auto", "einsum", "matmul"), default="auto",
+    g.add_argument("--attention", choices=("auto", *model.ATTENTION), default="auto",
                    help="how one query reads its notes: the fastest on this machine, timed at "
                         "the start, or the one given")
     g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",

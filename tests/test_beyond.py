@@ -211,15 +211,17 @@ def test_bad_values_are_one_line_exit_2_and_nothing_saved(tmp_path, flags, flag)
 def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
     r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
     chosen = data["paths"]
-    assert chosen["attention"] in ("einsum", "matmul") and set(chosen["timed"]) >= {"attention"}
-    assert [n for n, _ in chosen["blocks"]] == [2, 4, 8, 16]
+    assert chosen["attention"] in model.ATTENTION and set(chosen["timed"]) >= {"attention"}
+    assert [n for n, *_ in chosen["blocks"]] == [2, 2, 4, 4, 8, 8, 16, 16]  # 2 tables' widths
+    assert {w for _, w, *_ in chosen["blocks"]} == {768, 3072}
     line = next(s for s in r.stdout.splitlines() if s.startswith("paths: "))
     assert f"attention by {chosen['attention']}" in line and "timed at the start" in line
     r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
                                "--attention", "einsum", "--blocks", "128")
     assert data["paths"]["attention"] == "einsum" and data["paths"]["timed"] == {}
-    assert {rows for _, rows in data["paths"]["blocks"]} == {128}
-    assert "paths: attention by einsum; tables in blocks of 128 rows up to 2 columns" in r.stdout
+    assert {(rows, depth) for _, _, rows, depth in data["paths"]["blocks"]} == {(128, None)}
+    assert ("paths: attention by einsum; table blocks (rows, or rows x depth) at 2, 4, 8, 16 "
+            "columns: 768 wide 128, 128, 128, 128; 3072 wide 128, 128, 128, 128") in r.stdout
 
 
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),

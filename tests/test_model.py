@@ -30,7 +30,10 @@ def trip(layers, x, segments):
 
 
 PATHS = {"einsum, one call": model.Paths(),  # every path the suite may choose must agree
-         "matmul, in blocks": model.Paths("matmul", ((2, 16), (8, 8), (64, 32)))}
+         "matmul, in blocks": model.Paths("matmul", ((2, 64, 16, None), (2, 256, 16, 64),
+                                                     (8, 64, 8, None), (8, 256, 32, 16),
+                                                     (64, 64, 32, None))),
+         **({"vec": model.Paths("vec")} if "vec" in model.ATTENTION else {})}
 PATH = {"now": model.Paths()}  # the path the trips of a test take
 
 
@@ -84,7 +87,8 @@ def test_full_size_spot_check_matches_reference():
     """One full GPT-2-small spot check: 12 floors of width 768, a short prompt, on every path."""
     layers, x = model.floors(SMALL, 0), tokens(6, width=SMALL.width)
     reference = ref_gpt2(x.T, layers, SMALL.heads).T
-    for path in [*PATHS.values(), model.Paths("einsum", ((8, 128),))]:
+    for path in [*PATHS.values(), model.Paths("einsum", ((8, 768, 128, None),
+                                                          (8, 3072, 256, 768)))]:
         ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], paths=path)
         np.testing.assert_allclose(ours, reference, **TOL)
 
@@ -370,16 +374,23 @@ def test_the_parts_add_up_to_the_trip(riders):
 
 
 
-def test_a_table_in_blocks_gives_each_row_once():
+def test_a_table_in_blocks_gives_each_row_once(pool):
     rng = np.random.default_rng(0)
     w, x = rng.standard_normal((100, 30), dtype=np.float32), tokens(3, width=30)
-    for block in (None, 1, 7, 64, 500):
-        np.testing.assert_allclose(model.table(w, x, None, block), w @ x, rtol=1e-5, atol=1e-5)
+    for block in (None, (1, None), (7, None), (64, None), (500, None), (7, 8), (64, 30), (3, 1)):
+        for p in (None, pool):
+            np.testing.assert_allclose(model.table(w, x, p, block), w @ x, rtol=1e-5, atol=1e-5)
 
 
-def test_a_paths_blocks_follow_the_column_count():
-    paths = model.Paths("matmul", ((2, 512), (4, 256), (16, None)))
-    assert [paths.block(n) for n in (1, 2, 3, 4, 8, 16, 17)] == [None, 512, 256, 256, None, None,
-                                                                   None]
-    assert str(paths) == ("attention by matmul; tables in blocks of 512 rows up to 2 columns, "
-                          "256 rows up to 4 columns")
+def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
+    paths = model.Paths("matmul", ((2, 64, 512, None), (2, 256, 128, 64), (4, 64, 256, None),
+                                   (16, 64, None, None)))
+    assert [paths.block(n, 64) for n in (1, 2, 3, 4, 8, 16, 17)] == [
+        None, (512, None), (256, None), (256, None), None, None, None]
+    assert [paths.block(n, 256) for n in (1, 2, 3)] == [None, (128, 64), None]
+    assert paths.block(2, 100) is None  # a width it was not chosen for: one call a thread
+    assert str(paths) == ("attention by matmul; table blocks (rows, or rows x depth) at 2, 4, "
+                          "16 columns: 64 wide 512, 256, one call; 256 wide 128x64, one call, "
+                          "one call")
+    assert str(model.Paths("vec", ((2, 64, None, None),))) == ("attention by vec; tables in one "
+                                                               "call a thread")
