@@ -118,7 +118,7 @@ def copies(bench, first, users, room):
     n = first["len"]
     book = model.notebook(bench.cfg, users, n + room)
     book["k"][..., :n] = first["k"][..., :n]  # one user's notes, copied to every user
-    book["v"][..., :n] = first["v"][..., :n]
+    book["v"][..., :n, :] = first["v"][..., :n, :]
     book["len"] = n
     return book
 

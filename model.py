@@ -73,12 +73,13 @@ def floors(cfg, seed=0):
 def notebook(cfg, users, capacity):
     """The notebooks of `users` users who type together, with room for `capacity` notes each.
 
-    Notes are columns, as tokens are in x: keys and values are (layers, users, heads, 64,
-    capacity). All its users have the same number of notes, "len"; a user with another number
-    of notes keeps another notebook. Each user reads only their own notes.
+    As in the post's q @ K and softmax(att) @ V, keys are (layers, users, heads, 64, capacity)
+    and values (layers, users, heads, capacity, 64): a new value is written in one piece. All its
+    users have the same number of notes, "len"; another number keeps another notebook.
     """
-    shape = (cfg.layers, users, cfg.heads, cfg.width // cfg.heads, capacity)
-    return {"k": np.zeros(shape, dtype=np.float32), "v": np.zeros(shape, dtype=np.float32),
+    head = cfg.width // cfg.heads
+    return {"k": np.zeros((cfg.layers, users, cfg.heads, head, capacity), dtype=np.float32),
+            "v": np.zeros((cfg.layers, users, cfg.heads, capacity, head), dtype=np.float32),
             "len": 0}
 
 
@@ -142,16 +143,16 @@ def by_head(x, users, heads):
 
 
 def attend(q, k, v, how="einsum"):
-    """Causal attention. q: (users, heads, t, 64), already scaled by 1/sqrt(64); k, v: (users,
-    heads, 64, n), whose last t notes are the queries' own tokens: query i reads every note up to
-    its own. how: Paths.attention. -> (users, heads, 64, t)"""
+    """Causal attention. q: (users, heads, t, 64), already scaled by 1/sqrt(64); k: (users,
+    heads, 64, n) and v: (users, heads, n, 64), whose last t notes are the queries' own tokens:
+    query i reads every note up to its own. how: Paths.attention. -> (users, heads, t, 64)"""
     t, n = q.shape[-2], k.shape[-1]
     s = product(q, k, how)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
     if t > 1:
         s[..., n - t:] += causal(t)  # the queries' own tokens: a triangle
     w = exp_shifted(s)  # softmax's numerator ...
-    o = product(v, w.swapaxes(-1, -2), how)  # (u, h, 64, n) @ (u, h, n, t) -> (u, h, 64, t)
-    return o / w.sum(axis=-1)[:, :, None, :]  # ... and its denominator
+    o = product(w, v, how)  # (u, h, t, n) @ (u, h, n, 64) -> (u, h, t, 64)
+    return o / w.sum(axis=-1)[..., None]  # ... and its denominator
 
 
 def product(a, b, how="einsum"):
@@ -162,9 +163,9 @@ def product(a, b, how="einsum"):
     if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]):
         return a @ b
     if how == "vec":
-        if a.shape[-2] == 1:  # (u, h, 1, 64) @ (u, h, 64, n): the query against every key
+        if a.shape[-2] == 1:  # (u, h, 1, k) @ (u, h, k, n): the query's keys, or values
             return np.vecmat(a[..., 0, :], b)[..., None, :]
-        return np.matvec(a, b[..., 0])[..., None]  # (u, h, 64, n) @ (u, h, n, 1): the values
+        return np.matvec(a, b[..., 0])[..., None]  # (u, h, m, k) @ (u, h, k, 1)
     return np.einsum("...ij,...jk->...ik", a, b)
 
 
@@ -191,7 +192,7 @@ def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
         u, n = readers(book), book["len"] + t
         cols = slice(col, col + u * t)
         col += u * t
-        notes = (book["k"][floor, ..., :n], book["v"][floor, ..., :n])  # 2 x (u, heads, 64, n)
+        notes = book["k"][floor, ..., :n], book["v"][floor, :, :, :n]  # see notebook()
         books.append((*notes, *(by_head(a[:, cols], u, heads) for a in (q, k, v, out))))
         #                       4 x (u, heads, 64, t): queries, keys, values, answers
 
@@ -199,12 +200,12 @@ def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
         for K, V, qh, kh, vh, oh in books:
             t, n0 = qh.shape[-1], K.shape[-1] - qh.shape[-1]
             K[:, hs, :, n0:] = kh[:, hs]
-            V[:, hs, :, n0:] = vh[:, hs]
+            V[:, hs, n0:] = vh[:, hs].swapaxes(-1, -2)
             qs = qh[:, hs].swapaxes(-1, -2) * scale  # (u, h, t, 64): scaled before the product
             for a in range(0, t, BLOCK):
                 b = min(a + BLOCK, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
                 oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
-                                           V[:, hs, :, :n0 + b], how)
+                                           V[:, hs, :n0 + b], how).swapaxes(-1, -2)
 
     share(pool, read, heads, size=sum(K.size for K, *_ in books))
     return out
@@ -318,8 +319,7 @@ def table(w, x, pool=None, block=None):
 
 
 def product_into(w, x, out, depth=None):
-    """out = w @ x, with x met `depth` numbers at a time and the pieces summed (None: at once).
-    w: (rows, k), x: (k, tokens), out: (rows, tokens)."""
+    """out = w @ x (see table()), x met `depth` numbers at a time, the pieces summed."""
     depth = depth or w.shape[1]
     np.matmul(w[:, :depth], x[:depth], out=out)
     for c in range(depth, w.shape[1], depth):
