@@ -177,15 +177,13 @@ def add(x, y):
     return x + y
 
 
-BLOCK = 128  # queries per block; a block reads only the notes up to its last query (64 to 1024
-#               tried: 128 was fastest for a 1,024-token question on a 2-core machine)
+BLOCK = 128  # queries per block, each reading the notes up to its last query (fastest of 64-1024)
 
 
 def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
-    heads = cfg.heads
-    scale = np.float32(1 / math.sqrt(q.shape[0] // heads))
+    scale = np.float32(1 / math.sqrt(q.shape[0] // cfg.heads))
     out = np.empty_like(q)  # (width, tokens)
     books, col = [], 0  # each notebook's notes, and its users' queries, keys, values, answers
     for book, t in segments:
@@ -193,7 +191,7 @@ def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
         cols = slice(col, col + u * t)
         col += u * t
         notes = book["k"][floor, ..., :n], book["v"][floor, :, :, :n]  # see notebook()
-        books.append((*notes, *(by_head(a[:, cols], u, heads) for a in (q, k, v, out))))
+        books.append((*notes, *(by_head(a[:, cols], u, cfg.heads) for a in (q, k, v, out))))
         #                       4 x (u, heads, 64, t): queries, keys, values, answers
 
     def read(hs):  # heads hs of every notebook: write the new notes, then read them
@@ -207,7 +205,7 @@ def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
                 oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
                                            V[:, hs, :n0 + b], how).swapaxes(-1, -2)
 
-    share(pool, read, heads, size=sum(K.size for K, *_ in books))
+    share(pool, read, cfg.heads, size=sum(K.size for K, *_ in books))
     return out
 
 
@@ -306,6 +304,8 @@ def table(w, x, pool=None, block=None):
     block = (rows, depth): `rows` rows of w at a time, which meet x `depth` numbers at a time
     (None: all at once), so that a block stays in the core's cache while the columns pass;
     block None: one call a thread. w: (rows, k), x: (k, tokens)."""
+    if block is None and pool is None:
+        return w @ x  # one call, with nothing around it: a one-token trip makes 48 of these
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
     step, depth = block or (None, None)
 
