@@ -161,7 +161,7 @@ class Server:
 
 COLUMNS = (2, 4, 8, 16)  # the column counts whose table products may go in blocks ...
 BLOCKS = (64, 128, 256, 512)  # ... of this many rows, if that beats one call a thread here
-TRIES = 5  # each candidate timed this often, the best kept: the choice takes under a second
+TRIES = 5  # each candidate timed this often (at most --runs), the best kept: under a second
 TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8 typers' notes
 
 
@@ -171,7 +171,8 @@ def choose(bench, attention="auto", blocks="auto"):
     notes), where not given: -> (model.Paths, {what: {candidate: seconds}})"""
     seen = {}
     if attention == "auto":
-        seen["attention"] = {how: best(typing_attention(bench, how)) for how in model.ATTENTION}
+        seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
+                             for how in model.ATTENTION}
         attention = min(seen["attention"], key=seen["attention"].get)
     widths = sorted({w.shape[1] for w in bench.floors[0].values()})  # 768 and 3072 in GPT-2
     chosen = []
@@ -208,7 +209,7 @@ def tables_by_width(bench, n, seed=0):
     blocks = [None, *((rows, depth) for rows in BLOCKS for depth in (None, bench.cfg.width))]
     pool, timed = sharing(bench.pool, n), {block: {} for block in blocks}
     with blas_threads(pool):
-        for tried in range(TRIES + 1):  # the first try warms up
+        for tried in range(tries(bench) + 1):  # the first try warms up
             for block, best_of in timed.items():
                 took = dict.fromkeys(xs, 0.0)  # {width: seconds}
                 for w in next(floors).values():
@@ -221,9 +222,13 @@ def tables_by_width(bench, n, seed=0):
     return timed
 
 
-def best(fn):
-    """The best of TRIES calls after a warm-up, in seconds."""
-    return min(timing.time_runs(fn, TRIES))
+def tries(bench):
+    return min(TRIES, bench.runs)
+
+
+def best(fn, runs):
+    """The best of `runs` calls after a warm-up, in seconds."""
+    return min(timing.time_runs(fn, runs))
 
 
 def typing_attention(bench, how):
