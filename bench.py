@@ -179,13 +179,14 @@ def choose(bench, attention="auto", blocks="auto"):
     for n in COLUMNS:
         timed = tables_by_width(bench, n) if blocks == "auto" else {}
         for w in widths:
-            if timed:
-                seen[f"tables {w} wide at {n} columns"] = {said(block): t[w]
-                                                           for block, t in timed.items()}
-                block = min(timed, key=lambda block: timed[block][w]) or (None, None)
+            if timed:  # a block met as deep as its table is the whole block: left out
+                mine = {block: t[w] for block, t in timed.items()
+                        if not (block and block[1] and block[1] >= w)}
+                seen[f"tables {w} wide at {n} columns"] = {said(b): s for b, s in mine.items()}
+                block = min(mine, key=mine.get) or (None, None)
             else:
                 block = (None if blocks == "off" else int(blocks), None)
-            chosen.append((n, w, block[0], block[1] if block[1] and block[1] < w else None))
+            chosen.append((n, w, *block))
     return model.Paths(attention, tuple(chosen)), seen
 
 
