@@ -250,6 +250,9 @@ def typing_attention(bench, how):
 def with_paths(bench, attention, blocks):
     """The bench with the paths chosen (see choose()), and what a run prints and saves of them."""
     paths, timed = choose(bench, attention, blocks)
-    how = " (the fastest here, timed at the start)" if "auto" in (attention, blocks) else ""
-    return dataclasses.replace(bench, paths=paths), [f"paths: {paths}{how}", Saved("paths", {
+    how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
+           for what, given in (("attention", attention), ("blocks", blocks))}
+    said = (how["attention"] if len(set(how.values())) == 1
+            else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
+    return dataclasses.replace(bench, paths=paths), [f"paths: {paths} ({said})", Saved("paths", {
         "attention": paths.attention, "blocks": paths.blocks, "timed": timed})]

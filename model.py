@@ -342,24 +342,24 @@ class Paths:
     attention: str = "einsum"
     blocks: tuple = ()
 
-    def block(self, columns, width):
-        """-> (rows, depth), or None for one call a thread."""
+    def block(self, columns, width):  # -> (rows, depth), or None for one call a thread
         if columns < 2:  # one token: a matrix-vector product, for the BLAS's own threads
             return None
         return next(((rows, depth) if rows else None for most, wide, rows, depth in self.blocks
                      if columns <= most and wide == width), None)
 
     def __str__(self):
-        """e.g. "attention by vec; table blocks (rows, or rows x depth) at 2 columns: 64 wide 8" """
+        """e.g. "attention by vec; table blocks at 2 tokens (rows, or rows x inputs at a time):
+        tables of 64 inputs 8; of 256 inputs 8x64" """
         if not any(rows for _, _, rows, _ in self.blocks):
-            return f"attention by {self.attention}; tables in one call a thread"
-        columns = sorted({most for most, *_ in self.blocks})
-        widths = sorted({wide for _, wide, _, _ in self.blocks})
-        shown = {(most, wide): f"{rows}x{depth}" if depth else str(rows or "one call")
-                 for most, wide, rows, depth in self.blocks}
-        return (f"attention by {self.attention}; table blocks (rows, or rows x depth) at "
-                f"{', '.join(map(str, columns))} columns: " + "; ".join(
-                    f"{w} wide " + ", ".join(shown.get((n, w), "one call") for n in columns)
+            return f"attention by {self.attention}; tables unblocked"
+        tokens = sorted({n for n, *_ in self.blocks})
+        widths = sorted({w for _, w, *_ in self.blocks})
+        shown = {(n, w): f"{rows}x{depth}" if depth else str(rows or "unblocked")
+                 for n, w, rows, depth in self.blocks}
+        return (f"attention by {self.attention}; table blocks at {', '.join(map(str, tokens))} "
+                "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
+                    f"{w} inputs " + ", ".join(shown.get((n, w), "unblocked") for n in tokens)
                     for w in widths))
 
 

@@ -382,9 +382,9 @@ def build_parser():
                    help="how one query reads its notes: the fastest on this machine, timed at "
                         "the start, or the one given")
     g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",
-                   metavar="ROWS",
-                   help="table products for 2 to 16 tokens in blocks of this many rows: auto "
-                        "(the fastest here, timed at the start), off (one call a thread), or N")
+                   metavar="{auto,off,N}",
+                   help="table products for 2 to 16 tokens: auto (the blocks fastest here, "
+                        "timed at the start), off (unblocked), or blocks of N rows (1 to 4,096)")
     g.add_argument("--predict", action="store_true",
                    help="run nothing: print every table as the speeds predict it (--forklift "
                         "and --workbench, or --roofs), for any --model; saved under "

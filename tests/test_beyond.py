@@ -215,13 +215,19 @@ def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
     assert [n for n, *_ in chosen["blocks"]] == [2, 2, 4, 4, 8, 8, 16, 16]  # 2 tables' widths
     assert {w for _, w, *_ in chosen["blocks"]} == {768, 3072}
     line = next(s for s in r.stdout.splitlines() if s.startswith("paths: "))
-    assert f"attention by {chosen['attention']}" in line and "timed at the start" in line
+    assert f"attention by {chosen['attention']}" in line
+    assert line.endswith("(the fastest here, timed at the start)")
     r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
                                "--attention", "einsum", "--blocks", "128")
     assert data["paths"]["attention"] == "einsum" and data["paths"]["timed"] == {}
     assert {(rows, depth) for _, _, rows, depth in data["paths"]["blocks"]} == {(128, None)}
-    assert ("paths: attention by einsum; table blocks (rows, or rows x depth) at 2, 4, 8, 16 "
-            "columns: 768 wide 128, 128, 128, 128; 3072 wide 128, 128, 128, 128") in r.stdout
+    assert ("paths: attention by einsum; table blocks at 2, 4, 8, 16 tokens (rows, or rows x "
+            "inputs at a time): tables of 768 inputs 128, 128, 128, 128; of 3072 inputs 128, 128, "
+            "128, 128 (as asked)\n") in r.stdout
+    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
+                               "--attention", "matmul")  # one forced, one timed: each said
+    assert "attention by matmul;" in r.stdout
+    assert "(attention as asked; blocks the fastest here, timed at the start)" in r.stdout
 
 
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),

@@ -389,8 +389,7 @@ def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
         None, (512, None), (256, None), (256, None), None, None, None]
     assert [paths.block(n, 256) for n in (1, 2, 3)] == [None, (128, 64), None]
     assert paths.block(2, 100) is None  # a width it was not chosen for: one call a thread
-    assert str(paths) == ("attention by matmul; table blocks (rows, or rows x depth) at 2, 4, "
-                          "16 columns: 64 wide 512, 256, one call; 256 wide 128x64, one call, "
-                          "one call")
-    assert str(model.Paths("vec", ((2, 64, None, None),))) == ("attention by vec; tables in one "
-                                                               "call a thread")
+    assert str(paths) == ("attention by matmul; table blocks at 2, 4, 16 tokens (rows, or rows "
+                          "x inputs at a time): tables of 64 inputs 512, 256, unblocked; of 256 "
+                          "inputs 128x64, unblocked, unblocked")
+    assert str(model.Paths("vec", ((2, 64, None, None),))) == "attention by vec; tables unblocked"
