@@ -10,6 +10,7 @@ import numpy as np
 
 import model
 import timing
+from paths import ATTENTION, Paths
 from pool import blas_threads, sharing
 from printers import Saved
 from terminal import plural
@@ -25,7 +26,7 @@ class Bench:
     floors: list
     pool: object  # pool.workers(threads), or None for one thread
     runs: int
-    paths: model.Paths = model.Paths()  # how the work is done, chosen on this machine
+    paths: Paths = Paths()  # how the work is done, chosen on this machine
 
 
 def tokens(cfg, t, seed):
@@ -168,11 +169,11 @@ TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8
 def choose(bench, attention="auto", blocks="auto"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
     four products for each column count, by the tables' width; 8 typers' attention over 512
-    notes), where not given: -> (model.Paths, {what: {candidate: seconds}})"""
+    notes), where not given: -> (Paths, {what: {candidate: seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
-                             for how in model.ATTENTION}
+                             for how in ATTENTION}
         attention = min(seen["attention"], key=seen["attention"].get)
     widths = sorted({w.shape[1] for w in bench.floors[0].values()})  # 768 and 3072 in GPT-2
     chosen = []
@@ -187,7 +188,7 @@ def choose(bench, attention="auto", blocks="auto"):
             else:
                 block = (None if blocks == "off" else int(blocks), None)
             chosen.append((n, w, *block))
-    return model.Paths(attention, tuple(chosen)), seen
+    return Paths(attention, tuple(chosen)), seen
 
 
 def said(block):

@@ -20,6 +20,7 @@ import claims
 import limits
 import machine_speed
 import model
+import paths
 import pictures
 import plan
 import pool
@@ -376,9 +377,8 @@ def build_parser():
                         help="the memory speed to hold the rows to (or to predict with), "
                              "with --workbench, instead of measuring it")
     g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
-                   metavar="GFLOP/S",
-                   help="the math speed, with --forklift")
-    g.add_argument("--attention", choices=("auto", *model.ATTENTION), default="auto",
+                   metavar="GFLOP/S", help="the math speed, with --forklift")
+    g.add_argument("--attention", choices=("auto", *paths.ATTENTION), default="auto",
                    help="how one query reads its notes: the fastest on this machine, timed at "
                         "the start, or the one given")
     g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",

@@ -8,6 +8,7 @@ import pytest
 import cli
 import limits
 import model
+from paths import ATTENTION
 import two_phases
 from conftest import quick_two_phases, script
 from printers import Sheet
@@ -211,7 +212,7 @@ def test_bad_values_are_one_line_exit_2_and_nothing_saved(tmp_path, flags, flag)
 def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
     r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
     chosen = data["paths"]
-    assert chosen["attention"] in model.ATTENTION and set(chosen["timed"]) >= {"attention"}
+    assert chosen["attention"] in ATTENTION and set(chosen["timed"]) >= {"attention"}
     assert [n for n, *_ in chosen["blocks"]] == [2, 2, 4, 4, 8, 8, 16, 16]  # 2 tables' widths
     assert {w for _, w, *_ in chosen["blocks"]} == {768, 3072}
     line = next(s for s in r.stdout.splitlines() if s.startswith("paths: "))

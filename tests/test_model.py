@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import model
+from paths import ATTENTION, Paths
 import pool as pool_
 
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
@@ -29,12 +30,12 @@ def trip(layers, x, segments):
     return model.trip(CFG, layers, x, segments, paths=PATH["now"])
 
 
-PATHS = {"einsum, one call": model.Paths(),  # every path the suite may choose must agree
-         "matmul, in blocks": model.Paths("matmul", ((2, 64, 16, None), (2, 256, 16, 64),
+PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must agree
+         "matmul, in blocks": Paths("matmul", ((2, 64, 16, None), (2, 256, 16, 64),
                                                      (8, 64, 8, None), (8, 256, 32, 16),
                                                      (64, 64, 32, None))),
-         **({"vec": model.Paths("vec")} if "vec" in model.ATTENTION else {})}
-PATH = {"now": model.Paths()}  # the path the trips of a test take
+         **({"vec": Paths("vec")} if "vec" in ATTENTION else {})}
+PATH = {"now": Paths()}  # the path the trips of a test take
 
 
 @pytest.fixture(params=PATHS)
@@ -87,7 +88,7 @@ def test_full_size_spot_check_matches_reference():
     """One full GPT-2-small spot check: 12 floors of width 768, a short prompt, on every path."""
     layers, x = model.floors(SMALL, 0), tokens(6, width=SMALL.width)
     reference = ref_gpt2(x.T, layers, SMALL.heads).T
-    for path in [*PATHS.values(), model.Paths("einsum", ((8, 768, 128, None),
+    for path in [*PATHS.values(), Paths("einsum", ((8, 768, 128, None),
                                                           (8, 3072, 256, 768)))]:
         ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], paths=path)
         np.testing.assert_allclose(ours, reference, **TOL)
@@ -383,7 +384,7 @@ def test_a_table_in_blocks_gives_each_row_once(pool):
 
 
 def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
-    paths = model.Paths("matmul", ((2, 64, 512, None), (2, 256, 128, 64), (4, 64, 256, None),
+    paths = Paths("matmul", ((2, 64, 512, None), (2, 256, 128, 64), (4, 64, 256, None),
                                    (16, 64, None, None)))
     assert [paths.block(n, 64) for n in (1, 2, 3, 4, 8, 16, 17)] == [
         None, (512, None), (256, None), (256, None), None, None, None]
@@ -392,4 +393,4 @@ def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
     assert str(paths) == ("attention by matmul; table blocks at 2, 4, 16 tokens (rows, or rows "
                           "x inputs at a time): tables of 64 inputs 512, 256, unblocked; of 256 "
                           "inputs 128x64, unblocked, unblocked")
-    assert str(model.Paths("vec", ((2, 64, None, None),))) == "attention by vec; tables unblocked"
+    assert str(Paths("vec", ((2, 64, None, None),))) == "attention by vec; tables unblocked"
