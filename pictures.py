@@ -7,6 +7,8 @@ measures.
 """
 import textwrap
 
+import numpy as np
+
 from terminal import plural
 
 
@@ -156,12 +158,13 @@ def depth_figure(ax, table):
 
 
 def place_labels(fig, ax, points):
-    """Label each point beside it where the label overlaps no other label and no marker: the
-    first of OFFSETS that is free, else the least crowded."""
+    """Label each point beside it where the label overlaps no other label, no marker and no
+    drawn line (the roof, the ridge, a curve): the first of OFFSETS that is free, else the least
+    crowded."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     marks = [ax.transData.transform((x, y)) for x, y, _ in points]
-    taken = []
+    lines, taken = traced(ax), []
     for (x, y, words), (mx, my) in zip(points, marks):
         best = None
         for dx, dy in OFFSETS:
@@ -171,7 +174,8 @@ def place_labels(fig, ax, points):
             clash = 10 * sum(box.overlaps(t) for t in taken) + 3 * sum(
                 box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in marks
             ) + 10 * (box.x0 < ax.bbox.x0 or box.x1 > ax.bbox.x1 or box.y0 < ax.bbox.y0
-                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), marks)
+                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), marks) + 5 * sum(
+                crossed(box, line) for line in lines)
             if best is None or clash < best[0]:
                 if best:
                     best[1].remove()
@@ -181,6 +185,24 @@ def place_labels(fig, ax, points):
             if clash == 0:
                 break
         taken.append(best[2])
+
+
+def traced(ax):
+    """Every line drawn on the axes, as points on the screen two pixels or less apart."""
+    out = []
+    for line in ax.get_lines():
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+        steps = [np.linspace(p, q, max(2, int(np.hypot(*(q - p)) / 2)))
+                 for p, q in zip(xy[:-1], xy[1:]) if np.isfinite([p, q]).all()]
+        if steps:
+            out.append(np.concatenate(steps))
+    return out
+
+
+def crossed(box, line):
+    """Whether a traced line passes through the label's box."""
+    x, y = line[:, 0], line[:, 1]
+    return bool(((x > box.x0) & (x < box.x1) & (y > box.y0) & (y < box.y1)).any())
 
 
 def nearer(box, own, marks):

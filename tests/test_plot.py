@@ -64,6 +64,8 @@ def drawn(make, data, quick=False):
             "legend": [t.get_text() for t in ax.get_legend().get_texts()],
             "labels": sorted(t.get_text() for t in labels),
             "overlaps": sum(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]),
+            "crossings": sum(pictures.crossed(box, line) for box in boxes
+                             for line in pictures.traced(ax)),
             "texts": [t.get_text() for t in ax.texts], "axes": ax}
     plt.close(fig)
     return seen
@@ -89,6 +91,21 @@ def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
     assert "memory-bound: stuck on the forklift" in seen["texts"]
     assert "compute-bound: stuck on the workbench" in seen["texts"]
     assert pictures.QUICK in seen["texts"]  # a quick run says so in the picture itself
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_no_label_sits_on_the_roof():
+    """A run where 64 users sit just under the forklift's slope: their label, placed up and to
+    the right as the others are, would lie across the roof."""
+    import pictures
+    points = [["prefill", "1 token", 0.5, 13.3e9], ["prefill", "16 tokens", 8.04, 70.1e9],
+              ["prefill", "64 tokens", 32.3, 122e9], ["prefill", "256 tokens", 132, 154e9],
+              ["prefill", "1024 tokens", 570, 184e9], ["decode", "1 user", 0.5, 11.1e9],
+              ["decode", "4 users", 1.54, 23.3e9], ["decode", "16 users", 3.21, 40.5e9],
+              ["decode", "64 users", 4.39, 69.3e9]]
+    seen = drawn(pictures.roofline_figure, {"bytes_per_s": 37.9e9, "flops_per_s": 311e9,
+                                            "points": points})
+    assert seen["crossings"] == 0 and seen["overlaps"] == 0
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
