@@ -10,7 +10,7 @@ import numpy as np
 
 import model
 import timing
-from paths import ATTENTION, Paths
+from paths import ATTENTION, Block, Paths
 from pool import blas_threads, sharing
 from printers import Saved
 from terminal import plural
@@ -160,67 +160,78 @@ class Server:
         return per_run, trips[worst]
 
 
-COLUMNS = (2, 4, 8, 16)  # the column counts whose table products may go in blocks ...
-BLOCKS = (64, 128, 256, 512)  # ... of this many rows, if that beats one call a thread here
+TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
+ROWS = (64, 128, 256, 512)  # ... of this many rows of a thread's share, and a table of more
+#                             inputs than the model's width may meet them that many at a time
 TRIES = 5  # each candidate timed this often (at most --runs), the best kept: under a second
 TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8 typers' notes
 
 
 def choose(bench, attention="auto", blocks="auto"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
-    four products for each column count, by the tables' width; 8 typers' attention over 512
-    notes), where not given: -> (Paths, {what: {candidate: seconds}})"""
+    products at each token count, by the tables' size; 8 typers' attention over 512 notes),
+    where not given: -> (Paths, {what: {candidate: seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
                              for how in ATTENTION}
         attention = min(seen["attention"], key=seen["attention"].get)
-    widths = sorted({w.shape[1] for w in bench.floors[0].values()})  # 768 and 3072 in GPT-2
     chosen = []
-    for n in COLUMNS:
-        timed = tables_by_width(bench, n) if blocks == "auto" else {}
-        for w in widths:
-            if timed:  # a block met as deep as its table is the whole block: left out
-                mine = {block: t[w] for block, t in timed.items()
-                        if not (block and block[1] and block[1] >= w)}
-                seen[f"tables {w} wide at {n} columns"] = {said(b): s for b, s in mine.items()}
-                block = min(mine, key=mine.get) or (None, None)
-            else:
-                block = (None if blocks == "off" else int(blocks), None)
-            chosen.append((n, w, *block))
+    for n in TOKENS:
+        if blocks == "auto":
+            for inputs, timed in tables_by_size(bench, n).items():
+                seen[f"tables of {inputs} inputs at {n} tokens"] = {
+                    said(block): seconds for block, seconds in timed.items()}
+                chosen.append(Block(n, inputs, *min(timed, key=timed.get)))
+        else:
+            chosen += [Block(n, inputs, None if blocks == "off" else int(blocks))
+                       for inputs in sizes(bench)]
     return Paths(attention, tuple(chosen)), seen
 
 
+def sizes(bench):
+    """The tables' numbers of inputs: 768 (qkv, out, up) and 3072 (down) in GPT-2 small."""
+    return sorted({w.shape[1] for w in bench.floors[0].values()})
+
+
+def candidates(bench, inputs):
+    """The blocks worth timing for the tables of `inputs` inputs, as (rows, depth): unblocked,
+    rows fewer than a thread's share of the tallest such table, and, for tables of more inputs
+    than the model's width, each of those met the model's width of inputs at a time."""
+    threads = bench.pool["threads"] if bench.pool else 1
+    tallest = max(w.shape[0] for w in bench.floors[0].values() if w.shape[1] == inputs)
+    rows = [None, *(r for r in ROWS if r < tallest // threads)]
+    depths = [None, *([bench.cfg.width] if bench.cfg.width < inputs else [])]
+    return [(r, d) for d in depths for r in rows]
+
+
 def said(block):
-    """A block as the saved results name it: "one call", "256 rows", "256 rows by 768"."""
-    if block is None:
-        return "one call"
+    """A block as the saved results name it: "unblocked", "256 rows", "256 rows x 768"."""
     rows, depth = block
-    return f"{rows} rows" + (f" by {depth}" if depth else "")
+    if not (rows or depth):
+        return "unblocked"
+    return f"{rows or 'all'} rows" + (f" x {depth}" if depth else "")
 
 
-def tables_by_width(bench, n, seed=0):
-    """One floor's four table products at n columns, in one call a thread and in each block of
-    BLOCKS rows, whole or met by the model's width at a time, timed by the tables' width:
-    -> {block: {width: the best seconds}}. Each try takes the next floor in turn, so that its
-    tables come from memory as a trip's do and not from the cache the last try left them in;
-    the candidates take turns, so that a noisy moment falls on all of them."""
+def tables_by_size(bench, n, seed=0):
+    """One floor's table products at n tokens, the tables of each size in each of their
+    candidate blocks: -> {inputs: {(rows, depth): the best seconds}}. Each try takes the next
+    floor in turn, so that its tables come from memory as a trip's do and not from the cache
+    the last try left them in; the candidates take turns, so that a noisy moment falls on all."""
     rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
-    xs = {w: rng.standard_normal((w, n), dtype=np.float32)  # (width, n) for each width
-          for w in {w.shape[1] for w in bench.floors[0].values()}}
-    blocks = [None, *((rows, depth) for rows in BLOCKS for depth in (None, bench.cfg.width))]
-    pool, timed = sharing(bench.pool, n), {block: {} for block in blocks}
+    pool = sharing(bench.pool, n)
+    timed = {i: dict.fromkeys(candidates(bench, i), math.inf) for i in sizes(bench)}
+    xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in timed}  # (inputs, n)
     with blas_threads(pool):
         for tried in range(tries(bench) + 1):  # the first try warms up
-            for block, best_of in timed.items():
-                took = dict.fromkeys(xs, 0.0)  # {width: seconds}
-                for w in next(floors).values():
+            for inputs, best_of in timed.items():
+                for block in best_of:
+                    tables = [w for w in next(floors).values() if w.shape[1] == inputs]
                     start = time.perf_counter()
-                    model.table(w, xs[w.shape[1]], pool, block)
-                    took[w.shape[1]] += time.perf_counter() - start
-                for width, seconds in took.items():
+                    for w in tables:
+                        model.table(w, xs[inputs], pool, block)
                     if tried:
-                        best_of[width] = min(best_of.get(width, math.inf), seconds)
+                        best_of[block] = min(best_of[block], time.perf_counter() - start)
     return timed
 
 
@@ -235,7 +246,8 @@ def best(fn, runs):
 
 def typing_attention(bench, how):
     """One floor's attention for TRIAL_USERS typers with TRIAL_NOTES notes each, as a trip does
-    it (shared among the pool's threads, the BLAS on one thread): -> a function to time"""
+    it (shared among the pool's threads, the BLAS on one thread); the notes are zeros, which read
+    as fast as any: -> a function to time"""
     cfg = dataclasses.replace(bench.cfg, layers=1)
     book = model.notebook(cfg, TRIAL_USERS, TRIAL_NOTES + 1)
     book["len"] = TRIAL_NOTES
@@ -253,7 +265,7 @@ def with_paths(bench, attention, blocks):
     paths, timed = choose(bench, attention, blocks)
     how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
            for what, given in (("attention", attention), ("blocks", blocks))}
-    said = (how["attention"] if len(set(how.values())) == 1
-            else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
-    return dataclasses.replace(bench, paths=paths), [f"paths: {paths} ({said})", Saved("paths", {
+    origin = (how["attention"] if len(set(how.values())) == 1
+              else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
+    return dataclasses.replace(bench, paths=paths), [f"paths: {paths} ({origin})", Saved("paths", {
         "attention": paths.attention, "blocks": paths.blocks, "timed": timed})]

@@ -246,9 +246,9 @@ PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time g
 #                                                          what is left (splits, Python)
 
 
-def pieces(watch=None, clock=time.perf_counter, paths=None, columns=1):
+def pieces(watch=None, clock=time.perf_counter, paths=None, tokens=1):
     """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict; the
-    table products in the blocks `paths` gives for this many columns and each table's width."""
+    table products in the blocks `paths` gives for this many tokens and each table's size."""
     paths = paths or Paths()
     def timed(part, fn):
         if watch is None:
@@ -265,7 +265,7 @@ def pieces(watch=None, clock=time.perf_counter, paths=None, columns=1):
         watch.update({p: 0.0 for p in PARTS})
     return types.SimpleNamespace(
         table=timed("tables", lambda w, x, pool: table(w, x, pool,
-                                                        paths.block(columns, w.shape[1]))),
+                                                        paths.block(tokens, w.shape[1]))),
         attention=timed("attention", attention),
         norm=timed("elementwise", norm), gelu=timed("elementwise", gelu_rows),
         add=timed("elementwise", add))
@@ -299,11 +299,11 @@ def riders(segments):
 
 def table(w, x, pool=None, block=None):
     """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of
-    block = (rows, depth): `rows` rows of w at a time, which meet x `depth` numbers at a time
-    (None: all at once), so that a block stays in the core's cache while the columns pass;
-    block None: one call a thread. w: (rows, k), x: (k, tokens)."""
+    block = (rows, depth): `rows` rows of w at a time (None: all of the share), which meet x
+    `depth` numbers at a time (None: all at once), so that a block stays in the core's cache
+    while the tokens pass; block None: one call a thread. w: (rows, k), x: (k, tokens)."""
     if block is None and pool is None:
-        return w @ x  # one call, with nothing around it: a one-token trip makes 48 of these
+        return w @ x  # one call with nothing around it: a one-token trip makes four a floor
     out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
     step, depth = block or (None, None)
 

@@ -1,6 +1,7 @@
 """How a trip does the work whose fastest way depends on the CPU, chosen where the suite runs
 (bench.choose) and printed on the line after the machine line."""
 import dataclasses
+import typing
 
 import numpy as np
 
@@ -8,32 +9,48 @@ ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum",
 #           the ways one query may read its notes (model.product): "vec" needs NumPy 2.2
 
 
+class Block(typing.NamedTuple):
+    """How the table products of up to `tokens` tokens go, for tables of `inputs` inputs (the
+    numbers each row meets a token with): `rows` rows of a thread's share at a time (None: all),
+    which meet `depth` inputs at a time (None: all at once); neither: unblocked."""
+    tokens: int
+    inputs: int
+    rows: typing.Optional[int] = None
+    depth: typing.Optional[int] = None
+
+    def shown(self):  # "unblocked", "512" (rows), "512x768" (rows x inputs), "all x768"
+        if not (self.rows or self.depth):
+            return "unblocked"
+        return f"{self.rows or 'all '}" + (f"x{self.depth}" if self.depth else "")
+
+
 @dataclasses.dataclass(frozen=True)
 class Paths:
     """How a trip does the work whose fastest way depends on the CPU: attention's products for
-    one query (one of ATTENTION), and the blocks of a table product (see model.table()) by its column
-    count and the table's width (the numbers each row meets a token with): ((most columns,
-    width, rows, depth), ...), ascending in columns; rows None, or a count or width past them
-    all, is one call a thread. Every path gives the same answer within float32 rounding."""
+    one query (one of ATTENTION), and the Blocks of the table products (see model.table()),
+    ascending in tokens; a token count past them all, or a table size not among them, goes
+    unblocked. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
 
-    def block(self, columns, width):  # -> (rows, depth), or None for one call a thread
-        if columns < 2:  # one token: a matrix-vector product, for the BLAS's own threads
+    def __post_init__(self):  # plain tuples, as read back from saved results, become Blocks
+        object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
+
+    def block(self, tokens, inputs):  # -> (rows, depth) for model.table(), or None: unblocked
+        if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
             return None
-        return next(((rows, depth) if rows else None for most, wide, rows, depth in self.blocks
-                     if columns <= most and wide == width), None)
+        b = next((b for b in self.blocks if tokens <= b.tokens and b.inputs == inputs), None)
+        return (b.rows, b.depth) if b and (b.rows or b.depth) else None
 
     def __str__(self):
-        """e.g. "attention by vec; table blocks at 2 tokens (rows, or rows x inputs at a time):
-        tables of 64 inputs 8; of 256 inputs 8x64" """
-        if not any(rows for _, _, rows, _ in self.blocks):
+        """e.g. "attention by vec; table blocks at 2, 4 tokens (rows, or rows x inputs at a
+        time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
+        if not any(b.rows or b.depth for b in self.blocks):
             return f"attention by {self.attention}; tables unblocked"
-        tokens = sorted({n for n, *_ in self.blocks})
-        widths = sorted({w for _, w, *_ in self.blocks})
-        shown = {(n, w): f"{rows}x{depth}" if depth else str(rows or "unblocked")
-                 for n, w, rows, depth in self.blocks}
-        return (f"attention by {self.attention}; table blocks at {', '.join(map(str, tokens))} "
+        counts = sorted({b.tokens for b in self.blocks})
+        sizes = sorted({b.inputs for b in self.blocks})
+        shown = {(b.tokens, b.inputs): b.shown() for b in self.blocks}
+        return (f"attention by {self.attention}; table blocks at {', '.join(map(str, counts))} "
                 "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
-                    f"{w} inputs " + ", ".join(shown.get((n, w), "unblocked") for n in tokens)
-                    for w in widths))
+                    f"{i} inputs " + ", ".join(shown.get((n, i), "unblocked") for n in counts)
+                    for i in sizes))

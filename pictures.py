@@ -192,7 +192,7 @@ def traced(ax):
     out = []
     for line in ax.get_lines():
         xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
-        steps = [np.linspace(p, q, max(2, int(np.hypot(*(q - p)) / 2)))
+        steps = [np.linspace(p, q, int(np.ceil(np.hypot(*(q - p)) / 2)) + 1)
                  for p, q in zip(xy[:-1], xy[1:]) if np.isfinite([p, q]).all()]
         if steps:
             out.append(np.concatenate(steps))

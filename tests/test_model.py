@@ -199,7 +199,8 @@ FINGERPRINT = """if True:
     b, pool = model.notebook(cfg, 2, 12), threads.workers(2)
     y = model.trip(cfg, floors, x, [(b, 10)], pool=pool)
     y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], pool=pool)
-    print(hashlib.sha256(y.tobytes() + y2.tobytes() + b["k"].tobytes()).hexdigest())
+    notes = b["k"].tobytes() + b["v"].tobytes()
+    print(hashlib.sha256(y.tobytes() + y2.tobytes() + notes).hexdigest())
 """
 
 
