@@ -5,9 +5,11 @@ import os
 import numpy as np
 import pytest
 
+import bench
 import cli
 import limits
 import model
+import pool
 from paths import ATTENTION
 import two_phases
 from conftest import quick_two_phases, script
@@ -225,10 +227,16 @@ def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
     assert ("paths: attention by einsum; table blocks at 2, 4, 8, 16 tokens (rows, or rows x "
             "inputs at a time): tables of 768 inputs 128, 128, 128, 128; of 3072 inputs 128, 128, "
             "128, 128 (as asked)\n") in r.stdout
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
-                               "--attention", "matmul")  # one forced, one timed: each said
-    assert "attention by matmul;" in r.stdout
-    assert "(attention as asked; blocks the fastest here, timed at the start)" in r.stdout
+
+
+def test_a_path_asked_for_and_a_path_timed_each_say_so():
+    cfg = model.TINY
+    tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
+    chosen, said = bench.with_paths(tiny, "matmul", "auto")
+    assert chosen.paths.attention == "matmul"
+    assert said[0].startswith("paths: attention by matmul;")
+    assert said[0].endswith("(attention as asked; blocks the fastest here, timed at the start)")
+    assert said[1].value["timed"] and "attention" not in said[1].value["timed"]
 
 
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),
