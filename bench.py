@@ -10,7 +10,7 @@ import numpy as np
 
 import model
 import timing
-from paths import ATTENTION, Block, Paths
+from paths import ATTENTION, Block, Paths, shown
 from pool import blas_threads, sharing
 from printers import Saved
 from terminal import plural
@@ -181,7 +181,7 @@ def choose(bench, attention="auto", blocks="auto"):
         if blocks == "auto":
             for inputs, timed in tables_by_size(bench, n).items():
                 seen[f"tables of {inputs} inputs at {n} tokens"] = {
-                    said(block): seconds for block, seconds in timed.items()}
+                    shown(*block): seconds for block, seconds in timed.items()}
                 chosen.append(Block(n, inputs, *min(timed, key=timed.get)))
         else:
             chosen += [Block(n, inputs, None if blocks == "off" else int(blocks))
@@ -203,14 +203,6 @@ def candidates(bench, inputs):
     rows = [None, *(r for r in ROWS if r < tallest // threads)]
     depths = [None, *([bench.cfg.width] if bench.cfg.width < inputs else [])]
     return [(r, d) for d in depths for r in rows]
-
-
-def said(block):
-    """A block as the saved results name it: "unblocked", "256 rows", "256 rows x 768"."""
-    rows, depth = block
-    if not (rows or depth):
-        return "unblocked"
-    return f"{rows or 'all'} rows" + (f" x {depth}" if depth else "")
 
 
 def tables_by_size(bench, n, seed=0):

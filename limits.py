@@ -108,10 +108,11 @@ def suspect(h):
     """The part that holds the most excess, in a few words for a warning."""
     ms = {p: s * 1e3 for p, s in h.parts.items()}
     alone, lim = h.alone.seconds * 1e3, h.part_limits
+    tokens = sum(t for _, t in h.riders)
     return {
         "the BLAS": f"tables: {ms['tables']:.1f} ms, one BLAS call for the same products takes "
                     f"{alone:.1f} ms ({alone / 1e3 / lim['tables']:.1f}x their limit): the BLAS's "
-                    f"own path for {sum(t for _, t in h.riders)} columns",
+                    f"own path for {tokens} {plural(tokens, 'token')}",
         "our tables": f"tables: {ms['tables']:.1f} ms, one BLAS call for the same products takes "
                       f"only {alone:.1f} ms: time lost around the products",
         "attention": f"attention: {ms['attention']:.1f} ms, "

@@ -18,10 +18,16 @@ class Block(typing.NamedTuple):
     rows: typing.Optional[int] = None
     depth: typing.Optional[int] = None
 
-    def shown(self):  # "unblocked", "512" (rows), "512x768" (rows x inputs), "all x768"
-        if not (self.rows or self.depth):
-            return "unblocked"
-        return f"{self.rows or 'all '}" + (f"x{self.depth}" if self.depth else "")
+    def shown(self):
+        return shown(self.rows, self.depth)
+
+
+def shown(rows, depth):
+    """A block as the paths line and the saved trials name it: "unblocked", "512" (rows),
+    "512x768" (rows x inputs at a time), "all x768" (all of a thread's rows)."""
+    if not (rows or depth):
+        return "unblocked"
+    return f"{rows or 'all '}" + (f"x{depth}" if depth else "")
 
 
 @dataclasses.dataclass(frozen=True)
