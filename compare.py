@@ -8,7 +8,7 @@ measurement of them, and what it means in the post's words.
     python compare.py post results/my-box --export csv > compared.csv
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
-    import stopping
+    from harness import stopping
     stopping.stop_quietly()
 
 import argparse
@@ -18,12 +18,8 @@ import zlib
 
 import numpy as np
 
-import cli
-import exports
-import machine
-import results
-import schema
-from terminal import note, plain_streams, plural, show
+from harness import cli, exports, machine, results, schema
+from harness.terminal import note, plain_streams, plural, show
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)

@@ -4,18 +4,16 @@
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
-    import stopping
+    from harness import stopping
     stopping.stop_quietly()
 
 
 import numpy as np
 
-import claims
-import cli
+from harness import claims, cli, timing
+from harness.printers import Sheet, entry, format_table
+from harness.terminal import plural
 import model
-import timing
-from printers import Sheet, entry, format_table
-from terminal import plural
 
 TOKENS = 256  # a 256-token question ...
 MLP = 4 * model.SIZES["small"].width  # ... times the thinking room's width (3072): one floor's

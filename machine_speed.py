@@ -4,75 +4,18 @@
     python machine_speed.py --quick --no-save  # a smoke run of a few seconds
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
-    import stopping
+    from harness import stopping
     stopping.stop_quietly()
 
 import math
 
-import numpy as np
+from harness import claims, cli
+from harness.printers import Saved, Sheet, entry
+from harness.speeds import MATMUL, QUICK, SIZE, measure_roofs, memory_bytes, tokens_a_trip_needs
+from harness.terminal import plural, warn
+from model import BYTES
 
-import claims
-import cli
-import timing
-from model import BYTES, FLOPS_PER_NUMBER
-from printers import Saved, Sheet, entry
-from terminal import plural, warn
-
-SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
-MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
-QUICK = {"size": 4000, "matmul": 1024}
 CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
-
-
-def forklift(size, runs):
-    """Memory speed: ONE token through a size x size table; every number fetched for 2 FLOPs."""
-    big = np.ones((size, size), dtype=np.float32)  # (size, size)
-    one = np.ones(size, dtype=np.float32)  # (size,)
-    t = timing.measure(lambda: big @ one, runs, stat="best", what="forklift")
-    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / t.seconds, "timing": t}
-
-
-def workbench(n, runs):
-    """Math speed: n x n times n x n; both tables stay near the workbench, so this is pure math."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    flops = 2 * n ** 3  # n*n outputs, each n multiplies and n adds
-    t = timing.measure(lambda: a @ b, runs, stat="best", what="workbench")
-    return {"flops": flops, "flops_per_s": flops / t.seconds, "timing": t}
-
-
-def measure_roofs(size, matmul, runs):
-    """Both limits of this machine, best of `runs`: {"forklift": {...}, "workbench": {...},
-    "bytes_per_s", "flops_per_s", "balance"}."""
-    fork, bench = forklift(size, runs), workbench(matmul, runs)
-    return {"forklift": fork, "workbench": bench, "bytes_per_s": fork["bytes_per_s"],
-            "flops_per_s": bench["flops_per_s"],
-            "balance": bench["flops_per_s"] / fork["bytes_per_s"]}
-
-
-def memory_bytes(size, matmul):
-    """What measuring both needs, at most: the forklift's table and the workbench's three."""
-    return (size * size + 3 * matmul * matmul) * BYTES
-
-
-def sizes(quick):
-    return QUICK if quick else {"size": SIZE, "matmul": MATMUL}
-
-
-# For another script (two_phases.py holds its timings against these): the two speeds with this
-# script's own sizes, and the memory measuring them needs.
-def roofs(runs, quick=False):
-    return measure_roofs(**sizes(quick), runs=runs)
-
-
-def roofs_memory_bytes(quick=False):
-    return memory_bytes(**sizes(quick))
-
-
-def tokens_a_trip_needs(balance):
-    """Tokens that share one fetch of the tables before the math, not the fetching, is slower."""
-    return balance * BYTES / FLOPS_PER_NUMBER
 
 
 def post_block(roofs):

@@ -15,8 +15,8 @@ import types
 
 import numpy as np
 
-from paths import Paths
-from pool import blas_threads, share, sharing
+from harness.paths import Paths
+from harness.pool import blas_threads, share, sharing
 
 
 @dataclasses.dataclass(frozen=True)

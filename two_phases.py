@@ -9,25 +9,18 @@ with notebooks of several depths; every timing is then held to the machine's lim
 # Each experiment is declared once, below: the rows it plans (what rides each trip), how it
 # measures them, and the sheets it prints; --predict and the memory check read the same plans.
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
-    import stopping
+    from harness import stopping
     stopping.stop_quietly()
 
 import argparse
 
-import bench as b
-import cli
-import claims
-import limits
-import machine_speed
+from harness import bench as b
+from harness import claims, cli, limits, paths, pictures, plan, pool
+from harness import schema, speeds
+from harness.plan import Experiment, Record, Row, figures
+from harness.printers import Picture, Saved, Sheet, entry
+from harness.terminal import note, plural, progress
 import model
-import paths
-import pictures
-import plan
-import pool
-import schema
-from plan import Experiment, Record, Row, figures
-from printers import Picture, Saved, Sheet, entry
-from terminal import note, plural, progress
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
 USERS = (1, 4, 16, 64)  # Phase 2: users typing one token each in the same trip
@@ -322,9 +315,9 @@ def predict(args, facts):
 
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
-    speeds = 0 if args.roofs or args.forklift else machine_speed.roofs_memory_bytes(args.quick)
+    measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(args.quick)
     return plan.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
-                                                     for n in args.experiments], speeds)
+                                                     for n in args.experiments], measuring)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,15 +5,12 @@ import os
 import numpy as np
 import pytest
 
-import bench
-import cli
-import limits
-import model
-import pool
-from paths import ATTENTION
 import two_phases
+from harness import bench, cli, limits, pool
 from conftest import quick_two_phases, script
-from printers import Sheet
+from harness.paths import ATTENTION
+from harness.printers import Sheet
+import model
 
 # ---- GPT-2's four sizes
 

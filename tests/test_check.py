@@ -3,14 +3,11 @@ import json
 
 import pytest
 
-import limits
-import model
-import results
-import schema
+from harness import limits, printers, results, schema
 from conftest import quick_two_phases
-from plan import Record, Row
-import printers
-from timing import Timing
+from harness.plan import Record, Row
+from harness.timing import Timing
+import model
 
 SMALL = model.SIZES["small"]
 ROOFS = {"bytes_per_s": 10e9, "flops_per_s": 100e9, "source": "given"}

@@ -6,11 +6,9 @@ import shutil
 
 import pytest
 
-import claims
-import report
-import schema
+from harness import claims, report, schema
 from conftest import ROOT
-from printers import Sheet, entry
+from harness.printers import Sheet, entry
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")

@@ -5,12 +5,8 @@ import os
 
 import pytest
 
-import cli
-import machine
-import results
-import timing
-import printers
-from printers import Sheet
+from harness import cli, machine, printers, results, timing
+from harness.printers import Sheet
 
 
 def fake_clock(times):

@@ -7,11 +7,9 @@ import signal
 
 import pytest
 
-import cli
-import results
-import stopping
+from harness import cli, results, stopping
 from conftest import ROOT, python, script
-from printers import Sheet
+from harness.printers import Sheet
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -129,7 +127,7 @@ def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
 
 
 def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
-    import schema
+    from harness import schema
     roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))
     sweep = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
     assert roofs["bytes_per_s"] == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs[
@@ -235,7 +233,7 @@ FLAGS = {"cube_bug.py": ["--quick", "--runs", "1", "--out"], "compare.py": [],
 @pytest.mark.parametrize("name", FLAGS)
 def test_a_signal_once_the_run_is_done_still_ends_in_one_true_line(tmp_path, name):
     """After the run returns its code, a signal still gives one line and 128 + its number."""
-    code = ("import os, signal, sys, runpy, stopping\n"
+    code = ("import os, signal, sys, runpy\nfrom harness import stopping\n"
             "real = stopping.leave\n"
             "def leave(code):\n"
             "    signal.raise_signal(signal.SIGTERM)\n"

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import model
-from paths import ATTENTION, Paths
-import pool as pool_
-
+from harness.paths import ATTENTION, Paths
+from harness import pool as pool_
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
 # float32 against float32 (or float64) with a different order of sums. Measured: the largest
@@ -192,7 +191,8 @@ def test_same_seed_same_tables_and_outputs():
 
 
 FINGERPRINT = """if True:
-    import hashlib, numpy as np, model, pool as threads
+    import hashlib, numpy as np, model
+    from harness import pool as threads
     cfg = model.SIZES["small"]
     floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)

@@ -53,7 +53,7 @@ def drawn(make, data, quick=False):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pictures
+    from harness import pictures
     fig = pictures.figure(plt, make, data, "GPT-2 small on a test CPU", quick)
     ax = fig.axes[0]
     renderer = fig.canvas.get_renderer()
@@ -77,7 +77,7 @@ def sheet(columns, rows):
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
-    import pictures
+    from harness import pictures
     points = [["prefill", "1 token", 0.5, 6e9], ["prefill", "16 tokens", 8.0, 50e9],
               ["decode", "1 user", 0.5, 5.5e9], ["decode", "4 users", 2.0, 20e9],
               ["decode", "16 users", 7.5, 48e9], ["decode", "64 users", 8.2, 52e9]]
@@ -97,7 +97,7 @@ def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
 def test_no_label_sits_on_the_roof():
     """A run where 64 users sit just under the forklift's slope: their label, placed up and to
     the right as the others are, would lie across the roof."""
-    import pictures
+    from harness import pictures
     points = [["prefill", "1 token", 0.5, 13.3e9], ["prefill", "16 tokens", 8.04, 70.1e9],
               ["prefill", "64 tokens", 32.3, 122e9], ["prefill", "256 tokens", 132, 154e9],
               ["prefill", "1024 tokens", 570, 184e9], ["decode", "1 user", 0.5, 11.1e9],
@@ -111,7 +111,7 @@ def test_no_label_sits_on_the_roof():
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 @pytest.mark.parametrize("name", ["dial", "decode", "depth"])
 def test_each_picture_explains_itself(name):
-    import pictures
+    from harness import pictures
     data = {"dial": sheet(["chunk", "TTFT ms", "worst gap ms"],
                           [[32, 2000.0, 60.0], [128, 1700.0, 230.0], [1024, 1600.0, 1600.0]]),
             "decode": sheet(["users", "step ms", "tokens/s"],

@@ -9,15 +9,12 @@ import time
 
 import pytest
 
-import cli
 import cube_bug
-import machine
 import machine_speed
-import results
-import timing
 import two_phases
+from harness import cli, machine, results, timing
 from conftest import ROOT, python, script, started
-from printers import Picture, Sheet
+from harness.printers import Picture, Sheet
 
 
 def one_line(r, code, *words):
@@ -68,7 +65,7 @@ def test_quick_with_a_budget_no_larger_than_the_typers_is_refused():
 
 def killed_between_renames(folder):
     """A save killed (SIGKILL) after its first rename, in a process of its own."""
-    code = ("import os, signal, results\n"
+    code = ("import os, signal\nfrom harness import results\n"
             "real, n = os.replace, [0]\n"
             "def replace(a, b):\n"
             "    real(a, b)\n"
@@ -102,7 +99,7 @@ def test_compare_never_reads_half_a_save(tmp_path):
                                 "rows": [["mixed (real)", 1.0]]}}}
     results.replace_together(str(box), {"cube_bug.json": json.dumps(data)})
     data["tables"]["cube"]["rows"] = [["mixed (real)", 55.0]]
-    code = ("import os, signal, results\n"
+    code = ("import os, signal\nfrom harness import results\n"
             "real = os.replace\n"
             "def replace(a, b):\n"
             "    if b.endswith('cube_bug.json'): os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -6,9 +6,8 @@ import os
 import numpy as np
 import pytest
 
-import cli
 import cube_bug
-import schema
+from harness import cli, schema
 from conftest import ROOT, script
 
 

@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from terminal import plural
+from harness.terminal import plural
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (0, 9), (0, -17), (12, -4), (-12, -4),

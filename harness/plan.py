@@ -5,8 +5,8 @@ import dataclasses
 import statistics
 
 import model
-import timing
-from terminal import plural
+from harness import timing
+from harness.terminal import plural
 
 
 @dataclasses.dataclass(frozen=True)

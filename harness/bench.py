@@ -9,11 +9,11 @@ import time
 import numpy as np
 
 import model
-import timing
-from paths import ATTENTION, Block, Paths, shown
-from pool import blas_threads, sharing
-from printers import Saved
-from terminal import plural
+from harness import timing
+from harness.paths import ATTENTION, Block, Paths, shown
+from harness.pool import blas_threads, sharing
+from harness.printers import Saved
+from harness.terminal import plural
 
 BREAKDOWN_RUNS = 3  # at most: enough to pick a typical recorded run, and it keeps a default
 #                    run of the suite within three minutes; the timed figures keep --runs

@@ -9,8 +9,8 @@ import shutil
 import stat
 import sys
 
-import stopping
-from terminal import note, warn
+from harness import stopping
+from harness.terminal import note, warn
 
 SCHEMA_VERSION = 3  # the JSON layout; 3: one samples layout for every table (samples_s)
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files

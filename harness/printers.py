@@ -2,7 +2,7 @@
 as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 
-from terminal import plural
+from harness.terminal import plural
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from terminal import plural, warn
+from harness.terminal import plural, warn
 
 BUSY_LOAD = 0.5  # cores busy per core above which the machine is too busy to measure (pyperf's)
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")

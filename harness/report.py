@@ -7,12 +7,9 @@ runs never go into it. It reads saved results and measures nothing.
 """
 import os
 
-import claims
-import machine
-import results
-import schema
-from printers import format_table
-from terminal import warn
+from harness import claims, machine, results, schema
+from harness.printers import format_table
+from harness.terminal import warn
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 ORDER = ("machine_speed", "prefill", "decode", "collision", "dial", "depth", "summary", "cube",

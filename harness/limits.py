@@ -3,10 +3,10 @@ check table (each row against its limit) and the breakdown (where each row's tim
 import dataclasses
 import datetime
 
-import machine_speed
 import model
-from printers import Sheet
-from terminal import plural, warn
+from harness import speeds as machine_speeds
+from harness.printers import Sheet
+from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
 DRIFT = 0.10  # the speeds at the end of a run differ from the start by more: say so
@@ -20,7 +20,7 @@ def speeds(args):
     if args.forklift:
         return {"bytes_per_s": args.forklift * 1e9, "flops_per_s": args.workbench * 1e9,
                 "source": "given on the command line"}
-    r = machine_speed.roofs(args.runs, args.quick)
+    r = machine_speeds.roofs(args.runs, args.quick)
     return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
             "source": f"measured in this run by machine_speed ({r['forklift']['timing'].label})"}
 

@@ -4,7 +4,7 @@ does not hold, or cannot tell here. A claim that does not hold says why, as the 
 breakdown tables do."""
 import dataclasses
 
-from printers import Sheet
+from harness.printers import Sheet
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 ABOUT = 2  # "about X" holds within this factor of X either way: the same size, not the same digits

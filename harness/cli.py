@@ -15,15 +15,12 @@ import signal
 import sys
 import time
 
-import exports
-import machine
-import report
-import results
-import stopping
-from printers import Picture, Saved, Sheet, entry, render
-from terminal import WARNED, note, plain_streams, plural, show, warn
+from harness import exports, machine, report, results, stopping
+from harness.printers import Picture, Saved, Sheet, entry, render
+from harness.terminal import WARNED, note, plain_streams, plural, show, warn
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")  # the default --out
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
+RESULTS = os.path.join(ROOT, "results")  # the default --out
 REFERENCES = os.path.join(os.path.dirname(RESULTS), "references")  # shipped: no run writes here
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
@@ -336,7 +333,7 @@ class Output:
 
 def version():
     """The suite's version: its git commit when run from a checkout ('+' if changed since)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = ROOT
     commit = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "rev-parse", "--short",
                                                        "HEAD"))
     if commit is None:

@@ -5,7 +5,7 @@ import math
 import statistics
 import time
 
-from terminal import progress, warn
+from harness.terminal import progress, warn
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 STATS = {"best": min, "middle": statistics.median,  # best of N: peaks; middle of N: experiments

@@ -1,0 +1,1 @@
+"""The machinery the scripts share: flags, timing, records, printers, saving, judging, drawing."""
