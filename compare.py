@@ -18,32 +18,16 @@ import zlib
 
 import numpy as np
 
-from harness import cli, exports, machine, results, schema
+from harness import cli, exports, machine, records, results, schema
 from harness.terminal import note, plain_streams, plural, show
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 MIN_CHANGE = 5.0  # percent: a smaller change between two machines is no change (pyperf's idea)
 RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
-# What is compared, table by table: (table, title, key columns, figure columns, and the figures
-# a row's other cells explain: {figure column: a function of the row's cells}).
-# A figure's samples are in its table's samples_s[row][column]; older files are brought to that
-# layout as they are read. A thread sweep's tables are compared block by block.
-SECTIONS = [
-    ("machine_speed", "The forklift and the workbench", (),
-     ("memory speed", "math speed", "balance", "tokens a trip needs"), {}),
-    ("prefill", "Phase 1, reading (prefill)", ("prompt",), ("ms/token", "GFLOP/s"), {}),
-    ("decode", "Phase 2, typing (decode)", ("users",), ("step ms", "tokens/s"), {}),
-    ("collision", "When the two phases share a server", (),
-     ("normal gap ms", "all at once gap ms", "chunked worst gap ms"), {}),
-    ("dial", "The chunk-size dial", ("chunk",), ("TTFT ms", "worst gap ms"), {}),
-    ("depth", "How deep the notebooks are", ("users", "notes"), ("step ms",), {}),
-    ("summary", "Reading against typing, per token", (), ("times cheaper",), {}),
-    ("check", "Every row against its limit", ("experiment", "row"), ("x limit",), {}),
-    ("breakdown", "Where the time goes: a recorded trip's milliseconds, tables + attention + "
-     "elementwise + other", ("experiment", "row"), ("trip ms",), {"trip ms": "parts"}),
-    ("cube", "The slow road: h**3 against h*h*h", ("numbers",), ("h**3 ms", "h*h*h ms"), {}),
-]
+# What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
+# saved results declare them (older files are brought to that layout as they are read). A
+# figure's runs are its record's samples. A thread sweep's records are compared block by block.
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,48 +130,54 @@ def short_names(folders):
 # the figures of one machine
 
 
-def blocks(found, table):
-    """[(block words, saved table)] of one machine: its plain run's, then each thread count's."""
-    out = []
-    for data in found.values():
-        for n in data["machine"].get("sweep") or [None]:
-            t = data["tables"].get(table + (f" @{n}" if n else ""))
-            if t:
-                out.append((f" @ {n} {plural(n, 'thread')}" if n else "", t))
-    return out
+def sections(machines):
+    """[(sheet, title, {figure compared: its header})] in the order the machines' runs printed
+    them: the figures are matched by name, and shown by the header their sheet gave them."""
+    out = {}
+    for data in (found[stem] for stem in stems() for found in machines if stem in found):
+        for name, sheet in data["sheets"].items():
+            base = name.split(" @")[0]
+            compared = {c["figure"]: c.get("header") or c["figure"]
+                        for c in sheet.get("columns", []) if c.get("compared")}
+            if compared and base not in out:
+                out[base] = (base, sheet.get("title") or base, compared)
+    return list(out.values())
+
+
+def stems():
+    """Each script's plain run, then its thread sweep, in the scripts' order."""
+    return [stem for script in SCRIPTS for stem in (script, script + ".sweep")]
 
 
 def figures(found, section):
-    """{(row label, column): (value, samples or None, unit)} of one machine for one section,
-    and {(row label, column): text} of its text columns."""
-    table, _, keys, columns, texts = section
+    """{(row label, figure): (value, samples or None, unit)} of one machine for one section,
+    and {(row label, figure): text} of the figures a row's other records explain."""
+    experiment, _, compared = section
     values, words = {}, {}
-    for suffix, t in blocks(found, table):
-        heads = [c["header"] for c in t["columns"]]
-        if not all(k in heads for k in keys):
-            continue
-        for i, row in enumerate(t["rows"]):
-            cells = dict(zip(heads, row))
-            label = " ".join(str(cells[k]) if isinstance(cells[k], str) else f"{k} {cells[k]}"
-                             for k in keys) + suffix
-            label = label.strip()
-            for c in columns:
-                if isinstance(cells.get(c), (int, float)) and cells[c] > 0:
-                    unit = t["columns"][heads.index(c)]["unit"]
-                    values[(label, c)] = (cells[c], schema.samples(t, i, c), unit)
-            words.update({(label, c): TEXTS[how](cells) for c, how in texts.items()})
+    for data in found.values():
+        sweep = bool(data["machine"].get("sweep"))
+        for r in data["records"]:
+            if r["experiment"] != experiment or r["figure"] not in compared:
+                continue
+            n = r["settings"].get("threads")
+            label = (records.label(r["keys"]) + (
+                f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
+            if isinstance(r["value"], (int, float)) and r["value"] > 0:
+                values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"])
+                if experiment == "breakdown":
+                    words[(label, r["figure"])] = parts(data["records"], r["keys"])
     return values, words
 
 
-def parts(cells):
+def parts(found, keys):
     """A recorded trip condensed to one cell: its parts' milliseconds, and whose excess is most."""
-    ms = [cells.get(f"{p} ms") for p in ("tables", "attention", "elementwise", "other")]
-    if not all(isinstance(v, (int, float)) for v in ms):
+    try:
+        ms = [records.find(found, "breakdown", p, **keys).value
+              for p in ("tables", "attention", "elementwise", "other")]
+        most = records.find(found, "breakdown", "most excess", **keys).value
+    except records.Missing:
         return None
-    return f"{' + '.join(f'{v:.1f}' for v in ms)}; most excess {cells.get('most excess', '?')}"
-
-
-TEXTS = {"parts": parts}
+    return f"{' + '.join(f'{v:.1f}' for v in ms)}; most excess {most}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,24 +189,36 @@ kind = schema.kind
 
 def speedup(first, other, label):
     """How much faster the other machine is on a figure (a time's first / other, a rate's other /
-    first; higher for anything else), and RESAMPLES bootstrap draws of it from the samples behind
-    both (None without samples): each side's runs resampled with replacement and their median
+    first; higher for anything else), and RESAMPLES bootstrap draws of it from the runs behind
+    both (None without them): each side's runs resampled with replacement and their median
     taken, from a generator seeded by the figure's name, so the same files always give the same
-    verdicts. -> (ratio, draws or None)"""
+    verdicts. first, other: (value, samples or None, unit). -> (ratio, draws or None)"""
     power = -1 if kind(first[2]) == "time" else 1
     ratio = (other[0] / first[0]) ** power
     if first[1] is None or other[1] is None:
         return ratio, None
     rng = np.random.default_rng([SEED, zlib.crc32(label.encode())])
 
-    def resampled(parts):  # the figure in each draw, over the figure measured
-        out = np.ones(RESAMPLES)
-        for seconds, p in parts:
-            s = np.asarray(seconds, dtype=np.float64)
-            medians = np.median(rng.choice(s, size=(RESAMPLES, s.size)), axis=1)
-            out *= (medians / np.median(s)) ** p
-        return out
+    def resampled(runs):  # the figure in each draw, over the figure measured
+        s = np.asarray(runs, dtype=np.float64)
+        return np.median(rng.choice(s, size=(RESAMPLES, s.size)), axis=1) / np.median(s)
     return ratio, ratio * (resampled(other[1]) / resampled(first[1])) ** power
+
+
+def judged(ratio, draws, unit, min_change):
+    """A ratio's verdict as fields: {"ratio", "low", "high" (its CONFIDENCE interval, None
+    without samples), "verdict": faster, slower, higher, lower, within the noise, no change}."""
+    up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
+    out = {"ratio": ratio, "low": None, "high": None, "verdict": up if ratio >= 1 else down}
+    if draws is None:
+        return out
+    out["low"], out["high"] = (float(q) for q in np.quantile(
+        draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2]))
+    if out["low"] <= 1 <= out["high"]:
+        out["verdict"] = "within the noise"
+    elif abs(math.log(ratio)) < math.log(1 + min_change / 100):
+        out["verdict"] = "no change"
+    return out
 
 
 def verdict(ratio, draws, unit, min_change):
@@ -224,16 +226,13 @@ def verdict(ratio, draws, unit, min_change):
     that is neither a time nor a rate); 'within the noise' when the CONFIDENCE interval of the
     draws holds 1, 'no change' when the change is under min_change percent; a '*' when there are
     no samples to tell noise from a change."""
+    j = judged(ratio, draws, unit, min_change)
     up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
     said = f"{ratio:.2f}x {up}" if ratio >= 1 else f"{1 / ratio:.2f}x {down}"
-    if draws is None:
+    if j["low"] is None:
         return said + " *"
-    lo, hi = np.quantile(draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
-    if lo <= 1 <= hi:
-        return f"within the noise ({said})"
-    if abs(math.log(ratio)) < math.log(1 + min_change / 100):
-        return f"no change ({said})"
-    return said
+    return f"{j['verdict']} ({said})" if j["verdict"] in ("within the noise", "no change") \
+        else said
 
 
 def geometric_mean(ratios):
@@ -244,30 +243,45 @@ def geometric_mean(ratios):
 # the comparison, section by section
 
 
-def comparison(names, machines, section, min_change):
-    """(headers, rows) of one section: each figure, each machine's value and, for every machine
-    after the first, how it compares: '1.30x faster', with the verdict on the noise."""
+def compared(names, machines, section, min_change):
+    """One section as tidy rows: each figure of each machine, its value and, for every machine
+    after the first that has it, the reference machine, the ratio, its interval and verdict."""
     per = [figures(m, section) for m in machines]
     labels = list(dict.fromkeys(k for values, words in per for k in [*values, *words]))
-    headers = ["figure", "unit", names[0]]
-    for n in names[1:]:
-        headers += [n, f"{n} vs {names[0]}"]
     rows = []
-    for label, column in labels:
-        key = (label, column)
+    for label, figure in labels:
+        key = (label, figure)
         have = [i for i, (values, _) in enumerate(per) if key in values]
         ref = have[0] if have else 0  # the first machine that has the figure is its reference
         unit = per[ref][0][key][2] if have else ""
-        row = [f"{label}: {column}" if label else column, unit]
         for i, (values, words) in enumerate(per):
-            cell = values.get(key, (None,))[0]
-            if words.get(key):
-                cell = f"{cell:.1f} = {words[key]}"
-            row += [cell] if i == 0 else [cell, None if i <= ref or i not in have else verdict(
-                *speedup(per[ref][0][key], values[key], f"{label} {column}"), unit, min_change)
-                + (f" (vs {names[ref]})" if ref else "")]
-        rows.append(row)
-    return headers, rows
+            row = {"section": section[0], "row": label, "figure": figure, "unit": unit,
+                   "machine": names[i], "value": values.get(key, (None,))[0],
+                   "parts": words.get(key), "reference": None, "ratio": None, "low": None,
+                   "high": None, "verdict": None, "said": None}
+            if i > ref and i in have:
+                ratio, draws = speedup(per[ref][0][key], values[key], f"{label} {figure}")
+                row.update(judged(ratio, draws, unit, min_change), reference=names[ref],
+                           said=verdict(ratio, draws, unit, min_change)
+                           + (f" (vs {names[ref]})" if ref else ""))
+            rows.append(row)
+    return rows
+
+
+def comparison(names, machines, section, min_change):
+    """(headers, rows) of one section, as printed: each figure, each machine's value and, for
+    every machine after the first, how it compares: '1.30x faster', with the verdict."""
+    headers = ["figure", "unit", names[0]]
+    for n in names[1:]:
+        headers += [n, f"{n} vs {names[0]}"]
+    table = {}
+    for c in compared(names, machines, section, min_change):
+        shown = section[2].get(c["figure"], c["figure"])
+        row = table.setdefault((c["row"], c["figure"]), [
+            f"{c['row']}: {shown}" if c["row"] else shown, c["unit"]])
+        cell = f"{c['value']:.1f} = {c['parts']}" if c["parts"] else c["value"]
+        row += [cell] if c["machine"] == names[0] else [cell, c["said"]]
+    return headers, list(table.values())
 
 
 def limits(names, machines):
@@ -296,14 +310,16 @@ def limits(names, machines):
 def speeds_of(found):
     """{(what, key): speed in GB/s or GFLOP/s} of one machine, and each speed's spread."""
     out = {}
-    m = found.get("machine_speed", {}).get("tables", {}).get("machine_speed")
-    if m:
-        row = dict(zip([c["header"] for c in m["columns"]], m["rows"][0]))
-        out[("forklift: machine_speed", "bytes_per_s")] = row.get("memory speed")
-        out[("workbench: machine_speed", "flops_per_s")] = row.get("math speed")
-        for word, column in (("forklift", "memory speed"), ("workbench", "math speed")):
-            parts = schema.samples(m, 0, column)
-            out[(word, "spread")] = max(parts[0][0]) / min(parts[0][0]) if parts else None
+    measured = found.get("machine_speed", {}).get("records", [])
+    for word, figure, key in (("forklift", "memory speed", "bytes_per_s"),
+                              ("workbench", "math speed", "flops_per_s")):
+        try:
+            f = records.find(measured, "machine_speed", figure)
+        except records.Missing:
+            continue
+        out[(f"{word}: machine_speed", key)] = f.value
+        runs = f.record.get("samples")
+        out[(word, "spread")] = max(runs) / min(runs) if runs else None
     roofs = found.get("two_phases", {}).get("roofs") or {}
     for when in ("start", "end"):
         for key, word in (("bytes_per_s", "forklift"), ("flops_per_s", "workbench")):
@@ -319,8 +335,9 @@ def summary(names, machines):
     first = machines[0]
     for name, m in zip(names[1:], machines[1:]):
         said = {}
-        for what, section, column in (("reading", SECTIONS[1], "ms/token"),
-                                      ("typing", SECTIONS[2], "step ms")):
+        for what, section, column in (("reading", ("prefill", "", {"time per token": ""}),
+                                       "time per token"),
+                                      ("typing", ("decode", "", {"step": ""}), "step")):
             a, b = figures(first, section)[0], figures(m, section)[0]
             said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a
                                          if k in b and k[1] == column])
@@ -392,14 +409,16 @@ def main(argv=None):
         if data:
             found.append((folder, data))
     names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]
-    sheets = [(title, *comparison(names, machines, s, args.min_change)) for s in SECTIONS
-              for title in [s[1]]] if machines else []
+    sheets = [(title, *comparison(names, machines, s, args.min_change))
+              for s in sections(machines) for title in [s[1]]] if machines else []
     if len(machines) > 1:
         sheets.insert(1, ("The machines' limits, every measurement", *limits(names, machines)[:2]))
     sheets = [s for s in sheets if s[2]]
     if args.export:
-        show(exports.compared(args.export, [describe(n, m) for n, m in zip(names, machines)],
-                              sheets))
+        about = {n: describe(n, m) for n, m in zip(names, machines)}
+        show(exports.write(args.export, [{**c, "machine line": about[c["machine"]]}
+                                         for s in sections(machines)
+                                         for c in compared(names, machines, s, args.min_change)]))
     else:
         for name, m in zip(names, machines):
             show(describe(name, m))

@@ -8,10 +8,13 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 
+import dataclasses
+
 import numpy as np
 
 from harness import claims, cli, timing
-from harness.printers import Sheet, entry, format_table
+from harness.printers import Sheet, Then, col, format_table
+from harness.records import Measured, timed
 from harness.terminal import plural
 import model
 
@@ -63,30 +66,35 @@ def ratio(r):
     return f"{r:4.1f}" if r < 10 else f"{r:4.0f}"
 
 
-COLUMNS = [("numbers", "", "s"), ("h**3 ms", "ms", ".2f"), ("h*h*h ms", "ms", ".2f"),
-           ("ratio", "x", ".0f"), ("largest rel. diff", "", ".1e")]
+COLUMNS = [col("numbers", "numbers", "", "s", key=True),
+           col("power", "h**3 ms", "ms", ".2f", compared=True),
+           col("product", "h*h*h ms", "ms", ".2f", compared=True),
+           col("ratio", "ratio", "x", ".0f"),
+           col("largest relative difference", "largest rel. diff", "", ".1e")]
 
 
 def experiment(args, facts):
     tokens, width = args.tokens, mlp(args.model)
-    rows, cells, lines = [], [], []
+    rows, lines = [], []
     for label, make in CASES:
         power, product, diff = race(inputs(tokens, make, width=width), args.runs, label)
         ms = power.seconds * 1e3, product.seconds * 1e3
-        rows.append([label, *ms, ms[0] / ms[1], diff])
-        cells.append({1: [(1, power)], 2: [(1, product)], 3: [(1, power), (-1, product)]})
+        rows.append({"numbers": label, "power": timed(ms[0], power),
+                     "product": timed(ms[1], product),
+                     "ratio": Measured(ms[0] / ms[1], ((1, power), (-1, product))),
+                     "largest relative difference": diff})
         lines.append(post_line(label, *ms, diff))
     version = f"numpy {np.__version__}"
-    text = "\n".join(lines + [version]) if args.tablefmt == "plain" else (
-        format_table(COLUMNS, rows, args.tablefmt) + "\n" + version)
-    sheet = Sheet("cube", COLUMNS, rows, cells, timed=(1, 2), per="figure", text=text,
+    sheet = Sheet("cube", COLUMNS, rows, timed=("power", "product"), per="figure",
                   title="The slow road: h**3 against h*h*h, by sign",
                   settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
                            f"at {tokens} {plural(tokens, 'token')}; {args.threads} "
                            f"{plural(args.threads, 'thread')}")
-    yield sheet
+    text = "\n".join(lines + [version]) if args.tablefmt == "plain" else (
+        format_table(COLUMNS, sheet.cells(), args.tablefmt) + "\n" + version)
+    yield dataclasses.replace(sheet, text=text)
     yield ""
-    yield claims.sheet({sheet.name: entry(sheet)}, {}, ("cube_bug",), args)
+    yield Then(lambda found: [claims.sheet(found, {}, ("cube_bug",), args)])
 
 
 def build_parser():

@@ -10,7 +10,8 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import math
 
 from harness import claims, cli
-from harness.printers import Saved, Sheet, entry
+from harness.printers import Saved, Sheet, Then, col
+from harness.records import Measured, timed
 from harness.speeds import MATMUL, QUICK, SIZE, measure_roofs, memory_bytes, tokens_a_trip_needs
 from harness.terminal import plural, warn
 from model import BYTES
@@ -32,29 +33,32 @@ def post_block(roofs):
     ])
 
 
-COLUMNS = [("memory speed", "GB/s", ".1f"), ("read", "MB", ".0f"), ("read time", "ms", ".1f"),
-           ("math speed", "GFLOP/s", ".1f"), ("math", "GFLOPs", ".1f"), ("math time", "ms", ".1f"),
-           ("balance", "FLOPs/byte", ".1f"), ("tokens a trip needs", "tokens", ".0f")]
+COLUMNS = [col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
+           col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
+           col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
+           col("math", "math", "GFLOPs", ".1f"), col("math time", "math time", "ms", ".1f"),
+           col("balance", "balance", "FLOPs/byte", ".1f", compared=True),
+           col("tokens a trip needs", "tokens a trip needs", "tokens", ".0f", compared=True)]
 
 
 def sheets(roofs, args, settings):
     """The post's four lines (a table in any other format), and the speeds two_phases reads."""
     fork, bench = roofs["forklift"], roofs["workbench"]
     f, w = fork["timing"], bench["timing"]
-    row = [fork["bytes_per_s"] / 1e9, fork["bytes"] / 1e6, f.seconds * 1e3,
-           bench["flops_per_s"] / 1e9, bench["flops"] / 1e9, w.seconds * 1e3,
-           roofs["balance"], tokens_a_trip_needs(roofs["balance"])]
-    both = [(1, f), (-1, w)]  # the balance: the forklift's time over the workbench's
-    sheet = Sheet("machine_speed", COLUMNS, [row], [{0: [(-1, f)], 2: [(1, f)], 3: [(-1, w)],
-                                                    5: [(1, w)], 6: both, 7: both}],
-                  timed=(2, 5), per="figure",
-                  text=post_block(roofs) if args.tablefmt == "plain" else None,
+    both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
+    row = {"memory speed": timed(fork["bytes_per_s"] / 1e9, f, -1), "read": fork["bytes"] / 1e6,
+           "read time": timed(f.seconds * 1e3, f),
+           "math speed": timed(bench["flops_per_s"] / 1e9, w, -1), "math": bench["flops"] / 1e9,
+           "math time": timed(w.seconds * 1e3, w), "balance": Measured(roofs["balance"], both),
+           "tokens a trip needs": Measured(tokens_a_trip_needs(roofs["balance"]), both)}
+    sheet = Sheet("machine_speed", COLUMNS, [row], timed=("read time", "math time"),
+                  per="figure", text=post_block(roofs) if args.tablefmt == "plain" else None,
                   title="The forklift and the workbench", settings=settings)
     speeds = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}
     yield Saved("roofs", speeds)
     yield sheet
     yield ""
-    yield claims.sheet({sheet.name: entry(sheet)}, speeds, ("machine_speed",), args)
+    yield Then(lambda found: [claims.sheet(found, speeds, ("machine_speed",), args)])
 
 
 def warn_if_cached(size, llc_bytes):

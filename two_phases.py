@@ -18,7 +18,8 @@ from harness import bench as b
 from harness import claims, cli, limits, paths, pictures, plan, pool
 from harness import schema, speeds
 from harness.plan import Experiment, Record, Row, figures
-from harness.printers import Picture, Saved, Sheet, entry
+from harness.printers import Picture, Saved, Sheet, Then, col
+from harness.records import Measured, timed
 from harness.terminal import note, plural, progress
 import model
 
@@ -42,7 +43,7 @@ MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far
 
 
 def prefill_plan(args):
-    return [Row((p,), f"{p} {plural(p, 'token')}", [[(0, p)]]) for p in args.prompts]
+    return [Row({"prompt": p}, f"{p} {plural(p, 'token')}", [[(0, p)]]) for p in args.prompts]
 
 
 def one_trip(bench, row, x, segments, what, record=True):
@@ -59,20 +60,22 @@ def prefill_measure(bench, args, rows):
 
 
 def prefill_sheets(cfg, args, records, roofs):
-    rows, cells = [], []
+    rows = []
     for r in records:
         (p,), t = r.row.key, r.figures["time"]
-        rows.append([p, t.seconds * 1e3, t.seconds * 1e3 / p,
-                     model.table_flops(cfg, p) / t.seconds / 1e9])
-        cells.append({1: [(1, t)], 2: [(1, t)], 3: [(-1, t)]})
-    return [Sheet("prefill", PREFILL_COLUMNS, rows, cells, timed=(1,),
+        rows.append({"prompt": p, "time": timed(t.seconds * 1e3, t),
+                     "time per token": timed(t.seconds * 1e3 / p, t),
+                     "math speed": timed(model.table_flops(cfg, p) / t.seconds / 1e9, t, -1)})
+    return [Sheet("prefill", PREFILL_COLUMNS, rows, timed=("time",),
                   note="; GFLOP/s: the tables' math only", title="Phase 1, reading (prefill)",
                   settings="one user's question read in one trip; "
                            + plan.words(cfg, args.threads))]
 
 
-PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
-                   ("ms/token", "ms", ".2f"), ("GFLOP/s", "GFLOP/s", ".1f")]
+PREFILL_COLUMNS = [col("prompt", "prompt", "tokens", "d", key=True),
+                   col("time", "time ms", "ms", ".1f"),
+                   col("time per token", "ms/token", "ms", ".2f", compared=True),
+                   col("math speed", "GFLOP/s", "GFLOP/s", ".1f", compared=True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +83,7 @@ PREFILL_COLUMNS = [("prompt", "tokens", "d"), ("time ms", "ms", ".1f"),
 
 
 def decode_plan(args):
-    return [Row((u,), f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u]) for u in args.users]
+    return [Row({"users": u}, f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u]) for u in args.users]
 
 
 def decode_measure(bench, args, rows):
@@ -91,21 +94,24 @@ def decode_measure(bench, args, rows):
 
 
 def decode_sheets(cfg, args, records, roofs):
-    rows, cells = [], []
+    rows = []
     for r in records:
         (u,), t = r.row.key, r.figures["time"]
-        rows.append([u, t.seconds * 1e3, u / t.seconds, model.table_flops(cfg, u) / t.seconds / 1e9,
-                     model.bytes_read(cfg, r.row.steps[0]) / 1e6])
-        cells.append({1: [(1, t)], 2: [(-1, t)], 3: [(-1, t)]})
-    return [Sheet("decode", DECODE_COLUMNS, rows, cells, timed=(1,),
+        rows.append({"users": u, "step": timed(t.seconds * 1e3, t),
+                     "tokens per second": timed(u / t.seconds, t, -1),
+                     "math speed": timed(model.table_flops(cfg, u) / t.seconds / 1e9, t, -1),
+                     "bytes read": model.bytes_read(cfg, r.row.steps[0]) / 1e6})
+    return [Sheet("decode", DECODE_COLUMNS, rows, timed=("step",),
                   note="; GFLOP/s: the tables' math only", title="Phase 2, typing (decode)",
                   settings=f"one token for each user, each with {args.notes} notes; "
                            f"{plan.words(cfg, args.threads)}")]
 
 
-DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
-                  ("tokens/s", "tokens/s", ".1f"), ("GFLOP/s", "GFLOP/s", ".1f"),
-                  ("MB read", "MB", ".0f")]
+DECODE_COLUMNS = [col("users", "users", "users", "d", key=True),
+                  col("step", "step ms", "ms", ".1f", compared=True),
+                  col("tokens per second", "tokens/s", "tokens/s", ".1f", compared=True),
+                  col("math speed", "GFLOP/s", "GFLOP/s", ".1f"),
+                  col("bytes read", "MB read", "MB", ".0f")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,7 +121,7 @@ DECODE_COLUMNS = [("users", "users", "d"), ("step ms", "ms", ".1f"),
 
 
 def depth_plan(args):
-    return [Row((u, n), f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}", [[(n, 1)] * u])
+    return [Row({"users": u, "notes": n}, f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}", [[(n, 1)] * u])
             for u in args.depth_users for n in args.depths]
 
 
@@ -128,24 +134,31 @@ def depth_measure(bench, args, rows):
 
 
 def depth_sheets(cfg, args, records, roofs):
-    rows, cells = [], []
+    rows = []
     for r in records:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
         fetched = model.bytes_read(cfg, riders)
         limit_s, _ = model.limit(cfg, riders, roofs["bytes_per_s"], roofs["flops_per_s"])
-        rows.append([u, n, t.seconds * 1e3, u / t.seconds, fetched / 1e6,
-                     100 * model.costs(cfg, riders)["attention"][0] / fetched, t.seconds / limit_s])
-        cells.append({2: [(1, t)], 3: [(-1, t)], 6: [(1, t)]})
-    return [Sheet("depth", DEPTH_COLUMNS, rows, cells, timed=(2,),
+        rows.append({"users": u, "notes": n, "step": timed(t.seconds * 1e3, t),
+                     "tokens per second": timed(u / t.seconds, t, -1),
+                     "bytes read": fetched / 1e6,
+                     "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
+                     "x limit": timed(t.seconds / limit_s, t)})
+    steps = [(r.row.key[0], r.row.key[1], r.figures["time"].seconds) for r in records]
+    return [Sheet("depth", DEPTH_COLUMNS, rows, timed=("step",),
                   title="Beyond the post: how deep the notebooks are",
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
                   note="; x limit against the speeds measured at the start; "
-                       + limits.outweigh(rows, cfg))]
+                       + limits.outweigh(steps, cfg))]
 
 
-DEPTH_COLUMNS = [("users", "users", "d"), ("notes", "notes", "d"), ("step ms", "ms", ".1f"),
-                 ("tokens/s", "tokens/s", ".1f"), ("MB read", "MB", ".0f"),
-                 ("notes % of bytes", "%", ".0f"), ("x limit", "x", ".2f")]
+DEPTH_COLUMNS = [col("users", "users", "users", "d", key=True),
+                 col("notes", "notes", "notes", "d", key=True),
+                 col("step", "step ms", "ms", ".1f", compared=True),
+                 col("tokens per second", "tokens/s", "tokens/s", ".1f"),
+                 col("bytes read", "MB read", "MB", ".0f"),
+                 col("notes share", "notes % of bytes", "%", ".0f"),
+                 col("x limit", "x limit", "x", ".2f")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,8 +185,8 @@ def riders_of(steps, notes, typers):
 
 def collision_plan(args):
     """The typers' normal gap, then the newcomer's question read in each chunk size of the dial."""
-    return [Row((), "normal gap", [[(args.notes, 1)] * args.typers])] + [
-        Row((c,), f"chunks of {c}, worst" if c < args.question else "all at once",
+    return [Row({}, "normal gap", [[(args.notes, 1)] * args.typers])] + [
+        Row({"chunk": c}, f"chunks of {c}, worst" if c < args.question else "all at once",
             riders_of(schedule(args.question, c), args.notes, args.typers)) for c in args.chunk]
 
 
@@ -196,22 +209,24 @@ def collision_sheets(cfg, args, records, roofs):
     at_once, chunked = dial[args.question].figures["time"], dial[chunk].figures["time"]
     steps = len(dial[chunk].row.steps) - 1
     gaps = [normal, at_once, chunked]
-    row = [args.typers, args.question, chunk, steps, *(t.seconds * 1e3 for t in gaps)]
-    rows, cells = [], []
+    row = {"typers": args.typers, "question": args.question, "chunk": chunk, "steps": steps,
+           **{gap: timed(t.seconds * 1e3, t) for gap, t in zip(GAPS, gaps)}}
+    rows = []
     for c, r in dial.items():
         f = r.figures
-        rows.append([c, len(r.row.steps) - 1, f["ttft"].seconds * 1e3,
-                     f["gap median"].seconds * 1e3, f["time"].seconds * 1e3,
-                     f["time"].seconds / normal.seconds, f["total"].seconds * 1e3])
-        cells.append({2: [(1, f["ttft"])], 3: [(1, f["gap median"])], 4: [(1, f["time"])],
-                      5: [(1, f["time"]), (-1, normal)], 6: [(1, f["total"])]})
-    gap_cells = {4 + i: [(1, t)] for i, t in enumerate(gaps)}  # the three gaps, columns 4 to 6
-    return [Sheet("collision", COLLISION_COLUMNS, [row], [gap_cells], timed=(4, 5, 6),
+        rows.append({"chunk": c, "steps to read": len(r.row.steps) - 1,
+                     "first word": timed(f["ttft"].seconds * 1e3, f["ttft"]),
+                     "median gap": timed(f["gap median"].seconds * 1e3, f["gap median"]),
+                     "worst gap": timed(f["time"].seconds * 1e3, f["time"]),
+                     "worst x normal": Measured(f["time"].seconds / normal.seconds,
+                                                ((1, f["time"]), (-1, normal))),
+                     "total": timed(f["total"].seconds * 1e3, f["total"])})
+    return [Sheet("collision", COLLISION_COLUMNS, [row], timed=GAPS,
                   per="figure", title="When the two phases share a server",
                   settings=collision_words(cfg, args),
                   text=collision_lines(args.typers, args.question, chunk, *gaps, steps)
                   if args.tablefmt == "plain" else None),
-            Sheet("dial", DIAL_COLUMNS, rows, cells, timed=(4,), title="The chunk-size dial",
+            Sheet("dial", DIAL_COLUMNS, rows, timed=("worst gap",), title="The chunk-size dial",
                   settings=collision_words(cfg, args) + (
                       "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
                       f"{args.typers} typers)" if args.budget else ""))]
@@ -222,14 +237,18 @@ def collision_words(cfg, args):
             f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
 
 
-COLLISION_COLUMNS = [("typers", "users", "d"), ("question", "tokens", "d"),
-                     ("chunk", "tokens", "d"), ("steps", "steps", "d"),
-                     ("normal gap ms", "ms", ".1f"), ("all at once gap ms", "ms", ".1f"),
-                     ("chunked worst gap ms", "ms", ".1f")]
-DIAL_COLUMNS = [("chunk", "tokens", "d"), ("steps to read", "steps", "d"),
-                ("TTFT ms", "ms", ".1f"), ("gap median ms", "ms", ".1f"),
-                ("worst gap ms", "ms", ".1f"), ("worst x normal", "x", ".1f"),
-                ("total ms", "ms", ".1f")]
+GAPS = ("normal gap", "all at once gap", "chunked worst gap")
+COLLISION_COLUMNS = [col("typers", "typers", "users", "d"),
+                     col("question", "question", "tokens", "d"),
+                     col("chunk", "chunk", "tokens", "d"), col("steps", "steps", "steps", "d"),
+                     *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)]
+DIAL_COLUMNS = [col("chunk", "chunk", "tokens", "d", key=True),
+                col("steps to read", "steps to read", "steps", "d"),
+                col("first word", "TTFT ms", "ms", ".1f", compared=True),
+                col("median gap", "gap median ms", "ms", ".1f"),
+                col("worst gap", "worst gap ms", "ms", ".1f", compared=True),
+                col("worst x normal", "worst x normal", "x", ".1f"),
+                col("total", "total ms", "ms", ".1f")]
 
 
 def post_chunk(dial, question):
@@ -259,26 +278,28 @@ EXPERIMENTS = {"prefill": Experiment(prefill_plan, prefill_measure, prefill_shee
 
 
 def experiment(args, facts):
-    """Measure each experiment's rows into records and print its sheets; then hold every checked
-    row to the speeds measured at the start and the end; then the post's claims, the pictures."""
+    """Measure each experiment's rows and print its sheets; then hold every checked row to the
+    speeds measured at the start and the end; then, from the records, the claims and pictures."""
     cfg, start = model.SIZES[args.model], limits.speeds(args)
     progress("making the tables (random weights)")
-    bench, said = b.with_paths(b.Bench(cfg, model.floors(cfg, args.seed),
-                                       pool.workers(args.threads), args.runs),
-                               args.attention, args.blocks)
-    yield from said
-    measured, sheets, roofs = {}, [], start
+    bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs)
+    try:
+        yield from measured_sheets(cfg, args, facts, start, bench)
+    finally:
+        if bench.pool:  # each block of a sweep has a pool of its own
+            bench.pool["helpers"].shutdown()
 
-    def shown(new):  # printed as they come, and kept for the claims and the pictures
-        for sheet in new:
-            sheets.append(sheet)
-            yield sheet
-            yield ""
+
+def measured_sheets(cfg, args, facts, start, bench):
+    bench, chosen = b.with_paths(bench, args.attention, args.blocks)
+    yield paths_line(chosen, args)
+    yield Saved("paths", chosen)
+    measured, roofs, points = {}, start, None
     for name in args.experiments:
         e = EXPERIMENTS[name]
         measured[name] = list(e.measure(bench, args, e.plan(args)))
-        yield from shown(e.sheets(cfg, args, measured[name], start))
-    yield from shown(limits.summary(measured))
+        yield from spaced(e.sheets(cfg, args, measured[name], start))
+    yield from spaced(limits.summary(measured))
     checked = [(name, r) for name in args.experiments if EXPERIMENTS[name].checked
                for r in measured[name]]
     if checked:
@@ -286,18 +307,30 @@ def experiment(args, facts):
             start, limits.speeds(args))
         held = limits.held(cfg, checked, roofs, lambda n: b.tables_alone(bench, n))
         said = plan.words(cfg, args.threads)
-        yield from shown([*limits.check(held, roofs, said),
-                          *limits.breakdown(held, min(args.runs, b.BREAKDOWN_RUNS), said)])
+        yield from spaced([*limits.check(held, roofs, said),
+                           *limits.breakdown(held, min(args.runs, b.BREAKDOWN_RUNS), said)])
         points = limits.roofline(cfg, checked, roofs)
         yield from (Saved("roofline", points), Saved("roofs", roofs))
-    tables = {s.name: entry(s) for s in sheets}
-    yield claims.sheet(tables, roofs, ("two_phases",), args)
-    if args.plot:
-        who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-        for name, draw in pictures.files(tables, checked and points, who, args.quick).items():
-            yield Picture(name, draw)
-    if bench.pool:  # each block of a sweep has a pool of its own
-        bench.pool["helpers"].shutdown()
+    who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
+    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args), *(
+        Picture(name, draw) for name, draw in (pictures.files(found, points, who, args.quick)
+                                               if args.plot else {}).items())])
+
+
+def spaced(sheets):
+    """Each sheet, then a blank line."""
+    for sheet in sheets:
+        yield sheet
+        yield ""
+
+
+def paths_line(chosen, args):
+    """The line after the machine line: the paths the trips take, and whether timed or asked."""
+    how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
+           for what, given in (("attention", args.attention), ("blocks", args.blocks))}
+    origin = (how["attention"] if len(set(how.values())) == 1
+              else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
+    return f"paths: {paths.Paths(chosen['attention'], chosen['blocks'])} ({origin})"
 
 
 # ---------------------------------------------------------------------------------------------

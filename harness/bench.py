@@ -12,7 +12,6 @@ import model
 from harness import timing
 from harness.paths import ATTENTION, Block, Paths, shown
 from harness.pool import blas_threads, sharing
-from harness.printers import Saved
 from harness.terminal import plural
 
 BREAKDOWN_RUNS = 3  # at most: enough to pick a typical recorded run, and it keeps a default
@@ -253,11 +252,8 @@ def typing_attention(bench, how):
 
 
 def with_paths(bench, attention, blocks):
-    """The bench with the paths chosen (see choose()), and what a run prints and saves of them."""
+    """The bench with the paths chosen (see choose()), and the choice as a run saves it:
+    {"attention", "blocks", "timed": {what: {candidate: seconds}}}."""
     paths, timed = choose(bench, attention, blocks)
-    how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
-           for what, given in (("attention", attention), ("blocks", blocks))}
-    origin = (how["attention"] if len(set(how.values())) == 1
-              else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
-    return dataclasses.replace(bench, paths=paths), [f"paths: {paths} ({origin})", Saved("paths", {
-        "attention": paths.attention, "blocks": paths.blocks, "timed": timed})]
+    return dataclasses.replace(bench, paths=paths), {
+        "attention": paths.attention, "blocks": paths.blocks, "timed": timed}

@@ -4,7 +4,8 @@ does not hold, or cannot tell here. A claim that does not hold says why, as the 
 breakdown tables do."""
 import dataclasses
 
-from harness.printers import Sheet
+from harness.printers import Sheet, col
+from harness.records import Missing, find, rows
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 ABOUT = 2  # "about X" holds within this factor of X either way: the same size, not the same digits
@@ -25,32 +26,10 @@ class Claim:
     needs: tuple = ()  # the flags the post's figure was measured with: (flag, value)
 
 
-class Missing(Exception):
-    """A figure the claim needs is not in these sheets (not run, or run with other settings)."""
-
-
-def cell(tables, sheet, column, *key):
-    """(the cell, its row's index, the sheet) of a saved sheet: the row whose first cells are
-    `key`, or its only row when no key is given."""
-    t = tables.get(sheet)
-    heads = [c["header"] for c in t["columns"]] if t else []
-    i = next((i for i, row in enumerate(t["rows"]) if list(row[:len(key)]) == list(key)),
-             None) if column in heads else None
-    if i is None or t["rows"][i][heads.index(column)] is None:
-        raise Missing(f"{sheet}: {' '.join(map(str, key))} {column}")
-    return t["rows"][i][heads.index(column)], i, t
-
-
-def figure(tables, sheet, column, *key):
-    """(value, lo, hi): a figure and its range over the samples behind it (lo = hi = value
-    where the sheet keeps none)."""
-    value, i, t = cell(tables, sheet, column, *key)
-    lo = hi = 1.0
-    for power, seconds in ((t.get("samples_s") or [None] * (i + 1))[i] or {}).get(column, []):
-        middle = sorted(seconds)[len(seconds) // 2]
-        low, high = min(seconds) / middle, max(seconds) / middle
-        lo, hi = (lo * low, hi * high) if power > 0 else (lo / high, hi / low)
-    return value, value * lo, value * hi
+def figure(found, experiment, name, /, **keys):
+    """(value, lo, hi): a figure of the records and the range of the runs behind it."""
+    f = find(found, experiment, name, **keys)
+    return f.value, f.lo, f.hi
 
 
 def about(value, post):
@@ -77,88 +56,90 @@ def tokens_needed(t, r):
 
 
 def one_token(t, r):
-    read, typed = figure(t, "prefill", "time ms", 1)[0], figure(t, "decode", "step ms", 1)[0]
+    read, typed = figure(t, "prefill", "time", prompt=1)[0], figure(t, "decode", "step", users=1)[0]
     return f"{read:.1f} against {typed:.1f} ms", about(read, typed)
 
 
 def under_3_ms(t, r):
-    ms = [figure(t, "prefill", "ms/token", p)[0] for p in (64, 256)]
+    ms = [figure(t, "prefill", "time per token", prompt=p)[0] for p in (64, 256)]
     return f"{ms[0]:.2f} and {ms[1]:.2f} ms", max(ms) < 3
 
 
 def half_the_workbench(t, r):
-    best = max(figure(t, "prefill", "GFLOP/s", p)[0] for p in (64, 256))
+    best = max(figure(t, "prefill", "math speed", prompt=p)[0] for p in (64, 256))
     share = best * 1e9 / r["flops_per_s"]
     return f"{best:.1f} of {r['flops_per_s'] / 1e9:.1f} GFLOP/s ({share:.0%})", about(share, 0.5)
 
 
 def long_costs_more(t, r):
-    long, mid = figure(t, "prefill", "ms/token", 1024), figure(t, "prefill", "ms/token", 256)
+    long, mid = figure(t, "prefill", "time per token", prompt=1024), figure(t, "prefill", "time per token", prompt=256)
     return f"{long[0]:.2f} against {mid[0]:.2f} ms", more(long, mid)
 
 
 def compute_bound(t, r):
-    bound = [cell(t, "check", "bound by", "prefill", f"{p} tokens")[0] for p in (256, 1024)]
+    bound = [figure(t, "check", "bound by", experiment="prefill", row=f"{p} tokens")[0] for p in (256, 1024)]
     return f"{bound[0]}-bound and {bound[1]}-bound", all(b == "workbench" for b in bound)
 
 
 def idle_workbench(t, r):
-    share = figure(t, "decode", "GFLOP/s", 1)[0] * 1e9 / r["flops_per_s"]
+    share = figure(t, "decode", "math speed", users=1)[0] * 1e9 / r["flops_per_s"]
     return f"{share:.1%}", share < 0.04
 
 
 def forklift_share(t, r):
-    step = figure(t, "decode", "step ms", 1)[0] / 1e3
-    share = figure(t, "decode", "MB read", 1)[0] * 1e6 / r["bytes_per_s"] / step
+    step = figure(t, "decode", "step", users=1)[0] / 1e3
+    share = figure(t, "decode", "bytes read", users=1)[0] * 1e6 / r["bytes_per_s"] / step
     return f"{share:.0%}", share > 0.8
 
 
 def batching(users, post):
     def judge(t, r):
-        gain = figure(t, "decode", "tokens/s", users)[0] / figure(t, "decode", "tokens/s", 1)[0]
+        gain = figure(t, "decode", "tokens per second", users=users)[0] / figure(t, "decode", "tokens per second", users=1)[0]
         return f"{gain:.1f}x", about(gain, post)
     return judge
 
 
 def gaps_grow(t, r):
-    steps = [figure(t, "decode", "step ms", u) for u in (1, 4, 16, 64)]
+    steps = [figure(t, "decode", "step", users=u) for u in (1, 4, 16, 64)]
     grows = [more(b, a) for a, b in zip(steps, steps[1:])]
     return (", ".join(f"{s[0]:.1f}" for s in steps) + " ms",
             False if False in grows else None if None in grows else True)
 
 
 def notebooks_outweigh(t, r):
-    one, many = figure(t, "decode", "MB read", 1)[0], figure(t, "decode", "MB read", 64)[0]
+    one, many = figure(t, "decode", "bytes read", users=1)[0], figure(t, "decode", "bytes read", users=64)[0]
     notebook = (many - one) / 63  # MB read = tables + users x one notebook
     ratio = 64 * notebook / (one - notebook)
     return f"{64 * notebook:,.0f} against {one - notebook:,.0f} MB", ratio > 1
 
 
 def freeze(t, r):
-    normal = figure(t, "collision", "normal gap ms")[0]
-    at_once = figure(t, "collision", "all at once gap ms")[0]
+    normal = figure(t, "collision", "normal gap")[0]
+    at_once = figure(t, "collision", "all at once gap")[0]
     return f"{at_once:.1f} against {normal:.1f} ms ({at_once / normal:.0f}x)", about(
         at_once / normal, 40)
 
 
 def small_bumps(t, r):
-    steps, chunk = cell(t, "collision", "steps")[0], cell(t, "collision", "chunk")[0]
-    worst = figure(t, "collision", "chunked worst gap ms")
-    freeze_ = figure(t, "collision", "all at once gap ms")
+    steps, chunk = figure(t, "collision", "steps")[0], figure(t, "collision", "chunk")[0]
+    worst = figure(t, "collision", "chunked worst gap")
+    freeze_ = figure(t, "collision", "all at once gap")
     smaller = more(freeze_, worst)
     return (f"chunks of {chunk}: {steps} bumps, worst {worst[0]:.1f} ms",
             None if smaller is None or chunk != 128 else steps == 8 and smaller)
 
 
 def dial(t, r):
-    rows = t["dial"]["rows"] if "dial" in t else []
-    if len(rows) < 2:
-        raise Missing("dial")
-    first, last = min(rows), max(rows)
-    small = (figure(t, "dial", "TTFT ms", first[0]), figure(t, "dial", "worst gap ms", first[0]))
-    large = (figure(t, "dial", "TTFT ms", last[0]), figure(t, "dial", "worst gap ms", last[0]))
+    chunks = sorted(dict(keys)["chunk"] for keys in rows(t, "dial"))
+    if len(chunks) < 2:
+        raise Missing("dial: fewer than two chunk sizes")
+    first, last = chunks[0], chunks[-1]
+    small = (figure(t, "dial", "first word", chunk=first),
+             figure(t, "dial", "worst gap", chunk=first))
+    large = (figure(t, "dial", "first word", chunk=last),
+             figure(t, "dial", "worst gap", chunk=last))
     sooner, rougher = more(small[0], large[0]), more(large[1], small[1])
-    return (f"chunks of {first[0]} to {last[0]}: first word {small[0][0]:.0f} to "
+    return (f"chunks of {first} to {last}: first word {small[0][0]:.0f} to "
             f"{large[0][0]:.0f} ms, worst gap {small[1][0]:.0f} to {large[1][0]:.0f} ms",
             False if False in (sooner, rougher) else None if None in (sooner, rougher) else True)
 
@@ -170,7 +151,7 @@ def cheaper(t, r):
 
 def cube(numbers, post):
     def judge(t, r):
-        v = figure(t, "cube", "ratio", numbers)[0]
+        v = figure(t, "cube", "ratio", numbers=numbers)[0]
         return f"{v:.1f}x" if v < 10 else f"{v:.0f}x", about(v, post)
     return judge
 
@@ -238,9 +219,9 @@ CLAIMS = [
 ]
 
 
-def verdicts(tables, roofs, scripts, settings=None):
-    """[(claim, this machine's figure, verdict, why)] for the claims of these scripts, whose
-    runs had these settings (their flags, by name; None: the post's)."""
+def verdicts(found, roofs, scripts, settings=None):
+    """[(claim, this machine's figure, verdict, why)] for the claims of these scripts, from
+    their records, whose runs had these settings (their flags, by name; None: the post's)."""
     out = []
     for c in (c for c in CLAIMS if c.script in scripts):
         other = [f"--{k} {v}" for k, v in c.needs
@@ -249,43 +230,44 @@ def verdicts(tables, roofs, scripts, settings=None):
             out.append((c, "", UNKNOWN, "the post measured it with " + " ".join(other)))
             continue
         try:
-            here, holds = c.judge(tables, roofs)
-        except (Missing, KeyError, ZeroDivisionError) as e:  # KeyError: a speed not measured
-            out.append((c, "", UNKNOWN, f"not measured here ({e})" if isinstance(e, Missing)
-                        else "not measured here"))
+            here, holds = c.judge(found, roofs)
+        except Missing as e:  # a figure truly absent; any other error is a bug, and raises
+            out.append((c, "", UNKNOWN, f"not measured here ({e})"))
             continue
         verdict = HOLDS if holds else UNKNOWN if holds is None else FAILS
         why = ("within the spread of the runs" if holds is None else
-               "; ".join(filter(None, (reason(tables, *row) for row in c.rows))) or c.why
+               "; ".join(filter(None, (reason(found, *row) for row in c.rows))) or c.why
                if not holds else "")
         out.append((c, here, verdict, why))
     return out
 
 
-def reason(tables, experiment, row):
+def reason(found, experiment, row):
     """Why a row is far from what the post saw, as the check and breakdown tables say."""
     try:
-        ratio = cell(tables, "check", "x limit", experiment, row)[0]
-        most = cell(tables, "breakdown", "most excess", experiment, row)[0]
+        ratio = figure(found, "check", "x limit", experiment=experiment, row=row)[0]
+        most = figure(found, "breakdown", "most excess", experiment=experiment, row=row)[0]
     except Missing:
         return ""
     return f"{experiment} {row}: {ratio:.2f}x its limit, most excess {most}"
 
 
-def sheet(tables, roofs, scripts, args):
+def sheet(found, roofs, scripts, args):
     """The claims sheet of these scripts' figures, run with args; two lines a claim in the plain
     layout. A quick run's small sizes are not the post's: its claims are not judged."""
     if args.quick:
-        return Sheet("claims", COLUMNS, [], text="(a quick run: the post's claims are judged on "
-                     "a full run, with the post's sizes)", title="The post's claims")
-    found = verdicts(tables, roofs, scripts, vars(args))
-    rows = [[verdict, c.says, c.post, here, c.rule, why] for c, here, verdict, why in found]
+        return Sheet("claims", COLUMNS, [], recorded=False, title="The post's claims",
+                     text="(a quick run: the post's claims are judged on a full run, with the "
+                          "post's sizes)")
+    judged = verdicts(found, roofs, scripts, vars(args))
+    rows = [dict(zip(FIELDS, [verdict, c.says, c.post, here, c.rule, why]))
+            for c, here, verdict, why in judged]
     text = "\n".join(f"{verdict:<16} {c.says}\n{'':17}post {c.post}; here {here or '-'}; "
                      f"rule: {c.rule}" + (f"\n{'':17}why: {why}" if why else "")
-                     for c, here, verdict, why in found) if args.tablefmt == "plain" else None
-    return Sheet("claims", COLUMNS, rows, text=text, title="The post's claims on this machine",
-                 settings="each verdict by the rule given; 'about' means within 2x either way")
+                     for c, here, verdict, why in judged) if args.tablefmt == "plain" else None
+    return Sheet("claims", COLUMNS, rows, text=text, recorded=False,
+                 title="The post's claims on this machine", settings="each verdict by the rule given; 'about' means within 2x either way")
 
 
-COLUMNS = [("verdict", "", "s"), ("the post says", "", "s"), ("post", "", "s"),
-           ("here", "", "s"), ("rule", "", "s"), ("why", "", "s")]
+FIELDS = ("verdict", "the post says", "post", "here", "rule", "why")
+COLUMNS = [col(f, f, "", "s") for f in FIELDS]

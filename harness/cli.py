@@ -10,13 +10,14 @@ import contextlib
 import math
 import os
 import re
+import secrets
 import shlex
 import signal
 import sys
 import time
 
-from harness import exports, machine, report, results, stopping
-from harness.printers import Picture, Saved, Sheet, entry, render
+from harness import exports, machine, paths, records, report, results, stopping
+from harness.printers import Picture, Saved, Sheet, Then, entry, render
 from harness.terminal import WARNED, note, plain_streams, plural, show, warn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
@@ -182,8 +183,7 @@ def parse(p, argv, quick):
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
-    inside = os.path.realpath(folder_of(args)).startswith(os.path.realpath(REFERENCES) + os.sep)
-    if inside and not args.no_save:
+    if shipped(folder_of(args)) and not args.no_save:
         p.error(f"argument --out: {REFERENCES} holds the shipped reference results, which no run "
                 f"replaces; save elsewhere (the default is {RESULTS})")
     if not args.no_save:
@@ -196,6 +196,12 @@ def parse(p, argv, quick):
     return args
 
 
+def shipped(path):
+    """Whether path is the shipped references/ folder or inside it, wherever links lead."""
+    real, references = os.path.realpath(path), os.path.realpath(REFERENCES)
+    return real == references or real.startswith(references.rstrip(os.sep) + os.sep)
+
+
 def folder_of(args):
     """Where a run's results go: --out/--label, or --out/<this machine's CPU and cores>."""
     cpu = {"cpu": machine.quietly(machine.cpu_model, "unknown CPU"),
@@ -205,7 +211,9 @@ def folder_of(args):
 
 def unwritable(folder, names=()):
     """Why the files `names` cannot be saved into folder, in a few words, or None. Tries it: makes
-    the missing folders and a file in the last, then removes everything it made."""
+    the missing folders and a new file in the last, then removes everything it made. Refused too:
+    a name (or the lock) that is there but not a regular file (a link, say), and what
+    results.refusal names (history/ that is a link, a journal naming other files)."""
     path, made = os.path.abspath(folder), []
     try:
         missing, head = [], path
@@ -220,10 +228,15 @@ def unwritable(folder, names=()):
             return f"{path} is not a folder"
         for name in [results.LOCK, *names]:
             there = os.path.join(path, name)
+            if os.path.islink(there):
+                return f"{there} is a link, not a file"
             if os.path.lexists(there) and not os.path.isfile(there):
                 return f"{there} is not a file"
-        probe = os.path.join(path, results.TEMP + "probe")
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        problem = results.refusal(path)
+        if problem:
+            return problem
+        probe = os.path.join(path, results.TEMP + "probe-" + secrets.token_hex(8))
+        os.close(os.open(probe, results.NEW, 0o600))  # a leftover probe is no matter: unique
         os.unlink(probe)
     except OSError as e:
         return f"{e.filename or path}: {e.strerror or e}"
@@ -261,13 +274,14 @@ def run(script, args, body, headline=None):
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
             if args.export:
-                show(exports.run(args.export, script, machine.line(facts), out.tables))
+                show(exports.run(args.export, script, facts, out.records, headline))
             if args.no_save:
                 return 0
             made = {"version": version(), "command": command(), "warnings": list(WARNED)}
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
-                    "tables": out.tables, "sweep": out.sweep, **out.kept, "wall_s": wall,
+                    "records": out.records, "sheets": out.tables, "sweep": out.sweep,
+                    **out.kept, "wall_s": wall,
                     "peak_rss_bytes": peak, "made": made}
             text = [*out.text, "", f"(made by the suite at {made['version']}: "
                                    f"{made['command']})", *(f"warning: {w}" for w in WARNED)]
@@ -298,20 +312,28 @@ def blocks(args, body, busy, out, headline):
             if out.sweep:
                 out.show(f"\n{n} {plural(n, 'thread')}:")
             out.settings.setdefault("threads_used", []).append(n)
-            for item in body(argparse.Namespace(**{**vars(args), "threads": n}), facts):
+            block = argparse.Namespace(**{**vars(args), "threads": n})
+            out.begin(block)
+            for item in body(block, facts):
                 out.take(item, f" @{n}" if out.sweep else "")
     return facts
 
 
 class Output:
-    """What a run prints and keeps, as body yields it: the .txt's lines, the JSON's sheets and
-    other entries, the pictures."""
+    """What a run prints and keeps, as body yields it: the .txt's lines, the records of every
+    sheet and the sheets' presentation, other entries, the pictures."""
 
     def __init__(self, args):
         self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
+        self.predicted = bool(getattr(args, "predict", False))
         self.settings = {k: v for k, v in vars(args).items() if k not in UNSAVED}
         self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
+        self.records, self.block, self.ran = [], [], {}
+
+    def begin(self, args):
+        """A new block (one thread count): its records are what its judges read."""
+        self.block, self.ran = [], records.settings_of(args)
 
     def show(self, line):
         """A line of the .txt, printed unless an export takes stdout's place."""
@@ -323,8 +345,17 @@ class Output:
         if isinstance(item, Sheet):
             self.show(render(item, self.fmt, self.spread))
             self.tables[item.name + suffix] = entry(item)
+            made = records.of(item, self.ran, self.predicted) if item.recorded else []
+            self.block += made
+            self.records += made
+        elif isinstance(item, Then):
+            for then in item.fn(list(self.block)):
+                self.take(then, suffix)
         elif isinstance(item, Saved):
             self.kept[item.key + suffix] = item.value
+            if item.key == "paths":  # what the trips took: part of every figure's settings
+                self.ran = {**self.ran, "paths": str(paths.Paths(item.value["attention"],
+                                                                 item.value["blocks"]))}
         elif isinstance(item, Picture):
             self.pictures[item.name] = item.draw
         else:

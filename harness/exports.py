@@ -1,33 +1,45 @@
-"""Exports: a run's tables, or compare.py's comparison, on stdout as csv, json or jsonl, numbers
-unrounded and every header with its unit (llama-bench's -o, in spirit). The terminal's tables
-stay the default; an export replaces them on stdout, and the saved files are the same."""
+"""Exports: a run's records, or compare.py's comparison, on stdout as csv, json or jsonl: one row
+per figure, numbers unrounded, every field its own column, so that pandas reads it in one line
+(llama-bench's -o, in spirit). The terminal's tables stay the default; an export replaces them on
+stdout, and the saved files are the same."""
 import csv
 import io
 import json
 
 FORMATS = ("csv", "json", "jsonl")
+MACHINE = ("cpu", "cores", "os", "python", "numpy", "date", "load")  # the machine's columns
 
 
-def header(h, unit):
-    """A column's name with its unit, where the name does not already say it."""
-    return h if not unit or unit in h else f"{h} ({unit})"
+def tidy(script, facts, found, headline=None):
+    """One flat row per record: the script, the experiment, each key, the figure, its unit,
+    statistic, value, spread (slowest over fastest run) and runs, each setting, and the
+    machine's fields; a prediction says so in place of this machine's fields."""
+    rows = []
+    for r in found:
+        runs = r.get("samples") or []
+        spread = max(runs) / min(runs) if runs and min(runs) > 0 else None
+        machine = ({"machine": headline} if headline else
+                   {f"machine {k}": facts.get(k) for k in MACHINE} | {
+                       "machine blas": " ".join(f"{b['library']} {b['version']}"
+                                                for b in facts.get("blas") or [])})
+        rows.append({"script": script, "experiment": r["experiment"], **r["keys"],
+                     "figure": r["figure"], "unit": r["unit"], "statistic": r["statistic"],
+                     "value": r["value"], "spread": spread, "runs": r.get("runs"),
+                     "predicted": r.get("predicted", False),
+                     **{f"setting {k}": plain(v) for k, v in r["settings"].items()}, **machine})
+    return rows
 
 
-def records(tables):
-    """Every row of every table as a dict: {"table", then each header with its unit: value}.
-    tables: {name: (headers with units, rows)}."""
-    return [{"table": name, **dict(zip(heads, row))} for name, (heads, rows) in tables.items()
-            for row in rows]
+def plain(v):
+    """A setting as one cell: lists joined by spaces."""
+    return " ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
 
 
-def write(fmt, about, tables):
-    """tables ({name: (headers, rows)}) in fmt, each row also saying `about` (a dict: the
-    script and the machine)."""
-    rows = [{**about, **r} for r in records(tables)]
+def write(fmt, rows):
+    """Flat rows (dicts) in fmt: a JSON list, one JSON object a line, or csv with every field
+    any row has as a column."""
     if fmt == "json":
-        return json.dumps({**about, "tables": {name: [dict(zip(heads, row)) for row in body]
-                                               for name, (heads, body) in tables.items()}},
-                          indent=1, allow_nan=False)
+        return json.dumps(rows, indent=1, allow_nan=False)
     if fmt == "jsonl":
         return "\n".join(json.dumps(r, allow_nan=False) for r in rows)
     fields = list(dict.fromkeys(k for r in rows for k in r))
@@ -38,14 +50,6 @@ def write(fmt, about, tables):
     return out.getvalue().rstrip("\n")
 
 
-def run(fmt, script, machine_line, saved):
-    """A run's saved tables ({name: its JSON entry}) in fmt."""
-    return write(fmt, {"script": script, "machine": machine_line},
-                 {name: ([header(c["header"], c["unit"]) for c in t["columns"]], t["rows"])
-                  for name, t in saved.items()})
-
-
-def compared(fmt, machines, sheets):
-    """compare.py's sections ([(title, headers, rows)]) in fmt."""
-    about = {"machines": machines if fmt == "json" else " || ".join(machines)}
-    return write(fmt, about, {title: (headers, rows) for title, headers, rows in sheets})
+def run(fmt, script, facts, found, headline=None):
+    """A run's records in fmt."""
+    return write(fmt, tidy(script, facts, found, headline))

@@ -5,7 +5,8 @@ import datetime
 
 import model
 from harness import speeds as machine_speeds
-from harness.printers import Sheet
+from harness.printers import Sheet, col
+from harness.records import KEYS, Measured, timed
 from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
@@ -62,13 +63,18 @@ class Held:
     products alone; part_limits: {part: seconds}."""
     experiment: str
     label: str
-    seconds: float
+    keys: dict  # the row's keys in its own sheet
+    timing: object  # the row's Timing: its seconds are the figure held
     limit_s: float
     bound: str
     riders: list
     parts: dict
     alone: object
     part_limits: dict
+
+    @property
+    def seconds(self):
+        return self.timing.seconds
 
     def excess(self):
         """Seconds above the limit, by whose they are: {who: seconds}. The tables' excess is
@@ -99,7 +105,8 @@ def hold(cfg, experiment, record, roofs, alone):
     bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
     limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in record.row.steps)
     riders = record.recorded["riders"]
-    return Held(experiment, record.row.label, record.figures["time"].seconds, limit_s, bound,
+    return Held(experiment, record.row.label, record.row.keys, record.figures["time"], limit_s,
+                bound,
                 riders, record.recorded["parts"], alone[sum(t for _, t in riders)],
                 model.part_limits(cfg, riders, bw, fl))
 
@@ -131,30 +138,36 @@ def check(held, roofs, words):
         if h.seconds / h.limit_s > SUSPICIOUS:
             warn(f"{h.experiment} {h.label} took {h.seconds / h.limit_s:.1f}x its limit "
                  f"({h.bound}-bound); {suspect(h)}")
-    rows = [[h.experiment, h.label, h.seconds * 1e3, h.limit_s * 1e3, h.bound,
-             h.seconds / h.limit_s] for h in held]
+    rows = [{"experiment": h.experiment, "row": h.label, KEYS: h.keys,
+             "measured": timed(h.seconds * 1e3, h.timing), "limit": h.limit_s * 1e3,
+             "bound by": h.bound, "x limit": timed(h.seconds / h.limit_s, h.timing)}
+            for h in held]
     yield Sheet("check", CHECK_COLUMNS, rows, title="Every row against the machine's limits",
                 settings=words,
                 note=f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, FLOPs / "
                      f"{roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); speeds {roofs['source']})")
 
 
-CHECK_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("measured ms", "ms", ".1f"),
-                 ("limit ms", "ms", ".1f"), ("bound by", "", "s"), ("x limit", "x", ".2f")]
+CHECK_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
+                 col("row", "row", "", "s", key=True), col("measured", "measured ms", "ms", ".1f"),
+                 col("limit", "limit ms", "ms", ".1f"), col("bound by", "bound by", "", "s"),
+                 col("x limit", "x limit", "x", ".2f", compared=True)]
 
 
 def breakdown(held, runs, words):
     """The breakdown sheet and the line under it: each part's milliseconds, the tables against
     the same products alone, attention against its own limit, and whose excess is largest."""
-    rows, figures = [], []
+    rows = []
     for h in held:
         s, alone, who = h.parts, h.alone.seconds, h.excess()
-        rows.append([h.experiment, h.label, s["trip"] * 1e3, s["tables"] * 1e3, alone * 1e3,
-                     s["tables"] / alone, s["attention"] * 1e3,
-                     s["attention"] / h.part_limits["attention"], s["elementwise"] * 1e3,
-                     s["other"] * 1e3, f"{h.most()} {who[h.most()] * 1e3:+.1f} ms"])
-        figures.append({4: [(1, h.alone)]})
-    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, figures, title="Where each row's time goes",
+        rows.append({"experiment": h.experiment, "row": h.label, KEYS: h.keys,
+                     "trip": s["trip"] * 1e3, "tables": s["tables"] * 1e3,
+                     "one call": timed(alone * 1e3, h.alone), "x one call": s["tables"] / alone,
+                     "attention": s["attention"] * 1e3,
+                     "attention x limit": s["attention"] / h.part_limits["attention"],
+                     "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
+                     "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms"})
+    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, title="Where each row's time goes",
                 settings=words,
                 note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
                      f"apart from the timed ones; one call: the trip's table products, one BLAS "
@@ -163,11 +176,17 @@ def breakdown(held, runs, words):
                      f"beats the library's; attention x limit: attention's against its limit)")
 
 
-BREAKDOWN_COLUMNS = [("experiment", "", "s"), ("row", "", "s"), ("trip ms", "ms", ".1f"),
-                     ("tables ms", "ms", ".1f"), ("one call ms", "ms", ".1f"),
-                     ("x one call", "x", ".2f"), ("attention ms", "ms", ".1f"),
-                     ("attention x limit", "x", ".2f"), ("elementwise ms", "ms", ".1f"),
-                     ("other ms", "ms", ".1f"), ("most excess", "", "s")]
+BREAKDOWN_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
+                     col("row", "row", "", "s", key=True),
+                     col("trip", "trip ms", "ms", ".1f", compared=True),
+                     col("tables", "tables ms", "ms", ".1f"),
+                     col("one call", "one call ms", "ms", ".1f"),
+                     col("x one call", "x one call", "x", ".2f"),
+                     col("attention", "attention ms", "ms", ".1f"),
+                     col("attention x limit", "attention x limit", "x", ".2f"),
+                     col("elementwise", "elementwise ms", "ms", ".1f"),
+                     col("other", "other ms", "ms", ".1f"),
+                     col("most excess", "most excess", "", "s")]
 
 
 def roofline(cfg, records, roofs):
@@ -193,10 +212,10 @@ def summary(measured):
         return
     p, read = min(reads, key=lambda pt: pt[1].seconds / pt[0])
     reading_ms, typing_ms = read.seconds * 1e3 / p, one[0].seconds * 1e3
-    yield Sheet("summary", [("reading ms/token", "ms", ".2f"), ("at prompt", "tokens", "d"),
-                            ("typing ms/token", "ms", ".1f"), ("times cheaper", "x", ".1f")],
-                [[reading_ms, p, typing_ms, typing_ms / reading_ms]],
-                [{0: [(1, read)], 2: [(1, one[0])], 3: [(1, one[0]), (-1, read)]}],
+    yield Sheet("summary", SUMMARY_COLUMNS,
+                [{"reading per token": timed(reading_ms, read), "at prompt": p,
+                  "typing per token": timed(typing_ms, one[0]),
+                  "times cheaper": Measured(typing_ms / reading_ms, ((1, one[0]), (-1, read)))}],
                 title="Reading against typing, per token",
                 text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
                      f"{typing_ms:.1f} ms (one user), so reading is about "
@@ -205,7 +224,8 @@ def summary(measured):
 
 def outweigh(rows, cfg):
     """Where the notes outweigh the tables, for each user count: predicted, where the notes
-    weigh as much as the tables; measured, where a step takes twice its time with no notes."""
+    weigh as much as the tables; measured, where a step takes twice its time with no notes.
+    rows: [(users, notes, step seconds)]."""
     words, tables, note_bytes = [], model.table_numbers(cfg) * model.BYTES, model.note_bytes(cfg)
     for u in sorted({row[0] for row in rows}):
         steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
@@ -220,3 +240,9 @@ def outweigh(rows, cfg):
         words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
                      f"(where a step takes twice its time with no notes)")
     return "the notes outweigh the tables: " + "; ".join(words)
+
+
+SUMMARY_COLUMNS = [col("reading per token", "reading ms/token", "ms", ".2f"),
+                   col("at prompt", "at prompt", "tokens", "d"),
+                   col("typing per token", "typing ms/token", "ms", ".1f"),
+                   col("times cheaper", "times cheaper", "x", ".1f", compared=True)]

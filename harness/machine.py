@@ -5,6 +5,7 @@ import datetime
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -12,12 +13,19 @@ import time
 
 from harness.terminal import plural, warn
 
+try:
+    import fcntl  # POSIX: where there is none, no run marks the machine
+except ImportError:
+    fcntl = None
+
 BUSY_LOAD = 0.5  # cores busy per core above which the machine is too busy to measure (pyperf's)
+NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
 
 
 def quietly(fn, default=None):
-    """fn() or default: a missing source of machine facts must never crash a run."""
+    """fn() or default: a missing source of machine facts must never crash a run. A stop
+    (Ctrl-C, SIGTERM: stopping.Stopped, KeyboardInterrupt) is no Exception, and goes on."""
     try:
         value = fn()
         return default if value in (None, "") else value
@@ -171,25 +179,53 @@ def measuring():
     if load is not None and load > BUSY_LOAD * cores:
         busy.append(f"{load:.1f} of {cores} cores busy with other work" if now is not None
                     else f"load {load:.1f} on {cores} cores")
-    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{quietly(os.getuid, 0)}.lock")
+    fd = own_mark(mark_path()) if fcntl else None  # no such marks without fcntl (Windows)
     try:
-        import fcntl
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except (ImportError, OSError):  # no such marks on this system
-        yield busy
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if fd is not None and not first_mark(fd):
             busy.append("another run of this suite")
-        fcntl.flock(fd, fcntl.LOCK_SH)  # others can see this run, and run beside it
         for b in busy:
             warn(f"the machine is busy ({b}): every timing of this run will be slower than the "
                  f"machine can do; the machine line says so")
         yield busy
     finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def first_mark(fd):
+    """Mark this run in the mark's file fd, with a shared lock (others run beside it, and see
+    it): -> whether no other run had marked it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        first = True
+    except BlockingIOError:
+        first = False
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return first
+
+
+def mark_path():
+    """The machine-wide mark: a file per user in the temp folder (TMPDIR, which tests set)."""
+    return os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{quietly(os.getuid, 0)}.lock")
+
+
+def own_mark(path):
+    """The mark at path, opened (made if missing): -> its descriptor; or None, with a warning,
+    if it is anything but a regular file of this user's. A link is never followed: whoever
+    planted it would have this run make or lock a file of their choosing."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW | NONBLOCK, 0o600)
+    except OSError as e:
+        why = "a link" if os.path.islink(path) else e.strerror or str(e)
+    else:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_uid == quietly(os.getuid, st.st_uid):
+            return fd
         os.close(fd)
+        why = "not a regular file of this user's"
+    warn(f"the machine-wide mark {path} cannot be used ({why}): this run goes without it, "
+         f"and cannot see another run of this suite measuring, nor be seen")
+    return None
 
 
 def machine_id(m):

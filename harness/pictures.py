@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 
+from harness.records import rows
 from harness.terminal import plural
 
 
@@ -40,16 +41,17 @@ def wanted(p, args):
         args.quick or args.no_save or sweep) and available()
 
 
-def files(tables, roofline, who, quick):
-    """{file name: draw(path)} for every picture this run's sheets can make. who: the model and
-    the machine, for the titles; quick: mark each picture as a quick run's."""
+def files(found, roofline, who, quick):
+    """{file name: draw(path)} for every picture this run's records can make. roofline: the
+    speeds and the points (or None); who: the model and the machine, for the titles; quick: mark
+    each picture as a quick run's."""
     makers = {"roofline.png": (roofline_figure, roofline),
-              "dial.png": (dial_figure, tables.get("dial")),
-              "decode.png": (decode_figure, tables.get("decode")),
-              "depth.png": (depth_figure, tables.get("depth"))}
+              "dial.png": (dial_figure, rows_of(found, "dial")),
+              "decode.png": (decode_figure, rows_of(found, "decode")),
+              "depth.png": (depth_figure, rows_of(found, "depth"))}
     return {name: (lambda path, make=make, data=data: save(make, data, who, quick, path))
-            for name, (make, data) in makers.items() if data and data.get("rows", data.get(
-                "points"))}
+            for name, (make, data) in makers.items()
+            if data and (data.get("points") if isinstance(data, dict) else data)}
 
 
 def save(make, data, who, quick, path):
@@ -79,9 +81,9 @@ def figure(plt, make, data, who, quick):
     return fig
 
 
-def rows_of(table):
-    heads = [c["header"] for c in table["columns"]]
-    return [dict(zip(heads, row)) for row in table["rows"]]
+def rows_of(found, experiment):
+    """The experiment's rows from its records, each {key or figure: value}, in the order run."""
+    return [{**dict(keys), **figures} for keys, figures in rows(found, experiment).items()]
 
 
 def roofline_figure(ax, data):
@@ -114,23 +116,21 @@ def roofline_figure(ax, data):
     return "The roofline: where reading and typing sit against the machine's two limits", points
 
 
-def dial_figure(ax, table):
+def dial_figure(ax, rows):
     """Each chunk size a point: the newcomer's wait against the typers' worst gap."""
-    rows = rows_of(table)
     return ("The chunk-size dial: small chunks keep the typers smooth, big ones answer the "
             "newcomer sooner", trade(
-                ax, rows, "TTFT ms", "worst gap ms", "o-",
+                ax, rows, "first word", "worst gap", "o-",
                 "one chunk size (tokens of the question read per step)",
                 "the newcomer's wait for its first word (ms)",
                 "the typers' worst gap between words (ms)",
                 [f"chunks of {r['chunk']}" for r in rows]))
 
 
-def decode_figure(ax, table):
+def decode_figure(ax, rows):
     """Users growing: the machine's tokens per second against the gap each user feels."""
-    rows = rows_of(table)
     return ("Batching: more tokens per second for the machine, a slower typist for each user",
-            trade(ax, rows, "step ms", "tokens/s", "s-", "users typing in the same trip",
+            trade(ax, rows, "step", "tokens per second", "s-", "users typing in the same trip",
                   "the gap each user feels between words (ms)",
                   "the machine's tokens per second, all users",
                   [f"{r['users']} {plural(r['users'], 'user')}" for r in rows]))
@@ -145,12 +145,11 @@ def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
     return list(zip(xs, ys, labels))
 
 
-def depth_figure(ax, table):
+def depth_figure(ax, rows):
     """Step time against notes, one line per user count."""
-    rows = rows_of(table)
     for users in sorted({r["users"] for r in rows}):
         mine = [r for r in rows if r["users"] == users]
-        ax.plot([r["notes"] for r in mine], [r["step ms"] for r in mine], "o-",
+        ax.plot([r["notes"] for r in mine], [r["step"] for r in mine], "o-",
                 label=f"{users} {plural(users, 'user')}")
     ax.set_xlabel("notes already in each user's notebook")
     ax.set_ylabel("typing step (ms)")

@@ -11,11 +11,17 @@ from harness.terminal import plural
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One planned row: its key in its sheet, its name in the check table, and what rides each
-    of its trips, one list of riders ((notes before, new tokens) per user) per step."""
-    key: tuple
+    """One planned row: its keys in its sheet ({"prompt": 256}), its name in the check table,
+    and what rides each of its trips, one list of riders ((notes before, new tokens) per user)
+    per step."""
+    keys: dict
     label: str
     steps: list
+
+    @property
+    def key(self):
+        """The keys' values, in order: (256,)."""
+        return tuple(self.keys.values())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +79,9 @@ def predict(cfg, experiments, args, roofs):
     bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
-            yield dataclasses.replace(sheet, figures=(), note="", columns=[
-                (h, u, f if f in ("d", "s") else ".6g") for h, u, f in sheet.columns])
+            yield dataclasses.replace(sheet, timed=(), note="", columns=[
+                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=".6g")
+                for c in sheet.columns])
             yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
                    f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
             yield ""

@@ -2,32 +2,53 @@
 as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 
+from harness.records import Measured, samples, value
 from harness.terminal import plural
 
 
 @dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of a sheet: the figure it shows (the records' name for it, which no layout
+    changes), its header as printed, its unit and format; key: it names the row; compared:
+    compare.py holds it against other machines."""
+    figure: str
+    header: str
+    unit: str
+    fmt: str
+    key: bool = False
+    compared: bool = False
+
+
+def col(figure, header, unit, fmt, key=False, compared=False):
+    return Column(figure, header, unit, fmt, key, compared)
+
+
+@dataclasses.dataclass(frozen=True)
 class Sheet:
-    """One printed table. columns: [(header, unit, floatfmt)]; rows: lists of values; figures:
-    per row, {column: [(power, Timing)]}, the timings behind each measured figure (the figure
-    goes as the product of their seconds, each to its power: 1 for a time, -1 for a rate);
-    timed: the columns whose figure is one timing, which --spread follows with a ± column and
-    the note under the sheet sums up; text: what to print instead of the table (the post's own
-    layout, for the plain format); title and settings: the line above it, saying what it is
-    and how it was run."""
+    """One printed table. columns: [Column]; rows: [{figure: value, or a Measured (the value
+    and the timings behind it)}]; timed: the figures that are one timing, which --spread follows
+    with a column of their runs' range and the note under the sheet sums up; text: what to print
+    instead of the table (the post's own layout, for the plain format); title and settings: the
+    line above it, saying what it is and how it was run."""
     name: str
     columns: list
     rows: list
-    figures: list = ()
     timed: tuple = ()
     text: str = None
     per: str = "row"
     note: str = ""
     title: str = ""
     settings: str = ""
+    recorded: bool = True  # its rows are figures, saved as records (the claims' are verdicts)
 
     def timings(self):
-        """The timings of the timed columns, row by row."""
-        return [f[c][0][1] for f in self.figures for c in self.timed]
+        """The timings of the timed figures, row by row."""
+        return [row[f].timing for row in self.rows for f in self.timed
+                if isinstance(row.get(f), Measured)]
+
+    def cells(self):
+        """The rows as printed: a list of values per row, in the columns' order."""
+        return [[value(row.get(c.figure)) for c in self.columns] for row in self.rows]
 
 
 def render(sheet, fmt="plain", spread=False):
@@ -42,11 +63,11 @@ def heading(sheet):
 
 def body(sheet, fmt="plain", spread=False):
     """The table and the line under it, without the heading."""
-    columns, rows, text = sheet.columns, sheet.rows, sheet.text
-    if spread and sheet.timed and sheet.figures:
+    columns, rows, text = sheet.columns, sheet.cells(), sheet.text
+    if spread and sheet.timings():
         columns, rows, text = *with_spread(sheet), None
     lines = [text if text is not None else format_table(columns, rows, fmt)]
-    if sheet.timed and sheet.figures:
+    if sheet.timings():
         lines.append(spread_note(sheet.timings(), sheet.per, sheet.note))
     elif sheet.note:
         lines.append(sheet.note)
@@ -54,34 +75,38 @@ def body(sheet, fmt="plain", spread=False):
 
 
 def format_table(columns, rows, fmt):
-    """columns: [(header, unit, floatfmt)]. The plain layout packs the columns as the post does:
-    numbers right-aligned under headers no wider than they are."""
+    """columns: [Column]. The plain layout packs the columns as the post does: numbers
+    right-aligned under headers no wider than they are."""
     from tabulate import tabulate
     if fmt != "plain":  # every header says its unit, where the post's layout leaves it out
-        return tabulate(rows, headers=[h if u in h else f"{h} ({u})" for h, u, _ in columns],
-                        tablefmt=fmt, floatfmt=[c[2] for c in columns])
-    cells = [[format(v, f) if isinstance(v, float) else str(v)
-              for v, (_, _, f) in zip(row, columns)] for row in rows]
-    return tabulate([[c[0] for c in columns]] + cells, tablefmt="plain", disable_numparse=True,
-                    colalign=["left" if f == "s" else "right" for _, _, f in columns])
+        return tabulate(rows, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
+                                       for c in columns],
+                        tablefmt=fmt, floatfmt=[c.fmt for c in columns])
+    cells = [[format(v, c.fmt) if isinstance(v, float) else "" if v is None else str(v)
+              for v, c in zip(row, columns)] for row in rows]
+    return tabulate([[c.header for c in columns]] + cells, tablefmt="plain",
+                    disable_numparse=True,
+                    colalign=["left" if c.fmt == "s" else "right" for c in columns])
 
 
 def with_spread(sheet):
-    """The table with a ± column after each timed one: the standard deviation of its samples,
-    in the figure's own unit. -> (columns, rows)"""
+    """The table with a column after each timed one: the range of its counted runs, slowest to
+    fastest sample, in the figure's own unit. -> (columns, rows)"""
     columns = []
-    for i, column in enumerate(sheet.columns):
-        columns.append(column)
-        if i in sheet.timed:
-            columns.append((f"± {column[0]}", column[1], column[2]))
+    for c in sheet.columns:
+        columns.append(c)
+        if c.figure in sheet.timed:
+            columns.append(dataclasses.replace(c, figure=c.figure + " range",
+                                               header=f"{c.header} range", fmt="s", key=False))
     rows = []
-    for row, figures in zip(sheet.rows, sheet.figures):
+    for row in sheet.rows:
         cells = []
-        for i, value in enumerate(row):
-            cells.append(value)
-            if i in sheet.timed:
-                t = figures[i][0][1]
-                cells.append(value / t.seconds * t.sd)  # in the unit of the figure beside it
+        for c in sheet.columns:
+            cells.append(value(row.get(c.figure)))
+            if c.figure in sheet.timed:
+                runs = samples(row[c.figure]) if isinstance(row.get(c.figure), Measured) else None
+                cells.append(f"{format(min(runs), c.fmt)} to {format(max(runs), c.fmt)}"
+                             if runs else "")
         rows.append(cells)
     return columns, rows
 
@@ -96,19 +121,11 @@ def spread_note(timings, per, note=""):
 
 
 def entry(sheet):
-    """The sheet's JSON entry: columns with units, rows unrounded, and for every measured figure
-    the samples behind it, one layout for every sheet: samples_s[row][header] = [[power,
-    [seconds, ...]], ...]."""
-    out = {"columns": [{"header": h, "unit": u} for h, u, _ in sheet.columns],
-           "rows": [[plain(v) for v in row] for row in sheet.rows],
-           "title": sheet.title, "settings": sheet.settings, "printed": body(sheet)}
-    if sheet.figures:
-        timed = sheet.timings()
-        if timed:
-            out.update(stat=timed[0].label, spread=[t.spread for t in timed])
-        out["samples_s"] = [{sheet.columns[c][0]: [[power, list(t.samples)] for power, t in parts]
-                             for c, parts in figures.items()} for figures in sheet.figures]
-    return out
+    """The sheet's presentation as saved beside the records: its title, settings, columns (each
+    with the figure it shows) and the table as printed. Readers take figures from the records."""
+    return {"title": sheet.title, "settings": sheet.settings, "printed": body(sheet),
+            "columns": [{"figure": c.figure, "header": c.header, "unit": c.unit, "format": c.fmt,
+                         "key": c.key, "compared": c.compared} for c in sheet.columns]}
 
 
 def plain(v):
@@ -128,3 +145,10 @@ class Picture:
     """A file beside the result: draw(path) writes it."""
     name: str
     draw: object
+
+
+@dataclasses.dataclass(frozen=True)
+class Then:
+    """What a run prints and keeps once its sheets are records: fn(records) -> more items
+    (the claims sheet, the pictures), made from the records and nothing else."""
+    fn: object

@@ -12,8 +12,6 @@ from harness.printers import format_table
 from harness.terminal import warn
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
-ORDER = ("machine_speed", "prefill", "decode", "collision", "dial", "depth", "summary", "cube",
-         "check", "breakdown")  # the post's order; then anything else a run saved
 PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
             "dial.png": "The chunk-size dial", "depth.png": "How deep the notebooks are"}
 NAME = "report.md"
@@ -47,15 +45,15 @@ def markdown(runs, names):
     lines = ["# Prefill vs Decode, rerun on this machine", ""]
     for script, data in runs.items():
         lines += [f"- `{script}.py`: {machine.line(data['machine'])}", ""]
-    tables = {name: t for data in runs.values() for name, t in data["tables"].items()
-              if name != "claims"}
     lines += ["## The tables", ""]
-    for name in sorted(tables, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
-        lines += section(tables[name], name)
+    for data in runs.values():  # each script's sheets in the order its run printed them
+        for name, sheet in data["sheets"].items():
+            if name != "claims":
+                lines += section(sheet, name)
     roofs = runs.get("two_phases", {}).get("roofs") or runs.get("machine_speed", {}).get(
         "roofs") or {}
     found = [v for script, data in runs.items()
-             for v in claims.verdicts(tables, roofs, (script,), data["settings"])]
+             for v in claims.verdicts(data["records"], roofs, (script,), data["settings"])]
     lines += ["## The post's claims on this machine", "",
               "Each verdict follows the rule beside its claim; 'about' means within 2x either "
               "way. A claim that does not hold says why, as the check and breakdown tables do.",
@@ -73,10 +71,8 @@ def markdown(runs, names):
 
 
 def section(table, name):
-    """One table: its title, its settings, and the table as the run printed it."""
-    title = table.get("title") or name
-    printed = table.get("printed") or format_table(
-        [(c["header"], c["unit"], "") for c in table["columns"]], table["rows"], "plain")
+    """One sheet: its title, its settings, and the table as the run printed it."""
+    title, printed = table.get("title") or name, table.get("printed") or "(not kept)"
     return [f"### {title}", "", *([f"_{table['settings']}_", ""] if table.get("settings")
                                   else []), "```text", printed, "```", ""]
 

@@ -4,16 +4,19 @@ nothing in it. What a folder contains never reaches outside it."""
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
 import sys
 
-from harness import stopping
+from harness import schema, stopping
 from harness.terminal import note, warn
 
-SCHEMA_VERSION = 3  # the JSON layout; 3: one samples layout for every table (samples_s)
+SCHEMA_VERSION = 4  # the JSON layout; 4: one record per figure ("records"), the sheets as printed apart
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
+NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
+NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there
 
 
 def files(stem, data, text, pictures, quick):
@@ -40,7 +43,8 @@ def locked(folder, shared=False):
         raise OSError(f"{path} is not a lock file")
     try:
         import fcntl
-        fd = os.open(path, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(path, NOFOLLOW | (os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT),
+                     0o666)
     except (ImportError, OSError):
         if not shared:
             raise
@@ -120,7 +124,7 @@ def _write_temp(folder, name, content):
     while True:  # made as open() makes a file, with the umask's permissions (mkstemp's are 0600)
         path = os.path.join(folder, TEMP + secrets.token_hex(8) + os.path.splitext(name)[1])
         with contextlib.suppress(FileExistsError):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(path, NEW, 0o666)
             break
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
         if callable(content):
@@ -132,31 +136,41 @@ def _write_temp(folder, name, content):
     return os.path.basename(path)
 
 
-def replace_together(folder, files, before=None, the_result=True):
+def replace_together(folder, files, stem=None, busy=(), the_result=True):
     """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
     kill), every file is either new or as it was, all of them. Every file is written to a temp
     file first; then a journal lists the renames, the renames follow, and the journal goes. A save
     killed during the renames is finished by the next one, as the journal says; SIGINT and
-    SIGTERM wait for the renames. before(), if given, runs first under the same lock.
-    the_result: these files are the run's result, so that a signal from then on says saved."""
+    SIGTERM wait for the renames. stem: the result's name, whose earlier result is first kept in
+    history/ (see keep_earlier), and that copy is removed again unless the renames begin; busy:
+    what else was measuring while this run did. the_result: these files are the run's result,
+    so that a signal from then on says saved."""
     with locked(folder):
         finish_replacing(folder)
-        if before is not None:
-            before()
-        temps = {}
+        kept = keep_earlier(folder, files, stem) if stem else None
+        temps, replacing = {}, False
         try:
             for name, content in files.items():
                 temps[name] = _write_temp(folder, name, content)
             journal = _write_temp(folder, JOURNAL, json.dumps(temps))
-            with stopping.held_signals():
+            with stopping.held_signals():  # the renames and history's trimming: all or none
                 os.replace(os.path.join(folder, journal), os.path.join(folder, JOURNAL))
+                replacing = True  # from here on the renames are done, by this save or the next
                 for name, temp in temps.items():
                     os.replace(os.path.join(folder, temp), os.path.join(folder, name))
                 os.unlink(os.path.join(folder, JOURNAL))
+                if kept:
+                    trim(os.path.dirname(kept[0]), stem)
                 if the_result:
                     stopping.saved()
+        except BaseException:
+            if kept and not replacing:  # the earlier result is still in place: a copy for nothing
+                discard(kept[0])
+            raise
         finally:
             finish_replacing(folder)  # nothing half done is left: temps of a failed save go
+    if kept:
+        say_kept(stem, *kept, busy)
 
 
 def save(folder, files, stem=None, busy=()):
@@ -166,8 +180,7 @@ def save(folder, files, stem=None, busy=()):
     made = not os.path.isdir(folder)
     try:
         os.makedirs(folder, exist_ok=True)
-        replace_together(folder, files, stem and (lambda: keep_earlier(folder, files, stem,
-                                                                        busy)))
+        replace_together(folder, files, stem, busy)
     except (OSError, ValueError) as e:
         with contextlib.suppress(OSError):
             if made and os.listdir(folder) in ([], [LOCK]):  # this run made it, for nothing
@@ -180,33 +193,138 @@ def save(folder, files, stem=None, busy=()):
     return 0
 
 
-HISTORY, KEPT = "history", 10  # each result's earlier runs, the newest KEPT of them
-
-
-def keep_earlier(folder, files, stem, busy):
-    """Copy the result that `files` replace into history/<stem>.<its date>/, keep the newest
-    KEPT, and say so; and warn if a run on a busy machine replaces one on a quiet machine."""
-    earlier = os.path.join(folder, stem + ".json")
-    if not os.path.isfile(earlier):
-        return
+def refusal(folder):
+    """Why a save into folder, as it is now, would be refused, in a few words, or None: its
+    history/ is a link or not a folder, or its journal names something other than its files."""
+    history = os.path.join(folder, HISTORY)
+    if os.path.lexists(history) and not stat.S_ISDIR(os.lstat(history).st_mode):
+        return f"{history} is a link or not a folder, so no earlier result can be kept there"
     try:
-        with open(earlier, encoding="utf-8") as f:
-            old = json.load(f)
-        date, old_busy = str(old["machine"]["date"]), old["machine"].get("busy") or []
-    except (OSError, ValueError, KeyError, TypeError):
-        date, old_busy = "undated", []
-    stamp = "".join(c if c.isalnum() or c in "-+" else "-" for c in date)
-    keep = os.path.join(folder, HISTORY, f"{stem}.{stamp}")
-    os.makedirs(keep, exist_ok=True)
-    replace_together(keep, {name: (lambda path, src=os.path.join(folder, name):
-                                   shutil.copyfile(src, path))
-                            for name in files if os.path.isfile(os.path.join(folder, name))},
-                     the_result=False)
-    kept = sorted(d for d in os.listdir(os.path.join(folder, HISTORY))
-                  if d.startswith(stem + ".") and d[len(stem) + 1:][:1].isdigit())
-    for gone in kept[:-KEPT]:
-        shutil.rmtree(os.path.join(folder, HISTORY, gone), ignore_errors=True)
-    note(f"the earlier {stem} result, of {date[:19]}, is kept in {keep}/")
-    if busy and not old_busy:
+        journal(folder)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+# ---- history: each result's earlier runs, in folders of their own, the newest KEPT of them
+
+HISTORY, KEPT = "history", 10
+STAMP = r"(\d[A-Za-z0-9+-]{0,39}|undated)"  # an entry's date: ASCII, bounded, no dot
+COPIES = 100  # entries of one date at most: <stem>.<stamp>, then .2 to .100
+
+
+def keep_earlier(folder, files, stem):
+    """Copy the result that `files` replace into a new folder of history/, named for its date:
+    -> (that folder, the earlier result's machine facts), or None if there is none: no
+    regular <stem>.json (a link is not followed). history/ must be a real folder, never a
+    link; only regular files are copied, and into files this makes."""
+    facts = earlier_facts(os.path.join(folder, stem + ".json"))
+    if facts is None:
+        return None
+    history = os.path.join(folder, HISTORY)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(history)
+    if not stat.S_ISDIR(os.lstat(history).st_mode):
+        raise ValueError(f"{history} is a link or not a folder, so the earlier result cannot "
+                         f"be kept there; remove it to save here")
+    keep = new_entry(history, f"{stem}.{stamp(facts.get('date'))}")
+    try:
+        for name in files:
+            copy_regular(os.path.join(folder, name), keep)
+    except BaseException:
+        discard(keep)
+        raise
+    return keep, facts
+
+
+def earlier_facts(path):
+    """The machine facts of the result at path: {} if they cannot be read; None if path is not
+    a regular file (a link, say, which is never followed). Read only up to schema.FILE_MAX."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with contextlib.suppress(ValueError, RecursionError, KeyError, TypeError):
+            facts = json.loads(f.read(schema.FILE_MAX + 1))["machine"]
+            return facts if isinstance(facts, dict) else {}
+    return {}
+
+
+def stamp(date):
+    """A date as a history entry names it: ASCII letters, digits, '+' and '-', up to 40 of
+    them, from a digit on; "undated" for anything else."""
+    text = re.sub(r"[^A-Za-z0-9+-]", "-", str(date))[:40]
+    return text if re.fullmatch(STAMP, text) else "undated"
+
+
+def new_entry(history, name):
+    """Make history/<name>, or <name>.2, .3, ... if that is taken: always a new folder, never one
+    that was there (whatever that is: os.mkdir fails on a link too). -> its path"""
+    for n in range(1, COPIES + 1):
+        path = os.path.join(history, name + (f".{n}" if n > 1 else ""))
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+            return path
+    raise FileExistsError(f"{history} holds {COPIES} entries named {name}; remove some")
+
+
+def copy_regular(src, folder):
+    """Copy src into folder, under its name, with its permission bits (a private file stays
+    private), if it is a regular file; a link is never followed, and nothing is written
+    through one: the copy is a new file."""
+    try:
+        if not stat.S_ISREG(os.lstat(src).st_mode):
+            return
+    except FileNotFoundError:
+        return
+    with os.fdopen(os.open(src, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as source:
+        mode = os.fstat(source.fileno()).st_mode
+        if not stat.S_ISREG(mode):  # changed since: a link now makes the open fail
+            return
+        with os.fdopen(os.open(os.path.join(folder, os.path.basename(src)), NEW, 0o600),
+                       "wb") as copy:
+            shutil.copyfileobj(source, copy)
+            os.fchmod(copy.fileno(), stat.S_IMODE(mode) & 0o777)
+            copy.flush()
+            os.fsync(copy.fileno())
+
+
+def entries(history, stem):
+    """stem's entries in history/ that the suite made: real folders, not links, named
+    <stem>.<stamp>[.n]; oldest first, by when each last changed (its ctime, which no one can set,
+    and which the suite's entries never change), not by a name anyone can choose."""
+    named = re.compile(re.escape(stem) + r"\." + STAMP + r"(\.\d{1,3})?")
+    found = []
+    for name in filter(named.fullmatch, os.listdir(history)):
+        with contextlib.suppress(OSError):
+            st = os.lstat(os.path.join(history, name))
+            if stat.S_ISDIR(st.st_mode):
+                found.append((st.st_ctime_ns, name))
+    return [os.path.join(history, name) for _, name in sorted(found)]
+
+
+def trim(history, stem):
+    """Keep stem's newest KEPT entries in history/, and remove the older ones it made; nothing
+    else there is ever removed. A failure to remove one leaves it for the next save."""
+    with contextlib.suppress(OSError):
+        for gone in entries(history, stem)[:-KEPT]:
+            shutil.rmtree(gone, ignore_errors=True)  # never follows a link, nor enters one
+
+
+def discard(keep):
+    """Remove an entry made for nothing, and history/ too if that leaves it empty."""
+    shutil.rmtree(keep, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(keep))
+
+
+def say_kept(stem, keep, facts, busy):
+    """Say where the earlier result went; warn if a busy machine's run replaced a quiet one's."""
+    date = "".join(c if c.isprintable() else "?" for c in str(facts.get("date") or "undated")[:19])
+    note(f"the earlier {stem} result, of {date}, is kept in {keep}/")
+    if busy and not facts.get("busy"):
         warn(f"this run, made while the machine was busy ({'; '.join(busy)}), replaces a "
-             f"{stem} result made on a quiet machine ({date[:19]}), kept in {keep}/")
+             f"{stem} result made on a quiet machine ({date}), kept in {keep}/")

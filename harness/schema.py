@@ -7,7 +7,7 @@ import math
 import os
 import stat
 
-READABLE = (1, 2, 3)  # the schema versions read; older layouts are brought to the newest
+READABLE = (1, 2, 3, 4)  # the schema versions read; older layouts are brought to the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
@@ -54,7 +54,11 @@ def check(data, script):
             and all(isinstance(w, str) for w in made["warnings"])):
         raise ValueError("has no usable 'made' (the suite's version, command and warnings)")
     check_machine(data.get("machine"))
-    check_tables(data.get("tables"))
+    if version >= 4:
+        check_records(data.get("records"))
+        check_sheets(data.get("sheets"))
+    else:
+        check_tables(data.get("tables"))
     for key, speeds in data.items():
         if key.split(" @")[0] == "roofs":
             check_speeds(speeds, key)
@@ -119,6 +123,44 @@ def check_tables(tables):
                 raise ValueError(f"has a table {name!r} whose {key} is not text")
 
 
+RECORDS_MAX, SAMPLES_MAX = 100_000, 100_000  # far beyond any run's; a file with more is not one
+RECORD = {"experiment": str, "keys": dict, "figure": str, "unit": str, "statistic": str,
+          "predicted": bool, "settings": dict}
+
+
+def check_records(found):
+    """Raise ValueError, naming the record, unless every record has its fields, its keys are
+    plain text or numbers, its value fits its unit, and its samples are finite numbers."""
+    if not isinstance(found, list) or len(found) > RECORDS_MAX:
+        raise ValueError("has no usable records")
+    for i, r in enumerate(found):
+        if not isinstance(r, dict):
+            raise ValueError(f"has record {i}, which is not an object")
+        for field, kind_ in RECORD.items():
+            if not isinstance(r.get(field), kind_):
+                raise ValueError(f"has record {i} without a usable {field!r}")
+        if not all(isinstance(k, str) and (isinstance(v, str) or number(v))
+                   for k, v in r["keys"].items()):
+            raise ValueError(f"has record {i} whose keys are not text or finite numbers")
+        if not cell(r["unit"], r.get("value")) or r.get("value") is None:
+            raise ValueError(f"has {r.get('value')!r:.40} in record {i} ({r['experiment']}: "
+                             f"{r['figure']}): not a {what(r['unit'])}")
+        runs = r.get("samples")
+        if runs is not None and not (isinstance(runs, list) and 0 < len(runs) <= SAMPLES_MAX
+                                     and all(number(x) for x in runs)):
+            raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) whose samples "
+                             f"are not finite numbers")
+
+
+def check_sheets(sheets):
+    """Raise ValueError unless every saved sheet's title, settings and printed text are text."""
+    if not isinstance(sheets, dict) or not all(
+            isinstance(t, dict) and all(isinstance(t.get(k, ""), str)
+                                        for k in ("title", "settings", "printed"))
+            for t in sheets.values()):
+        raise ValueError("has no usable sheets")
+
+
 def cell(unit, v):
     """A figure in a column of this unit: none (a figure not given, as the post leaves some),
     text or a number where there is no unit, else a finite number, above 0 for a time, a rate
@@ -181,10 +223,74 @@ OLD_FIGURES = {  # schema 1 and 2: which timing behind each figure, table by tab
 
 
 def upgrade(data):
-    """A result of an older schema in the newest layout: samples_s[row][header] = [[power,
-    samples]]. Older files kept one list of samples per row (or per figure, or per name)."""
-    if data["schema_version"] >= 3:
+    """A result of an older schema in the newest layout: records from its tables. Schema 1 and 2
+    kept one list of samples per row (or per figure, or per name); 3 kept samples_s[row][header]
+    = [[power, samples]]; all three named a figure by its header, which LEGACY maps."""
+    if data["schema_version"] >= 4:
         return data
+    if data["schema_version"] < 3:
+        samples_by_header(data)
+    found, sheets = [], {}
+    for name, t in data["tables"].items():
+        base, _, threads = name.partition(" @")
+        names = LEGACY.get(base, {})
+        sheets[name] = {"title": t.get("title") or TITLES.get(base, base), "settings": t.get("settings") or "",
+                        "printed": t.get("printed") or "", "columns": [
+                            {"figure": names.get(c["header"], c["header"]).lstrip("@"),
+                             "header": c["header"], "unit": c["unit"],
+                             "key": names.get(c["header"], "").startswith("@"),
+                             "compared": names.get(c["header"]) in COMPARED.get(base, ())}
+                            for c in t["columns"]]}
+        if base in LEGACY:
+            settings = {**legacy_settings(data), **({"threads": int(threads)} if threads else {})}
+            found += legacy_records(base, t, settings, bool(data.get("predicted")))
+    data = {k: v for k, v in data.items() if k != "tables"}
+    return {**data, "schema_version": 4, "records": found, "sheets": sheets}
+
+
+def legacy_settings(data):
+    s = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    return {k: v for k, v in s.items() if k in ("model", "threads", "runs", "notes", "typers",
+                                                 "question", "size", "matmul", "tokens",
+                                                 "quick") and not isinstance(v, dict)}
+
+
+def legacy_records(base, t, settings, predicted):
+    """The records of one old table, its headers read through LEGACY: {header: figure}, keys
+    marked by a leading '@'."""
+    names = LEGACY[base]
+    heads = [c["header"] for c in t["columns"]]
+    units = {c["header"]: c["unit"] for c in t["columns"]}
+    stat = {"best": "best", "middle": "median", "limit": "limit"}.get(
+        str(t.get("stat") or "middle").split(" ")[0], "median")
+    out = []
+    for i, row in enumerate(t["rows"]):
+        cells = dict(zip(heads, row))
+        keys = {names[h][1:]: v for h, v in cells.items() if names.get(h, "").startswith("@")}
+        for h, v in cells.items():
+            figure = names.get(h)
+            if figure is None or figure.startswith("@") or v is None:
+                continue
+            runs = legacy_samples(v, samples(t, i, h), stat)
+            out.append({"experiment": base, "keys": keys, "figure": figure, "unit": units[h],
+                        "statistic": stat if runs else "computed", "value": v,
+                        "samples": runs, "runs": len(runs) if runs else None,
+                        "predicted": predicted, "settings": settings})
+    return out
+
+
+def legacy_samples(value, parts, stat):
+    """An old figure's samples in its own unit, from its timings' seconds and powers."""
+    if not parts or len({len(s) for s, _ in parts}) != 1 or not number(value):
+        return None
+    pick = min if stat == "best" else lambda s: sorted(s)[len(s) // 2]
+    return [value * math.prod((s[i] / pick(s)) ** p for s, p in parts)
+            for i in range(len(parts[0][0]))]
+
+
+def samples_by_header(data):
+    """Schema 1 and 2's samples in schema 3's layout: samples_s[row][header] = [[power,
+    samples]]."""
     for name, t in data["tables"].items():
         old, base = t.get("samples_s"), name.split(" @")[0]
         if old is None:
@@ -197,7 +303,54 @@ def upgrade(data):
             t["samples_s"] = [OLD_FIGURES[base](old, i) if base in OLD_FIGURES else
                               {h: [[p, old[i]]] for h, p in per_row.items()}
                               for i in range(len(t["rows"]))]
-    return data
+
+
+TITLES = {"machine_speed": "The forklift and the workbench", "prefill": "Phase 1, reading (prefill)",
+          "decode": "Phase 2, typing (decode)", "collision": "When the two phases share a server",
+          "dial": "The chunk-size dial", "depth": "Beyond the post: how deep the notebooks are",
+          "summary": "Reading against typing, per token",
+          "check": "Every row against the machine's limits",
+          "breakdown": "Where each row's time goes",
+          "cube": "The slow road: h**3 against h*h*h, by sign"}  # the old files that kept none
+COMPARED = {"machine_speed": ("memory speed", "math speed", "balance", "tokens a trip needs"),
+            "prefill": ("time per token", "math speed"), "decode": ("step", "tokens per second"),
+            "collision": ("normal gap", "all at once gap", "chunked worst gap"),
+            "dial": ("first word", "worst gap"), "depth": ("step",), "summary": ("times cheaper",),
+            "check": ("x limit",), "breakdown": ("trip",), "cube": ("power", "product")}
+
+
+def same(*names):
+    return {n: n for n in names}
+
+
+LEGACY = {  # schemas 1 to 3: each table's headers, as the figures they showed ('@': a key)
+    "machine_speed": same("memory speed", "read", "read time", "math speed", "math",
+                          "math time", "balance", "tokens a trip needs"),
+    "prefill": {"prompt": "@prompt", "time ms": "time", "ms/token": "time per token",
+                "GFLOP/s": "math speed"},
+    "decode": {"users": "@users", "step ms": "step", "tokens/s": "tokens per second",
+               "GFLOP/s": "math speed", "MB read": "bytes read"},
+    "depth": {"users": "@users", "notes": "@notes", "step ms": "step",
+              "tokens/s": "tokens per second", "MB read": "bytes read",
+              "notes % of bytes": "notes share", "x limit": "x limit"},
+    "collision": {**same("typers", "question", "chunk", "steps"), "normal gap ms": "normal gap",
+                  "all at once gap ms": "all at once gap",
+                  "chunked worst gap ms": "chunked worst gap"},
+    "dial": {"chunk": "@chunk", "steps to read": "steps to read", "TTFT ms": "first word",
+             "gap median ms": "median gap", "worst gap ms": "worst gap",
+             "worst x normal": "worst x normal", "total ms": "total"},
+    "summary": {"reading ms/token": "reading per token", "at prompt": "at prompt",
+                "typing ms/token": "typing per token", "times cheaper": "times cheaper"},
+    "check": {"experiment": "@experiment", "row": "@row", "measured ms": "measured",
+              "limit ms": "limit", "bound by": "bound by", "x limit": "x limit"},
+    "breakdown": {"experiment": "@experiment", "row": "@row", "trip ms": "trip",
+                  "tables ms": "tables", "one call ms": "one call", "x one call": "x one call",
+                  "attention ms": "attention", "attention x limit": "attention x limit",
+                  "elementwise ms": "elementwise", "other ms": "other",
+                  "most excess": "most excess"},
+    "cube": {"numbers": "@numbers", "h**3 ms": "power", "h*h*h ms": "product", "ratio": "ratio",
+             "largest rel. diff": "largest relative difference"},
+}
 
 
 SPEEDS = {"bytes_per_s": (1e6, 1e15, "memory speed", "GB/s"),  # 1 MB/s to 1 PB/s

@@ -12,8 +12,10 @@ SAVED = "the results were saved just before"
 _now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None}  # the process's one state
 
 
-class Stopped(Exception):
-    """SIGINT or SIGTERM during a run; the run exits with 128 + the signal's number."""
+class Stopped(BaseException):
+    """SIGINT or SIGTERM during a run; the run exits with 128 + the signal's number. A stop is
+    not an error: like KeyboardInterrupt, no `except Exception`, the suite's or a library's,
+    can swallow it (and with it every later signal, as the first one sets "stopping")."""
 
     def __init__(self, signum):
         super().__init__(STOPS[signum])

@@ -1,14 +1,15 @@
 """The post's claims: every rule on hand-made figures, one case that holds and one that does not;
 the post's own figures satisfy the post's claims; and the report holds every full run's table."""
+import dataclasses
 import json
 import os
 import shutil
 
 import pytest
 
-from harness import claims, report, schema
+from harness import claims, records, report, schema
 from conftest import ROOT
-from harness.printers import Sheet, entry
+from harness.printers import Sheet, col
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -16,32 +17,33 @@ ROOFS = {"bytes_per_s": 12.0e9, "flops_per_s": 120.9e9}  # the post's machine
 
 
 def the_posts_figures():
-    """The post's tables as its scripts would save them; what the post printed only in words
+    """The post's records as its scripts would save them; what the post printed only in words
     (the summary, the check table's bounds, the dial's ends) filled in from its text."""
-    tables = {}
+    found = []
     for script in ("machine_speed", "two_phases", "cube_bug"):
-        tables.update(schema.load(os.path.join(POST, script + ".json"), script)["tables"])
-    extra = [Sheet("summary", [("reading ms/token", "ms", ""), ("at prompt", "tokens", ""),
-                               ("typing ms/token", "ms", ""), ("times cheaper", "x", "")],
-                   [[2.84, 256, 37.5, 13.2]]),
-             Sheet("check", [("experiment", "", "s"), ("row", "", "s"), ("bound by", "", "s")],
-                   [["prefill", "256 tokens", "workbench"], ["prefill", "1024 tokens",
-                                                             "workbench"]]),
-             Sheet("dial", [("chunk", "tokens", ""), ("TTFT ms", "ms", ""),
-                            ("worst gap ms", "ms", "")],
-                   [[128, 5400.0, 671.2], [1024, 4723.0, 4723.0]])]
-    return {**tables, **{s.name: entry(s) for s in extra}}
+        found += schema.load(os.path.join(POST, script + ".json"), script)["records"]
+    extra = [Sheet("summary", [col("times cheaper", "times cheaper", "x", ".1f")],
+                   [{"times cheaper": 13.2}]),
+             Sheet("check", [col("experiment", "experiment", "", "s", key=True),
+                             col("row", "row", "", "s", key=True),
+                             col("bound by", "bound by", "", "s")],
+                   [{"experiment": "prefill", "row": "256 tokens", "bound by": "workbench"},
+                    {"experiment": "prefill", "row": "1024 tokens", "bound by": "workbench"}]),
+             Sheet("dial", [col("chunk", "chunk", "tokens", "d", key=True),
+                            col("first word", "TTFT ms", "ms", ".1f"),
+                            col("worst gap", "worst gap ms", "ms", ".1f")],
+                   [{"chunk": 128, "first word": 5400.0, "worst gap": 671.2},
+                    {"chunk": 1024, "first word": 4723.0, "worst gap": 4723.0}])]
+    return found + [r for sheet in extra for r in records.of(sheet, {})]
 
 
 def changed(*cells):
-    """The post's figures with these cells changed: (sheet, column, row key, value) each."""
-    tables = json.loads(json.dumps(the_posts_figures()))
-    for sheet, column, key, value in zip(*[iter(cells)] * 4):
-        t = tables[sheet]
-        heads = [c["header"] for c in t["columns"]]
-        row = next(r for r in t["rows"] if key is None or r[:len(key)] == list(key))
-        row[heads.index(column)] = value
-    return tables
+    """The post's records with these figures changed: (experiment, figure, keys, value) each."""
+    found = json.loads(json.dumps(the_posts_figures()))
+    for experiment, figure, keys, value in zip(*[iter(cells)] * 4):
+        r = next(r for r in found if records.matches(r, experiment, figure, keys or {}))
+        r["value"] = value
+    return found
 
 
 def verdict(tables, says, settings=None):
@@ -62,27 +64,28 @@ def test_the_posts_own_figures_satisfy_every_claim():
 FAILS = [  # (the claim, as the post says it), then one figure changed so that it no longer holds
     ("The workbench outpaces the forklift", ("machine_speed", "balance", None, 0.5)),
     ("A trip needs about 20 tokens", ("machine_speed", "tokens a trip needs", None, 300)),
-    ("A 1-token question costs about", ("prefill", "time ms", [1], 100.0)),
-    ("At 64 to 256 tokens each token costs under 3 ms", ("prefill", "ms/token", [256], 3.5)),
-    ("... running at about half", ("prefill", "GFLOP/s", [64], 20.0, "prefill", "GFLOP/s",
-                                   [256], 21.0)),
-    ("At 1,024 tokens each token costs more", ("prefill", "ms/token", [1024], 2.0)),
-    ("Reading is stuck on the workbench", ("check", "bound by", ["prefill", "256 tokens"],
-                                           "forklift")),
-    ("One typing user uses under 4%", ("decode", "GFLOP/s", [1], 10.0)),
-    ("More than 80% of the typing time", ("decode", "step ms", [1], 100.0)),
-    ("Batching 16 users gives about 3.7x", ("decode", "tokens/s", [16], 30.0)),
-    ("... and 64 users about 5.2x", ("decode", "tokens/s", [64], 40.0)),
-    ("Each user's gap between words grows", ("decode", "step ms", [16], 50.0)),
-    ("At 64 users the notebooks outweigh", ("decode", "MB read", [64], 400)),
-    ("Reading a long question at once freezes", ("collision", "all at once gap ms", None,
-                                                 500.0)),
-    ("Chunks of 128 give 8 small bumps", ("collision", "chunked worst gap ms", None, 5000.0)),
-    ("The chunk size is a dial", ("dial", "TTFT ms", [128], 4000.0)),
+    ("A 1-token question costs about", ("prefill", "time", {"prompt": 1}, 100.0)),
+    ("At 64 to 256 tokens each token costs under 3 ms",
+     ("prefill", "time per token", {"prompt": 256}, 3.5)),
+    ("... running at about half", ("prefill", "math speed", {"prompt": 64}, 20.0,
+                                   "prefill", "math speed", {"prompt": 256}, 21.0)),
+    ("At 1,024 tokens each token costs more",
+     ("prefill", "time per token", {"prompt": 1024}, 2.0)),
+    ("Reading is stuck on the workbench",
+     ("check", "bound by", {"experiment": "prefill", "row": "256 tokens"}, "forklift")),
+    ("One typing user uses under 4%", ("decode", "math speed", {"users": 1}, 10.0)),
+    ("More than 80% of the typing time", ("decode", "step", {"users": 1}, 100.0)),
+    ("Batching 16 users gives about 3.7x", ("decode", "tokens per second", {"users": 16}, 30.0)),
+    ("... and 64 users about 5.2x", ("decode", "tokens per second", {"users": 64}, 40.0)),
+    ("Each user's gap between words grows", ("decode", "step", {"users": 16}, 50.0)),
+    ("At 64 users the notebooks outweigh", ("decode", "bytes read", {"users": 64}, 400)),
+    ("Reading a long question at once freezes", ("collision", "all at once gap", None, 500.0)),
+    ("Chunks of 128 give 8 small bumps", ("collision", "chunked worst gap", None, 5000.0)),
+    ("The chunk size is a dial", ("dial", "first word", {"chunk": 128}, 4000.0)),
     ("Reading is about 14 times cheaper", ("summary", "times cheaper", None, 3.0)),
-    ("h**3 is about 2x slower", ("cube", "ratio", ["all positive"], 9)),
-    ("... about 109x on negative numbers", ("cube", "ratio", ["all negative"], 500)),
-    ("... about 55x on a real mix", ("cube", "ratio", ["mixed (real)"], 5)),
+    ("h**3 is about 2x slower", ("cube", "ratio", {"numbers": "all positive"}, 9)),
+    ("... about 109x on negative numbers", ("cube", "ratio", {"numbers": "all negative"}, 500)),
+    ("... about 55x on a real mix", ("cube", "ratio", {"numbers": "mixed (real)"}, 5)),
 ]
 
 
@@ -99,15 +102,14 @@ def test_every_claim_is_tried_both_ways():
 
 
 def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables():
-    tables = changed("decode", "step ms", [1], 100.0)
-    tables["check"]["rows"].append(["decode", "1 user", "forklift"])
-    tables["check"]["columns"].append({"header": "x limit", "unit": "x"})
-    for row in tables["check"]["rows"]:
-        row.append(3.1)
-    tables["breakdown"] = entry(Sheet("breakdown", [("experiment", "", "s"), ("row", "", "s"),
-                                                    ("most excess", "", "s")],
-                                      [["decode", "1 user", "attention +12.0 ms"]]))
-    c, here, said, why = verdict(tables, "More than 80% of the typing time is the forklift")
+    found = changed("decode", "step", {"users": 1}, 100.0)
+    keys = [col("experiment", "experiment", "", "s", key=True), col("row", "row", "", "s", key=True)]
+    found += records.of(Sheet("check", [*keys, col("x limit", "x limit", "x", ".2f")],
+                              [{"experiment": "decode", "row": "1 user", "x limit": 3.1}]), {})
+    found += records.of(Sheet("breakdown", [*keys, col("most excess", "most excess", "", "s")],
+                              [{"experiment": "decode", "row": "1 user",
+                                "most excess": "attention +12.0 ms"}]), {})
+    c, here, said, why = verdict(found, "More than 80% of the typing time is the forklift")
     assert said == claims.FAILS and here == "31%"
     assert why == "decode 1 user: 3.10x its limit, most excess attention +12.0 ms"
 
@@ -116,10 +118,20 @@ def test_a_claim_measured_with_other_settings_or_within_the_noise_cannot_be_told
     says = "Each user's gap between words grows with the batch"
     c, _, said, why = verdict(the_posts_figures(), says, {"model": "small", "notes": 128})
     assert said == claims.UNKNOWN and why == "the post measured it with --notes 512"
-    tables = the_posts_figures()  # 16 users' runs spread over 4 users' step
-    tables["decode"]["samples_s"] = [{} for _ in tables["decode"]["rows"]]
-    tables["decode"]["samples_s"][1] = {"step ms": [[1, [0.05, 0.0853, 0.2]]]}
-    assert verdict(tables, says)[2] == claims.UNKNOWN
+    found = the_posts_figures()  # 16 users' runs spread over 4 users' step
+    step = next(r for r in found if records.matches(r, "decode", "step", {"users": 4}))
+    step["samples"] = [50.0, 85.3, 200.0]
+    assert verdict(found, says)[2] == claims.UNKNOWN
+
+
+def test_a_judge_that_meets_a_bug_raises_and_only_an_absent_figure_is_not_measured(monkeypatch):
+    found = [r for r in the_posts_figures() if r["experiment"] != "summary"]
+    c, here, said, why = verdict(found, "Reading is about 14 times cheaper per token than typing")
+    assert said == claims.UNKNOWN and why.startswith("not measured here (summary")
+    broken = [dataclasses.replace(c, judge=lambda t, r: 1 / 0) for c in claims.CLAIMS]
+    monkeypatch.setattr(claims, "CLAIMS", broken)
+    with pytest.raises(ZeroDivisionError):
+        claims.verdicts(found, ROOFS, ("two_phases",))
 
 
 # ---- the report
@@ -128,12 +140,14 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
     box = tmp_path / "box"
     shutil.copytree(SHIPPED, box)
     quick = json.load(open(box / "cube_bug.json"))
-    quick["quick"], quick["tables"]["cube"]["title"] = True, "A QUICK RUN'S TABLE"
+    quick["quick"], quick["sheets"]["cube"]["title"] = True, "A QUICK RUN'S TABLE"
     (box / "cube_bug.quick.json").write_text(json.dumps(quick))
     report.update(str(box))
     text = (box / "report.md").read_text()
     for script in ("machine_speed", "two_phases", "cube_bug"):
-        for name, t in json.load(open(box / f"{script}.json"))["tables"].items():
+        for name, t in json.load(open(box / f"{script}.json"))["sheets"].items():
+            if name == "claims":
+                continue
             assert f"### {t.get('title') or name}" in text, name
     assert "QUICK" not in text and "## The post's claims on this machine" in text
     assert text.count("| holds ") + text.count("| does not hold ") + text.count(

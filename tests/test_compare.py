@@ -12,6 +12,7 @@ import pytest
 
 import compare
 import model
+from harness import schema
 from conftest import ROOT, script
 
 ROOT_PATH = pathlib.Path(ROOT)
@@ -87,7 +88,8 @@ def test_figures_side_by_side_each_ratio_one_way(machines):
 def test_a_row_missing_on_one_machine_is_blank(machines):
     names = ["a", "b"]
     found = [compare.read_machine(str(machines / n), []) for n in names]
-    headers, rows = compare.comparison(names, found, compare.SECTIONS[2], 5)
+    decode = next(s for s in compare.sections(found) if s[0] == "decode")
+    headers, rows = compare.comparison(names, found, decode, 5)
     assert headers == ["figure", "unit", "a", "b", "b vs a"]
     assert next(r for r in rows if r[0] == "users 64: step ms") == [
         "users 64: step ms", "ms", 400.0, None, None]
@@ -133,8 +135,9 @@ def test_the_shipped_references_compare_by_name_out_of_the_box():
     for title in ("The forklift and the workbench", "The machines' limits, every measurement",
                   "Phase 1, reading (prefill)", "Phase 2, typing (decode)",
                   "When the two phases share a server", "The chunk-size dial",
-                  "How deep the notebooks are", "Every row against its limit",
-                  "Where the time goes", "The slow road"):
+                  "Beyond the post: how deep the notebooks are",
+                  "Every row against the machine's limits", "Where each row's time goes",
+                  "The slow road"):
         assert f"\n{title}" in r.stdout, title
     dial = line_of(r.stdout, "chunk 128: worst gap ms")  # the post has no dial: held to amd's
     assert dial.endswith("(vs amd-epyc-2c)") and ("faster" in dial or "slower" in dial)
@@ -144,7 +147,9 @@ def test_the_shipped_references_compare_by_name_out_of_the_box():
 
 def test_the_posts_figures_agree_with_the_models_accounting():
     data = json.load(open(os.path.join(ROOT, "references", "post", "two_phases.json")))
-    mb = {row[0]: row[4] for row in data["tables"]["decode"]["rows"]}
+    mb = {r["keys"]["users"]: r["value"] for r in data["records"]
+          if r["experiment"] == "decode" and r["figure"] == "bytes read"}
+    assert sorted(mb) == [1, 4, 16, 64]
     for users, published in mb.items():
         assert round(model.bytes_read(model.SIZES["small"], [(512, 1)] * users) / 1e6) == published
 
@@ -165,7 +170,7 @@ def test_the_breakdown_is_one_line_per_row(tmp_path):
         [["decode", "1 user", 10.0, 6.0, 3.0, 0.5, 0.5, "attention +1.0 ms"]])))
     r = run(str(a), str(b))
     assert r.returncode == 0, r.stderr
-    section = r.stdout.split("Where the time goes")[1].split("\n\n")[0].splitlines()[2:]
+    section = r.stdout.split("Where each row's time goes")[1].split("\n\n")[0].splitlines()[2:]
     assert len(section) == 2  # one line per row
     assert section[0].split("  ")[0] == "decode 1 user: trip ms"
     assert "20.0 = 15.0 + 4.0 + 0.5 + 0.5; most excess the BLAS +3.0 ms" in section[0]
@@ -206,18 +211,12 @@ def scaled(folder, factor, to):
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
             continue
-        data = json.load(open(os.path.join(folder, name)))
-        for t in data["tables"].values():
-            if "samples_s" not in t:
-                continue
-            t["samples_s"] = json.loads(json.dumps(t["samples_s"]), parse_float=lambda s: float(s)
-                                        * factor)
-            for row in t["rows"]:
-                for i, c in enumerate(t["columns"]):
-                    if compare.kind(c["unit"]) == "time":
-                        row[i] *= factor
-                    elif compare.kind(c["unit"]) == "rate":
-                        row[i] /= factor
+        data = schema.load(os.path.join(folder, name), name.split(".")[0])
+        for r in data["records"]:
+            power = {"time": 1, "rate": -1}.get(compare.kind(r["unit"]), 0)
+            if power and r["samples"]:
+                r["value"] *= factor ** power
+                r["samples"] = [x * factor ** power for x in r["samples"]]
         write(to, name, data)
 
 
@@ -236,7 +235,7 @@ def verdicts(stdout, title):
 
 
 TIMED = ("Phase 1, reading (prefill)", "Phase 2, typing (decode)",
-         "When the two phases share a server", "The slow road: h**3 against h*h*h")
+         "When the two phases share a server", "The slow road: h**3 against h*h*h, by sign")
 
 
 def test_the_same_samples_are_within_the_noise(tmp_path):
@@ -307,12 +306,12 @@ def test_unknown_exports_and_the_old_out_are_one_line(flags):
 
 
 def parsed(fmt, text):
-    """An export read back with the csv or json module: every row, with its table's name."""
+    """An export read back with the csv or json module: every row, a dict of its fields."""
     if fmt == "csv":
         return list(csv.DictReader(io.StringIO(text)))
     if fmt == "jsonl":
         return [json.loads(line) for line in text.splitlines()]
-    return [dict(row, table=t) for t, body in json.loads(text)["tables"].items() for row in body]
+    return json.loads(text)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "jsonl"])
@@ -320,9 +319,14 @@ def test_each_export_parses_and_holds_every_row(machines, fmt):
     r = run(str(machines / "a"), str(machines / "b"), "--export", fmt)
     assert r.returncode == 0, r.stderr
     rows = parsed(fmt, r.stdout)
-    step = next(row for row in rows if row.get("figure") == "users 1: step ms")
-    assert float(step["a"]) == 40.0 and step["b vs a"] == "2.00x faster"
-    assert {row.get("figure") for row in rows} >= {"memory speed", "users 64: step ms"}
+    step = next(row for row in rows if row["figure"] == "step" and row["row"] == "users 1"
+                and row["machine"] == "b")
+    assert float(step["value"]) == 20.0 and step["reference"] == "a"
+    assert float(step["ratio"]) == 2.0 and step["verdict"] == "faster"
+    assert float(step["low"]) <= 2.0 <= float(step["high"])
+    assert {(row["section"], row["figure"]) for row in rows} >= {
+        ("machine_speed", "memory speed"), ("decode", "step"), ("decode", "tokens per second")}
+    assert len({row["machine line"] for row in rows}) == 2
 
 
 # ---- keeping everything: history, the shipped references, exports of a run
@@ -358,10 +362,12 @@ def test_a_run_exports_every_row_instead_of_its_tables(tmp_path, fmt):
     assert r.returncode == 0, r.stderr
     saved = json.loads((tmp_path / "p" / "two_phases.json").read_text())
     rows = parsed(fmt, r.stdout)
-    for name, t in saved["tables"].items():
-        mine = [row for row in rows if row["table"] == name]
-        assert len(mine) == len(t["rows"]), name
-    prefill = [row for row in rows if row["table"] == "prefill"]
-    assert float(prefill[3]["time ms"]) == saved["tables"]["prefill"]["rows"][3][1]  # unrounded
-    assert "prompt (tokens)" in prefill[0]  # every header says its unit
+    assert len(rows) == len(saved["records"])  # one row per figure
+    prefill = [row for row in rows if row["experiment"] == "prefill" and row["figure"] == "time"]
+    record = next(x for x in saved["records"] if x["experiment"] == "prefill"
+                  and x["figure"] == "time" and x["keys"]["prompt"] == 256)
+    mine = next(row for row in prefill if int(row["prompt"]) == 256)
+    assert float(mine["value"]) == record["value"] and mine["unit"] == "ms"  # unrounded
+    assert str(mine["predicted"]) in ("True", "true") and mine["statistic"] == "limit"
+    assert "machine" in mine and "predicted" in mine["machine"]  # not this machine's line
     assert "prompt  time ms" in (tmp_path / "p" / "two_phases.txt").read_text()  # saved as ever

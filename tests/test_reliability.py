@@ -14,7 +14,8 @@ import machine_speed
 import two_phases
 from harness import cli, machine, results, timing
 from conftest import ROOT, python, script, started
-from harness.printers import Picture, Sheet
+from harness.printers import Picture, Sheet, col
+from harness.records import timed
 
 
 def one_line(r, code, *words):
@@ -27,8 +28,8 @@ def one_line(r, code, *words):
 
 def demo(args, facts):
     t = timing.measure(lambda: None, 3)
-    yield Sheet("demo", [("n", "", "d"), ("time ms", "ms", ".3f")], [[1, t.seconds * 1e3]],
-                [{1: [(1, t)]}], timed=(1,))
+    yield Sheet("demo", [col("n", "n", "", "d"), col("time", "time ms", "ms", ".3f")],
+                [{"n": 1, "time": timed(t.seconds * 1e3, t)}], timed=("time",))
 
 
 def args_for(tmp_path, *flags):
@@ -130,7 +131,7 @@ def test_a_second_run_waits_for_the_first_to_finish_saving(tmp_path):
 def numbered(n):
     """A run whose table holds its number n."""
     def body(args, facts):
-        yield Sheet("demo", [("run", "", "d")], [[n]])
+        yield Sheet("demo", [col("run", "run", "", "d")], [{"run": n}])
     return body
 
 
@@ -145,7 +146,7 @@ def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, cap
     monkeypatch.setattr(results.os, "replace", replace)
     assert cli.run("demo", args_for(tmp_path), numbered(2)) == 130
     files = saved(tmp_path)
-    assert json.loads(files["demo.json"])["tables"]["demo"]["rows"] == [[2]]
+    assert [r["value"] for r in json.loads(files["demo.json"])["records"]] == [2]
     assert files["demo.txt"].splitlines()[1:3] == ["run", "  2"]  # the same run's, whole
     assert "interrupted: the results were saved just before" in capsys.readouterr().err
 
@@ -231,15 +232,22 @@ def test_a_failed_save_leaves_no_empty_folder(tmp_path, monkeypatch):
 
 # ---- 6. another run measuring on the same machine
 
+def own_temp(tmp_path):
+    """The environment of a run whose machine-wide mark is its own (TMPDIR), not the one that
+    another run of the suite on this machine may hold."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+
+
 def test_a_run_says_when_another_is_measuring(tmp_path):
     import fcntl
-    import tempfile
-    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{os.getuid()}.lock")
+    env = own_temp(tmp_path)
+    path = os.path.join(env["TMPDIR"], f"prefill-vs-decode-{os.getuid()}.lock")
     mark = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(mark, fcntl.LOCK_SH)  # another run is measuring
     try:
         r = script("cube_bug.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label",
-                   "box")
+                   "box", env=env)
     finally:
         os.close(mark)
     assert r.returncode == 0
@@ -250,7 +258,7 @@ def test_a_run_says_when_another_is_measuring(tmp_path):
 
 
 def test_a_quiet_machine_is_not_called_busy(tmp_path):
-    r = script("cube_bug.py", "--quick", "--runs", "1", "--no-save")
+    r = script("cube_bug.py", "--quick", "--runs", "1", "--no-save", env=own_temp(tmp_path))
     assert "BUSY: another run" not in r.stdout and "load" in r.stdout.splitlines()[0]
 
 

@@ -1,0 +1,130 @@
+"""Records: the saved form of a run, one record per figure, in the spirit of llama-bench's jsonl.
+A record holds the experiment, the row's keys, the figure's name, unit and statistic, its value,
+its samples (one per counted run, in the figure's own unit) and the settings it ran with. The
+printed sheets are made from the same rows; every reader (claims, pictures, compare, the report,
+the exports) reads records, never a printed cell.
+
+    {"experiment": "decode", "keys": {"users": 4}, "figure": "step", "unit": "ms",
+     "statistic": "median", "value": 33.6, "samples": [33.1, ...], "runs": 5,
+     "predicted": false, "settings": {"model": "small", "notes": 512, "threads": 2, ...}}
+"""
+import dataclasses
+import math
+
+KEYS = "keys"  # a sheet row's entry for keys it does not print (the check's row of prefill...)
+STATISTIC = {"middle": "median", "best": "best", "limit": "limit"}  # Timing.stat, as saved
+COMPUTED = "computed"  # a figure with no timing behind it: a count, the accounting, a ratio given
+SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "attention",
+            "blocks", "paths", "size", "matmul", "tokens", "quick", "predict", "roofs_source")
+#           the flags (and the chosen paths) a record keeps: what makes two figures alike
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A figure and the timings behind it, which never part: value is the product of each
+    timing's seconds to its power (1 for a time, -1 for a rate), times a constant."""
+    value: float
+    parts: tuple  # ((power, Timing), ...)
+
+    @property
+    def timing(self):
+        """The first timing behind it: its statistic and run count name the figure's."""
+        return self.parts[0][1]
+
+
+def timed(value, t, power=1):
+    """A figure of one timing: a time (power 1) or a rate (power -1)."""
+    return Measured(value, ((power, t),))
+
+
+def value(v):
+    """A row's entry as a plain number or text, whether measured or not."""
+    v = v.value if isinstance(v, Measured) else v
+    return v.item() if hasattr(v, "item") else v
+
+
+def samples(m):
+    """The figure in each counted run, in its own unit: the value scaled by how far each run's
+    timings sit from the statistic they were summed up by. None where runs do not pair up."""
+    counts = {len(t.samples) for _, t in m.parts}
+    if len(counts) != 1 or any(t.seconds <= 0 for _, t in m.parts):
+        return None
+    return [value(m) * math.prod((t.samples[i] / t.seconds) ** p for p, t in m.parts)
+            for i in range(counts.pop())]
+
+
+def of(sheet, settings, predicted=False):
+    """The records of a sheet's rows: one per figure that is not a key and not empty."""
+    out = []
+    for row in sheet.rows:
+        keys = {c.figure: value(row[c.figure]) for c in sheet.columns if c.key}
+        keys.update(row.get(KEYS, {}))
+        for c in sheet.columns:
+            v = row.get(c.figure)
+            if c.key or v is None:
+                continue
+            measured = isinstance(v, Measured)
+            runs = samples(v) if measured else None
+            out.append({"experiment": sheet.name, "keys": dict(keys), "figure": c.figure,
+                        "unit": c.unit,
+                        "statistic": STATISTIC[v.timing.stat] if measured else COMPUTED,
+                        "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
+                        "predicted": predicted, "settings": settings})
+    return out
+
+
+def settings_of(args, **more):
+    """The settings a run's records keep, from its flags."""
+    flags = {k: v for k, v in vars(args).items() if k in SETTINGS}
+    return {**{k: list(v) if isinstance(v, tuple) else v for k, v in flags.items()}, **more}
+
+
+class Missing(LookupError):
+    """A figure that is not among the records: not run, or run with other settings."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """A figure as a judge reads it: its value, and the range its counted runs spanned (lo = hi
+    = value where no samples were kept)."""
+    value: float
+    lo: float
+    hi: float
+    record: dict
+
+    @property
+    def spread(self):
+        return self.hi / self.lo if self.lo > 0 else math.inf
+
+
+def matches(record, experiment, figure, keys):
+    return (record["experiment"] == experiment and record["figure"] == figure
+            and all(record["keys"].get(k) == v for k, v in keys.items()))
+
+
+def find(records, experiment, figure, /, **keys):
+    """The one record of this experiment and figure whose keys include `keys`: -> Figure; raise
+    Missing where there is none."""
+    found = [r for r in records if matches(r, experiment, figure, keys)]
+    if not found:
+        said = " ".join(f"{k} {v}" for k, v in keys.items())
+        raise Missing(f"{experiment}: {figure}" + (f" at {said}" if said else ""))
+    r = found[0]
+    runs = r.get("samples") or [r["value"]]
+    if isinstance(r["value"], str):
+        return Figure(r["value"], r["value"], r["value"], r)
+    return Figure(r["value"], min(min(runs), r["value"]), max(max(runs), r["value"]), r)
+
+
+def rows(records, experiment):
+    """{keys as a tuple of items: {figure: value}} of one experiment, in the order saved."""
+    out = {}
+    for r in records:
+        if r["experiment"] == experiment:
+            out.setdefault(tuple(r["keys"].items()), {})[r["figure"]] = r["value"]
+    return out
+
+
+def label(keys):
+    """A row's keys in words: 'prompt 256', 'users 16 notes 512'; a text key as it is."""
+    return " ".join(str(v) if isinstance(v, str) else f"{k} {v}" for k, v in keys.items())

@@ -1,0 +1,305 @@
+"""What a hostile probe planted where the suite saves (issue 26): links where it writes, names it
+would take, dates too long for a folder name, leftovers, a signal in a run's first fraction of a
+second. A run writes only regular files it made, in its own folder and its history, never
+through a link; each refusal is one line, exit 2 before measuring."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from harness import machine, results, stopping
+from conftest import ROOT, script
+
+PREDICT = ["--predict", "--forklift", "10", "--workbench", "100"]  # saves in under a second
+STEM = "two_phases"
+
+
+def predict(out, label="box"):
+    return script("two_phases.py", *PREDICT, "--out", str(out), "--label", label)
+
+
+def one_line(r, code, *words):
+    """The process said one line on stderr, with these words, and no traceback."""
+    assert r.returncode == code, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def snapshot(folder):
+    """Everything under folder, links not followed: {path: bytes, link target or 'folder'}."""
+    seen = {}
+    for d, folders, names in os.walk(folder):
+        for n in folders + names:
+            p = os.path.join(d, n)
+            seen[p] = (os.readlink(p) if os.path.islink(p) else "folder" if os.path.isdir(p)
+                       else open(p, "rb").read())
+    return seen
+
+
+def saved_date(box):
+    return json.loads((box / f"{STEM}.json").read_text())["machine"]["date"]
+
+
+def entries(box):
+    return sorted(p.name for p in (box / results.HISTORY).iterdir())
+
+
+def result(date):
+    """The files of a result of STEM made at `date`, as results.save takes them."""
+    return results.files(STEM, {"machine": {"date": date}}, [date], {}, quick=False)
+
+
+# ---- 1. history/ that is a link (or not a folder): refused before measuring, nothing touched
+
+@pytest.mark.parametrize("plant", ["link", "file"])
+def test_a_history_that_is_not_the_suites_folder_is_refused_before_measuring(tmp_path, plant):
+    v = tmp_path / "v"
+    for i in range(1, 12):
+        (v / f"{STEM}.20{i:02}-x").mkdir(parents=True)
+    assert predict(tmp_path / "r").returncode == 0
+    box = tmp_path / "r" / "box"
+    if plant == "link":
+        (box / results.HISTORY).symlink_to(v)
+    else:
+        (box / results.HISTORY).write_text("not a folder")
+    before = snapshot(tmp_path)
+    r = predict(tmp_path / "r")
+    one_line(r, 2, "--out", f"{results.HISTORY} is a link or not a folder")
+    assert r.stdout == "" and snapshot(tmp_path) == before
+
+
+# ---- 2. a link planted at history/<stem>.<date>: never written through
+
+def test_a_link_planted_where_the_history_entry_goes_is_never_written_through(tmp_path):
+    assert predict(tmp_path / "r").returncode == 0
+    box = tmp_path / "r" / "box"
+    earlier = (box / f"{STEM}.json").read_bytes()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{STEM}.json").write_text("the user's own file")
+    (elsewhere / ".tmp-w").write_text("the user's own temp file")
+    planted = box / results.HISTORY / f"{STEM}.{results.stamp(saved_date(box))}"
+    planted.parent.mkdir()
+    planted.symlink_to(elsewhere)
+    before = snapshot(elsewhere)
+    r = predict(tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+    assert snapshot(elsewhere) == before and planted.is_symlink()
+    kept = [p for p in planted.parent.iterdir() if not p.is_symlink()]
+    assert len(kept) == 1 and (kept[0] / f"{STEM}.json").read_bytes() == earlier
+    assert sorted(p.name for p in kept[0].iterdir()) == [f"{STEM}.json", f"{STEM}.txt"]
+
+
+# ---- 3. a result file that is a link to a private file: refused, never copied
+
+def test_a_result_file_that_is_a_link_is_refused_before_measuring(tmp_path):
+    assert predict(tmp_path / "r").returncode == 0
+    box = tmp_path / "r" / "box"
+    private = tmp_path / "private.json"
+    private.write_text(json.dumps({"machine": {"date": "2026-01-01"}, "secret": 1}))
+    private.chmod(0o600)
+    (box / f"{STEM}.json").unlink()
+    (box / f"{STEM}.json").symlink_to(private)
+    r = predict(tmp_path / "r")
+    one_line(r, 2, "--out", "is a link, not a file")
+    assert not (box / results.HISTORY).exists()
+
+
+def test_history_copies_only_regular_files_and_keeps_their_permissions(tmp_path):
+    """Past the check before measuring (a link made while the run measured): the link is not
+    followed into history, and a private result stays private there."""
+    private = tmp_path / "private.txt"
+    private.write_text("secret")
+    private.chmod(0o600)
+    assert results.save(str(tmp_path / "box"), result("2026-01-01T00:00:00")) == 0
+    (tmp_path / "box" / f"{STEM}.json").chmod(0o600)
+    (tmp_path / "box" / f"{STEM}.txt").unlink()
+    (tmp_path / "box" / f"{STEM}.txt").symlink_to(private)
+    assert results.save(str(tmp_path / "box"), result("2026-01-02T00:00:00"), STEM) == 0
+    [kept] = (tmp_path / "box" / results.HISTORY).iterdir()
+    assert [p.name for p in kept.iterdir()] == [f"{STEM}.json"]
+    assert (kept / f"{STEM}.json").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "box" / f"{STEM}.txt").is_symlink() and private.read_text() == "secret"
+
+
+# ---- 4. the machine-wide mark: never through a link, only this user's regular file
+
+def test_a_machine_mark_that_is_a_link_is_never_followed(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / f"prefill-vs-decode-{os.getuid()}.lock").symlink_to(tmp_path / "made")
+    r = script("cube_bug.py", "--quick", "--runs", "1", "--no-save",
+               env={**os.environ, "TMPDIR": str(tmp_path / "t")})
+    assert r.returncode == 0 and not os.path.lexists(tmp_path / "made"), r.stderr
+    assert [line for line in r.stderr.splitlines() if "machine-wide mark" in line] == [
+        f"warning: the machine-wide mark {tmp_path}/t/prefill-vs-decode-{os.getuid()}.lock "
+        "cannot be used (a link): this run goes without it, and cannot see another run of this "
+        "suite measuring, nor be seen"]
+
+
+@pytest.mark.parametrize("plant", ["a folder", "another user's file"])
+def test_a_machine_mark_that_is_not_this_users_file_is_not_used(tmp_path, monkeypatch, capsys,
+                                                               plant):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(machine, "cores_busy_now", lambda seconds=0.2: 0.0)
+    mark = tmp_path / os.path.basename(machine.mark_path())
+    if plant == "a folder":
+        mark.mkdir()
+    elif os.geteuid() == 0:  # only root can give a file away
+        mark.write_text("")
+        os.chown(mark, 1, 1)
+    else:
+        pytest.skip("only root can make a file another user's")
+    with machine.measuring() as busy:
+        assert busy == []
+    assert "cannot be used (" in capsys.readouterr().err
+
+
+# ---- 5. the shipped references/ folder itself, not only inside it
+
+@pytest.mark.parametrize("out,label", [(ROOT, "references"), ("{t}", "refs")],
+                         ids=["references itself", "a link to it"])
+def test_saving_into_the_references_folder_itself_is_refused(tmp_path, out, label):
+    os.symlink(os.path.join(ROOT, "references"), tmp_path / "refs")
+    before = snapshot(os.path.join(ROOT, "references"))
+    one_line(predict(out.format(t=tmp_path), label), 2, "--out", "shipped reference results")
+    assert snapshot(os.path.join(ROOT, "references")) == before
+
+
+# ---- 6. a signal in the first fraction of a second: the load probe
+
+SLOW_PROBE = ("import runpy, sys\nfrom harness import machine\n"
+              "real = machine.cores_busy_now\n"
+              "def probe(seconds=0.2):\n"
+              "    print('probing', flush=True)\n"
+              "    return real(5)\n"
+              "machine.cores_busy_now = probe\n"
+              "sys.argv = ['cube_bug.py', '--quick', '--runs', '1', '--out', sys.argv[1]]\n"
+              "runpy.run_path('cube_bug.py', run_name='__main__')\n")
+
+
+@pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"),
+                                              (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_during_the_load_probe_stops_the_run(tmp_path, signum, code, word):
+    run = subprocess.Popen([sys.executable, "-c", SLOW_PROBE, str(tmp_path / "r")], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout.readline() == "probing\n"  # the run sleeps in its load probe
+    run.send_signal(signum)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == code and err == f"{word}: {stopping.NOTHING_SAVED}\n", err
+    assert out == "" and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("stop", [stopping.Stopped(signal.SIGTERM), KeyboardInterrupt()])
+def test_a_missing_machine_fact_is_quiet_but_a_stop_is_not(stop):
+    def fact():
+        raise stop
+    assert machine.quietly(lambda: 1 / 0, "none") == "none"
+    with pytest.raises(type(stop)):
+        machine.quietly(fact)
+
+
+# ---- 7. history: an entry per earlier result, trimmed by age, only the suite's own removed
+
+def test_results_saved_within_one_second_each_keep_an_entry(tmp_path):
+    for _ in range(5):
+        assert results.save(str(tmp_path), result("2026-01-01T00:00:00+00:00"), STEM) == 0
+    assert [n.split(".", 1)[1] for n in entries(tmp_path)] == [
+        "2026-01-01T00-00-00+00-00", *(f"2026-01-01T00-00-00+00-00.{n}" for n in (2, 3, 4))]
+
+
+def test_history_keeps_the_newest_by_age_and_removes_only_its_own(tmp_path, monkeypatch):
+    history = tmp_path / results.HISTORY
+    (history / f"{STEM}.9999-12-31").mkdir(parents=True)  # a name made to look newest
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "mine.txt").write_text("the user's own")
+    (history / f"{STEM}.0001-01-01").symlink_to(tmp_path / "elsewhere")
+    (history / f"{STEM}.0002-01-01").write_text("a file")
+    (history / f"{STEM}.mine").mkdir()
+    planted = snapshot(tmp_path / "elsewhere")
+    time.sleep(0.05)  # the file system's clock ticks: the planted folder is older than any entry
+    for day in range(1, 13):  # 11 earlier results to keep
+        assert results.save(str(tmp_path), result(f"2026-01-{day:02}T00:00:00"), STEM) == 0
+    assert entries(tmp_path) == sorted(
+        [f"{STEM}.0001-01-01", f"{STEM}.0002-01-01", f"{STEM}.mine",
+         *(f"{STEM}.2026-01-{day:02}T00-00-00" for day in range(2, 12))])
+    assert snapshot(tmp_path / "elsewhere") == planted
+
+
+# ---- 8. a date too long for a folder name
+
+def test_a_long_date_in_the_saved_result_does_not_block_later_saves(tmp_path):
+    assert predict(tmp_path / "r").returncode == 0
+    box = tmp_path / "r" / "box"
+    data = json.loads((box / f"{STEM}.json").read_text())
+    data["machine"]["date"] = "2026-" + "9" * 295
+    (box / f"{STEM}.json").write_text(json.dumps(data))
+    for _ in range(2):
+        assert predict(tmp_path / "r").returncode == 0
+    assert len(entries(box)) == 2 and all(len(n) <= len(STEM) + 1 + 40 for n in entries(box))
+    assert [results.stamp(d) for d in ("../../etc", "2026-01-01T00:00:00+01:00", "2026\u00e9/x",
+                                       None)] == ["undated", "2026-01-01T00-00-00+01-00",
+                                                  "2026--x", "undated"]
+
+
+# ---- 9 and 10. leftovers in the folder: a probe's, a bad journal
+
+@pytest.mark.parametrize("plant", [lambda p: p.write_text(""), lambda p: p.mkdir()],
+                         ids=["file", "folder"])
+def test_a_leftover_probe_does_not_block_saving(tmp_path, plant):
+    (tmp_path / "r" / "box").mkdir(parents=True)
+    plant(tmp_path / "r" / "box" / f"{results.TEMP}probe")
+    r = predict(tmp_path / "r")
+    assert r.returncode == 0 and (tmp_path / "r" / "box" / f"{STEM}.json").exists(), r.stderr
+
+
+def test_a_bad_journal_is_refused_before_measuring(tmp_path):
+    (tmp_path / "r" / "box").mkdir(parents=True)
+    (tmp_path / "r" / "box" / results.JOURNAL).write_text(json.dumps({"x": "../../elsewhere"}))
+    before = snapshot(tmp_path)
+    r = predict(tmp_path / "r")
+    one_line(r, 2, "--out", results.JOURNAL, "refused")
+    assert r.stdout == "" and snapshot(tmp_path) == before
+
+
+# ---- 11. a save that fails, or is stopped, leaves history as it was
+
+@pytest.mark.parametrize("where", ["_write_temp", "copy_regular"])
+def test_a_save_that_fails_on_a_full_disk_leaves_no_history_entry(tmp_path, monkeypatch, where):
+    assert results.save(str(tmp_path), result("2026-01-01T00:00:00")) == 0
+    before = snapshot(tmp_path)
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(results, where, full)
+    assert results.save(str(tmp_path), result("2026-01-02T00:00:00"), STEM) == 1
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("where", ["_write_temp", "trim"], ids=["before the renames",
+                                                                 "during them"])
+def test_a_signal_while_saving_never_leaves_more_than_kept_entries(tmp_path, monkeypatch,
+                                                                  where):
+    for day in range(1, results.KEPT + 2):
+        assert results.save(str(tmp_path), result(f"2026-01-{day:02}T00:00:00"), STEM) == 0
+    real = getattr(results, where)
+
+    def signalled(*a):
+        signal.raise_signal(signal.SIGTERM)
+        return real(*a)
+    monkeypatch.setattr(results, where, signalled)
+    stopping.begin()
+    try:
+        with stopping.stoppable(), pytest.raises(stopping.Stopped):
+            results.save(str(tmp_path), result("2026-02-01T00:00:00"), STEM)
+    finally:
+        stopping.begin()
+    assert len(entries(tmp_path)) == results.KEPT
+    replaced = where == "trim"  # signals wait for the renames, and the trimming with them
+    assert (saved_date(tmp_path) == "2026-02-01T00:00:00") == replaced
+    assert (f"{STEM}.2026-01-{results.KEPT + 1}T00-00-00" in entries(tmp_path)) == replaced
