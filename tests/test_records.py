@@ -1,0 +1,91 @@
+"""Records are the data: renaming every printed header changes no record, no claim, no picture
+point and no compared figure; a figure and its samples never part; the exports are tidy."""
+import dataclasses
+import json
+
+import pytest
+
+import compare
+import cube_bug
+import machine_speed
+import two_phases
+from harness import claims, limits, pictures, records, timing
+from harness.printers import Sheet, col
+
+PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p"]
+SCRIPTS = (two_phases, machine_speed, cube_bug, limits, claims)
+
+
+def renamed(monkeypatch):
+    """Every column list of every script and module: each header becomes 'renamed N'."""
+    n = 0
+    for module in SCRIPTS:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, list) and value and all(hasattr(c, "header") for c in value):
+                new = []
+                for c in value:
+                    n += 1
+                    new.append(dataclasses.replace(c, header=f"renamed {n}"))
+                monkeypatch.setattr(module, name, new)
+    return n
+
+
+def predicted(tmp_path, name):
+    """A prediction saved, read back: deterministic, so two runs give the same records."""
+    assert two_phases.main([*PREDICT, "--out", str(tmp_path / name)]) == 0
+    return json.loads((tmp_path / name / "p" / "two_phases.json").read_text())
+
+
+def readers(data):
+    """Everything the readers take from a result: claims, picture points, compared figures."""
+    found, roofs = data["records"], data["roofs"]
+    judged = [(c.says, here, verdict) for c, here, verdict, _ in
+              claims.verdicts(found, roofs, ("two_phases",), data["settings"])]
+    points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}
+    machine = {"two_phases": data}
+    compared = {s[0]: compare.figures(machine, s)[0] for s in compare.sections([machine])}
+    return judged, points, compared
+
+
+def test_renaming_every_header_changes_no_record_claim_picture_or_comparison(tmp_path,
+                                                                             monkeypatch):
+    before = predicted(tmp_path, "before")
+    assert renamed(monkeypatch) > 30
+    after = predicted(tmp_path, "after")
+    headers = [c["header"] for s in after["sheets"].values() for c in s["columns"]]
+    assert all(h.startswith("renamed") for h in headers)  # the renaming reached every sheet
+    assert after["records"] == before["records"]
+    assert readers(after) == readers(before)
+    assert len(readers(after)[0]) == len([c for c in claims.CLAIMS if c.script == "two_phases"])
+
+
+def test_a_figure_keeps_its_samples_whatever_the_columns_order():
+    t = timing.Timing((0.010, 0.012, 0.011))
+    row = {"users": 4, "step": records.timed(11.0, t), "rate": records.timed(4 / 0.011, t, -1)}
+    columns = [col("users", "users", "users", "d", key=True),
+               col("step", "step ms", "ms", ".1f"), col("rate", "tokens/s", "tokens/s", ".1f")]
+    one = records.of(Sheet("decode", columns, [row]), {})
+    other = records.of(Sheet("decode", columns[::-1], [row]), {})
+    by = {r["figure"]: r for r in one}
+    assert {r["figure"]: r for r in other} == by
+    assert by["step"]["samples"] == pytest.approx([10.0, 12.0, 11.0])
+    assert by["rate"]["samples"] == pytest.approx([400.0, 4 / 0.012, 4 / 0.011])
+    assert by["step"]["keys"] == {"users": 4} and by["step"]["statistic"] == "median"
+
+
+def test_a_missing_figure_is_not_measured_and_a_key_needs_its_value():
+    found = records.of(Sheet("decode", [col("users", "u", "users", "d", key=True),
+                                        col("step", "s", "ms", ".1f")],
+                             [{"users": 1, "step": 5.0}]), {})
+    assert records.find(found, "decode", "step", users=1).value == 5.0
+    with pytest.raises(records.Missing):
+        records.find(found, "decode", "step", users=2)
+    with pytest.raises(records.Missing):
+        records.find(found, "prefill", "step")
+
+
+def test_a_prediction_is_its_own_kind_of_record(tmp_path):
+    data = predicted(tmp_path, "p")
+    assert data["records"] and all(r["predicted"] and r["statistic"] in ("limit", "computed")
+                                   for r in data["records"])
+    assert {r["settings"]["predict"] for r in data["records"]} == {True}
