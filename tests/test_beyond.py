@@ -1,16 +1,75 @@
 """Beyond the post's rows: notebook depth, thread sweeps, GPT-2's four sizes, and predictions."""
+import argparse
+import contextlib
+import io
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import two_phases
-from harness import bench, cli, limits, pool
+from harness import bench, cli, limits, pool, records
 from conftest import quick_two_phases, script
 from harness.paths import ATTENTION
-from harness.printers import Sheet
+from harness.printers import Sheet, col
 import model
+
+GIVEN = ("--forklift", "20", "--workbench", "200")  # speeds given: none measured, none needed
+MACHINE = {"cpu": "AMD EPYC", "os": "Linux", "python": "3.11", "numpy": "2.4", "blas": [],
+           "env": {}, "date": "2026-01-02T03:04:05"}
+
+
+@pytest.fixture(scope="module")
+def speeds(tmp_path_factory):
+    """A machine_speed result with its speeds and nothing else, for --roofs."""
+    path = tmp_path_factory.mktemp("speeds") / "speeds.json"
+    path.write_text(json.dumps({"schema_version": 4, "script": "machine_speed", "records": [],
+                                "sheets": {}, "machine": MACHINE,
+                                "roofs": {"bytes_per_s": 25e9, "flops_per_s": 150e9}}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, speeds):
+    """GPT-2 small, quick, held to the speeds of a file, its paths the fastest here: reading,
+    typing for 1 and 3 users, and both at notebooks of 0 and 40 notes."""
+    return quick_two_phases(tmp_path_factory.mktemp("small"), "--runs", "1", "--roofs",
+                            str(speeds), "--experiments", "prefill", "decode", "depth",
+                            "--users", "1", "3", "--depths", "0", "40")
+
+
+def blank_floors(built):
+    """model.floors, but each table zeros of the very shape it would have (drawing GPT-2
+    medium's 302M random numbers takes seconds, and no figure checked here depends on them);
+    built: each Config asked for."""
+    def floors(cfg, seed=0):
+        built.append(cfg)
+        w = cfg.width
+        return [{"qkv": np.zeros((3 * w, w), np.float32), "out": np.zeros((w, w), np.float32),
+                 "up": np.zeros((4 * w, w), np.float32), "down": np.zeros((w, 4 * w), np.float32)}
+                for _ in range(cfg.layers)]
+    return floors
+
+
+@pytest.fixture(scope="module")
+def medium_run(tmp_path_factory):
+    """GPT-2 medium, quick, typing for 1 and 2 users, on the paths asked for: run in this
+    process, its tables blank. -> (stdout, the saved JSON, the Configs whose tables were built)"""
+    out, built = tmp_path_factory.mktemp("medium"), []
+    printed, said = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "floors", blank_floors(built))
+        patch.setattr(sys, "argv", ["two_phases.py"])
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
+            code = two_phases.main(["--quick", "--runs", "1", "--model", "medium",
+                                    "--experiments", "decode", "--users", "1", "2",
+                                    "--attention", "einsum", "--blocks", "128", *GIVEN,
+                                    "--out", str(out), "--label", "box"])
+    assert code == 0, said.getvalue()
+    data = json.loads((out / "box" / "two_phases.quick.json").read_text())
+    return printed.getvalue(), data, built
 
 # ---- GPT-2's four sizes
 
@@ -52,14 +111,15 @@ def test_every_size_decodes_chunks_and_batches_as_one_pass(name):
     np.testing.assert_allclose(together, np.concatenate([whole, alone], 1), **TOL)
 
 
-def test_a_medium_quick_run_follows_the_chosen_shape(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--model", "medium", "--experiments",
-                               "decode")
-    assert "GPT-2 medium (24 floors, width 1024)" in r.stdout
-    decode = data["tables"]["decode"]
-    mb = [row[-1] for row in decode["rows"]]
+def test_a_medium_quick_run_follows_the_chosen_shape(medium_run):
+    stdout, data, built = medium_run
+    assert built == [model.SIZES["medium"]]  # the tables the trips ran through: medium's
+    assert "GPT-2 medium (24 floors, width 1024)" in stdout
     medium = model.SIZES["medium"]
-    assert mb == [pytest.approx(model.bytes_read(medium, [(64, 1)] * u) / 1e6) for u in (1, 4)]
+    mb = {dict(keys)["users"]: row["bytes read"]
+          for keys, row in records.rows(data["records"], "decode").items()}
+    assert mb == {u: pytest.approx(model.bytes_read(medium, [(64, 1)] * u) / 1e6) for u in (1, 2)}
+    assert all(r["settings"]["model"] == "medium" for r in data["records"])
 
 
 def test_cube_bug_takes_the_floor_of_the_chosen_model():
@@ -69,20 +129,21 @@ def test_cube_bug_takes_the_floor_of_the_chosen_model():
 
 # ---- depth
 
-def test_the_depth_rows_read_as_many_notes_as_they_say(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "depth", "--depths", "0",
-                               "40", "--users", "1", "3")
-    t = data["tables"]["depth"]
-    head = [c["header"] for c in t["columns"]]
-    rows = [dict(zip(head, row)) for row in t["rows"]]
+def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
+    r, data = small_run
+    depth = records.rows(data["records"], "depth")
+    rows = [{**dict(keys), **figures} for keys, figures in depth.items()]
     assert [(row["users"], row["notes"]) for row in rows] == [(1, 0), (1, 40), (3, 0), (3, 40)]
     for row in rows:
         riders = [(row["notes"], 1)] * row["users"]
         fetched = model.bytes_read(model.SIZES["small"], riders)
-        assert row["MB read"] == pytest.approx(fetched / 1e6)
+        assert row["bytes read"] == pytest.approx(fetched / 1e6)
         share = model.NOTE_BYTES * row["notes"] * row["users"] / fetched
-        assert row["notes % of bytes"] == pytest.approx(100 * share)
-        assert row["step ms"] > 0 and row["x limit"] > 0
+        assert row["notes share"] == pytest.approx(100 * share)
+        assert row["step"] > 0 and row["x limit"] > 0 and row["tokens per second"] > 0
+    headers = [c["header"] for c in data["sheets"]["depth"]["columns"]]
+    assert headers == ["users", "notes", "step ms", "tokens/s", "MB read", "notes % of bytes",
+                       "x limit"]
     assert "the notes outweigh the tables: for 1 user" in r.stdout
 
 
@@ -107,23 +168,28 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
 
     def body(args, facts):
         seen.append((args.threads, blas()))
-        yield Sheet("demo", [("threads", "", "d")], [[args.threads]])
+        yield Sheet("demo", [col("threads", "threads", "", "d")], [{"threads": args.threads}])
     p = cli.parser("demo\n", runs=1)
     args = cli.parse(p, ["--threads", "2", "1", "--out", str(tmp_path), "--label", "box"], {})
     assert cli.run("demo", args, body) == 0
     assert seen == [(1, [1] * len(before)), (2, [2] * len(before))] and blas() == before
     data = json.loads((tmp_path / "box" / "demo.sweep.json").read_text())
-    assert data["tables"]["demo @1"]["rows"] == [[1]] and data["tables"]["demo @2"]["rows"] == [[2]]
+    assert list(data["sheets"]) == ["demo @1", "demo @2"]  # each block's sheet, named by its count
+    assert [data["sheets"][f"demo @{n}"]["printed"].split() for n in (1, 2)] == [
+        ["threads", "1"], ["threads", "2"]]
+    assert [(r["experiment"], r["value"], r["settings"]["threads"]) for r in data["records"]] == [
+        ("demo", 1, 1), ("demo", 2, 2)]  # one record a block, its threads in its settings
     assert data["machine"]["sweep"] == [1, 2]
     assert "a sweep of 1, 2 threads" in (tmp_path / "box" / "demo.sweep.txt").read_text()
     assert not (tmp_path / "box" / "demo.json").exists()  # apart from a plain run
 
 
-def test_compare_reads_a_sweep_beside_a_plain_run(tmp_path):
-    for flags in (["--threads", "1", "2"], []):
-        r = script("cube_bug.py", "--quick", "--runs", "2", *flags, "--out", str(tmp_path),
-                   "--label", "box")
-        assert r.returncode == 0, r.stderr
+def test_compare_reads_a_sweep_beside_a_plain_run(tmp_path, monkeypatch):
+    import cube_bug
+    monkeypatch.setattr(sys, "argv", ["cube_bug.py"])
+    for flags in (["--threads", "1", "2"], []):  # in this process: the same run, sooner
+        assert cube_bug.main(["--quick", "--runs", "2", *flags, "--out", str(tmp_path),
+                              "--label", "box"]) == 0
     os.rename(tmp_path / "box" / "cube_bug.quick.json", tmp_path / "box" / "cube_bug.json")
     os.rename(tmp_path / "box" / "cube_bug.sweep.quick.json",
               tmp_path / "box" / "cube_bug.sweep.json")
@@ -149,12 +215,16 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert r.stdout.startswith("machine: none, predicted for a forklift of 3,350.0 GB/s and a "
                                "workbench of 989,000.0 GFLOP/s (balance 295.2")
     assert r.stdout.count("(predicted: every figure is its trip's limit") == 5
-    xl = model.SIZES["xl"]
-    for p, row in zip(two_phases.PROMPTS, data["tables"]["prefill"]["rows"]):
-        assert row[1] == pytest.approx(model.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
-    for u, row in zip(two_phases.USERS, data["tables"]["decode"]["rows"]):
-        assert row[1] == pytest.approx(model.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0]
-                                       * 1e3)
+    xl, found = model.SIZES["xl"], data["records"]
+    for p in two_phases.PROMPTS:
+        assert records.find(found, "prefill", "time", prompt=p).value == pytest.approx(
+            model.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
+    for u in two_phases.USERS:
+        assert records.find(found, "decode", "step", users=u).value == pytest.approx(
+            model.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0] * 1e3)
+    assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
+    assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
+    assert all(r["samples"] is None or len(r["samples"]) == 1 for r in found)  # one "run"
     assert data["predicted"].startswith("machine: none, predicted")
 
 
@@ -169,20 +239,23 @@ def test_a_prediction_builds_no_model():
     assert sheets == ["prefill", "decode", "collision", "dial", "depth"]
 
 
-def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path):
-    speeds = tmp_path / "speeds.json"
-    machine = {"cpu": "AMD EPYC", "os": "Linux", "python": "3.11", "numpy": "2.4", "blas": [],
-               "env": {}, "date": "2026-01-02T03:04:05"}
-    speeds.write_text(json.dumps({"schema_version": 3, "script": "machine_speed", "tables": {},
-                                  "machine": machine,
-                                  "roofs": {"bytes_per_s": 25e9, "flops_per_s": 150e9}}))
-    _, measured = quick_two_phases(tmp_path, "--runs", "1", "--roofs", str(speeds),
-                                   "--experiments", "prefill", "decode")
+def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,
+                                                                    speeds):
+    _, measured = small_run
     _, guess = predicted(tmp_path, "--quick", "--roofs", str(speeds), "--experiments", "prefill",
-                         "decode")
-    limits = [row[3] for row in measured["tables"]["check"]["rows"]]
-    times = [row[1] for name in ("prefill", "decode") for row in guess["tables"][name]["rows"]]
-    assert times == pytest.approx(limits)
+                         "decode", "--users", "1", "3")
+    checked = [r for r in measured["records"] if r["experiment"] == "check"
+               and r["figure"] == "limit"]
+    assert [r["keys"]["row"] for r in checked] == [
+        "1 token", "16 tokens", "64 tokens", "1 user", "3 users"]
+    for r in checked:  # each check row's limit: the prediction of the same row
+        keys = {k: v for k, v in r["keys"].items() if k not in ("experiment", "row")}
+        figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]
+        assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys).value \
+            == pytest.approx(r["value"])
+    predicted_rows = [keys for name in ("prefill", "decode")
+                      for keys in records.rows(guess["records"], name)]
+    assert len(predicted_rows) == len(checked)
 
 
 BAD = [(["--depths", "1024"], "--depths"), (["--depths", "-1"], "--depths"),
@@ -198,18 +271,28 @@ BAD = [(["--depths", "1024"], "--depths"), (["--depths", "-1"], "--depths"),
        (["--threads", "1", "2", "--plot"], "--plot")]
 
 
+def refused(flags, out, capsys, monkeypatch):
+    """`python two_phases.py <flags>` refused, run in this process: -> (code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["two_phases.py"])
+    with pytest.raises(SystemExit) as stopped:
+        two_phases.main([*flags, "--out", str(out)])
+    out_, err = capsys.readouterr()
+    return stopped.value.code, out_, err
+
+
 @pytest.mark.parametrize("flags,flag", BAD, ids=[" ".join(f) for f, _ in BAD])
-def test_bad_values_are_one_line_exit_2_and_nothing_saved(tmp_path, flags, flag):
-    r = script("two_phases.py", *flags, "--out", str(tmp_path))
-    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
-    assert len(r.stderr.splitlines()) == 1 and flag in r.stderr, r.stderr
+def test_bad_values_are_one_line_exit_2_and_nothing_saved(tmp_path, flags, flag, capsys,
+                                                          monkeypatch):
+    code, out, err = refused(flags, tmp_path, capsys, monkeypatch)
+    assert code == 2 and out == "" and err.startswith("two_phases.py: error: ")
+    assert len(err.splitlines()) == 1 and flag in err, err
     assert not any(tmp_path.iterdir())
 
 
 # ---- the paths a trip takes where the fastest way depends on the CPU
 
-def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode")
+def test_the_paths_are_chosen_here_recorded_and_can_be_forced(small_run, medium_run):
+    r, data = small_run
     chosen = data["paths"]
     assert chosen["attention"] in ATTENTION and set(chosen["timed"]) >= {"attention"}
     assert [n for n, *_ in chosen["blocks"]] == [2, 2, 4, 4, 8, 8, 16, 16]  # 2 tables' widths
@@ -217,29 +300,31 @@ def test_the_paths_are_chosen_here_recorded_and_can_be_forced(tmp_path):
     line = next(s for s in r.stdout.splitlines() if s.startswith("paths: "))
     assert f"attention by {chosen['attention']}" in line
     assert line.endswith("(the fastest here, timed at the start)")
-    r, data = quick_two_phases(tmp_path, "--runs", "1", "--experiments", "decode",
-                               "--attention", "einsum", "--blocks", "128")
+    assert {record["settings"]["paths"] for record in data["records"]} == {
+        line[len("paths: "):line.rindex(" (")]}  # every figure keeps the paths it took
+    stdout, data, _ = medium_run  # forced, on medium's tables: 1024 and 4096 inputs wide
     assert data["paths"]["attention"] == "einsum" and data["paths"]["timed"] == {}
     assert {(rows, depth) for _, _, rows, depth in data["paths"]["blocks"]} == {(128, None)}
     assert ("paths: attention by einsum; table blocks at 2, 4, 8, 16 tokens (rows, or rows x "
-            "inputs at a time): tables of 768 inputs 128, 128, 128, 128; of 3072 inputs 128, 128, "
-            "128, 128 (as asked)\n") in r.stdout
+            "inputs at a time): tables of 1024 inputs 128, 128, 128, 128; of 4096 inputs 128, "
+            "128, 128, 128 (as asked)\n") in stdout
 
 
 def test_a_path_asked_for_and_a_path_timed_each_say_so():
     cfg = model.TINY
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
-    chosen, said = bench.with_paths(tiny, "matmul", "auto")
+    chosen, saved = bench.with_paths(tiny, "matmul", "auto")
     assert chosen.paths.attention == "matmul"
-    assert said[0].startswith("paths: attention by matmul;")
-    assert said[0].endswith("(attention as asked; blocks the fastest here, timed at the start)")
-    assert said[1].value["timed"] and "attention" not in said[1].value["timed"]
+    line = two_phases.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
+    assert line.startswith("paths: attention by matmul;")
+    assert line.endswith("(attention as asked; blocks the fastest here, timed at the start)")
+    assert saved["timed"] and "attention" not in saved["timed"]
 
 
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),
                                         (["--blocks", "0"], "--blocks"),
                                         (["--blocks", "some"], "--blocks")])
-def test_an_unknown_path_is_one_line(tmp_path, flags, flag):
-    r = script("two_phases.py", "--quick", *flags, "--out", str(tmp_path))
-    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and flag in r.stderr
+def test_an_unknown_path_is_one_line(tmp_path, flags, flag, capsys, monkeypatch):
+    code, _, err = refused(["--quick", *flags], tmp_path, capsys, monkeypatch)
+    assert code == 2 and len(err.splitlines()) == 1 and flag in err
     assert not any(tmp_path.iterdir())

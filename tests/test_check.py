@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from harness import limits, printers, results, schema
+from harness import limits, printers, records, results, schema
 from conftest import quick_two_phases
 from harness.plan import Record, Row
+from harness.records import value
 from harness.timing import Timing
 import model
 
@@ -23,9 +24,11 @@ def parts(riders=((512, 1),), tables=0.034, alone=0.034, attention=0.004, elemen
             {sum(t for _, t in riders): Timing((alone,) * 3, "best")})
 
 
-def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 user"):
+def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 user",
+         keys=None):
     recorded, alone = breakdown or parts()
-    record = Record(Row((1,), label, steps), {"time": Timing((seconds,))}, recorded)
+    record = Record(Row(keys or {"users": 1}, label, steps), {"time": Timing((seconds,))},
+                    recorded)
     return limits.hold(SMALL, experiment, record, ROOFS, alone)
 
 
@@ -38,11 +41,20 @@ def printed(items):
 def test_check_rows_hold_measured_against_limit(capsys):
     limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9
     sheet, lines = printed(limits.check([held(1.5 * limit)], ROOFS, "GPT-2 small on 2 threads"))
-    row = sheet.rows[0]
-    assert row[:2] == ["decode", "1 user"] and row[4] == "forklift"
-    assert row[3] == pytest.approx(limit * 1e3) and row[5] == pytest.approx(1.5)
-    assert [c[0] for c in sheet.columns] == [
+    row = {figure: value(v) for figure, v in sheet.rows[0].items()}
+    assert (row["experiment"], row["row"], row["bound by"]) == ("decode", "1 user", "forklift")
+    assert row["limit"] == pytest.approx(limit * 1e3) and row["x limit"] == pytest.approx(1.5)
+    assert row["measured"] == pytest.approx(1.5 * limit * 1e3)
+    assert [c.header for c in sheet.columns] == [
         "experiment", "row", "measured ms", "limit ms", "bound by", "x limit"]
+    assert sheet.cells()[0][:2] == ["decode", "1 user"]
+    # its records name the row as the check table does, and by the row's own keys too
+    found = records.of(sheet, {})
+    assert {r["figure"] for r in found} == {"measured", "limit", "bound by", "x limit"}
+    assert all(r["keys"] == {"experiment": "decode", "row": "1 user", "users": 1} for r in found)
+    assert records.find(found, "check", "x limit", experiment="decode", users=1).value == \
+        pytest.approx(1.5)
+    assert records.find(found, "check", "bound by", row="1 user").value == "forklift"
     assert lines[0] == "Every row against the machine's limits: GPT-2 small on 2 threads"
     assert lines[-1].startswith("(limit = max(bytes / 10.0 GB/s, FLOPs / 100.0 GFLOP/s)")
     assert "warning" not in capsys.readouterr().err  # 1.5x: no flag
@@ -60,35 +72,40 @@ def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, b
     sheet, _ = printed(limits.check([held(2.5 * limit, breakdown=breakdown)], ROOFS, ""))
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err and says in err
-    assert sheet.rows[0][5] == pytest.approx(2.5)
+    assert value(sheet.rows[0]["x limit"]) == pytest.approx(2.5)
 
 
 def test_the_breakdown_splits_each_row_into_its_parts():
     b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
     sheet, lines = printed(limits.breakdown([held(0.06, breakdown=b)], 3, "GPT-2 small"))
-    row = dict(zip([c[0] for c in sheet.columns], sheet.rows[0]))
-    assert row["tables ms"] == pytest.approx(40.0) and row["one call ms"] == pytest.approx(36.0)
+    row = {figure: value(v) for figure, v in sheet.rows[0].items()}
+    assert row["tables"] == pytest.approx(40.0) and row["one call"] == pytest.approx(36.0)
     assert row["x one call"] == pytest.approx(40 / 36)
     assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
-    assert row["trip ms"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
+    assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
-    assert sheet.figures[0][4][0][1].samples == (0.036,) * 3  # the samples behind alone ms
+    assert sheet.rows[0]["one call"].timing.samples == (0.036,) * 3  # the runs behind one call
+    one_call = records.find(records.of(sheet, {}), "breakdown", "one call", users=1).record
+    assert one_call["statistic"] == "best" and one_call["samples"] == pytest.approx([36.0] * 3)
+    assert [c.header for c in sheet.columns][2:5] == ["trip ms", "tables ms", "one call ms"]
     assert "middle of 3 runs" in lines[-1] and lines[0].startswith("Where each row's time goes")
 
 
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():
     trips = [[(512, 1)], [(0, 256)]]  # a decode step, then a step with a 256-token chunk
-    h = held(1.0, steps=trips, experiment="collision", label="chunks")
+    h = held(1.0, steps=trips, experiment="collision", label="chunks", keys={"chunk": 256})
     slowest = max(model.limit(SMALL, t, 10e9, 100e9)[0] for t in trips)
     assert h.limit_s == pytest.approx(slowest) and h.bound == "workbench"
 
 
-def test_roofs_file_is_read_and_named(tmp_path):
+@pytest.mark.parametrize("layout", [{"schema_version": 3, "tables": {}},
+                                    {"schema_version": 4, "records": [], "sheets": {}}],
+                         ids=["schema 3", "schema 4"])
+def test_roofs_file_is_read_and_named(tmp_path, layout):
     path = tmp_path / "machine_speed.json"
     machine = {"cpu": "AMD EPYC", "os": "Linux", "python": "3.11", "numpy": "2.4", "blas": [],
                "env": {}, "date": "2026-01-02T03:04:05"}
-    path.write_text(json.dumps({"schema_version": 3, "script": "machine_speed", "tables": {},
-                                "machine": machine,
+    path.write_text(json.dumps({**layout, "script": "machine_speed", "machine": machine,
                                 "roofs": {"bytes_per_s": 20.5e9, "flops_per_s": 140e9}}))
     roofs = schema.read_roofs(str(path))
     assert roofs["bytes_per_s"] == 20.5e9 and roofs["flops_per_s"] == 140e9
@@ -104,19 +121,30 @@ def decode_run(tmp_path_factory):
 def test_a_quick_run_saves_the_check_table(decode_run):
     r, data = decode_run
     assert "x limit" in r.stdout and "bound by" in r.stdout
-    rows = data["tables"]["check"]["rows"]
-    assert [row[1] for row in rows] == ["1 user", "4 users"]
-    assert all(row[2] > 0 and row[3] > 0 and row[5] > 0 for row in rows)
+    found = data["records"]
+    check = records.rows(found, "check")
+    assert [dict(keys) for keys in check] == [
+        {"experiment": "decode", "row": "1 user", "users": 1},
+        {"experiment": "decode", "row": "4 users", "users": 4}]
+    for figures in check.values():
+        assert figures["measured"] > 0 and figures["limit"] > 0 and figures["x limit"] > 0
+        assert figures["x limit"] == pytest.approx(figures["measured"] / figures["limit"])
+        assert figures["bound by"] in ("forklift", "workbench")
+    for u in (1, 4):  # the check holds the very figure the decode sheet shows
+        assert records.find(found, "check", "measured", users=u).value == pytest.approx(
+            records.find(found, "decode", "step", users=u).value)
     assert data["roofs"]["bytes_per_s"] > 0
     assert "most excess" in r.stdout  # the breakdown follows
-    t = data["tables"]["breakdown"]
-    head = [c["header"] for c in t["columns"]]
-    rows = [dict(zip(head, row)) for row in t["rows"]]
-    assert [p["row"] for p in rows] == ["1 user", "4 users"]  # one per check row
-    for p in rows:
-        assert p["trip ms"] == pytest.approx(sum(p[f"{k} ms"] for k in model.PARTS))
-        assert p["tables ms"] > 0 and p["one call ms"] > 0 and p["attention ms"] > 0
+    parts = records.rows(found, "breakdown")
+    assert [dict(keys)["row"] for keys in parts] == ["1 user", "4 users"]  # one per check row
+    for p in parts.values():
+        assert p["trip"] == pytest.approx(sum(p[k] for k in model.PARTS))
+        assert p["tables"] > 0 and p["one call"] > 0 and p["attention"] > 0
+        assert isinstance(p["most excess"], str)
     assert data["schema_version"] == results.SCHEMA_VERSION
+    assert [c["header"] for c in data["sheets"]["check"]["columns"]] == [
+        "experiment", "row", "measured ms", "limit ms", "bound by", "x limit"]
+    assert data["sheets"]["check"]["printed"] in r.stdout
 
 
 # ---- the limits hold through the run

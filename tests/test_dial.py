@@ -4,6 +4,7 @@ import pytest
 
 import two_phases
 from conftest import quick_two_phases
+from harness import records
 
 
 @pytest.mark.parametrize("question,chunk", [(1024, 128), (100, 32), (7, 1), (50, 50), (50, 999)])
@@ -39,19 +40,44 @@ def test_every_step_puts_each_typer_one_note_further():
         [(13, 1), (13, 1), (5, 1)]]
 
 
+TIMED = ("first word", "median gap", "worst gap", "worst x normal", "total")
+
+
 def test_a_quick_measured_dial_fills_every_column(tmp_path):
-    r, data = quick_two_phases(tmp_path, "--runs", "2", "--experiments", "collision")
+    # the speeds given, not measured: the dial's figures do not depend on them
+    r, data = quick_two_phases(tmp_path, "--runs", "2", "--experiments", "collision",
+                               "--forklift", "20", "--workbench", "200")
     assert "TTFT ms" in r.stdout and "worst x normal" in r.stdout
-    table = data["tables"]["dial"]
-    head = [c["header"] for c in table["columns"]]
-    rows = [dict(zip(head, row)) for row in table["rows"]]
-    assert [row["chunk"] for row in rows] == [16, 32, 64]  # quick dial, then all 64 at once
-    assert [row["steps to read"] for row in rows] == [4, 2, 1]
-    for row in rows:
-        assert row["TTFT ms"] > 0 and row["total ms"] > row["TTFT ms"]
-        assert row["worst gap ms"] >= row["gap median ms"] > 0 and row["worst x normal"] > 0
-    for figures in table["samples_s"]:  # each figure of each chunk size: the runs behind it
-        assert {h: [p for p, _ in parts] for h, parts in figures.items()} == {
-            "TTFT ms": [1], "gap median ms": [1], "worst gap ms": [1],
-            "worst x normal": [1, -1], "total ms": [1]}
-        assert all(len(samples) == 2 for parts in figures.values() for _, samples in parts)
+    found = data["records"]
+    dial = records.rows(found, "dial")
+    assert [dict(keys) for keys in dial] == [{"chunk": 16}, {"chunk": 32}, {"chunk": 64}]
+    #                                        the quick dial, then all 64 at once
+    assert [row["steps to read"] for row in dial.values()] == [4, 2, 1]
+    for row in dial.values():
+        assert row["first word"] > 0 and row["total"] > row["first word"]
+        assert row["worst gap"] >= row["median gap"] > 0 and row["worst x normal"] > 0
+    normal = records.find(found, "collision", "normal gap").record
+    for keys in dial:  # each figure of each chunk size: the 2 runs behind it, in its own unit
+        chunk = dict(keys)["chunk"]
+        for figure in TIMED:
+            f = records.find(found, "dial", figure, chunk=chunk)
+            assert f.record["statistic"] == "median" and f.record["runs"] == 2
+            assert len(f.record["samples"]) == 2
+            assert min(f.record["samples"]) <= f.value * (1 + 1e-9)
+            assert max(f.record["samples"]) >= f.value * (1 - 1e-9)
+        steps = records.find(found, "dial", "steps to read", chunk=chunk).record
+        assert steps["statistic"] == "computed" and steps["samples"] is None
+        # worst x normal: in each run, that run's worst gap over that run's normal gap
+        worst = records.find(found, "dial", "worst gap", chunk=chunk).record["samples"]
+        ratio = records.find(found, "dial", "worst x normal", chunk=chunk).record["samples"]
+        assert ratio == pytest.approx([w / n for w, n in zip(worst, normal["samples"])])
+    assert len(normal["samples"]) == 2 and normal["unit"] == "ms"
+    assert records.find(found, "collision", "all at once gap").value == pytest.approx(
+        records.find(found, "dial", "worst gap", chunk=64).value)  # the same run, twice shown
+    # the post's third line: the dial's smallest chunk, where 128 is not on the dial
+    assert records.find(found, "collision", "chunk").value == 16
+    assert records.find(found, "collision", "chunked worst gap").value == pytest.approx(
+        records.find(found, "dial", "worst gap", chunk=16).value)
+    assert [c["header"] for c in data["sheets"]["dial"]["columns"]] == [
+        "chunk", "steps to read", "TTFT ms", "gap median ms", "worst gap ms", "worst x normal",
+        "total ms"]

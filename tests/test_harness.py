@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from harness import cli, machine, printers, results, timing
-from harness.printers import Sheet
+from harness import cli, machine, printers, records, results, timing
+from harness.printers import Sheet, col
+from harness.records import Measured, timed
 
 
 def fake_clock(times):
@@ -122,10 +123,12 @@ def args_for(tmp_path, **kw):
     return args
 
 
+DEMO = [col("n", "n", "tokens", "d", key=True), col("time", "time ms", "ms", ".3f")]
+
+
 def body(args, facts):
     t = timing.measure(lambda: None, 3)
-    yield Sheet("demo", [("n", "tokens", "d"), ("time ms", "ms", ".3f")], [[1, t.seconds * 1e3]],
-                [{1: [(1, t)]}], timed=(1,))
+    yield Sheet("demo", DEMO, [{"n": 1, "time": timed(t.seconds * 1e3, t)}], timed=("time",))
 
 
 def test_results_round_trip_through_json(tmp_path, capsys):
@@ -136,12 +139,22 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
     assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
-    assert data["schema_version"] == results.SCHEMA_VERSION and data["script"] == "demo"
-    table = data["tables"]["demo"]
-    assert [c["unit"] for c in table["columns"]] == ["tokens", "ms"]
-    assert table["rows"][0][0] == 1 and isinstance(table["rows"][0][1], float)
-    assert table["samples_s"][0]["time ms"][0][0] == 1  # a time: to the power 1
-    assert len(table["samples_s"][0]["time ms"][0][1]) == 3 and table["stat"] == "middle of 3"
+    assert data["schema_version"] == results.SCHEMA_VERSION == 4 and data["script"] == "demo"
+    assert "tables" not in data  # the figures are records; the sheets only say how they printed
+    sheet = data["sheets"]["demo"]
+    assert [(c["figure"], c["header"], c["unit"], c["key"]) for c in sheet["columns"]] == [
+        ("n", "n", "tokens", True), ("time", "time ms", "ms", False)]
+    assert sheet["printed"] in printed and sheet["printed"].splitlines()[0].split() == [
+        "n", "time", "ms"]
+    (record,) = data["records"]  # one figure: the key is no record of its own
+    assert record["experiment"] == "demo" and record["keys"] == {"n": 1}
+    assert record["figure"] == "time" and record["unit"] == "ms" and not record["predicted"]
+    assert record["statistic"] == "median" and record["runs"] == 3 and len(record["samples"]) == 3
+    assert isinstance(record["value"], float)
+    assert min(record["samples"]) <= record["value"] <= max(record["samples"])
+    assert sorted(record["samples"])[1] == pytest.approx(record["value"])  # the middle of 3
+    assert record["settings"]["runs"] == 3 and record["settings"]["threads"] >= 1
+    assert records.find(data["records"], "demo", "time", n=1).value == record["value"]
     assert data["machine"]["cpu"] and data["settings"]["runs"] == 3
     assert set(data["made"]) == {"version", "command", "warnings"}
 
@@ -222,26 +235,79 @@ def test_the_machine_line_says_how_quiet_the_machine_was():
     assert machine.line(m).endswith(m["date"][:10])
 
 
-def test_spread_puts_a_plus_minus_column_beside_each_timed_figure():
+def test_spread_puts_a_range_column_beside_each_timed_figure():
     t = timing.Timing((1.0, 2.0, 3.0))
-    sheet = Sheet("demo", [("n", "", "d"), ("time ms", "ms", ".1f")], [[1, 2000.0]],
-                  [{1: [(1, t)]}], timed=(1,), text="the post's own layout")
-    out = printers.render(sheet, spread=True)
-    assert out.splitlines()[0].split() == ["n", "time", "ms", "±", "time", "ms"]
-    assert out.splitlines()[1].split() == ["1", "2000.0", "1000.0"]  # sd of 1, 2, 3 s, in ms
-    assert out.splitlines()[2] == "(middle of 3 runs per row; spread slowest/fastest 3.00x)"
+    sheet = Sheet("demo", [col("n", "n", "", "d", key=True), col("time", "time ms", "ms", ".1f")],
+                  [{"n": 1, "time": timed(2000.0, t)}], timed=("time",),
+                  text="the post's own layout")
+    out = printers.render(sheet, spread=True).splitlines()
+    assert out[0].split() == ["n", "time", "ms", "time", "ms", "range"]
+    assert out[1].split() == ["1", "2000.0", "1000.0", "to", "3000.0"]  # its runs, in ms
+    assert out[2] == "(middle of 3 runs per row; spread slowest/fastest 3.00x)"
     assert printers.render(sheet).splitlines()[0] == "the post's own layout"
 
 
-def test_every_sheet_saves_its_samples_in_one_layout():
-    """samples_s[row][column] = [[power, seconds]]: a time to 1, a rate to -1, a ratio both."""
-    a, b = timing.Timing((1.0, 2.0, 3.0)), timing.Timing((0.5, 0.5), "best")
-    sheet = Sheet("demo", [("n", "", "d"), ("time ms", "ms", ".1f"), ("tokens/s", "/s", ".1f"),
-                           ("ratio", "x", ".1f")], [[1, 2000.0, 0.5, 4.0]],
-                  [{1: [(1, a)], 2: [(-1, a)], 3: [(1, a), (-1, b)]}], timed=(1,))
+def test_every_figure_is_one_record_with_its_runs_in_its_own_unit():
+    """A record's samples are the figure in each counted run: a time's scale with its seconds
+    (power 1), a rate's against them (-1), a ratio's with both; a figure with no timing behind
+    it has none, and neither has a ratio whose timings did not run as often."""
+    a, b = timing.Timing((1.0, 2.0, 3.0)), timing.Timing((0.5, 0.25, 1.0), "best")
+    columns = [col("n", "n", "", "d", key=True), col("time", "time ms", "ms", ".1f"),
+               col("tokens per second", "tokens/s", "tokens/s", ".1f"),
+               col("ratio", "ratio", "x", ".1f"), col("uneven", "uneven", "x", ".1f"),
+               col("bytes read", "MB read", "MB", ".0f"), col("empty", "empty", "ms", ".1f")]
+    row = {"n": 1, "time": timed(2000.0, a), "tokens per second": timed(0.5, a, -1),
+           "ratio": Measured(8.0, ((1, a), (-1, b))),
+           "uneven": Measured(4.0, ((1, a), (-1, timing.Timing((0.5, 0.5))))),
+           "bytes read": 340.0, "empty": None}
+    sheet = Sheet("demo", columns, [row], timed=("time",))
+    settings = {"model": "small", "runs": 3}
+    found = {r["figure"]: r for r in records.of(sheet, settings)}
+    assert list(found) == ["time", "tokens per second", "ratio", "uneven", "bytes read"]
+    assert all(r["keys"] == {"n": 1} and r["experiment"] == "demo" and r["settings"] == settings
+               and r["predicted"] is False for r in found.values())
+    assert found["time"]["samples"] == pytest.approx([1000.0, 2000.0, 3000.0])
+    assert found["tokens per second"]["samples"] == pytest.approx([1.0, 0.5, 1 / 3])
+    assert found["ratio"]["samples"] == pytest.approx([2.0, 8.0, 3.0])  # 1 / 0.5, 2 / 0.25, 3 / 1
+    assert [found[f]["statistic"] for f in found] == ["median"] * 4 + ["computed"]
+    assert [found[f]["runs"] for f in found] == [3, 3, 3, None, None]
+    assert found["uneven"]["samples"] is None and found["bytes read"]["samples"] is None
+    assert found["ratio"]["unit"] == "x" and found["bytes read"]["value"] == 340.0
+    assert records.of(sheet, settings, predicted=True)[0]["predicted"] is True
+    best = records.of(Sheet("best", columns[:2], [{"n": 2, "time": timed(250.0, b)}]), {})
+    assert best[0]["statistic"] == "best" and best[0]["samples"] == pytest.approx(
+        [500.0, 250.0, 1000.0])
+
+
+def test_a_sheet_is_saved_as_printed_beside_its_records():
+    t = timing.Timing((1.0, 2.0, 3.0))
+    sheet = Sheet("demo", DEMO, [{"n": 1, "time": timed(2000.0, t)}], timed=("time",),
+                  title="A demo", settings="one row")
     saved = printers.entry(sheet)
-    assert saved["samples_s"] == [{"time ms": [[1, [1.0, 2.0, 3.0]]],
-                                   "tokens/s": [[-1, [1.0, 2.0, 3.0]]],
-                                   "ratio": [[1, [1.0, 2.0, 3.0]], [-1, [0.5, 0.5]]]}]
-    assert saved["stat"] == "middle of 3" and saved["spread"] == [3.0]
-    assert "samples_s" not in printers.entry(Sheet("bare", sheet.columns, sheet.rows))
+    assert set(saved) == {"title", "settings", "printed", "columns"}
+    assert saved["title"] == "A demo" and saved["settings"] == "one row"
+    assert saved["printed"] == printers.body(sheet) and "samples" not in json.dumps(saved)
+    assert printers.render(sheet).splitlines()[0] == "A demo: one row"
+    assert sheet.cells() == [[1, 2000.0]]
+    assert saved["columns"][1] == {"figure": "time", "header": "time ms", "unit": "ms",
+                                   "format": ".3f", "key": False, "compared": False}
+
+
+def test_the_records_are_found_by_experiment_figure_and_keys():
+    t = timing.Timing((1.0, 2.0, 3.0))
+    columns = [col("users", "users", "users", "d", key=True),
+               col("notes", "notes", "notes", "d", key=True), col("step", "step ms", "ms", ".1f")]
+    sheet = Sheet("depth", columns, [{"users": u, "notes": n, "step": timed(2000.0 * u, t)}
+                                     for u in (1, 16) for n in (0, 512)])
+    found = records.of(sheet, {})
+    f = records.find(found, "depth", "step", users=16, notes=512)
+    assert (f.value, f.lo, f.hi) == pytest.approx((32000.0, 16000.0, 48000.0))
+    assert f.spread == pytest.approx(3.0) and f.record["keys"] == {"users": 16, "notes": 512}
+    assert records.find(found, "depth", "step").record["keys"] == {"users": 1, "notes": 0}
+    with pytest.raises(records.Missing, match="depth: step at users 4"):
+        records.find(found, "depth", "step", users=4)
+    assert list(records.rows(found, "depth")) == [
+        (("users", 1), ("notes", 0)), (("users", 1), ("notes", 512)),
+        (("users", 16), ("notes", 0)), (("users", 16), ("notes", 512))]
+    assert records.label({"users": 16, "notes": 512}) == "users 16 notes 512"
+    assert records.label({"experiment": "prefill", "row": "256 tokens"}) == "prefill 256 tokens"

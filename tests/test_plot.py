@@ -6,7 +6,8 @@ import pytest
 from conftest import python, script
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
-FAST = ("--experiments", "prefill", "decode", "--prompts", "1", "16", "--users", "1", "2")
+FAST = ("--prompts", "1", "16", "--users", "1", "2", "--question", "32", "--chunk", "16",
+        "--depths", "0", "16")
 
 
 def run_quick(tmp_path, *flags):
@@ -14,16 +15,31 @@ def run_quick(tmp_path, *flags):
                   "box", *flags)
 
 
-@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
-def test_plot_draws_every_picture_with_the_results(tmp_path):
-    r = run_quick(tmp_path, "--plot", *FAST, "--experiments", "prefill", "decode", "collision",
-                  "depth")
+@pytest.fixture(scope="module")
+def plotted(tmp_path_factory):
+    """One quick run of every experiment with --plot, into a folder where a full run's
+    roofline picture already is."""
+    out = tmp_path_factory.mktemp("plot")
+    (out / "box").mkdir()
+    (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
+    r = run_quick(out, "--plot", *FAST)
     assert r.returncode == 0, r.stderr
-    box = tmp_path / "box"
+    return out / "box"
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_plot_draws_every_picture_with_the_results(plotted):
     for name in ("roofline", "dial", "decode", "depth"):  # a quick run's pictures
-        png = box / f"{name}.quick.png"
+        png = plotted / f"{name}.quick.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    assert (box / "two_phases.quick.json").exists()
+    assert (plotted / "two_phases.quick.json").exists()
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_a_quick_picture_never_replaces_a_full_runs(plotted):
+    assert (plotted / "roofline.png").read_bytes() == b"the full run's picture"
+    assert (plotted / "roofline.quick.png").exists()
+    assert not any((plotted / f"{name}.png").exists() for name in ("dial", "decode", "depth"))
 
 
 def test_pictures_go_with_a_full_saved_run_only():
@@ -32,15 +48,6 @@ def test_pictures_go_with_a_full_saved_run_only():
     for flags in (["--quick"], ["--no-save"], ["--threads", "1", "2"], ["--no-plot"],
                   ["--predict", "--forklift", "1", "--workbench", "1"]):
         assert two_phases.parse_args(flags).plot is False, flags
-
-
-def test_a_quick_picture_never_replaces_a_full_runs(tmp_path):
-    (tmp_path / "box").mkdir()
-    (tmp_path / "box" / "roofline.png").write_bytes(b"the full run's picture")
-    r = run_quick(tmp_path, "--plot", *FAST)
-    assert r.returncode == 0, r.stderr
-    assert (tmp_path / "box" / "roofline.png").read_bytes() == b"the full run's picture"
-    assert (tmp_path / "box" / "roofline.quick.png").exists()
 
 
 def test_machine_speed_draws_no_picture(tmp_path):
@@ -71,8 +78,33 @@ def drawn(make, data, quick=False):
     return seen
 
 
-def sheet(columns, rows):
-    return {"columns": [{"header": h, "unit": ""} for h in columns], "rows": rows}
+def found(experiment, keys, figures, rows):
+    """The records of a sheet: each row's keys, then its figures, as a run saves them."""
+    return [{"experiment": experiment, "keys": dict(zip(keys, row[:len(keys)])), "figure": f,
+             "unit": "", "statistic": "median", "value": v, "samples": None, "runs": None,
+             "predicted": False, "settings": {}}
+            for row in rows for f, v in zip(figures, row[len(keys):])]
+
+
+DIAL = found("dial", ["chunk"], ["first word", "worst gap"],
+             [[32, 2000.0, 60.0], [128, 1700.0, 230.0], [1024, 1600.0, 1600.0]])
+RECORDS = (DIAL + found("decode", ["users"], ["step", "tokens per second"],
+                        [[1, 30.0, 33.0], [4, 40.0, 100.0], [16, 80.0, 200.0]])
+           + found("depth", ["users", "notes"], ["step"],
+                   [[1, 0, 28.0], [1, 512, 31.0], [16, 0, 28.0], [16, 512, 79.0]])
+           + found("prefill", ["prompt"], ["time"], [[1, 20.0]]))
+
+
+def test_the_pictures_are_made_from_the_records_alone():
+    from harness import pictures
+    assert set(pictures.files(RECORDS, None, "GPT-2 small", True)) == {
+        "dial.png", "decode.png", "depth.png"}  # no roofline without its points
+    points = {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": [["decode", "1 user", 1, 1]]}
+    assert set(pictures.files(DIAL, points, "GPT-2 small", True)) == {"roofline.png", "dial.png"}
+    assert pictures.files([], {**points, "points": []}, "GPT-2 small", False) == {}
+    assert pictures.rows_of(RECORDS, "depth")[1] == {"users": 1, "notes": 512, "step": 31.0}
+    assert pictures.rows_of(RECORDS, "dial")[0] == {"chunk": 32, "first word": 2000.0,
+                                                   "worst gap": 60.0}
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
@@ -112,13 +144,7 @@ def test_no_label_sits_on_the_roof():
 @pytest.mark.parametrize("name", ["dial", "decode", "depth"])
 def test_each_picture_explains_itself(name):
     from harness import pictures
-    data = {"dial": sheet(["chunk", "TTFT ms", "worst gap ms"],
-                          [[32, 2000.0, 60.0], [128, 1700.0, 230.0], [1024, 1600.0, 1600.0]]),
-            "decode": sheet(["users", "step ms", "tokens/s"],
-                            [[1, 30.0, 33.0], [4, 40.0, 100.0], [16, 80.0, 200.0]]),
-            "depth": sheet(["users", "notes", "step ms"],
-                           [[1, 0, 28.0], [1, 512, 31.0], [16, 0, 28.0], [16, 512, 79.0]])}[name]
-    seen = drawn(getattr(pictures, f"{name}_figure"), data)
+    seen = drawn(getattr(pictures, f"{name}_figure"), pictures.rows_of(RECORDS, name))
     assert seen["overlaps"] == 0 and "GPT-2 small" in seen["title"] and seen["legend"]
     assert "(ms)" in seen["x"] + seen["y"]
     if name == "dial":

@@ -1,13 +1,16 @@
 """Every script as a user runs it: quick runs print only the machine line and tables, save both
-files, and every bad flag costs one line and exit code 2 with nothing saved."""
+files, and every bad flag costs one line and exit code 2 with nothing saved (each bad flag is
+refused in this process, as fast as a parse; one of each script's also as a user runs it)."""
+import importlib
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 
 import cube_bug
-from harness import cli, schema
+from harness import cli, records, schema
 from conftest import ROOT, script
 
 
@@ -45,15 +48,30 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path):
     assert saved.startswith(r.stdout) and footer[1].startswith("(made by the suite at ")
     assert footer[2:] == [line for line in r.stderr.splitlines() if line.startswith("warning")]
     data = json.loads(open(stem + ".json").read())
-    assert data["quick"] and data["tables"]
-    for table in data["tables"].values():
-        assert all(isinstance(v, (int, float)) or isinstance(v, str)
-                   for row in table["rows"] for v in row)
+    assert data["quick"] and data["records"] and data["sheets"] and "tables" not in data
+    for sheet in data["sheets"].values():  # each sheet saved as it was printed
+        assert sheet["printed"] in r.stdout
+    runs = data["settings"]["runs"]
+    for record in data["records"]:  # every figure a plain number or text, named by plain keys
+        assert all(isinstance(v, (int, float, str)) for v in record["keys"].values())
+        assert isinstance(record["value"], (int, float, str)), record
+        assert record["settings"]["runs"] == runs and record["settings"]["quick"] is True
+        if record["statistic"] == "computed":
+            assert record["samples"] is None and record["runs"] is None
+            continue
+        # a timed figure: the figure in each of the --runs counted runs, around the figure
+        samples = record["samples"]
+        assert record["statistic"] in ("median", "best") and record["runs"] == len(samples)
+        assert len(samples) == runs, record
+        assert min(samples) <= record["value"] * (1 + 1e-9), record
+        assert max(samples) >= record["value"] * (1 - 1e-9), record
     if script == "machine_speed.py":  # the speeds two_phases --roofs reads are the printed ones
         roofs = schema.read_roofs(stem + ".json")
-        row = data["tables"]["machine_speed"]["rows"][0]  # GB/s first, GFLOP/s fourth
-        assert roofs["bytes_per_s"] == pytest.approx(row[0] * 1e9)
-        assert roofs["flops_per_s"] == pytest.approx(row[3] * 1e9)
+        found = data["records"]
+        assert roofs["bytes_per_s"] == pytest.approx(
+            records.find(found, "machine_speed", "memory speed").value * 1e9)
+        assert roofs["flops_per_s"] == pytest.approx(
+            records.find(found, "machine_speed", "math speed").value * 1e9)
 
 
 BAD = [
@@ -103,8 +121,35 @@ BAD = [
 ]
 
 
+def refused(name, flags, out, capsys, monkeypatch):
+    """`python <name> <flags>` refused, run in this process (as fast as a parse): -> (exit code,
+    stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", [name])  # argparse names the script by it
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(name[:-3]).main([*flags, "--out", str(out), "--label", "box"])
+    out_, err = capsys.readouterr()
+    return stopped.value.code, out_, err
+
+
 @pytest.mark.parametrize("script,flags,flag", BAD, ids=[f"{s} {' '.join(f)}" for s, f, _ in BAD])
-def test_bad_input_is_one_line_exit_2_and_nothing_saved(script, flags, flag, tmp_path):
+def test_bad_input_is_one_line_exit_2_and_nothing_saved(script, flags, flag, tmp_path, capsys,
+                                                        monkeypatch):
+    code, out, err = refused(script, flags, tmp_path, capsys, monkeypatch)
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.startswith(f"{script}: error: ")
+    assert flag in err
+    assert not any(tmp_path.iterdir())
+
+
+AS_A_USER = [("machine_speed.py", ["--runs", "0"], "--runs"),
+             ("cube_bug.py", ["--tokens", "10000000"], "--tokens"),
+             ("two_phases.py", ["--roofs", "/dev/zero"], "is not a results file")]
+
+
+@pytest.mark.parametrize("script,flags,flag", AS_A_USER, ids=[s for s, _, _ in AS_A_USER])
+def test_bad_input_as_a_user_runs_it_is_one_line_exit_2_and_nothing_saved(script, flags, flag,
+                                                                           tmp_path):
     r = run(script, *flags, out=tmp_path)
     assert r.returncode == 2
     assert r.stdout == ""
