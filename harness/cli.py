@@ -1,9 +1,10 @@
 """The command line: the flags every script shares, their checks before anything is measured,
 and a run from its machine line to its saved result, printed as it goes.
 
-A script's body(args, machine) yields what the run prints and keeps: a Sheet (printed, saved in
-the JSON's tables), a str (a line printed and kept in the .txt), a Saved (kept in the JSON) or a
-Picture (a file beside the result). The run loop alone prints and saves; nothing reads back.
+A script's body(args, machine) yields what the run prints and keeps: a Sheet (printed, saved as
+records and as printed), a Then (more items made from the records so far: the claims, the
+pictures), a str (a line printed and kept in the .txt), a Saved (kept in the JSON) or a Picture
+(a file beside the result). The run loop alone prints and saves; nothing reads back.
 """
 import argparse
 import contextlib
@@ -146,11 +147,11 @@ def parser(doc, runs):
                    help="plain is the post's layout, github is Markdown; any tabulate format: "
                         + ", ".join(tabulate_formats))
     g.add_argument("--export", choices=exports.FORMATS, default=None,
-                   help="write the tables to stdout as csv, json or jsonl instead (numbers "
-                        "unrounded, headers with units); what is saved is the same")
+                   help="write the figures to stdout as csv, json or jsonl instead: one row "
+                        "per figure, numbers unrounded; what is saved is the same")
     g.add_argument("--spread", action="store_true",
-                   help="a ± column beside each timed figure: the standard deviation of its "
-                        "counted runs (the post's own layouts give way to tables)")
+                   help="a range column beside each timed figure: its slowest and fastest "
+                        "counted run (the post's own layouts give way to tables)")
     g.add_argument("--out", type=folder, default=RESULTS, metavar="DIR",
                    help="folder for results, the same wherever the scripts are run from")
     g.add_argument("--label", type=label, default=None, metavar="NAME",
