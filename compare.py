@@ -17,8 +17,8 @@ import os
 
 
 from harness import cli, exports, machine, records, results, schema
-from harness.verdicts import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, kind,  # noqa: F401
-                              speedup, verdict)
+from harness.verdicts import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
+                              verdict)
 from harness.terminal import note, plain_streams, plural, show
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
@@ -162,8 +162,10 @@ def figures(found, section):
                 f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
                 values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"])
-                if experiment == "breakdown":
-                    words[(label, r["figure"])] = parts(data["records"], r["keys"])
+                if experiment == "breakdown":  # the parts of the same block's trip
+                    words[(label, r["figure"])] = parts(
+                        [p for p in data["records"] if p["settings"].get("threads") == n],
+                        r["keys"])
     return values, words
 
 
@@ -199,10 +201,10 @@ def compared(names, machines, section, min_change):
                    "parts": words.get(key), "reference": None, "ratio": None, "low": None,
                    "high": None, "verdict": None, "said": None}
             if i > ref and i in have:
-                ratio, draws = speedup(per[ref][0][key], values[key], f"{label} {figure}")
-                row.update(judged(ratio, draws, unit, min_change), reference=names[ref],
-                           said=verdict(ratio, draws, unit, min_change)
-                           + (f" (vs {names[ref]})" if ref else ""))
+                j = judged(*speedup(per[ref][0][key], values[key], f"{label} {figure}"), unit,
+                           min_change)
+                row.update(j, reference=names[ref],
+                           said=verdict(j, unit) + (f" (vs {names[ref]})" if ref else ""))
             rows.append(row)
     return rows
 

@@ -17,7 +17,7 @@ import argparse
 from harness import bench as b
 from harness import claims, cli, limits, paths, pictures, plan, pool
 from harness import schema, speeds
-from harness.plan import Experiment, Record, Row, figures
+from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Picture, Saved, Sheet, Then, col
 from harness.records import Measured, timed
 from harness.terminal import note, plural, progress
@@ -48,7 +48,7 @@ def prefill_plan(args):
 
 def one_trip(bench, row, x, segments, what, record=True):
     """A one-trip row: its trip timed --runs times, then (for the breakdown) recorded."""
-    return Record(row, figures(row, b.time_trip(bench, x, segments, what), what=what),
+    return Outcome(row, figures(row, b.time_trip(bench, x, segments, what), what=what),
                   b.record_trip(bench, x, segments, what) if record else None)
 
 
@@ -59,9 +59,9 @@ def prefill_measure(bench, args, rows):
         yield one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
 
 
-def prefill_sheets(cfg, args, records, roofs):
+def prefill_sheets(cfg, args, outcomes, roofs):
     rows = []
-    for r in records:
+    for r in outcomes:
         (p,), t = r.row.key, r.figures["time"]
         rows.append({"prompt": p, "time": timed(t.seconds * 1e3, t),
                      "time per token": timed(t.seconds * 1e3 / p, t),
@@ -83,7 +83,8 @@ PREFILL_COLUMNS = [col("prompt", "prompt", "tokens", "d", key=True),
 
 
 def decode_plan(args):
-    return [Row({"users": u}, f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u]) for u in args.users]
+    return [Row({"users": u}, f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u])
+            for u in args.users]
 
 
 def decode_measure(bench, args, rows):
@@ -93,9 +94,9 @@ def decode_measure(bench, args, rows):
                        f"typing for {row.label}")
 
 
-def decode_sheets(cfg, args, records, roofs):
+def decode_sheets(cfg, args, outcomes, roofs):
     rows = []
-    for r in records:
+    for r in outcomes:
         (u,), t = r.row.key, r.figures["time"]
         rows.append({"users": u, "step": timed(t.seconds * 1e3, t),
                      "tokens per second": timed(u / t.seconds, t, -1),
@@ -121,8 +122,8 @@ DECODE_COLUMNS = [col("users", "users", "users", "d", key=True),
 
 
 def depth_plan(args):
-    return [Row({"users": u, "notes": n}, f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}", [[(n, 1)] * u])
-            for u in args.depth_users for n in args.depths]
+    return [Row({"users": u, "notes": n}, f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}",
+                [[(n, 1)] * u]) for u in args.depth_users for n in args.depths]
 
 
 def depth_measure(bench, args, rows):
@@ -133,9 +134,9 @@ def depth_measure(bench, args, rows):
                        f"typing for {row.label}", record=False)
 
 
-def depth_sheets(cfg, args, records, roofs):
+def depth_sheets(cfg, args, outcomes, roofs):
     rows = []
-    for r in records:
+    for r in outcomes:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
         fetched = model.bytes_read(cfg, riders)
         limit_s, _ = model.limit(cfg, riders, roofs["bytes_per_s"], roofs["flops_per_s"])
@@ -144,7 +145,7 @@ def depth_sheets(cfg, args, records, roofs):
                      "bytes read": fetched / 1e6,
                      "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
                      "x limit": timed(t.seconds / limit_s, t)})
-    steps = [(r.row.key[0], r.row.key[1], r.figures["time"].seconds) for r in records]
+    steps = [(r.row.key[0], r.row.key[1], r.figures["time"].seconds) for r in outcomes]
     return [Sheet("depth", DEPTH_COLUMNS, rows, timed=("step",),
                   title="Beyond the post: how deep the notebooks are",
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
@@ -198,13 +199,13 @@ def collision_measure(bench, args, rows):
     for row in dial:
         per_run, worst = server.schedule(schedule(args.question, row.key[0]),
                                          f"question in chunks of {row.key[0]}")
-        yield Record(row, figures(row, per_run, what=f"chunks of {row.key[0]}"),
+        yield Outcome(row, figures(row, per_run, what=f"chunks of {row.key[0]}"),
                      b.record_trip(bench, *worst, f"the worst step of {row.label}"))
 
 
-def collision_sheets(cfg, args, records, roofs):
+def collision_sheets(cfg, args, outcomes, roofs):
     """The post's three lines, then the dial."""
-    normal, dial = records[0].figures["time"], {r.row.key[0]: r for r in records[1:]}
+    normal, dial = outcomes[0].figures["time"], {r.row.key[0]: r for r in outcomes[1:]}
     chunk = post_chunk(args.chunk, args.question)
     at_once, chunked = dial[args.question].figures["time"], dial[chunk].figures["time"]
     steps = len(dial[chunk].row.steps) - 1

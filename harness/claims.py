@@ -14,7 +14,7 @@ ABOUT = 2  # "about X" holds within this factor of X either way: the same size, 
 @dataclasses.dataclass(frozen=True)
 class Claim:
     """script: whose sheets tell; says: the post's words; post: the post's figure; rule: when it
-    holds, in words; judge(tables, roofs) -> (this machine's figure in words, True, False, or
+    holds, in words; judge(records, roofs) -> (this machine's figure in words, True, False, or
     None for cannot tell); rows: the check table's rows that say why when it does not hold."""
     script: str
     says: str
@@ -72,12 +72,14 @@ def half_the_workbench(t, r):
 
 
 def long_costs_more(t, r):
-    long, mid = figure(t, "prefill", "time per token", prompt=1024), figure(t, "prefill", "time per token", prompt=256)
+    long = figure(t, "prefill", "time per token", prompt=1024)
+    mid = figure(t, "prefill", "time per token", prompt=256)
     return f"{long[0]:.2f} against {mid[0]:.2f} ms", more(long, mid)
 
 
 def compute_bound(t, r):
-    bound = [figure(t, "check", "bound by", experiment="prefill", row=f"{p} tokens")[0] for p in (256, 1024)]
+    bound = [figure(t, "check", "bound by", experiment="prefill", row=f"{p} tokens")[0]
+             for p in (256, 1024)]
     return f"{bound[0]}-bound and {bound[1]}-bound", all(b == "workbench" for b in bound)
 
 
@@ -94,7 +96,8 @@ def forklift_share(t, r):
 
 def batching(users, post):
     def judge(t, r):
-        gain = figure(t, "decode", "tokens per second", users=users)[0] / figure(t, "decode", "tokens per second", users=1)[0]
+        gain = (figure(t, "decode", "tokens per second", users=users)[0]
+                / figure(t, "decode", "tokens per second", users=1)[0])
         return f"{gain:.1f}x", about(gain, post)
     return judge
 
@@ -107,7 +110,8 @@ def gaps_grow(t, r):
 
 
 def notebooks_outweigh(t, r):
-    one, many = figure(t, "decode", "bytes read", users=1)[0], figure(t, "decode", "bytes read", users=64)[0]
+    one = figure(t, "decode", "bytes read", users=1)[0]
+    many = figure(t, "decode", "bytes read", users=64)[0]
     notebook = (many - one) / 63  # MB read = tables + users x one notebook
     ratio = 64 * notebook / (one - notebook)
     return f"{64 * notebook:,.0f} against {one - notebook:,.0f} MB", ratio > 1
@@ -266,7 +270,8 @@ def sheet(found, roofs, scripts, args):
                      f"rule: {c.rule}" + (f"\n{'':17}why: {why}" if why else "")
                      for c, here, verdict, why in judged) if args.tablefmt == "plain" else None
     return Sheet("claims", COLUMNS, rows, text=text, recorded=False,
-                 title="The post's claims on this machine", settings="each verdict by the rule given; 'about' means within 2x either way")
+                 title="The post's claims on this machine",
+                 settings="each verdict by the rule given; 'about' means within 2x either way")
 
 
 FIELDS = ("verdict", "the post says", "post", "here", "rule", "why")

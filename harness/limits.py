@@ -92,22 +92,22 @@ class Held:
 
 
 def held(cfg, checked, roofs, tables_alone):
-    """Every checked row held to the limits: [Held]. checked: [(experiment, record)];
+    """Every checked row held to the limits: [Held]. checked: [(experiment, Outcome)];
     tables_alone(n) times the table products of n tokens alone, once for each n."""
     alone = {n: tables_alone(n) for n in sorted({sum(t for _, t in r.recorded["riders"])
                                                  for _, r in checked})}
     return [hold(cfg, name, r, roofs, alone) for name, r in checked]
 
 
-def hold(cfg, experiment, record, roofs, alone):
-    """record: a row measured (its "time" figure, its steps' riders, its recorded trip);
+def hold(cfg, experiment, outcome, roofs, alone):
+    """outcome: a row measured (its "time" figure, its steps' riders, its recorded trip);
     alone: {tokens: Timing} of the table products alone."""
     bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
-    limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in record.row.steps)
-    riders = record.recorded["riders"]
-    return Held(experiment, record.row.label, record.row.keys, record.figures["time"], limit_s,
+    limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in outcome.row.steps)
+    riders = outcome.recorded["riders"]
+    return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
                 bound,
-                riders, record.recorded["parts"], alone[sum(t for _, t in riders)],
+                riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
                 model.part_limits(cfg, riders, bw, fl))
 
 

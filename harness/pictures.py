@@ -1,4 +1,4 @@
-"""The pictures a reader looks at, drawn from a two_phases run's saved sheets: the roofline, the
+"""The pictures a reader looks at, drawn from a two_phases run's records: the roofline, the
 chunk-size dial, decode's trade (the machine's tokens per second against each user's gap) and
 the notebooks' depth. Each explains itself: axes with units, a title, a legend. Nothing here
 measures.

@@ -25,7 +25,7 @@ class Row:
 
 
 @dataclasses.dataclass(frozen=True)
-class Record:
+class Outcome:
     """A row measured or predicted: its figures, each a Timing ("time" is the one held to its
     limit), and, when measured, its recorded trip ({"riders", "parts"})."""
     row: Row
@@ -35,7 +35,7 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """plan(args) -> [Row]; measure(Bench, args, rows) -> a Record per row, in order;
+    """plan(args) -> [Row]; measure(Bench, args, rows) -> an Outcome per row, in order;
     sheets(Config, args, records, roofs) -> [Sheet]; checked: its rows are held to their limits
     in the check table and the breakdown."""
     plan: object
@@ -60,7 +60,7 @@ def figures(row, per_run, stat="middle", what=""):
 def predicted(cfg, rows, roofs):
     """Each row with every trip at its limit on the given speeds: one "run" of limits."""
     bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
-    return [Record(row, figures(row, [[model.limit(cfg, riders, bw, fl)[0]
+    return [Outcome(row, figures(row, [[model.limit(cfg, riders, bw, fl)[0]
                                        for riders in row.steps]], "limit")) for row in rows]
 
 

@@ -15,7 +15,7 @@ KEYS = "keys"  # a sheet row's entry for keys it does not print (the check's row
 STATISTIC = {"middle": "median", "best": "best", "limit": "limit"}  # Timing.stat, as saved
 COMPUTED = "computed"  # a figure with no timing behind it: a count, the accounting, a ratio given
 SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "attention",
-            "blocks", "paths", "size", "matmul", "tokens", "quick", "predict", "roofs_source")
+            "blocks", "paths", "size", "matmul", "tokens", "quick", "predict")
 #           the flags (and the chosen paths) a record keeps: what makes two figures alike
 
 
@@ -75,7 +75,9 @@ def of(sheet, settings, predicted=False):
 
 def settings_of(args, **more):
     """The settings a run's records keep, from its flags."""
-    flags = {k: v for k, v in vars(args).items() if k in SETTINGS}
+    flags = {k: v for k, v in vars(args).items() if k in SETTINGS
+             and not (k == "threads" and getattr(args, "predict", False))}  # a prediction runs
+    #                                                                        on no threads
     return {**{k: list(v) if isinstance(v, tuple) else v for k, v in flags.items()}, **more}
 
 

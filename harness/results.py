@@ -13,7 +13,7 @@ import sys
 from harness import schema, stopping
 from harness.terminal import note, warn
 
-SCHEMA_VERSION = 4  # the JSON layout; 4: one record per figure ("records"), the sheets as printed apart
+SCHEMA_VERSION = 4  # the JSON layout; 4: one record per figure, and the sheets as printed
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
 NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
 NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there

@@ -234,7 +234,8 @@ def upgrade(data):
     for name, t in data["tables"].items():
         base, _, threads = name.partition(" @")
         names = LEGACY.get(base, {})
-        sheets[name] = {"title": t.get("title") or TITLES.get(base, base), "settings": t.get("settings") or "",
+        sheets[name] = {"title": t.get("title") or TITLES.get(base, base),
+                        "settings": t.get("settings") or "",
                         "printed": t.get("printed") or "", "columns": [
                             {"figure": names.get(c["header"], c["header"]).lstrip("@"),
                              "header": c["header"], "unit": c["unit"],
@@ -305,7 +306,8 @@ def samples_by_header(data):
                               for i in range(len(t["rows"]))]
 
 
-TITLES = {"machine_speed": "The forklift and the workbench", "prefill": "Phase 1, reading (prefill)",
+TITLES = {"machine_speed": "The forklift and the workbench",
+          "prefill": "Phase 1, reading (prefill)",
           "decode": "Phase 2, typing (decode)", "collision": "When the two phases share a server",
           "dial": "The chunk-size dial", "depth": "Beyond the post: how deep the notebooks are",
           "summary": "Reading against typing, per token",

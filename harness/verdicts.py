@@ -49,12 +49,12 @@ def judged(ratio, draws, unit, min_change):
     return out
 
 
-def verdict(ratio, draws, unit, min_change):
-    """In words, one direction: '1.30x faster' or '1.30x slower' ('higher'/'lower' for a figure
-    that is neither a time nor a rate); 'within the noise' when the CONFIDENCE interval of the
-    draws holds 1, 'no change' when the change is under min_change percent; a '*' when there are
-    no samples to tell noise from a change."""
-    j = judged(ratio, draws, unit, min_change)
+def verdict(j, unit):
+    """A judged ratio (see judged()) in words, one direction: '1.30x faster' or '1.30x slower'
+    ('higher'/'lower' for a figure that is neither a time nor a rate); 'within the noise' when
+    the CONFIDENCE interval of the draws holds 1, 'no change' when the change is under
+    min_change percent; a '*' when there are no samples to tell noise from a change."""
+    ratio = j["ratio"]
     up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
     said = f"{ratio:.2f}x {up}" if ratio >= 1 else f"{1 / ratio:.2f}x {down}"
     if j["low"] is None:

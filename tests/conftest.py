@@ -27,6 +27,14 @@ def started(name, *flags):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
+def one_line(r, code, *words):
+    """The process said one line on stderr, with these words, and no traceback."""
+    assert r.returncode == code, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
 def wait_until(condition, seconds=60, what="the condition"):
     """Poll condition() until it holds; fail the test if it does not within `seconds`."""
     end = time.monotonic() + seconds

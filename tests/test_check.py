@@ -5,7 +5,7 @@ import pytest
 
 from harness import limits, printers, records, results, schema
 from conftest import quick_two_phases
-from harness.plan import Record, Row
+from harness.plan import Outcome, Row
 from harness.records import value
 from harness.timing import Timing
 import model
@@ -27,7 +27,7 @@ def parts(riders=((512, 1),), tables=0.034, alone=0.034, attention=0.004, elemen
 def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 user",
          keys=None):
     recorded, alone = breakdown or parts()
-    record = Record(Row(keys or {"users": 1}, label, steps), {"time": Timing((seconds,))},
+    record = Outcome(Row(keys or {"users": 1}, label, steps), {"time": Timing((seconds,))},
                     recorded)
     return limits.hold(SMALL, experiment, record, ROOFS, alone)
 

@@ -103,7 +103,8 @@ def test_every_claim_is_tried_both_ways():
 
 def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables():
     found = changed("decode", "step", {"users": 1}, 100.0)
-    keys = [col("experiment", "experiment", "", "s", key=True), col("row", "row", "", "s", key=True)]
+    keys = [col("experiment", "experiment", "", "s", key=True),
+            col("row", "row", "", "s", key=True)]
     found += records.of(Sheet("check", [*keys, col("x limit", "x limit", "x", ".2f")],
                               [{"experiment": "decode", "row": "1 user", "x limit": 3.1}]), {})
     found += records.of(Sheet("breakdown", [*keys, col("most excess", "most excess", "", "s")],

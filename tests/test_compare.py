@@ -213,7 +213,7 @@ def scaled(folder, factor, to):
             continue
         data = schema.load(os.path.join(folder, name), name.split(".")[0])
         for r in data["records"]:
-            power = {"time": 1, "rate": -1}.get(compare.kind(r["unit"]), 0)
+            power = {"time": 1, "rate": -1}.get(schema.kind(r["unit"]), 0)
             if power and r["samples"]:
                 r["value"] *= factor ** power
                 r["samples"] = [x * factor ** power for x in r["samples"]]

@@ -8,19 +8,11 @@ import signal
 import pytest
 
 from harness import cli, results, stopping
-from conftest import ROOT, python, script
+from conftest import ROOT, one_line, python, script
 from harness.printers import Sheet, col
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
-
-
-def one_line(r, code, *words):
-    """The process said one line on stderr, with these words, and no traceback."""
-    assert r.returncode == code, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 def snapshot(folder):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from harness import machine, results, stopping
-from conftest import ROOT, script
+from conftest import ROOT, one_line, script
 
 PREDICT = ["--predict", "--forklift", "10", "--workbench", "100"]  # saves in under a second
 STEM = "two_phases"
@@ -21,14 +21,6 @@ STEM = "two_phases"
 
 def predict(out, label="box"):
     return script("two_phases.py", *PREDICT, "--out", str(out), "--label", label)
-
-
-def one_line(r, code, *words):
-    """The process said one line on stderr, with these words, and no traceback."""
-    assert r.returncode == code, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 def snapshot(folder):

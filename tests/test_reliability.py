@@ -13,17 +13,9 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import cli, machine, results, timing
-from conftest import ROOT, python, script, started
+from conftest import ROOT, one_line, python, script, started
 from harness.printers import Picture, Sheet, col
 from harness.records import timed
-
-
-def one_line(r, code, *words):
-    """The process said one line on stderr, with these words, and no traceback."""
-    assert r.returncode == code, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
-    for w in words:
-        assert w in r.stderr, r.stderr
 
 
 def demo(args, facts):
