@@ -11,7 +11,7 @@ import math
 
 from harness import claims, cli
 from harness.printers import Saved, Sheet, Then, col
-from harness.records import Measured, timed
+from harness.records import Measured, ms, timed
 from harness.speeds import MATMUL, QUICK, SIZE, measure_roofs, memory_bytes, tokens_a_trip_needs
 from harness.terminal import plural, warn
 from model import BYTES
@@ -47,9 +47,9 @@ def sheets(roofs, args, settings):
     f, w = fork["timing"], bench["timing"]
     both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
     row = {"memory speed": timed(fork["bytes_per_s"] / 1e9, f, -1), "read": fork["bytes"] / 1e6,
-           "read time": timed(f.seconds * 1e3, f),
+           "read time": ms(f),
            "math speed": timed(bench["flops_per_s"] / 1e9, w, -1), "math": bench["flops"] / 1e9,
-           "math time": timed(w.seconds * 1e3, w), "balance": Measured(roofs["balance"], both),
+           "math time": ms(w), "balance": Measured(roofs["balance"], both),
            "tokens a trip needs": Measured(tokens_a_trip_needs(roofs["balance"]), both)}
     sheet = Sheet("machine_speed", COLUMNS, [row], timed=("read time", "math time"),
                   per="figure", text=post_block(roofs) if args.tablefmt == "plain" else None,

@@ -15,7 +15,7 @@ import types
 
 import numpy as np
 
-from harness.paths import Paths
+from harness.paths import Paths, table
 from harness.pool import blas_threads, share, sharing
 
 
@@ -291,37 +291,6 @@ def validate(cfg, x, segments):
 def riders(segments):
     """What the accounting below needs of a trip: [(notes before, new tokens)], one per user."""
     return [(book["len"], t) for book, t in segments for _ in range(readers(book))]
-
-
-# ---------------------------------------------------------------------------------------------
-# the tables' products, in the blocks the paths give
-
-
-def table(w, x, pool=None, block=None):
-    """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of
-    block = (rows, depth): `rows` rows of w at a time (None: all of the share), which meet x
-    `depth` numbers at a time (None: all at once), so that a block stays in the core's cache
-    while the tokens pass; block None: one call a thread. w: (rows, k), x: (k, tokens)."""
-    if block is None and pool is None:
-        return w @ x  # one call with nothing around it: a one-token trip makes four a floor
-    out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
-    step, depth = block or (None, None)
-
-    def part(mine):
-        rows = step or mine.stop - mine.start
-        for a in range(mine.start, mine.stop, max(rows, 1)):
-            b = min(a + rows, mine.stop)
-            product_into(w[a:b], x, out[a:b], depth)  # (b - a, tokens)
-    share(pool, part, w.shape[0], w.size)
-    return out
-
-
-def product_into(w, x, out, depth=None):
-    """out = w @ x (see table()), x met `depth` numbers at a time, the pieces summed."""
-    depth = depth or w.shape[1]
-    np.matmul(w[:, :depth], x[:depth], out=out)
-    for c in range(depth, w.shape[1], depth):
-        out += w[:, c:c + depth] @ x[c:c + depth]
 
 
 def gelu_rows(h, pool=None):

@@ -15,11 +15,10 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import claims, cli, limits, paths, pictures, plan, pool
-from harness import schema, speeds
+from harness import claims, cli, limits, pictures, plan, pool, printers, speeds
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Picture, Saved, Sheet, Then, col
-from harness.records import Measured, timed
+from harness.records import Measured, ms, timed
 from harness.terminal import note, plural, progress
 import model
 
@@ -46,25 +45,18 @@ def prefill_plan(args):
     return [Row({"prompt": p}, f"{p} {plural(p, 'token')}", [[(0, p)]]) for p in args.prompts]
 
 
-def one_trip(bench, row, x, segments, what, record=True):
-    """A one-trip row: its trip timed --runs times, then (for the breakdown) recorded."""
-    return Outcome(row, figures(row, b.time_trip(bench, x, segments, what), what=what),
-                  b.record_trip(bench, x, segments, what) if record else None)
-
-
 def prefill_measure(bench, args, rows):
     for row in rows:
         (p,) = row.key
         x, book = b.tokens(bench.cfg, p, SEED + 2), model.notebook(bench.cfg, 1, p)
-        yield one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
+        yield b.one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
 
 
 def prefill_sheets(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (p,), t = r.row.key, r.figures["time"]
-        rows.append({"prompt": p, "time": timed(t.seconds * 1e3, t),
-                     "time per token": timed(t.seconds * 1e3 / p, t),
+        rows.append({"prompt": p, "time": ms(t), "time per token": timed(t.seconds * 1e3 / p, t),
                      "math speed": timed(model.table_flops(cfg, p) / t.seconds / 1e9, t, -1)})
     return [Sheet("prefill", PREFILL_COLUMNS, rows, timed=("time",),
                   note="; GFLOP/s: the tables' math only", title="Phase 1, reading (prefill)",
@@ -90,7 +82,7 @@ def decode_plan(args):
 def decode_measure(bench, args, rows):
     first = b.read_question(bench, args.notes, SEED + 1)
     for row in rows:  # one notebook at a time: each goes before the next, bigger one comes
-        yield one_trip(bench, row, *b.typing(bench, first, row.key[0], SEED + 3),
+        yield b.one_trip(bench, row, *b.typing(bench, first, row.key[0], SEED + 3),
                        f"typing for {row.label}")
 
 
@@ -98,8 +90,7 @@ def decode_sheets(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (u,), t = r.row.key, r.figures["time"]
-        rows.append({"users": u, "step": timed(t.seconds * 1e3, t),
-                     "tokens per second": timed(u / t.seconds, t, -1),
+        rows.append({"users": u, "step": ms(t), "tokens per second": timed(u / t.seconds, t, -1),
                      "math speed": timed(model.table_flops(cfg, u) / t.seconds / 1e9, t, -1),
                      "bytes read": model.bytes_read(cfg, r.row.steps[0]) / 1e6})
     return [Sheet("decode", DECODE_COLUMNS, rows, timed=("step",),
@@ -130,7 +121,7 @@ def depth_measure(bench, args, rows):
     firsts = {n: b.read_question(bench, n, SEED + 1) for n in args.depths}
     for row in rows:
         u, n = row.key
-        yield one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
+        yield b.one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
                        f"typing for {row.label}", record=False)
 
 
@@ -140,9 +131,8 @@ def depth_sheets(cfg, args, outcomes, roofs):
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
         fetched = model.bytes_read(cfg, riders)
         limit_s, _ = model.limit(cfg, riders, roofs["bytes_per_s"], roofs["flops_per_s"])
-        rows.append({"users": u, "notes": n, "step": timed(t.seconds * 1e3, t),
-                     "tokens per second": timed(u / t.seconds, t, -1),
-                     "bytes read": fetched / 1e6,
+        rows.append({"users": u, "notes": n, "step": ms(t),
+                     "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
                      "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
                      "x limit": timed(t.seconds / limit_s, t)})
     steps = [(r.row.key[0], r.row.key[1], r.figures["time"].seconds) for r in outcomes]
@@ -195,12 +185,12 @@ def collision_measure(bench, args, rows):
     normal, *dial = rows
     server = b.Server(bench, args.notes, args.typers, args.question,
                       max(len(r.steps) for r in dial), (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
-    yield one_trip(bench, normal, *server.alone, "typers alone")
+    yield b.one_trip(bench, normal, *server.alone, "typers alone")
     for row in dial:
         per_run, worst = server.schedule(schedule(args.question, row.key[0]),
                                          f"question in chunks of {row.key[0]}")
         yield Outcome(row, figures(row, per_run, what=f"chunks of {row.key[0]}"),
-                     b.record_trip(bench, *worst, f"the worst step of {row.label}"))
+                      b.record_trip(bench, *worst, f"the worst step of {row.label}"))
 
 
 def collision_sheets(cfg, args, outcomes, roofs):
@@ -210,32 +200,27 @@ def collision_sheets(cfg, args, outcomes, roofs):
     at_once, chunked = dial[args.question].figures["time"], dial[chunk].figures["time"]
     steps = len(dial[chunk].row.steps) - 1
     gaps = [normal, at_once, chunked]
+    said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
+            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
     row = {"typers": args.typers, "question": args.question, "chunk": chunk, "steps": steps,
-           **{gap: timed(t.seconds * 1e3, t) for gap, t in zip(GAPS, gaps)}}
+           **{gap: ms(t) for gap, t in zip(GAPS, gaps)}}
     rows = []
     for c, r in dial.items():
         f = r.figures
         rows.append({"chunk": c, "steps to read": len(r.row.steps) - 1,
-                     "first word": timed(f["ttft"].seconds * 1e3, f["ttft"]),
-                     "median gap": timed(f["gap median"].seconds * 1e3, f["gap median"]),
-                     "worst gap": timed(f["time"].seconds * 1e3, f["time"]),
+                     "first word": ms(f["ttft"]), "median gap": ms(f["gap median"]),
+                     "worst gap": ms(f["time"]), "total": ms(f["total"]),
                      "worst x normal": Measured(f["time"].seconds / normal.seconds,
-                                                ((1, f["time"]), (-1, normal))),
-                     "total": timed(f["total"].seconds * 1e3, f["total"])})
+                                                ((1, f["time"]), (-1, normal)))})
     return [Sheet("collision", COLLISION_COLUMNS, [row], timed=GAPS,
                   per="figure", title="When the two phases share a server",
-                  settings=collision_words(cfg, args),
+                  settings=said,
                   text=collision_lines(args.typers, args.question, chunk, *gaps, steps)
                   if args.tablefmt == "plain" else None),
             Sheet("dial", DIAL_COLUMNS, rows, timed=("worst gap",), title="The chunk-size dial",
-                  settings=collision_words(cfg, args) + (
+                  settings=said + (
                       "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
                       f"{args.typers} typers)" if args.budget else ""))]
-
-
-def collision_words(cfg, args):
-    return (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
-            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
 
 
 GAPS = ("normal gap", "all at once gap", "chunked worst gap")
@@ -293,45 +278,23 @@ def experiment(args, facts):
 
 def measured_sheets(cfg, args, facts, start, bench):
     bench, chosen = b.with_paths(bench, args.attention, args.blocks)
-    yield paths_line(chosen, args)
+    yield b.paths_line(chosen, args)
     yield Saved("paths", chosen)
     measured, roofs, points = {}, start, None
     for name in args.experiments:
         e = EXPERIMENTS[name]
         measured[name] = list(e.measure(bench, args, e.plan(args)))
-        yield from spaced(e.sheets(cfg, args, measured[name], start))
-    yield from spaced(limits.summary(measured))
+        yield from printers.spaced(e.sheets(cfg, args, measured[name], start))
+    yield from printers.spaced(limits.summary(measured))
     checked = [(name, r) for name in args.experiments if EXPERIMENTS[name].checked
                for r in measured[name]]
     if checked:
-        roofs = start if args.roofs or args.forklift else limits.through_the_run(
-            start, limits.speeds(args))
-        held = limits.held(cfg, checked, roofs, lambda n: b.tables_alone(bench, n))
-        said = plan.words(cfg, args.threads)
-        yield from spaced([*limits.check(held, roofs, said),
-                           *limits.breakdown(held, min(args.runs, b.BREAKDOWN_RUNS), said)])
-        points = limits.roofline(cfg, checked, roofs)
-        yield from (Saved("roofline", points), Saved("roofs", roofs))
+        roofs, points = yield from limits.held_sheets(cfg, args, checked, start, min(
+            args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
     yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args), *(
         Picture(name, draw) for name, draw in (pictures.files(found, points, who, args.quick)
                                                if args.plot else {}).items())])
-
-
-def spaced(sheets):
-    """Each sheet, then a blank line."""
-    for sheet in sheets:
-        yield sheet
-        yield ""
-
-
-def paths_line(chosen, args):
-    """The line after the machine line: the paths the trips take, and whether timed or asked."""
-    how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
-           for what, given in (("attention", args.attention), ("blocks", args.blocks))}
-    origin = (how["attention"] if len(set(how.values())) == 1
-              else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
-    return f"paths: {paths.Paths(chosen['attention'], chosen['blocks'])} ({origin})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,13 +329,11 @@ def build_parser():
     g.add_argument("--prompts", nargs="+", type=cli.whole(1, model.CONTEXT), default=PROMPTS,
                    metavar="T", help="prefill: question lengths in tokens")
     g.add_argument("--users", nargs="+", type=cli.whole(1, MOST_USERS), default=USERS,
-                   metavar="U",
-                   help="decode: users typing one token each in the same trip")
+                   metavar="U", help="decode: users typing one token each in the same trip")
     g.add_argument("--notes", type=cli.whole(1, model.CONTEXT - 1), default=NOTES,
                    metavar="N", help="decode and collision: notes already in each typer's notebook")
     g.add_argument("--typers", type=cli.whole(1, MOST_USERS), default=TYPERS,
-                   metavar="U",
-                   help="collision: users typing when the new user arrives")
+                   metavar="U", help="collision: users typing when the new user arrives")
     g.add_argument("--question", type=cli.whole(1, model.CONTEXT), default=QUESTION,
                    metavar="T", help="collision: the new user's question length in tokens")
     dial = g.add_mutually_exclusive_group()
@@ -394,28 +355,8 @@ def build_parser():
     g.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
                    help="draw the pictures (roofline, dial, decode, depth) into the results "
                         "folder; default: for a full run that saves, not for --quick")
-    speeds = g.add_mutually_exclusive_group()
-    speeds.add_argument("--roofs", default=None, metavar="FILE",
-                        type=cli.reads(schema.read_roofs, "a machine_speed.py results file"),
-                        help="take the forklift and workbench speeds from a saved "
-                             "machine_speed.json instead of measuring them in this run")
-    speeds.add_argument("--forklift", type=cli.speed("GB/s", 0.001, 1e6), default=None,
-                        metavar="GB/S",
-                        help="the memory speed to hold the rows to (or to predict with), "
-                             "with --workbench, instead of measuring it")
-    g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
-                   metavar="GFLOP/S", help="the math speed, with --forklift")
-    g.add_argument("--attention", choices=("auto", *paths.ATTENTION), default="auto",
-                   help="how one query reads its notes: the fastest on this machine, timed at "
-                        "the start, or the one given")
-    g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",
-                   metavar="{auto,off,N}",
-                   help="table products for 2 to 16 tokens: auto (the blocks fastest here, "
-                        "timed at the start), off (unblocked), or blocks of N rows (1 to 4,096)")
-    g.add_argument("--predict", action="store_true",
-                   help="run nothing: print every table as the speeds predict it (--forklift "
-                        "and --workbench, or --roofs), for any --model; saved under "
-                        "predicted-<model>-<speeds> unless --label says otherwise")
+    limits.add_flags(g)
+    b.add_flags(g)
     return p
 
 
@@ -439,26 +380,8 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {model.CONTEXT} "
                 f"tokens; use a larger {dial} or fewer --notes")
-    if (args.forklift is None) != (args.workbench is None):
-        p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
-                f"--workbench go together")
-    if args.predict and not (args.roofs or args.forklift):
-        p.error("argument --predict: needs the speeds to predict with: --forklift and "
-                "--workbench, or --roofs FILE")
-    if args.predict:
-        if args.plot:
-            p.error("argument --plot: draws measured rows, so not with --predict")
-        args.plot = False
-        if args.label is None:
-            r = limits.speeds(args)
-            args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
-                          f"{r['flops_per_s'] / 1e9:.0f}gflops")
-            problem = None if args.no_save else cli.unwritable(
-                cli.folder_of(args), ["two_phases.json", "two_phases.txt"])
-            if problem:
-                p.error(f"argument --out: results cannot be saved to "
-                        f"{cli.folder_of(args)}: {problem}")
-        return args  # nothing is built: nothing to fit in memory
+    if limits.check_flags(p, args):
+        return args  # a prediction: nothing is built, nothing to fit in memory
     args.plot = pictures.wanted(p, args)
     cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")

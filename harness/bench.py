@@ -9,8 +9,9 @@ import time
 import numpy as np
 
 import model
-from harness import timing
+from harness import cli, timing
 from harness.paths import ATTENTION, Block, Paths, shown
+from harness.plan import Outcome, figures
 from harness.pool import blas_threads, sharing
 from harness.terminal import plural
 
@@ -56,6 +57,12 @@ def time_trip(bench, x, segments, what):
     per_run = timing.time_steps([trip_of(bench, x, segments)], bench.runs, setup, what=what)
     setup()
     return per_run
+
+
+def one_trip(bench, row, x, segments, what, record=True):
+    """A one-trip row: its trip timed --runs times, then (for the breakdown) recorded."""
+    return Outcome(row, figures(row, time_trip(bench, x, segments, what), what=what),
+                   record_trip(bench, x, segments, what) if record else None)
 
 
 def record_trip(bench, x, segments, what):
@@ -257,3 +264,23 @@ def with_paths(bench, attention, blocks):
     paths, timed = choose(bench, attention, blocks)
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "timed": timed}
+
+
+def add_flags(g):
+    """The flags that force a path instead of timing the candidates."""
+    g.add_argument("--attention", choices=("auto", *ATTENTION), default="auto",
+                   help="how one query reads its notes: the fastest on this machine, timed at "
+                        "the start, or the one given")
+    g.add_argument("--blocks", type=cli.whole(1, 4096, words=("auto", "off")), default="auto",
+                   metavar="{auto,off,N}",
+                   help="table products for 2 to 16 tokens: auto (the blocks fastest here, "
+                        "timed at the start), off (unblocked), or blocks of N rows (1 to 4,096)")
+
+
+def paths_line(chosen, args):
+    """The line after the machine line: the paths the trips take, and whether timed or asked."""
+    how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
+           for what, given in (("attention", args.attention), ("blocks", args.blocks))}
+    origin = (how["attention"] if len(set(how.values())) == 1
+              else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
+    return f"paths: {Paths(chosen['attention'], chosen['blocks'])} ({origin})"

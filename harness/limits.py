@@ -4,9 +4,10 @@ import dataclasses
 import datetime
 
 import model
+from harness import cli, plan, schema
 from harness import speeds as machine_speeds
-from harness.printers import Sheet, col
-from harness.records import KEYS, Measured, timed
+from harness.printers import Saved, Sheet, col, spaced
+from harness.records import KEYS, Measured, ms, timed
 from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
@@ -24,6 +25,51 @@ def speeds(args):
     r = machine_speeds.roofs(args.runs, args.quick)
     return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
             "source": f"measured in this run by machine_speed ({r['forklift']['timing'].label})"}
+
+
+def add_flags(g):
+    """The flags that give the speeds instead of measuring them, and --predict."""
+    given = g.add_mutually_exclusive_group()
+    given.add_argument("--roofs", default=None, metavar="FILE",
+                       type=cli.reads(schema.read_roofs, "a machine_speed.py results file"),
+                       help="take the forklift and workbench speeds from a saved "
+                            "machine_speed.json instead of measuring them in this run")
+    given.add_argument("--forklift", type=cli.speed("GB/s", 0.001, 1e6), default=None,
+                       metavar="GB/S",
+                       help="the memory speed to hold the rows to (or to predict with), "
+                            "with --workbench, instead of measuring it")
+    g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
+                   metavar="GFLOP/S", help="the math speed, with --forklift")
+    g.add_argument("--predict", action="store_true",
+                   help="run nothing: print every table as the speeds predict it (--forklift "
+                        "and --workbench, or --roofs), for any --model; saved under "
+                        "predicted-<model>-<speeds> unless --label says otherwise")
+
+
+def check_flags(p, args):
+    """Refuse, in one line, speeds given by halves or a prediction with none; for a prediction,
+    name its folder after the speeds. -> whether the run is a prediction"""
+    if (args.forklift is None) != (args.workbench is None):
+        p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
+                f"--workbench go together")
+    if args.predict and not (args.roofs or args.forklift):
+        p.error("argument --predict: needs the speeds to predict with: --forklift and "
+                "--workbench, or --roofs FILE")
+    if not args.predict:
+        return False
+    if args.plot:
+        p.error("argument --plot: draws measured rows, so not with --predict")
+    args.plot = False
+    if args.label is None:
+        r = speeds(args)
+        args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
+                      f"{r['flops_per_s'] / 1e9:.0f}gflops")
+        problem = None if args.no_save else cli.unwritable(
+            cli.folder_of(args), ["two_phases.json", "two_phases.txt"])
+        if problem:
+            p.error(f"argument --out: results cannot be saved to {cli.folder_of(args)}: "
+                    f"{problem}")
+    return True
 
 
 def prediction(args):
@@ -91,6 +137,19 @@ class Held:
         return max(who, key=who.get)
 
 
+def held_sheets(cfg, args, checked, start, runs, tables_alone):
+    """Every checked row held to the faster of the speeds at the start and the end of the run
+    (or to the speeds given): the check and breakdown sheets, then the roofline's points and the
+    speeds, as saved. -> (the speeds held to, the roofline's data)"""
+    roofs = start if args.roofs or args.forklift else through_the_run(start, speeds(args))
+    found = held(cfg, checked, roofs, tables_alone)
+    said = plan.words(cfg, args.threads)
+    yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
+    points = roofline(cfg, checked, roofs)
+    yield from (Saved("roofline", points), Saved("roofs", roofs))
+    return roofs, points
+
+
 def held(cfg, checked, roofs, tables_alone):
     """Every checked row held to the limits: [Held]. checked: [(experiment, Outcome)];
     tables_alone(n) times the table products of n tokens alone, once for each n."""
@@ -113,22 +172,22 @@ def hold(cfg, experiment, outcome, roofs, alone):
 
 def suspect(h):
     """The part that holds the most excess, in a few words for a warning."""
-    ms = {p: s * 1e3 for p, s in h.parts.items()}
+    took = {p: s * 1e3 for p, s in h.parts.items()}
     alone, lim = h.alone.seconds * 1e3, h.part_limits
     tokens = sum(t for _, t in h.riders)
     return {
-        "the BLAS": f"tables: {ms['tables']:.1f} ms, one BLAS call for the same products takes "
+        "the BLAS": f"tables: {took['tables']:.1f} ms, one BLAS call for the same products takes "
                     f"{alone:.1f} ms ({alone / 1e3 / lim['tables']:.1f}x their limit): the BLAS's "
                     f"own path for {tokens} {plural(tokens, 'token')}",
-        "our tables": f"tables: {ms['tables']:.1f} ms, one BLAS call for the same products takes "
+        "our tables": f"tables: {took['tables']:.1f} ms, one BLAS call for the same products takes "
                       f"only {alone:.1f} ms: time lost around the products",
-        "attention": f"attention: {ms['attention']:.1f} ms, "
+        "attention": f"attention: {took['attention']:.1f} ms, "
                      f"{h.parts['attention'] / lim['attention']:.1f}x its limit: look at how "
                      f"the notebooks are read",
-        "elementwise": f"elementwise: {ms['elementwise']:.1f} ms against a limit of "
+        "elementwise": f"elementwise: {took['elementwise']:.1f} ms against a limit of "
                        f"{lim['elementwise'] * 1e3:.1f} ms: look for a slow elementwise road "
                        f"(like h**3)",
-        "other": f"other: {ms['other']:.1f} ms outside every part (splits, Python)"}[h.most()]
+        "other": f"other: {took['other']:.1f} ms outside every part (splits, Python)"}[h.most()]
 
 
 def check(held, roofs, words):
@@ -139,7 +198,7 @@ def check(held, roofs, words):
             warn(f"{h.experiment} {h.label} took {h.seconds / h.limit_s:.1f}x its limit "
                  f"({h.bound}-bound); {suspect(h)}")
     rows = [{"experiment": h.experiment, "row": h.label, KEYS: h.keys,
-             "measured": timed(h.seconds * 1e3, h.timing), "limit": h.limit_s * 1e3,
+             "measured": ms(h.timing), "limit": h.limit_s * 1e3,
              "bound by": h.bound, "x limit": timed(h.seconds / h.limit_s, h.timing)}
             for h in held]
     yield Sheet("check", CHECK_COLUMNS, rows, title="Every row against the machine's limits",

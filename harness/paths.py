@@ -1,9 +1,12 @@
 """How a trip does the work whose fastest way depends on the CPU, chosen where the suite runs
-(bench.choose) and printed on the line after the machine line."""
+(bench.choose) and printed on the line after the machine line; and the table products done in
+the blocks chosen."""
 import dataclasses
 import typing
 
 import numpy as np
+
+from harness.pool import share
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
 #           the ways one query may read its notes (model.product): "vec" needs NumPy 2.2
@@ -33,7 +36,7 @@ def shown(rows, depth):
 @dataclasses.dataclass(frozen=True)
 class Paths:
     """How a trip does the work whose fastest way depends on the CPU: attention's products for
-    one query (one of ATTENTION), and the Blocks of the table products (see model.table()),
+    one query (one of ATTENTION), and the Blocks of the table products (see table() below),
     ascending in tokens; a token count past them all, or a table size not among them, goes
     unblocked. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
@@ -42,7 +45,7 @@ class Paths:
     def __post_init__(self):  # plain tuples, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
 
-    def block(self, tokens, inputs):  # -> (rows, depth) for model.table(), or None: unblocked
+    def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
         if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
             return None
         b = next((b for b in self.blocks if tokens <= b.tokens and b.inputs == inputs), None)
@@ -60,3 +63,30 @@ class Paths:
                 "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
                     f"{i} inputs " + ", ".join(shown.get((n, i), "unblocked") for n in counts)
                     for i in sizes))
+
+
+def table(w, x, pool=None, block=None):
+    """w @ x, w's rows shared among the pool's threads, each thread's share in blocks of
+    block = (rows, depth): `rows` rows of w at a time (None: all of the share), which meet x
+    `depth` numbers at a time (None: all at once), so that a block stays in the core's cache
+    while the tokens pass; block None: one call a thread. w: (rows, k), x: (k, tokens)."""
+    if block is None and pool is None:
+        return w @ x  # one call with nothing around it: a one-token trip makes four a floor
+    out = np.empty((w.shape[0], x.shape[1]), dtype=np.float32)  # (rows, tokens)
+    step, depth = block or (None, None)
+
+    def part(mine):
+        rows = step or mine.stop - mine.start
+        for a in range(mine.start, mine.stop, max(rows, 1)):
+            b = min(a + rows, mine.stop)
+            product_into(w[a:b], x, out[a:b], depth)  # (b - a, tokens)
+    share(pool, part, w.shape[0], w.size)
+    return out
+
+
+def product_into(w, x, out, depth=None):
+    """out = w @ x (see table()), x met `depth` numbers at a time, the pieces summed."""
+    depth = depth or w.shape[1]
+    np.matmul(w[:, :depth], x[:depth], out=out)
+    for c in range(depth, w.shape[1], depth):
+        out += w[:, c:c + depth] @ x[c:c + depth]

@@ -128,6 +128,13 @@ def entry(sheet):
                          "key": c.key, "compared": c.compared} for c in sheet.columns]}
 
 
+def spaced(sheets):
+    """Each sheet, then a blank line."""
+    for sheet in sheets:
+        yield sheet
+        yield ""
+
+
 def plain(v):
     """A JSON-ready number: NumPy scalars become Python ones."""
     return v.item() if hasattr(v, "item") else v

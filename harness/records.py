@@ -37,6 +37,11 @@ def timed(value, t, power=1):
     return Measured(value, ((power, t),))
 
 
+def ms(t):
+    """A Timing as a figure in milliseconds."""
+    return timed(t.seconds * 1e3, t)
+
+
 def value(v):
     """A row's entry as a plain number or text, whether measured or not."""
     v = v.value if isinstance(v, Measured) else v

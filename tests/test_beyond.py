@@ -315,7 +315,7 @@ def test_a_path_asked_for_and_a_path_timed_each_say_so():
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
     chosen, saved = bench.with_paths(tiny, "matmul", "auto")
     assert chosen.paths.attention == "matmul"
-    line = two_phases.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
+    line = bench.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
     assert line.startswith("paths: attention by matmul;")
     assert line.endswith("(attention as asked; blocks the fastest here, timed at the start)")
     assert saved["timed"] and "attention" not in saved["timed"]
