@@ -10,7 +10,7 @@ import numpy as np
 
 import model
 from harness import cli, timing
-from harness.paths import ATTENTION, Block, Paths, shown
+from harness.paths import ATTENTION, Block, Paths, shown, table
 from harness.plan import Outcome, figures
 from harness.pool import blas_threads, sharing
 from harness.terminal import plural
@@ -92,7 +92,7 @@ def products_alone(floors, tokens, seed=0):
     def products():
         for p in floors:
             for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
-                model.table(p[name], into)
+                table(p[name], into)
     return products
 
 
@@ -227,7 +227,7 @@ def tables_by_size(bench, n, seed=0):
                     tables = [w for w in next(floors).values() if w.shape[1] == inputs]
                     start = time.perf_counter()
                     for w in tables:
-                        model.table(w, xs[inputs], pool, block)
+                        table(w, xs[inputs], pool, block)
                     if tried:
                         best_of[block] = min(best_of[block], time.perf_counter() - start)
     return timed

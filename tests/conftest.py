@@ -1,9 +1,14 @@
 """Tests import the scripts from the repository root, and run them as a user would."""
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import time
+import types
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -13,6 +18,19 @@ def script(name, *flags, env=None, cwd=ROOT, timeout=300):
     """`python <name> <flags>` from the repository root: -> the finished process."""
     return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def compared(*argv):
+    """compare.py with these arguments, in this process, as fast as a call: -> its exit code,
+    stdout and stderr, as a finished process has them."""
+    import compare
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = compare.main(list(argv))
+        except SystemExit as e:  # argparse's own exit, as for a bad flag
+            code = e.code
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def python(code, env=None):
@@ -49,3 +67,19 @@ def quick_two_phases(tmp_path, *flags):
     assert r.returncode == 0, r.stderr
     with open(os.path.join(tmp_path, "box", "two_phases.quick.json")) as f:
         return r, json.load(f)
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """One quick run of two_phases.py as a user runs it, every experiment, --runs 2, the
+    pictures drawn, into a folder where a full run's roofline picture already is: shared by the
+    tests that read what such a run prints and saves. -> (the process, its saved JSON, the
+    folder)"""
+    out = tmp_path_factory.mktemp("quick")
+    (out / "box").mkdir()
+    (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
+    r = script("two_phases.py", "--quick", "--runs", "2", "--plot", "--out", str(out), "--label",
+               "box")
+    assert r.returncode == 0, r.stderr
+    with open(out / "box" / "two_phases.quick.json") as f:
+        return r, json.load(f), out / "box"

@@ -4,7 +4,6 @@ import json
 import pytest
 
 from harness import limits, printers, records, results, schema
-from conftest import quick_two_phases
 from harness.plan import Outcome, Row
 from harness.records import value
 from harness.timing import Timing
@@ -112,16 +111,11 @@ def test_roofs_file_is_read_and_named(tmp_path, layout):
     assert str(path) in roofs["source"] and "2026-01-02" in roofs["source"]
 
 
-@pytest.fixture(scope="module")
-def decode_run(tmp_path_factory):
-    return quick_two_phases(tmp_path_factory.mktemp("decode"), "--runs", "1", "--experiments",
-                            "decode")
-
-
-def test_a_quick_run_saves_the_check_table(decode_run):
-    r, data = decode_run
+def test_a_quick_run_saves_the_check_table(quick_run):
+    r, data, _ = quick_run
     assert "x limit" in r.stdout and "bound by" in r.stdout
-    found = data["records"]
+    found = [x for x in data["records"] if x["keys"].get("experiment", "decode") == "decode"]
+    #        decode's rows, and the check and breakdown rows of decode
     check = records.rows(found, "check")
     assert [dict(keys) for keys in check] == [
         {"experiment": "decode", "row": "1 user", "users": 1},
@@ -168,8 +162,8 @@ def test_speeds_that_moved_during_the_run_are_named(capsys):
     assert err.count("\n") == 1 and "the forklift moved by -25% during the run" in err
 
 
-def test_a_quick_run_says_both_speeds_under_its_check_table(decode_run):
-    r, data = decode_run
+def test_a_quick_run_says_both_speeds_under_its_check_table(quick_run):
+    r, data, _ = quick_run
     line = next(s for s in r.stdout.splitlines() if s.startswith("(limit = "))
     assert "at the start (" in line and "at the end (" in line
     assert set(data["roofs"]["start"]) == set(data["roofs"]["end"]) == {"bytes_per_s",

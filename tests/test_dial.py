@@ -3,7 +3,6 @@
 import pytest
 
 import two_phases
-from conftest import quick_two_phases
 from harness import records
 
 
@@ -43,10 +42,8 @@ def test_every_step_puts_each_typer_one_note_further():
 TIMED = ("first word", "median gap", "worst gap", "worst x normal", "total")
 
 
-def test_a_quick_measured_dial_fills_every_column(tmp_path):
-    # the speeds given, not measured: the dial's figures do not depend on them
-    r, data = quick_two_phases(tmp_path, "--runs", "2", "--experiments", "collision",
-                               "--forklift", "20", "--workbench", "200")
+def test_a_quick_measured_dial_fills_every_column(quick_run):
+    r, data, _ = quick_run  # --runs 2
     assert "TTFT ms" in r.stdout and "worst x normal" in r.stdout
     found = data["records"]
     dial = records.rows(found, "dial")

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from harness import cli, results, stopping
-from conftest import ROOT, one_line, python, script
+from conftest import ROOT, compared, one_line, python, script
 from harness.printers import Sheet, col
 
 POST = os.path.join(ROOT, "references", "post")
@@ -163,7 +163,7 @@ def test_compare_leaves_out_a_file_with_a_wrong_field(tmp_path, change, says):
     bad.mkdir()
     (bad / "two_phases.json").write_text(json.dumps(shipped(change)))
     shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), bad / "cube_bug.json")
-    r = script("compare.py", POST, str(bad))
+    r = compared(POST, str(bad))
     one_line(r, 1, "left out", says)
     assert "h**3 ms" in r.stdout and "nan" not in r.stdout
 

@@ -6,8 +6,6 @@ import pytest
 from conftest import python, script
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
-FAST = ("--prompts", "1", "16", "--users", "1", "2", "--question", "32", "--chunk", "16",
-        "--depths", "0", "16")
 
 
 def run_quick(tmp_path, *flags):
@@ -16,15 +14,10 @@ def run_quick(tmp_path, *flags):
 
 
 @pytest.fixture(scope="module")
-def plotted(tmp_path_factory):
-    """One quick run of every experiment with --plot, into a folder where a full run's
+def plotted(quick_run):
+    """The shared quick run of every experiment with --plot, into a folder where a full run's
     roofline picture already is."""
-    out = tmp_path_factory.mktemp("plot")
-    (out / "box").mkdir()
-    (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
-    r = run_quick(out, "--plot", *FAST)
-    assert r.returncode == 0, r.stderr
-    return out / "box"
+    return quick_run[2]
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")

@@ -13,7 +13,7 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import cli, machine, results, timing
-from conftest import ROOT, one_line, python, script, started
+from conftest import ROOT, compared, one_line, python, script, started
 from harness.printers import Picture, Sheet, col
 from harness.records import timed
 
@@ -287,7 +287,7 @@ def test_compare_names_an_unusable_file_and_compares_the_rest(tmp_path, data, sa
     for name, result in (("good", RESULT), ("bad", data)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "cube_bug.json").write_text(json.dumps(result))
-    r = script("compare.py", str(tmp_path))
+    r = compared(str(tmp_path))
     one_line(r, 1, "bad/cube_bug.json", says)
     assert "good: machine: Test CPU" in r.stdout and "55.00" in r.stdout
 
