@@ -270,7 +270,7 @@ def run(script, args, body, headline=None):
     try:
         with stopping.stoppable():
             with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
-                facts = blocks(args, body, busy, out, headline)
+                facts = each_thread_count(args, body, busy, out, headline)
             wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
@@ -299,7 +299,7 @@ def run(script, args, body, headline=None):
         return 128 + signum
 
 
-def blocks(args, body, busy, out, headline):
+def each_thread_count(args, body, busy, out, headline):
     """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
     block's sheets named with its count. -> the machine's facts, as the first block found it."""
     from threadpoolctl import threadpool_limits
