@@ -12,7 +12,8 @@ import math
 from harness import claims, cli
 from harness.printers import Saved, Sheet, Then, col
 from harness.records import Measured, ms, timed
-from harness.speeds import MATMUL, QUICK, SIZE, measure_roofs, memory_bytes, tokens_a_trip_needs
+from harness.speeds import (MATMUL, QUICK, SIZE, Speeds, measure_roofs, memory_bytes,
+                            tokens_a_trip_needs)
 from harness.terminal import plural, warn
 from model import BYTES
 
@@ -54,8 +55,8 @@ def sheets(roofs, args, settings):
     sheet = Sheet("machine_speed", COLUMNS, [row], timed=("read time", "math time"),
                   per="figure", text=post_block(roofs) if args.tablefmt == "plain" else None,
                   title="The forklift and the workbench", settings=settings)
-    speeds = {"bytes_per_s": roofs["bytes_per_s"], "flops_per_s": roofs["flops_per_s"]}
-    yield Saved("roofs", speeds)
+    speeds = Speeds(roofs["bytes_per_s"], roofs["flops_per_s"], "measured by machine_speed")
+    yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
     yield sheet
     yield ""
     yield Then(lambda found: [claims.sheet(found, speeds, ("machine_speed",), args)])

@@ -130,7 +130,7 @@ def depth_sheets(cfg, args, outcomes, roofs):
     for r in outcomes:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
         fetched = model.bytes_read(cfg, riders)
-        limit_s, _ = model.limit(cfg, riders, roofs["bytes_per_s"], roofs["flops_per_s"])
+        limit_s, _ = model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
         rows.append({"users": u, "notes": n, "step": ms(t),
                      "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
                      "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
@@ -307,7 +307,7 @@ def predict(args, facts):
     yield Saved("predicted", limits.prediction(args))
     yield from plan.predict(cfg, [EXPERIMENTS[name] for name in args.experiments],
                             argparse.Namespace(**{**vars(args), "threads": None}), roofs)
-    yield Saved("roofs", roofs)
+    yield Saved("roofs", roofs.saved())
 
 
 def peak_bytes(args):

@@ -8,6 +8,7 @@ pictures), a str (a line printed and kept in the .txt), a Saved (kept in the JSO
 """
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -328,7 +329,8 @@ class Output:
         self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
         self.predicted = bool(getattr(args, "predict", False))
-        self.settings = {k: v for k, v in vars(args).items() if k not in UNSAVED}
+        self.settings = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+                         for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
         self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
         self.records, self.block, self.ran = [], [], {}
 

@@ -6,6 +6,7 @@ import datetime
 import model
 from harness import cli, plan, schema
 from harness import speeds as machine_speeds
+from harness.speeds import Speeds
 from harness.printers import Saved, Sheet, col, spaced
 from harness.records import KEYS, Measured, ms, timed
 from harness.terminal import plural, warn
@@ -18,13 +19,12 @@ def speeds(args):
     """The forklift and workbench speeds: measured now (same run, same noise), from --roofs, or
     given as --forklift and --workbench."""
     if args.roofs:
-        return dict(args.roofs)
+        return args.roofs
     if args.forklift:
-        return {"bytes_per_s": args.forklift * 1e9, "flops_per_s": args.workbench * 1e9,
-                "source": "given on the command line"}
+        return Speeds(args.forklift * 1e9, args.workbench * 1e9, "given on the command line")
     r = machine_speeds.roofs(args.runs, args.quick)
-    return {"bytes_per_s": r["bytes_per_s"], "flops_per_s": r["flops_per_s"],
-            "source": f"measured in this run by machine_speed ({r['forklift']['timing'].label})"}
+    return Speeds(r["bytes_per_s"], r["flops_per_s"],
+                  f"measured in this run by machine_speed ({r['forklift']['timing'].label})")
 
 
 def add_flags(g):
@@ -62,8 +62,8 @@ def check_flags(p, args):
     args.plot = False
     if args.label is None:
         r = speeds(args)
-        args.label = (f"predicted-{args.model}-{r['bytes_per_s'] / 1e9:.0f}gbs-"
-                      f"{r['flops_per_s'] / 1e9:.0f}gflops")
+        args.label = (f"predicted-{args.model}-{r.bytes_per_s / 1e9:.0f}gbs-"
+                      f"{r.flops_per_s / 1e9:.0f}gflops")
         problem = None if args.no_save else cli.unwritable(
             cli.folder_of(args), ["two_phases.json", "two_phases.txt"])
         if problem:
@@ -75,9 +75,9 @@ def check_flags(p, args):
 def prediction(args):
     """The line a prediction shows instead of a machine line: which speeds it assumed."""
     roofs = speeds(args)
-    bw, fl = roofs["bytes_per_s"] / 1e9, roofs["flops_per_s"] / 1e9
+    bw, fl = roofs.bytes_per_s / 1e9, roofs.flops_per_s / 1e9
     return (f"machine: none, predicted for a forklift of {bw:,.1f} GB/s and a workbench of "
-            f"{fl:,.1f} GFLOP/s (balance {fl / bw:.1f} FLOPs per byte), {roofs['source']} | "
+            f"{fl:,.1f} GFLOP/s (balance {fl / bw:.1f} FLOPs per byte), {roofs.source} | "
             f"{model.SIZES[args.model]} | {datetime.date.today().isoformat()}")
 
 
@@ -88,17 +88,17 @@ def through_the_run(start, end):
     machine did not have just then."""
     for key, name, unit in (("bytes_per_s", "forklift", "GB/s"),
                             ("flops_per_s", "workbench", "GFLOP/s")):
-        moved = end[key] / start[key] - 1
-        if abs(moved) > DRIFT:
-            warn(f"the {name} moved by {moved:+.0%} during the run ({start[key] / 1e9:.1f} "
-                 f"to {end[key] / 1e9:.1f} {unit}): the machine's speed changed under the "
+        a, b = getattr(start, key), getattr(end, key)
+        if abs(b / a - 1) > DRIFT:
+            warn(f"the {name} moved by {b / a - 1:+.0%} during the run ({a / 1e9:.1f} "
+                 f"to {b / 1e9:.1f} {unit}): the machine's speed changed under the "
                  f"measurements; every row is held to the faster speed")
-    speeds = {key: max(start[key], end[key]) for key in ("bytes_per_s", "flops_per_s")}
-    return {**speeds, "start": {k: start[k] for k in speeds}, "end": {k: end[k] for k in speeds},
-            "source": f"{start['source']} at the start ({start['bytes_per_s'] / 1e9:.1f} GB/s, "
-                      f"{start['flops_per_s'] / 1e9:.1f} GFLOP/s) and at the end "
-                      f"({end['bytes_per_s'] / 1e9:.1f} GB/s, {end['flops_per_s'] / 1e9:.1f} "
-                      f"GFLOP/s): the faster of each"}
+    return Speeds(max(start.bytes_per_s, end.bytes_per_s), max(start.flops_per_s, end.flops_per_s),
+                  f"{start.source} at the start ({start.bytes_per_s / 1e9:.1f} GB/s, "
+                  f"{start.flops_per_s / 1e9:.1f} GFLOP/s) and at the end "
+                  f"({end.bytes_per_s / 1e9:.1f} GB/s, {end.flops_per_s / 1e9:.1f} "
+                  f"GFLOP/s): the faster of each", Speeds(start.bytes_per_s, start.flops_per_s),
+                  Speeds(end.bytes_per_s, end.flops_per_s))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +146,7 @@ def held_sheets(cfg, args, checked, start, runs, tables_alone):
     said = plan.words(cfg, args.threads)
     yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
     points = roofline(cfg, checked, roofs)
-    yield from (Saved("roofline", points), Saved("roofs", roofs))
+    yield from (Saved("roofline", points), Saved("roofs", roofs.saved()))
     return roofs, points
 
 
@@ -161,7 +161,7 @@ def held(cfg, checked, roofs, tables_alone):
 def hold(cfg, experiment, outcome, roofs, alone):
     """outcome: a row measured (its "time" figure, its steps' riders, its recorded trip);
     alone: {tokens: Timing} of the table products alone."""
-    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in outcome.row.steps)
     riders = outcome.recorded["riders"]
     return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
@@ -203,8 +203,8 @@ def check(held, roofs, words):
             for h in held]
     yield Sheet("check", CHECK_COLUMNS, rows, title="Every row against the machine's limits",
                 settings=words,
-                note=f"(limit = max(bytes / {roofs['bytes_per_s'] / 1e9:.1f} GB/s, FLOPs / "
-                     f"{roofs['flops_per_s'] / 1e9:.1f} GFLOP/s); speeds {roofs['source']})")
+                note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
+                     f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})")
 
 
 CHECK_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
@@ -259,7 +259,7 @@ def roofline(cfg, records, roofs):
         flops = model.trip_flops(cfg, riders)
         points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
                        flops / r.figures["time"].seconds])
-    return {**roofs, "points": points}
+    return {**roofs.saved(), "points": points}
 
 
 def summary(measured):

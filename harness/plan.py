@@ -59,7 +59,7 @@ def figures(row, per_run, stat="middle", what=""):
 
 def predicted(cfg, rows, roofs):
     """Each row with every trip at its limit on the given speeds: one "run" of limits."""
-    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     return [Outcome(row, figures(row, [[model.limit(cfg, riders, bw, fl)[0]
                                        for riders in row.steps]], "limit")) for row in rows]
 
@@ -76,7 +76,7 @@ def memory_bytes(cfg, rows):
 
 def predict(cfg, experiments, args, roofs):
     """Each experiment's sheets with every trip of every planned row at its limit."""
-    bw, fl = roofs["bytes_per_s"], roofs["flops_per_s"]
+    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
             yield dataclasses.replace(sheet, timed=(), note="", columns=[

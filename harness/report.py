@@ -7,7 +7,7 @@ runs never go into it. It reads saved results and measures nothing.
 """
 import os
 
-from harness import claims, machine, results, schema
+from harness import claims, machine, results, schema, speeds
 from harness.printers import format_table
 from harness.terminal import warn
 
@@ -50,8 +50,8 @@ def markdown(runs, names):
         for name, sheet in data["sheets"].items():
             if name != "claims":
                 lines += section(sheet, name)
-    roofs = runs.get("two_phases", {}).get("roofs") or runs.get("machine_speed", {}).get(
-        "roofs") or {}
+    roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
+                        or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
              for v in claims.verdicts(data["records"], roofs, (script,), data["settings"])]
     lines += ["## The post's claims on this machine", "",

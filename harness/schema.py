@@ -7,6 +7,8 @@ import math
 import os
 import stat
 
+from harness.speeds import Speeds
+
 READABLE = (1, 2, 3, 4)  # the schema versions read; older layouts are brought to the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
@@ -360,8 +362,8 @@ SPEEDS = {"bytes_per_s": (1e6, 1e15, "memory speed", "GB/s"),  # 1 MB/s to 1 PB/
 
 
 def read_roofs(path):
-    """The two speeds of a saved machine_speed.json (of a sweep, its most threads'): {
-    "bytes_per_s", "flops_per_s", "source"}; or raise ValueError saying why not."""
+    """The two speeds of a saved machine_speed.json (of a sweep, its most threads'): Speeds; or
+    raise ValueError saying why not."""
     data = load(path, "machine_speed")
     found = sorted((k for k in data if k.split(" @")[0] == "roofs"),
                    key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
@@ -375,4 +377,5 @@ def read_roofs(path):
                              f"{low / 1e9:g} to {high / 1e9:g}")
         roofs[name] = float(value)
     threads = f", {found[-1].split(' @')[1]} threads" if " @" in found[-1] else ""
-    return {**roofs, "source": f"from {path} (measured {data['machine']['date'][:10]}{threads})"}
+    return Speeds(**roofs, source=f"from {path} (measured {data['machine']['date'][:10]}"
+                                  f"{threads})")

@@ -1,5 +1,7 @@
-"""The machine's two limits, measured: the forklift (memory speed) and the workbench (math
-speed), as machine_speed.py prints them and two_phases.py holds its timings against them."""
+"""The machine's two limits: the forklift (memory speed) and the workbench (math speed),
+measured as machine_speed.py prints them, and the record two_phases.py holds its timings to."""
+import dataclasses
+
 import numpy as np
 
 from harness import timing
@@ -8,6 +10,41 @@ from model import BYTES, FLOPS_PER_NUMBER
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
 QUICK = {"size": 4000, "matmul": 1024}
+
+
+@dataclasses.dataclass(frozen=True)
+class Speeds:
+    """The two speeds a run holds its rows to (or predicts with), in bytes and FLOPs per second,
+    where they come from, and, through a run, the speeds measured at its start and its end."""
+    bytes_per_s: float
+    flops_per_s: float
+    source: str = ""
+    start: "Speeds" = None
+    end: "Speeds" = None
+
+    @property
+    def balance(self):
+        """FLOPs the workbench does in the time the forklift brings one byte."""
+        return self.flops_per_s / self.bytes_per_s
+
+    def saved(self):
+        """As a result keeps it: {"bytes_per_s", "flops_per_s", "source", "start", "end"}."""
+        out = {"bytes_per_s": self.bytes_per_s, "flops_per_s": self.flops_per_s,
+               "source": self.source}
+        for when in ("start", "end"):
+            if getattr(self, when) is not None:
+                s = getattr(self, when)
+                out[when] = {"bytes_per_s": s.bytes_per_s, "flops_per_s": s.flops_per_s}
+        return out
+
+
+def read(saved):
+    """Speeds from what a result keeps (see Speeds.saved), or None where it keeps none."""
+    if not saved:
+        return None
+    at = {when: Speeds(saved[when]["bytes_per_s"], saved[when]["flops_per_s"])
+          for when in ("start", "end") if isinstance(saved.get(when), dict)}
+    return Speeds(saved["bytes_per_s"], saved["flops_per_s"], saved.get("source", ""), **at)
 
 
 def forklift(size, runs):

@@ -6,11 +6,12 @@ import pytest
 from harness import limits, printers, records, results, schema
 from harness.plan import Outcome, Row
 from harness.records import value
+from harness.speeds import Speeds
 from harness.timing import Timing
 import model
 
 SMALL = model.SIZES["small"]
-ROOFS = {"bytes_per_s": 10e9, "flops_per_s": 100e9, "source": "given"}
+ROOFS = Speeds(10e9, 100e9, "given")
 ONE_USER = [[(512, 1)]]  # 377.5 MB: a 37.7 ms limit at 10 GB/s
 
 
@@ -107,8 +108,8 @@ def test_roofs_file_is_read_and_named(tmp_path, layout):
     path.write_text(json.dumps({**layout, "script": "machine_speed", "machine": machine,
                                 "roofs": {"bytes_per_s": 20.5e9, "flops_per_s": 140e9}}))
     roofs = schema.read_roofs(str(path))
-    assert roofs["bytes_per_s"] == 20.5e9 and roofs["flops_per_s"] == 140e9
-    assert str(path) in roofs["source"] and "2026-01-02" in roofs["source"]
+    assert roofs.bytes_per_s == 20.5e9 and roofs.flops_per_s == 140e9
+    assert str(path) in roofs.source and "2026-01-02" in roofs.source
 
 
 def test_a_quick_run_saves_the_check_table(quick_run):
@@ -143,20 +144,20 @@ def test_a_quick_run_saves_the_check_table(quick_run):
 
 # ---- the limits hold through the run
 
-START = {"bytes_per_s": 20e9, "flops_per_s": 200e9, "source": "measured (best of 5)"}
+START = Speeds(20e9, 200e9, "measured (best of 5)")
 
 
 def test_the_limits_use_the_faster_speed_of_the_start_and_the_end(capsys):
-    end = {"bytes_per_s": 21e9, "flops_per_s": 190e9, "source": "measured (best of 5)"}
+    end = Speeds(21e9, 190e9, "measured (best of 5)")
     roofs = limits.through_the_run(START, end)
-    assert roofs["bytes_per_s"] == 21e9 and roofs["flops_per_s"] == 200e9
-    assert roofs["start"] == {"bytes_per_s": 20e9, "flops_per_s": 200e9}
-    assert "at the start (20.0 GB/s, 200.0 GFLOP/s) and at the end (21.0 GB/s" in roofs["source"]
+    assert roofs.bytes_per_s == 21e9 and roofs.flops_per_s == 200e9
+    assert roofs.saved()["start"] == {"bytes_per_s": 20e9, "flops_per_s": 200e9}
+    assert "at the start (20.0 GB/s, 200.0 GFLOP/s) and at the end (21.0 GB/s" in roofs.source
     assert capsys.readouterr().err == ""  # 5% either way: no warning
 
 
 def test_speeds_that_moved_during_the_run_are_named(capsys):
-    end = {"bytes_per_s": 15e9, "flops_per_s": 205e9, "source": "measured (best of 5)"}
+    end = Speeds(15e9, 205e9, "measured (best of 5)")
     limits.through_the_run(START, end)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the forklift moved by -25% during the run" in err

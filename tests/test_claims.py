@@ -10,10 +10,11 @@ import pytest
 from harness import claims, records, report, schema
 from conftest import ROOT
 from harness.printers import Sheet, col
+from harness.speeds import Speeds
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
-ROOFS = {"bytes_per_s": 12.0e9, "flops_per_s": 120.9e9}  # the post's machine
+ROOFS = Speeds(12.0e9, 120.9e9)  # the post's machine
 
 
 def the_posts_figures():

@@ -124,8 +124,7 @@ def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
     from harness import schema
     roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))
     sweep = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
-    assert roofs["bytes_per_s"] == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs[
-        "source"]
+    assert roofs.bytes_per_s == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs.source
 
 
 # ---- 6 and 7. compare.py on files it cannot use: left out in one line, the rest compares

@@ -9,7 +9,7 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
-from harness import claims, limits, pictures, records, timing
+from harness import claims, limits, pictures, records, speeds, timing
 from harness.printers import Sheet, col
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p"]
@@ -38,7 +38,7 @@ def predicted(tmp_path, name):
 
 def readers(data):
     """Everything the readers take from a result: claims, picture points, compared figures."""
-    found, roofs = data["records"], data["roofs"]
+    found, roofs = data["records"], speeds.read(data["roofs"])
     judged = [(c.says, here, verdict) for c, here, verdict, _ in
               claims.verdicts(found, roofs, ("two_phases",), data["settings"])]
     points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}

@@ -72,9 +72,9 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path, req
     if script == "machine_speed.py":  # the speeds two_phases --roofs reads are the printed ones
         roofs = schema.read_roofs(stem + ".json")
         found = data["records"]
-        assert roofs["bytes_per_s"] == pytest.approx(
+        assert roofs.bytes_per_s == pytest.approx(
             records.find(found, "machine_speed", "memory speed").value * 1e9)
-        assert roofs["flops_per_s"] == pytest.approx(
+        assert roofs.flops_per_s == pytest.approx(
             records.find(found, "machine_speed", "math speed").value * 1e9)
 
 
