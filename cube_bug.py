@@ -94,7 +94,7 @@ def experiment(args, facts):
         format_table(COLUMNS, sheet.cells(), args.tablefmt) + "\n" + version)
     yield dataclasses.replace(sheet, text=text)
     yield ""
-    yield Then(lambda found: [claims.sheet(found, None, ("cube_bug",), args)])
+    yield Then(lambda found: [claims.sheet(found, None, ("cube_bug",), args, facts["busy"])])
 
 
 def build_parser():

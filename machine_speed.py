@@ -42,7 +42,7 @@ COLUMNS = [col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
            col("tokens a trip needs", "tokens a trip needs", "tokens", ".0f", compared=True)]
 
 
-def sheets(roofs, args, settings):
+def sheets(roofs, args, settings, busy=()):
     """The post's four lines (a table in any other format), and the speeds two_phases reads."""
     fork, bench = roofs["forklift"], roofs["workbench"]
     f, w = fork["timing"], bench["timing"]
@@ -59,7 +59,7 @@ def sheets(roofs, args, settings):
     yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
     yield sheet
     yield ""
-    yield Then(lambda found: [claims.sheet(found, speeds, ("machine_speed",), args)])
+    yield Then(lambda found: [claims.sheet(found, speeds, ("machine_speed",), args, busy)])
 
 
 def warn_if_cached(size, llc_bytes):
@@ -96,7 +96,8 @@ def experiment(args, facts):
     settings = (f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
                 f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
                 f"{plural(args.threads, 'thread')}")
-    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args, settings)
+    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args, settings,
+                      facts["busy"])
 
 
 def main(argv=None):

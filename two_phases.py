@@ -292,7 +292,7 @@ def measured_sheets(cfg, args, facts, start, bench):
         roofs, points = yield from limits.held_sheets(cfg, args, checked, start, min(
             args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args), *(
+    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args, facts["busy"]), *(
         Picture(name, draw) for name, draw in (pictures.files(found, points, who, args.quick)
                                                if args.plot else {}).items())])
 

@@ -42,9 +42,19 @@ def saved_runs(folder):
 
 def markdown(runs, names):
     """The report's text: Markdown that pastes into a post and renders on a code-hosting site."""
-    lines = ["# Prefill vs Decode, rerun on this machine", ""]
+    predicted = [s for s, data in runs.items() if data.get("predicted")]
+    lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
+                                         if predicted and len(predicted) == len(runs) else
+                                         "rerun on this machine"), ""]
     for script, data in runs.items():
-        lines += [f"- `{script}.py`: {machine.line(data['machine'])}", ""]
+        lines += [f"- `{script}.py`: {data.get('predicted') or machine.line(data['machine'])}",
+                  ""]
+    busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
+            if d["machine"].get("busy")]
+    if busy:
+        lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
+                  "back no verdict, so its claims read 'cannot tell here'. Rerun on a quiet "
+                  "machine, with more `--runs`, or with fewer `--threads`.", ""]
     lines += ["## The tables", ""]
     for data in runs.values():  # each script's sheets in the order its run printed them
         for name, sheet in data["sheets"].items():
@@ -53,10 +63,13 @@ def markdown(runs, names):
     roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
                         or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
-             for v in claims.verdicts(data["records"], roofs, (script,), data["settings"])]
+             for v in claims.verdicts(data["records"], roofs, (script,), data["settings"],
+                                      data["machine"].get("busy") or ())]
     lines += ["## The post's claims on this machine", "",
-              "Each verdict follows the rule beside its claim; 'about' means within 2x either "
-              "way. A claim that does not hold says why, as the check and breakdown tables do.",
+              "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "
+              "way, over every run. A claim that does not hold says why, as the check and "
+              "breakdown tables do; where the runs spread across the rule's margin, or the "
+              "machine was busy, it cannot be told.",
               "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, c.rule, w]
                                                 for c, h, v, w in found], "github"), ""]
     drawn = [name for name in PICTURES if name in names]

@@ -1,5 +1,6 @@
 """The post's claims: every rule on hand-made figures, one case that holds and one that does not;
 the post's own figures satisfy the post's claims; and the report holds every full run's table."""
+import argparse
 import dataclasses
 import json
 import os
@@ -155,3 +156,64 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
     assert text.count("| holds ") + text.count("| does not hold ") + text.count(
         "| cannot tell here ") == len(claims.CLAIMS)
     assert "![The roofline](roofline.png)" in text
+
+
+# ---- noise, load and predictions
+
+def test_about_holds_fails_or_cannot_tell_over_every_run():
+    found = the_posts_figures()
+    says = "Batching 16 users gives about 3.7x the tokens per second"
+    rate = next(r for r in found if records.matches(r, "decode", "tokens per second",
+                                                    {"users": 16}))
+    rate["samples"] = [97.0, 98.5, 99.0]  # 3.6x to 3.7x: every run within 1.5x of 3.7x
+    assert verdict(found, says)[2] == claims.HOLDS
+    rate["samples"] = [60.0, 98.5, 160.0]  # 2.3x to 6.0x: the runs spread across the margin
+    c, _, said, why = verdict(found, says)
+    assert said == claims.UNKNOWN and why.startswith("noisy")
+    rate["value"], rate["samples"] = 200.0, [190.0, 200.0, 210.0]  # 7.1x to 7.9x: every run out
+    assert verdict(found, says)[2] == claims.FAILS
+
+
+def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
+    busy = ("1.9 of 2 cores busy with other work",)
+    found = claims.verdicts(the_posts_figures(), ROOFS, ("machine_speed", "two_phases",
+                                                         "cube_bug"), None, busy)
+    for c, here, said, why in found:
+        if c.measured:
+            assert said == claims.UNKNOWN and why == "busy: " + busy[0], c.says
+        else:  # the accounting alone: the same on any machine, busy or not
+            assert said == claims.HOLDS, c.says
+    args = argparse.Namespace(quick=False, tablefmt="plain", model="small", notes=512)
+    text = claims.sheet(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
+    assert text.splitlines()[0].startswith("BUSY: the machine was busy while this ran (1.9 of")
+    assert "rerun on a quiet machine, with more --runs, or with fewer --threads" in text
+    said = [line for line in text.splitlines()[1:] if not line.startswith(" ")]
+    assert said and all(line.startswith(claims.UNKNOWN) or "notebooks outweigh" in line
+                        for line in said)
+
+
+def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
+    found = claims.verdicts(the_posts_figures(), ROOFS, ("two_phases",), {"predict": True})
+    assert {v for _, _, v, _ in found} <= {"predicted: holds", "predicted: does not hold",
+                                            claims.UNKNOWN}
+    from conftest import script
+    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
+               "--out", str(tmp_path), "--label", "p")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "p" / "report.md").read_text()
+    assert text.startswith("# Prefill vs Decode, predicted: every figure a limit")
+    assert "machine: none, predicted for a forklift of 12.0 GB/s" in text
+    assert "| predicted: holds " in text and "| holds " not in text
+
+
+def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_path):
+    box = tmp_path / "box"
+    shutil.copytree(SHIPPED, box)
+    data = json.load(open(box / "two_phases.json"))
+    data["machine"]["busy"] = ["another run of this suite"]
+    (box / "two_phases.json").write_text(json.dumps(data))
+    report.update(str(box))
+    text = (box / "report.md").read_text()
+    assert "> **Busy:** `two_phases.py` (another run of this suite) ran while" in text
+    assert text.index("**Busy:**") < text.index("## The tables")
+    assert "| cannot tell here | Batching 16 users" in text
