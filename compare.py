@@ -12,7 +12,6 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
-import math
 import os
 
 
@@ -105,13 +104,29 @@ def read_machine(folder, problems):
 
 
 def describe(name, found):
-    """One line for a machine: its machine line, or what the published entry says it is."""
+    """One line for a machine: its machine line, or what the published entry or the prediction
+    says it is; then the settings its figures were measured with, script by script."""
     data = next(iter(found.values()))
     if data.get("published"):
-        return f"{name}: {data['published']}"
-    if data.get("predicted"):
-        return f"{name}: {data['predicted'].removeprefix('machine: ')}"
-    return f"{name}: {machine.line(data['machine'])}"
+        line = f"{name}: {data['published']}"
+    elif data.get("predicted"):
+        line = f"{name}: PREDICTED, not measured: {data['predicted'].removeprefix('machine: ')}"
+    else:
+        line = f"{name}: {machine.line(data['machine'])}"
+    ran = "; ".join(f"{stem} " + ", ".join(f"{k} {v}" for k, v in ran.items())
+                    for stem, ran in settings_of(found).items() if ran)
+    return line + (f" | settings: {ran}" if ran else "")
+
+
+def settings_of(found):
+    """{file stem: the settings its records share, of those that make figures alike}."""
+    out = {}
+    for stem, data in found.items():
+        seen = [r["settings"] for r in data["records"]]
+        out[stem] = {k: seen[0][k] for k in (*ALIKE, "threads")
+                     if seen and seen[0].get(k) not in (None, False)
+                     and all(s.get(k) == seen[0][k] for s in seen)}
+    return out
 
 
 def short_names(folders):
@@ -148,8 +163,8 @@ def stems():
 
 
 def figures(found, section):
-    """{(row label, figure): (value, samples or None, unit)} of one machine for one section,
-    and {(row label, figure): text} of the figures a row's other records explain."""
+    """{(row label, figure): (value, samples or None, unit, settings)} of one machine for one
+    section, and {(row label, figure): text} of the figures a row's other records explain."""
     experiment, _, compared = section
     values, words = {}, {}
     for data in found.values():
@@ -161,7 +176,8 @@ def figures(found, section):
             label = (records.label(r["keys"]) + (
                 f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
-                values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"])
+                values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"],
+                                                r["settings"])
                 if experiment == "breakdown":  # the parts of the same block's trip
                     words[(label, r["figure"])] = parts(
                         [p for p in data["records"] if p["settings"].get("threads") == n],
@@ -200,13 +216,29 @@ def compared(names, machines, section, min_change):
                    "machine": names[i], "value": values.get(key, (None,))[0],
                    "parts": words.get(key), "reference": None, "ratio": None, "low": None,
                    "high": None, "verdict": None, "said": None}
-            if i > ref and i in have:
+            unlike = i > ref and i in have and unlike_settings(per[ref][0][key][3],
+                                                               values[key][3])
+            if unlike:  # shown, but held to nothing
+                row.update(reference=names[ref], verdict="not compared",
+                           said=f"not compared: {unlike}" + (f" (vs {names[ref]})" if ref else ""))
+            elif i > ref and i in have:
                 j = judged(*speedup(per[ref][0][key], values[key], f"{label} {figure}"), unit,
                            min_change)
                 row.update(j, reference=names[ref],
                            said=verdict(j, unit) + (f" (vs {names[ref]})" if ref else ""))
             rows.append(row)
     return rows
+
+
+ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict")
+#         the settings two figures must share to be compared: what they measured, not how
+
+
+def unlike_settings(a, b):
+    """How two figures' settings differ, in a few words ('--notes 128 against 512'), or ''.
+    A setting one side did not save is no difference (the post's own figures keep few)."""
+    return ", ".join(f"--{k} {b[k]} against {a[k]}" for k in ALIKE
+                     if k in a and k in b and a[k] != b[k])
 
 
 def comparison(names, machines, section, min_change):
@@ -270,35 +302,51 @@ def speeds_of(found):
 
 
 def summary(names, machines):
-    """A line per machine after the first: reading and typing against the first machine's, and
-    the two limits, in the post's words."""
+    """A line per machine after the first: reading and typing against the first machine's (the
+    figures of like settings only), the two speeds, and each phase's bound and distance from its
+    limit as each machine's own check table says: the suite never second-guesses its check."""
     lines = []
     first = machines[0]
     for name, m in zip(names[1:], machines[1:]):
         said = {}
-        for what, section, column in (("reading", ("prefill", "", {"time per token": ""}),
-                                       "time per token"),
-                                      ("typing", ("decode", "", {"step": ""}), "step")):
-            a, b = figures(first, section)[0], figures(m, section)[0]
-            said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a
-                                         if k in b and k[1] == column])
-        fast = [limit_of(f, word) for f in (speeds_of(first), speeds_of(m))
-                for word in ("forklift", "workbench")]
+        for what, experiment, figure in (("reading", "prefill", "time per token"),
+                                          ("typing", "decode", "step")):
+            a, b = (figures(x, (experiment, "", {figure: ""}))[0] for x in (first, m))
+            said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a if k in b
+                                         and not unlike_settings(a[k][3], b[k][3])])
         if None in said.values():
             continue
         words = [f"{what} {r:.2f}x faster" if r >= 1 else f"{what} {1 / r:.2f}x slower"
                  for what, r in said.items()]
         line = f"{name} against {names[0]}: {', '.join(words)}"
+        fast = [limit_of(f, word) for f in (speeds_of(first), speeds_of(m))
+                for word in ("forklift", "workbench")]
         if None not in fast:
-            forklift, workbench = fast[2] / fast[0], fast[3] / fast[1]
-            reading = nearer(said["reading"], workbench, forklift)
-            typing = nearer(said["typing"], forklift, workbench, ("forklift", "workbench"))
-            line += (f"; its workbench {workbench:.2f}x and its forklift {forklift:.2f}x "
-                     f"{names[0]}'s (machine_speed's): reading {reading}, typing {typing}" + (
-                         ", as the post says" if "more than" not in reading + typing else
-                         ": not all as the post says; see the check tables"))
+            line += (f"; its workbench {fast[3] / fast[1]:.2f}x and its forklift "
+                     f"{fast[2] / fast[0]:.2f}x {names[0]}'s (machine_speed's)")
+        checked = [bounds(x) for x in (first, m)]
+        if all(checked):
+            line += "; by the check tables, " + ", ".join(
+                f"{what} {checked[0][what]} on {names[0]}, {checked[1][what]} here"
+                for what in ("reading", "typing") if what in checked[0] and what in checked[1])
         lines.append(line)
     return lines
+
+
+def bounds(found):
+    """{phase: 'workbench-bound at 1.30x its limit'} from one machine's check records: the
+    phase's most common bound, and its rows' median distance from their limits."""
+    out = {}
+    check = found.get("two_phases", {}).get("records", [])
+    for what, experiment in (("reading", "prefill"), ("typing", "decode")):
+        rows = records.rows([r for r in check if r["experiment"] == "check"
+                             and r["keys"].get("experiment") == experiment], "check")
+        said = [f for f in rows.values() if "bound by" in f and "x limit" in f]
+        if said:
+            bound = max({f["bound by"] for f in said}, key=[f["bound by"] for f in said].count)
+            ratio = sorted(f["x limit"] for f in said)[len(said) // 2]
+            out[what] = f"{bound}-bound at {ratio:.2f}x its limit"
+    return out
 
 
 def limit_of(found, word):
@@ -307,13 +355,6 @@ def limit_of(found, word):
                      else "flops_per_s"))
     return own or max((v for (w, key), v in found.items() if w.startswith(word)
                        and key != "spread" and v), default=None)
-
-
-def nearer(ratio, own, other, words=("workbench", "forklift")):
-    """Whether a phase's ratio follows the limit the post says binds it more than the other."""
-    if abs(math.log(ratio / own)) <= abs(math.log(ratio / other)):
-        return f"follows the {words[0]}"
-    return f"follows the {words[1]} more than the {words[0]}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -370,3 +370,20 @@ def test_a_run_exports_every_row_instead_of_its_tables(tmp_path, fmt):
     assert str(mine["predicted"]) in ("True", "true") and mine["statistic"] == "limit"
     assert "machine" in mine and "predicted" in mine["machine"]  # not this machine's line
     assert "prompt  time ms" in (tmp_path / "p" / "two_phases.txt").read_text()  # saved as ever
+
+
+def test_figures_of_unlike_settings_are_shown_but_not_compared(tmp_path):
+    other = tmp_path / "notes128"
+    shutil.copytree(SHIPPED, other)
+    data = schema.load(str(other / "two_phases.json"), "two_phases")
+    for r in data["records"]:
+        r["settings"]["notes"] = 128
+    (other / "two_phases.json").write_text(json.dumps(data))
+    r = run(SHIPPED, str(other))
+    assert r.returncode == 0, r.stderr
+    step = line_of(r.stdout, "users 1: step ms")
+    assert step.endswith("not compared: --notes 128 against 512")
+    assert "faster" not in step and "slower" not in step and "noise" not in step
+    assert "within the noise" in line_of(r.stdout, "memory speed")  # the rest as ever
+    assert "notes 128" in r.stdout.splitlines()[1] and "notes 512" in r.stdout.splitlines()[0]
+    assert "notes128 against amd-epyc-2c" not in r.stdout  # no summary from unlike figures
