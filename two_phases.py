@@ -280,20 +280,19 @@ def measured_sheets(cfg, args, facts, start, bench):
     bench, chosen = b.with_paths(bench, args.attention, args.blocks)
     yield b.paths_line(chosen, args)
     yield Saved("paths", chosen)
-    measured, roofs, points = {}, start, None
+    measured = {}
     for name in args.experiments:
         e = EXPERIMENTS[name]
         measured[name] = list(e.measure(bench, args, e.plan(args)))
         yield from printers.spaced(e.sheets(cfg, args, measured[name], start))
     yield from printers.spaced(limits.summary(measured))
-    checked = [(name, r) for name in args.experiments if EXPERIMENTS[name].checked
-               for r in measured[name]]
-    if checked:
-        roofs, points = yield from limits.held_sheets(cfg, args, checked, start, min(
-            args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
+    roofs, points, ideal = yield from limits.held_sheets(
+        cfg, args, {n: EXPERIMENTS[n] for n in args.experiments}, measured, start,
+        min(args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args, facts["busy"]), *(
-        Picture(name, draw) for name, draw in (pictures.files(found, points, who, args.quick)
+    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args, facts["busy"],
+                                           ideal), *(Picture(name, draw) for name, draw in (
+                                               pictures.files(found, points, who, args.quick)
                                                if args.plot else {}).items())])
 
 

@@ -5,7 +5,7 @@ breakdown tables do."""
 import dataclasses
 
 from harness.printers import Sheet, col
-from harness.records import Missing, find, rows
+from harness.records import Missing, find, rows, span
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post means it
@@ -27,36 +27,9 @@ class Claim:
     measured: bool = True  # its verdict rests on timings (not on the accounting alone)
 
 
-@dataclasses.dataclass(frozen=True)
-class Span:
-    """A figure and the range its counted runs spanned (lo = hi = value where none were kept);
-    a product or quotient of spans spans the worst case either way. Every figure here is above 0."""
-    value: float
-    lo: float
-    hi: float
-
-    def __mul__(self, other):
-        o = span(other)
-        return Span(self.value * o.value, self.lo * o.lo, self.hi * o.hi)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        o = span(other)
-        return Span(self.value / o.value, self.lo / o.hi, self.hi / o.lo)
-
-    def __rtruediv__(self, other):
-        return span(other) / self
-
-
-def span(v):
-    return v if isinstance(v, Span) else Span(v, v, v)
-
-
 def figure(found, experiment, name, /, **keys):
-    """A figure of the records, as a Span of the runs behind it."""
-    f = find(found, experiment, name, **keys)
-    return Span(f.value, f.lo, f.hi)
+    """A figure of the records, with the range of the runs behind it (records.Figure)."""
+    return find(found, experiment, name, **keys)
 
 
 def value(found, experiment, name, /, **keys):
@@ -317,35 +290,58 @@ def judged(found, roofs, scripts, settings, busy):
     return out
 
 
+PARTS = ("the BLAS", "our tables", "attention", "elementwise", "other")
+SHARE = 0.2  # a part named in a why holds at least this share of the row's excess
+
+
 def reason(found, experiment, row):
-    """Why a row is far from what the post saw, as the check and breakdown tables say."""
+    """Why a row is far from what the post saw, as the check and breakdown tables say: its
+    distance from its limit, and each part that holds SHARE or more of the excess, in ms."""
     try:
         ratio = value(found, "check", "x limit", experiment=experiment, row=row)
-        most = value(found, "breakdown", "most excess", experiment=experiment, row=row)
+        excess = {p: value(found, "breakdown", f"excess: {p}", experiment=experiment, row=row)
+                  for p in PARTS}
     except Missing:
         return ""
-    return f"{experiment} {row}: {ratio:.2f}x its limit, most excess {most}"
+    total = sum(excess.values())
+    named = sorted((p for p in PARTS if total and excess[p] >= SHARE * total),
+                   key=excess.get, reverse=True)
+    return (f"{experiment} {row}: {ratio:.2f}x its limit, {total:.1f} ms over it: "
+            + ", ".join(f"{p} +{excess[p]:.1f}" for p in named) + " ms")
+
+
+def at_the_limits(limit_found, roofs, scripts, settings):
+    """{claim's words: (this machine's figure at its limits, the verdict there)}: the claims
+    judged on the rows a perfect implementation would show on this machine (every trip at its
+    limit on the speeds measured in this run). Empty where the run has no such rows."""
+    if not limit_found:
+        return {}
+    plain = None if settings is None else {k: v for k, v in settings.items() if k != "predict"}
+    return {c.says: (here, verdict) for c, here, verdict, _ in verdicts(
+        limit_found, roofs, scripts, plain)}
 
 
 BUSY = ("the machine was busy while this ran ({}): no timing can back a verdict; rerun on a "
         "quiet machine, with more --runs, or with fewer --threads")
 
 
-def sheet(found, roofs, scripts, args, busy=()):
+def sheet(found, roofs, scripts, args, busy=(), limit_found=()):
     """The claims sheet of these scripts' figures, run with args; two lines a claim in the plain
-    layout. A quick run's small sizes are not the post's: its claims are not judged."""
+    layout, each with the verdict as measured and, where limit_found holds the run's rows at
+    their limits, the verdict a perfect implementation would get on this machine. A quick run's
+    small sizes are not the post's: its claims are not judged."""
     if args.quick:
         return Sheet("claims", COLUMNS, [], recorded=False, title="The post's claims",
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
-    found = verdicts(found, roofs, scripts, vars(args), busy)
-    rows = [dict(zip(FIELDS, [verdict, c.says, c.post, here, c.rule, why]))
-            for c, here, verdict, why in found]
+    found = both(found, roofs, scripts, vars(args), busy, limit_found)
+    rows = [dict(zip(FIELDS, [verdict, c.says, c.post, here, limited(at), c.rule, why]))
+            for c, here, verdict, why, at in found]
     banner = ["BUSY: " + BUSY.format("; ".join(busy))] if busy else []
     text = "\n".join(banner + [f"{verdict:<16} {c.says}\n{'':17}post {c.post}; here "
-                                f"{here or '-'}; rule: {c.rule}"
-                                + (f"\n{'':17}why: {why}" if why else "")
-                                for c, here, verdict, why in found])
+                                f"{here or '-'}" + (f" (at the limits {limited(at)})" if at else "")
+                                + f"; rule: {c.rule}" + (f"\n{'':17}why: {why}" if why else "")
+                                for c, here, verdict, why, at in found])
     return Sheet("claims", COLUMNS, rows, text=text if args.tablefmt == "plain" else None,
                  recorded=False, title="The post's claims on this machine",
                  note=banner[0] if banner and args.tablefmt != "plain" else "",
@@ -353,5 +349,29 @@ def sheet(found, roofs, scripts, args, busy=()):
                           "way, over every run")
 
 
-FIELDS = ("verdict", "the post says", "post", "here", "rule", "why")
+def both(found, roofs, scripts, settings, busy=(), limit_found=()):
+    """[(claim, figure, verdict, why, (figure, verdict) at this machine's limits or None)]: the
+    claims judged as measured and, where limit_found holds the rows at their limits, as a perfect
+    implementation would show them here; a failed claim's why says which of the two is why."""
+    bounds = [r for r in found if r["experiment"] == "check"]  # the accounting's, at any speed
+    limits = at_the_limits(limit_found and [*limit_found, *bounds], roofs, scripts, settings)
+    return [(c, here, verdict, why_at(verdict, why, limits.get(c.says)), limits.get(c.says))
+            for c, here, verdict, why in verdicts(found, roofs, scripts, settings, busy)]
+
+
+def why_at(verdict, why, at):
+    """A failed claim's why, saying first whether the machine's limits or the code are why."""
+    if verdict != FAILS or not at:
+        return why
+    return ("it fails at this machine's limits too: the machine, not the code; " if at[1] == FAILS
+            else "it holds at this machine's limits: the suite's distance from them is why; "
+            ) + why
+
+
+def limited(at):
+    """A claim at this machine's limits, in words: '6.4x: holds'."""
+    return f"{at[0]}: {at[1]}" if at else ""
+
+
+FIELDS = ("verdict", "the post says", "post", "here", "at the limits", "rule", "why")
 COLUMNS = [col(f, f, "", "s") for f in FIELDS]

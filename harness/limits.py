@@ -4,7 +4,7 @@ import dataclasses
 import datetime
 
 import model
-from harness import cli, plan, schema
+from harness import cli, plan, records, schema
 from harness import speeds as machine_speeds
 from harness.speeds import Speeds
 from harness.printers import Saved, Sheet, col, spaced
@@ -137,17 +137,32 @@ class Held:
         return max(who, key=who.get)
 
 
-def held_sheets(cfg, args, checked, start, runs, tables_alone):
-    """Every checked row held to the faster of the speeds at the start and the end of the run
-    (or to the speeds given): the check and breakdown sheets, then the roofline's points and the
-    speeds, as saved. -> (the speeds held to, the roofline's data)"""
+def held_sheets(cfg, args, experiments, measured, start, runs, tables_alone):
+    """Every checked row (of experiments, {name: Experiment}, measured into {name: [Outcome]})
+    held to the faster of the speeds at the start and the end of the run (or to the speeds
+    given): the check and breakdown sheets, then the roofline's points, the speeds and the
+    records at the limits (see at_the_limits), as saved. -> (the speeds held to, the roofline's
+    data, the records at the limits)"""
+    checked = [(name, r) for name, e in experiments.items() if e.checked for r in measured[name]]
+    if not checked:
+        return start, None, []
     roofs = start if args.roofs or args.forklift else through_the_run(start, speeds(args))
     found = held(cfg, checked, roofs, tables_alone)
     said = plan.words(cfg, args.threads)
     yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
     points = roofline(cfg, checked, roofs)
-    yield from (Saved("roofline", points), Saved("roofs", roofs.saved()))
-    return roofs, points
+    ideal = at_the_limits(cfg, args, experiments, roofs)
+    yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
+                Saved("at_limits", ideal))
+    return roofs, points, ideal
+
+
+def at_the_limits(cfg, args, experiments, roofs):
+    """The records a perfect implementation would give on this machine: every planned row of
+    these experiments ({name: Experiment}) with each trip at its limit on these speeds."""
+    done = {name: plan.predicted(cfg, e.plan(args), roofs) for name, e in experiments.items()}
+    sheets = [s for name, e in experiments.items() for s in e.sheets(cfg, args, done[name], roofs)]
+    return [r for s in (*sheets, *summary(done)) for r in records.of(s, {}, predicted=True)]
 
 
 def held(cfg, checked, roofs, tables_alone):
@@ -225,8 +240,10 @@ def breakdown(held, runs, words):
                      "attention": s["attention"] * 1e3,
                      "attention x limit": s["attention"] / h.part_limits["attention"],
                      "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
-                     "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms"})
+                     "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms",
+                     **{f"excess: {part}": max(s, 0) * 1e3 for part, s in who.items()}})
     yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, title="Where each row's time goes",
+                unprinted=EXCESS_COLUMNS,
                 settings=words,
                 note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
                      f"apart from the timed ones; one call: the trip's table products, one BLAS "
@@ -301,6 +318,8 @@ def outweigh(rows, cfg):
     return "the notes outweigh the tables: " + "; ".join(words)
 
 
+EXCESS_COLUMNS = tuple(col(f"excess: {part}", f"{part} excess ms", "ms over limit", ".1f")
+                      for part in ("the BLAS", "our tables", "attention", "elementwise", "other"))
 SUMMARY_COLUMNS = [col("reading per token", "reading ms/token", "ms", ".2f"),
                    col("at prompt", "at prompt", "tokens", "d"),
                    col("typing per token", "typing ms/token", "ms", ".1f"),

@@ -40,6 +40,7 @@ class Sheet:
     title: str = ""
     settings: str = ""
     recorded: bool = True  # its rows are figures, saved as records (the claims' are verdicts)
+    unprinted: tuple = ()  # Columns recorded but not printed: figures the post's layout leaves out
 
     def timings(self):
         """The timings of the timed figures, row by row."""

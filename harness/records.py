@@ -64,7 +64,7 @@ def of(sheet, settings, predicted=False):
     for row in sheet.rows:
         keys = {c.figure: value(row[c.figure]) for c in sheet.columns if c.key}
         keys.update(row.get(KEYS, {}))
-        for c in sheet.columns:
+        for c in (*sheet.columns, *sheet.unprinted):
             v = row.get(c.figure)
             if c.key or v is None:
                 continue
@@ -93,15 +93,34 @@ class Missing(LookupError):
 @dataclasses.dataclass(frozen=True)
 class Figure:
     """A figure as a judge reads it: its value, and the range its counted runs spanned (lo = hi
-    = value where no samples were kept)."""
+    = value where no samples were kept); its record, where it is one. A product or quotient of
+    figures spans the worst case either way (every figure a judge divides is above 0)."""
     value: float
     lo: float
     hi: float
-    record: dict
+    record: dict = None
 
     @property
     def spread(self):
         return self.hi / self.lo if self.lo > 0 else math.inf
+
+    def __mul__(self, other):
+        o = span(other)
+        return Figure(self.value * o.value, self.lo * o.lo, self.hi * o.hi)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        o = span(other)
+        return Figure(self.value / o.value, self.lo / o.hi, self.hi / o.lo)
+
+    def __rtruediv__(self, other):
+        return span(other) / self
+
+
+def span(v):
+    """A plain number as a Figure with no spread."""
+    return v if isinstance(v, Figure) else Figure(v, v, v)
 
 
 def matches(record, experiment, figure, keys):

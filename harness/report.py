@@ -63,15 +63,15 @@ def markdown(runs, names):
     roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
                         or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
-             for v in claims.verdicts(data["records"], roofs, (script,), data["settings"],
-                                      data["machine"].get("busy") or ())]
+             for v in claims.both(data["records"], roofs, (script,), data["settings"],
+                                  data["machine"].get("busy") or (), data.get("at_limits") or [])]
     lines += ["## The post's claims on this machine", "",
               "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "
               "way, over every run. A claim that does not hold says why, as the check and "
               "breakdown tables do; where the runs spread across the rule's margin, or the "
               "machine was busy, it cannot be told.",
-              "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, c.rule, w]
-                                                for c, h, v, w in found], "github"), ""]
+              "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, claims.limited(at), c.rule,
+                                                 w] for c, h, v, w, at in found], "github"), ""]
     drawn = [name for name in PICTURES if name in names]
     lines += ["## Pictures", ""] + [f"![{PICTURES[n]}]({n})\n" for n in drawn] if drawn else [
         "## Pictures", "", "None yet: a full run of `python two_phases.py` draws them.", ""]
