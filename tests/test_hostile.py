@@ -37,7 +37,7 @@ def evil(tmp_path):
 
 def test_reading_a_folder_whose_journal_points_outside_moves_nothing(evil):
     before = snapshot(evil)
-    r = script("compare.py", str(evil / "box"))
+    r = compared(str(evil / "box"))
     assert r.returncode == 0 and "h**3 ms" in r.stdout  # its files are compared as they are
     assert "refused" in r.stderr and snapshot(evil) == before
 
@@ -60,7 +60,7 @@ def test_reading_a_half_saved_folder_reads_the_new_files_and_changes_nothing(tmp
     (box / ".tmp-new.json").write_text(json.dumps(data))
     (box / results.JOURNAL).write_text(json.dumps({"cube_bug.json": ".tmp-new.json"}))
     before = snapshot(tmp_path)
-    r = script("compare.py", str(box))
+    r = compared(str(box))
     assert r.returncode == 0 and "77.00" in r.stdout and "cut short" in r.stderr
     assert snapshot(tmp_path) == before
 
@@ -115,7 +115,7 @@ def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
     one_line(script("two_phases.py", "--predict", "--roofs", str(deep / "machine_speed.json"),
                     "--no-save"), 2, "--roofs", "not JSON")
     shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), deep / "cube_bug.json")
-    r = script("compare.py", str(deep))
+    r = compared(str(deep))
     one_line(r, 1, "machine_speed.json", "not JSON")
     assert "h**3 ms" in r.stdout
 
@@ -173,7 +173,7 @@ def test_a_table_without_its_key_column_is_passed_over(tmp_path):
             if r["experiment"] == "prefill":
                 r["keys"] = {}
     (tmp_path / "two_phases.json").write_text(json.dumps(shipped(drop_prompt)))
-    r = script("compare.py", POST, str(tmp_path))
+    r = compared(POST, str(tmp_path))
     assert r.returncode == 0 and "users 1: step ms" in r.stdout and "Traceback" not in r.stderr
 
 
@@ -335,5 +335,5 @@ def test_a_long_bad_number_is_not_echoed_in_full():
 
 def test_compare_of_a_file_or_a_missing_folder_says_so(tmp_path):
     (tmp_path / "a-file").write_text("x")
-    one_line(script("compare.py", str(tmp_path / "a-file")), 1, "is a file, not a results folder")
-    one_line(script("compare.py", str(tmp_path / "missing")), 1, "no such results folder")
+    one_line(compared(str(tmp_path / "a-file")), 1, "is a file, not a results folder")
+    one_line(compared(str(tmp_path / "missing")), 1, "no such results folder")

@@ -100,7 +100,7 @@ def test_compare_never_reads_half_a_save(tmp_path):
             "os.replace = replace\n"
             f"results.replace_together({str(box)!r}, {{'cube_bug.json': {json.dumps(data)!r}}})\n")
     assert python(code).returncode == -signal.SIGKILL
-    r = script("compare.py", str(box))
+    r = compared(str(box))
     assert r.returncode == 0, r.stderr
     assert "55.00" in r.stdout.split("mixed (real): h**3 ms")[1].splitlines()[0]
 
@@ -295,13 +295,13 @@ def test_compare_names_an_unusable_file_and_compares_the_rest(tmp_path, data, sa
 def test_compare_says_a_folder_holds_only_quick_runs(tmp_path):
     (tmp_path / "box").mkdir()
     (tmp_path / "box" / "cube_bug.quick.json").write_text(json.dumps(RESULT))
-    one_line(script("compare.py", str(tmp_path)), 1, "only quick runs",
+    one_line(compared(str(tmp_path)), 1, "only quick runs",
              "cube_bug.quick.json")
 
 
 def test_compare_says_a_file_is_not_a_folder(tmp_path):
     (tmp_path / "cube_bug.json").write_text(json.dumps(RESULT))
-    r = script("compare.py", str(tmp_path / "cube_bug.json"))
+    r = compared(str(tmp_path / "cube_bug.json"))
     assert "is a file, not a results folder" in r.stderr and "no such" not in r.stderr
 
 
@@ -309,7 +309,7 @@ def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
     for where in ("monday", "tuesday"):
         (tmp_path / where / "box").mkdir(parents=True)
         (tmp_path / where / "box" / "cube_bug.json").write_text(json.dumps(RESULT))
-    r = script("compare.py", str(tmp_path / "monday" / "box"), str(tmp_path / "tuesday" / "box"))
+    r = compared(str(tmp_path / "monday" / "box"), str(tmp_path / "tuesday" / "box"))
     assert r.returncode == 0, r.stderr
     head = next(line for line in r.stdout.splitlines() if line.startswith("figure"))
     assert "monday/box" in head and "tuesday/box vs monday/box" in head
