@@ -45,12 +45,12 @@ def speeds(r):
 
 
 def tri(holds, fails):
-    """A verdict: True where every run holds, False where every run fails, else None."""
+    """A verdict: True where the runs' range holds, False where it all fails, else None."""
     return True if holds else False if fails else None
 
 
 def about(x, post, factor=ABOUT):
-    """x is about the post's figure: within `factor` of it either way, over all its runs."""
+    """x is about the post's figure: within `factor` of it either way, over its runs' range."""
     x = span(x)
     return tri(post / factor <= x.lo and x.hi <= post * factor,
                x.hi < post / factor or x.lo > post * factor)
@@ -346,7 +346,7 @@ def sheet(found, roofs, scripts, args, busy=(), limit_found=()):
                  recorded=False, title="The post's claims on this machine",
                  note=banner[0] if banner and args.tablefmt != "plain" else "",
                  settings="each verdict by the rule given; 'about' means within 1.5x either "
-                          "way, over every run")
+                          "way, over the middle half of the runs")
 
 
 def both(found, roofs, scripts, settings, busy=(), limit_found=()):

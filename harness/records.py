@@ -136,10 +136,22 @@ def find(records, experiment, figure, /, **keys):
         said = " ".join(f"{k} {v}" for k, v in keys.items())
         raise Missing(f"{experiment}: {figure}" + (f" at {said}" if said else ""))
     r = found[0]
-    runs = r.get("samples") or [r["value"]]
     if isinstance(r["value"], str):
         return Figure(r["value"], r["value"], r["value"], r)
-    return Figure(r["value"], min(min(runs), r["value"]), max(max(runs), r["value"]), r)
+    lo, hi = noise(r)
+    return Figure(r["value"], min(lo, r["value"]), max(hi, r["value"]), r)
+
+
+def noise(r):
+    """How far a figure's runs leave room for it to be: the middle half of the runs around a
+    median (their quartiles), the two best around a best (a best's noise is how near the next
+    run came), the value itself where no runs were kept. -> (lo, hi)"""
+    runs = sorted(r.get("samples") or [r["value"]])
+    if r["statistic"] == "best" and len(runs) > 1:
+        return (runs[0], runs[1]) if r["value"] <= runs[0] else (runs[-2], runs[-1])
+        #      a best time is the least of its runs; a best rate, the most
+    quarter = len(runs) // 4
+    return runs[quarter], runs[len(runs) - 1 - quarter]
 
 
 def rows(records, experiment):

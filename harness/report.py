@@ -67,7 +67,7 @@ def markdown(runs, names):
                                   data["machine"].get("busy") or (), data.get("at_limits") or [])]
     lines += ["## The post's claims on this machine", "",
               "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "
-              "way, over every run. A claim that does not hold says why, as the check and "
+              "way, over the middle half of the runs. A claim that does not hold says why, as the check and "
               "breakdown tables do; where the runs spread across the rule's margin, or the "
               "machine was busy, it cannot be told.",
               "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, claims.limited(at), c.rule,
