@@ -139,7 +139,7 @@ def depth_sheets(cfg, args, outcomes, roofs):
     return [Sheet("depth", DEPTH_COLUMNS, rows, timed=("step",),
                   title="Beyond the post: how deep the notebooks are",
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
-                  note="; x limit against the speeds measured at the start; "
+                  note="; x limit as in the check table; "
                        + limits.outweigh(steps, cfg))]
 
 
@@ -278,17 +278,17 @@ def experiment(args, facts):
 
 def measured_sheets(cfg, args, facts, start, bench):
     bench, chosen = b.with_paths(bench, args.attention, args.blocks)
-    yield b.paths_line(chosen, args)
-    yield Saved("paths", chosen)
-    measured = {}
-    for name in args.experiments:
-        e = EXPERIMENTS[name]
+    yield from (b.paths_line(chosen, args), Saved("paths", chosen))
+    planned, measured = {n: EXPERIMENTS[n] for n in args.experiments}, {}
+    for name, e in planned.items():  # the unchecked (depth) wait for the speeds at the end
         measured[name] = list(e.measure(bench, args, e.plan(args)))
-        yield from printers.spaced(e.sheets(cfg, args, measured[name], start))
+        yield from printers.spaced(e.sheets(cfg, args, measured[name], start) if e.checked else ())
+    roofs = limits.through(args, start)
+    for name, e in ((n, e) for n, e in planned.items() if not e.checked):
+        yield from printers.spaced(e.sheets(cfg, args, measured[name], roofs))
     yield from printers.spaced(limits.summary(measured))
-    roofs, points, ideal = yield from limits.held_sheets(
-        cfg, args, {n: EXPERIMENTS[n] for n in args.experiments}, measured, start,
-        min(args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
+    points, ideal = yield from limits.held_sheets(cfg, args, planned, measured, roofs, min(
+        args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
     yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args, facts["busy"],
                                            ideal), *(Picture(name, draw) for name, draw in (

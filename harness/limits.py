@@ -137,16 +137,20 @@ class Held:
         return max(who, key=who.get)
 
 
-def held_sheets(cfg, args, experiments, measured, start, runs, tables_alone):
+def through(args, start):
+    """The speeds every row is held to: the faster of those measured at the start and the end of
+    the run (see through_the_run), or the speeds given."""
+    return start if args.roofs or args.forklift else through_the_run(start, speeds(args))
+
+
+def held_sheets(cfg, args, experiments, measured, roofs, runs, tables_alone):
     """Every checked row (of experiments, {name: Experiment}, measured into {name: [Outcome]})
-    held to the faster of the speeds at the start and the end of the run (or to the speeds
-    given): the check and breakdown sheets, then the roofline's points, the speeds and the
-    records at the limits (see at_the_limits), as saved. -> (the speeds held to, the roofline's
-    data, the records at the limits)"""
+    held to the speeds through the run: the check and breakdown sheets, then the roofline's
+    points, the speeds and the records at the limits (see at_the_limits), as saved. -> (the
+    roofline's data, the records at the limits)"""
     checked = [(name, r) for name, e in experiments.items() if e.checked for r in measured[name]]
     if not checked:
-        return start, None, []
-    roofs = start if args.roofs or args.forklift else through_the_run(start, speeds(args))
+        return None, []
     found = held(cfg, checked, roofs, tables_alone)
     said = plan.words(cfg, args.threads)
     yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
@@ -154,7 +158,7 @@ def held_sheets(cfg, args, experiments, measured, start, runs, tables_alone):
     ideal = at_the_limits(cfg, args, experiments, roofs)
     yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
                 Saved("at_limits", ideal))
-    return roofs, points, ideal
+    return points, ideal
 
 
 def at_the_limits(cfg, args, experiments, roofs):

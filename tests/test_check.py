@@ -169,3 +169,15 @@ def test_a_quick_run_says_both_speeds_under_its_check_table(quick_run):
     assert "at the start (" in line and "at the end (" in line
     assert set(data["roofs"]["start"]) == set(data["roofs"]["end"]) == {"bytes_per_s",
                                                                         "flops_per_s"}
+
+
+def test_depth_holds_its_rows_to_the_same_speeds_as_the_check(quick_run):
+    _, data, _ = quick_run
+    roofs, cfg = data["roofs"], model.SIZES["small"]  # the faster of the start's and the end's
+    depth = records.rows(data["records"], "depth")
+    assert depth
+    for keys, f in depth.items():
+        k = dict(keys)
+        limit_s, _ = model.limit(cfg, [(k["notes"], 1)] * k["users"], roofs["bytes_per_s"],
+                                 roofs["flops_per_s"])
+        assert f["x limit"] == pytest.approx(f["step"] / 1e3 / limit_s)
