@@ -28,6 +28,7 @@ NOTES = 512  # notes already in each typer's notebook
 TYPERS = 8  # the collision: 8 users typing ...
 QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
 CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
+FREEZE = 10  # a gap this many times the normal one is "one huge freeze" (the post's was 40x)
 DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
@@ -83,7 +84,7 @@ def decode_measure(bench, args, rows):
     first = b.read_question(bench, args.notes, SEED + 1)
     for row in rows:  # one notebook at a time: each goes before the next, bigger one comes
         yield b.one_trip(bench, row, *b.typing(bench, first, row.key[0], SEED + 3),
-                       f"typing for {row.label}")
+                         f"typing for {row.label}")
 
 
 def decode_sheets(cfg, args, outcomes, roofs):
@@ -122,7 +123,7 @@ def depth_measure(bench, args, rows):
     for row in rows:
         u, n = row.key
         yield b.one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
-                       f"typing for {row.label}", record=False)
+                         f"typing for {row.label}", record=False)
 
 
 def depth_sheets(cfg, args, outcomes, roofs):
@@ -244,10 +245,13 @@ def post_chunk(dial, question):
 
 
 def collision_lines(typers, question, chunk, normal, at_once, chunked, steps):
-    """The post's three lines."""
-    bumps = f"{steps} small bumps, worst one" if steps > 1 else "one step: all at once"
+    """The post's three lines, their words as the figures say: a freeze is huge at FREEZE times
+    the normal gap, bumps small under half the freeze."""
+    x, small = at_once.seconds / normal.seconds, chunked.seconds < at_once.seconds / 2
+    bumps = f"{steps}{' small' * small} bumps, worst one" if steps > 1 else "one step: all at once"
     lines = [(f"normal gap between words for the {typers} typers", normal, ""),
-             (f"gap if the engine reads all {question:,} at once", at_once, " (one huge freeze)"),
+             (f"gap if the engine reads all {question:,} at once", at_once,
+              " (one huge freeze)" if x >= FREEZE else f" (a freeze of {x:.1f}x the normal gap)"),
              (f"gap if it reads {chunk} tokens between steps", chunked, f" ({bumps})")]
     width = max(len(label) for label, _, _ in lines)
     return "\n".join(f"{label:<{width}} : {t.seconds * 1e3:8.1f} ms{note}"
@@ -302,11 +306,8 @@ def measured_sheets(cfg, args, facts, start, bench):
 
 def predict(args, facts):
     """Every planned row at its limit on the given speeds, with no model built."""
-    cfg, roofs = model.SIZES[args.model], limits.speeds(args)
-    yield Saved("predicted", limits.prediction(args))
-    yield from plan.predict(cfg, [EXPERIMENTS[name] for name in args.experiments],
-                            argparse.Namespace(**{**vars(args), "threads": None}), roofs)
-    yield Saved("roofs", roofs.saved())
+    return limits.predicted(model.SIZES[args.model], [EXPERIMENTS[n] for n in args.experiments],
+                            args)
 
 
 def peak_bytes(args):

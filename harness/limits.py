@@ -1,5 +1,6 @@
 """Every timing held against what the machine's two limits allow: the speeds through a run, the
 check table (each row against its limit) and the breakdown (where each row's time goes)."""
+import argparse
 import dataclasses
 import datetime
 
@@ -135,6 +136,16 @@ class Held:
     def most(self):
         who = self.excess()
         return max(who, key=who.get)
+
+
+def predicted(cfg, experiments, args):
+    """A prediction's items: every planned row of the experiments at its limit on the speeds
+    given, with no model built, and the speeds as saved."""
+    roofs = speeds(args)
+    yield Saved("predicted", prediction(args))
+    yield from plan.predict(cfg, experiments, argparse.Namespace(**{**vars(args), "threads": None}),
+                            roofs)
+    yield Saved("roofs", roofs.saved())
 
 
 def through(args, start):

@@ -78,3 +78,16 @@ def test_a_quick_measured_dial_fills_every_column(quick_run):
     assert [c["header"] for c in data["sheets"]["dial"]["columns"]] == [
         "chunk", "steps to read", "TTFT ms", "gap median ms", "worst gap ms", "worst x normal",
         "total ms"]
+
+
+def test_the_posts_three_lines_say_what_their_figures_show():
+    from harness.timing import Timing
+
+    def line(normal, at_once, chunked):
+        return two_phases.collision_lines(8, 1024, 128, *(Timing((s,)) for s in (
+            normal, at_once, chunked)), 8).splitlines()
+    post = line(0.118, 4.723, 0.671)  # the post's own: 40x, and bumps of a seventh of it
+    assert post[1].endswith("(one huge freeze)") and post[2].endswith("(8 small bumps, worst one)")
+    fast = line(0.000200, 0.000220, 0.000210)  # a data-centre GPU's limits: hardly a freeze
+    assert fast[1].endswith("(a freeze of 1.1x the normal gap)")
+    assert fast[2].endswith("(8 bumps, worst one)")
