@@ -95,7 +95,15 @@ def one_token(t, r):
 
 def under_3_ms(t, r):
     ms = [figure(t, "prefill", "time per token", prompt=p) for p in (64, 256)]
-    return f"{ms[0].value:.2f} and {ms[1].value:.2f} ms", every(*(below(m, 3) for m in ms))
+    one = figure(t, "prefill", "time", prompt=1)
+    return (f"{ms[0].value:.2f} and {ms[1].value:.2f} ms, a 1-token question {one.value:.1f} ms",
+            every(*(below(m / one, 0.25) for m in ms)))
+
+
+def ttft_grows(t, r):
+    times = [figure(t, "prefill", "time", prompt=p) for p in (1, 16, 64, 256, 1024)]
+    return (", ".join(f"{s.value:.1f}" for s in times) + " ms",
+            every(*(more(b, a) for a, b in zip(times, times[1:]))))
 
 
 def half_the_workbench(t, r):
@@ -115,12 +123,15 @@ def long_costs_more(t, r):
 def compute_bound(t, r):
     bound = [value(t, "check", "bound by", experiment="prefill", row=f"{p} tokens")
              for p in (256, 1024)]
-    return f"{bound[0]}-bound and {bound[1]}-bound", all(b == "workbench" for b in bound)
+    busier = (figure(t, "prefill", "math speed", prompt=256)
+              / figure(t, "prefill", "math speed", prompt=1))
+    return (f"{bound[0]}-bound and {bound[1]}-bound, {busier.value:.0f}x the math of 1 token",
+            every(all(b == "workbench" for b in bound), above(busier, 4)))
 
 
 def idle_workbench(t, r):
     share = figure(t, "decode", "math speed", users=1) * 1e9 / speeds(r).flops_per_s
-    return f"{share.value:.1%}", below(share, 0.04)
+    return f"{share.value:.1%}", below(share, 0.1)
 
 
 def forklift_share(t, r):
@@ -162,7 +173,7 @@ def freeze(t, r):
 def small_bumps(t, r):
     steps, chunk = value(t, "collision", "steps"), value(t, "collision", "chunk")
     worst = figure(t, "collision", "chunked worst gap")
-    smaller = more(figure(t, "collision", "all at once gap"), worst)
+    smaller = more(figure(t, "collision", "all at once gap") / 2, worst)
     return (f"chunks of {chunk}: {steps} bumps, worst {worst.value:.1f} ms",
             None if smaller is None or chunk != 128 else steps == 8 and smaller)
 
@@ -209,8 +220,12 @@ CLAIMS = [
           "32.7 against 37.5 ms", "within 1.5x of each other", one_token,
           (("prefill", "1 token"), ("decode", "1 user")), needs=NOTES),
     Claim("two_phases", "At 64 to 256 tokens each token costs under 3 ms", "2.88 and 2.84 ms",
-          "both under 3 ms", under_3_ms, (("prefill", "64 tokens"), ("prefill", "256 tokens")),
-          needs=SMALL),
+          "both under a quarter of a 1-token question's time (the post's 3 ms was 9% of its 32.7;"
+          " 3 ms itself is the machine's speed, not the point)", under_3_ms,
+          (("prefill", "64 tokens"), ("prefill", "256 tokens")), needs=SMALL),
+    Claim("two_phases", "The wait for the first word depends mostly on the question's length",
+          "32.7, 86.6, 184.6, 726.4, 4278.3 ms", "each longer question read slower than the "
+          "shorter one, beyond the spread of the runs", ttft_grows, needs=SMALL),
     Claim("two_phases", "... running at about half the workbench's top speed",
           "59.9 of 120.9 GFLOP/s", "the better of 64 and 256 tokens within 1.5x of half the "
           "workbench", half_the_workbench, (("prefill", "256 tokens"),), needs=SMALL),
@@ -218,9 +233,12 @@ CLAIMS = [
           "4.18 against 2.84 ms", "more, beyond the spread of the runs", long_costs_more,
           (("prefill", "1024 tokens"),), needs=SMALL),
     Claim("two_phases", "Reading is stuck on the workbench", "compute-bound",
-          "the check table's prefill rows of 256 and 1,024 tokens are workbench-bound",
+          "the check table's prefill rows of 256 and 1,024 tokens are workbench-bound, and 256 "
+          "tokens do 4x or more the math per second of 1 (the bound alone is the accounting's)",
           compute_bound, needs=SMALL),
-    Claim("two_phases", "One typing user uses under 4% of the workbench", "3.7%", "under 4%",
+    Claim("two_phases", "One typing user uses under 4% of the workbench", "3.7%",
+          "under 10%: at a machine's limits one token uses 0.5 FLOPs a byte against a balance "
+          "of about 10, so 4% is the post's suite, not the claim",
           idle_workbench, (("decode", "1 user"),), needs=NOTES),
     Claim("two_phases", "More than 80% of the typing time is the forklift", "31 of 37.5 ms",
           "one user's bytes at the forklift's speed over the step: above 80%", forklift_share,
@@ -239,7 +257,8 @@ CLAIMS = [
           "their normal gap", "4723.0 against 118.0 ms", "within 1.5x of 40x", freeze,
           (("collision", "normal gap"), ("collision", "all at once")), needs=SERVER),
     Claim("two_phases", "Chunks of 128 give 8 small bumps instead", "8 bumps, worst 671.2 ms",
-          "8 steps, the worst gap under the one-shot freeze (chunks of 128 only)", small_bumps,
+          "8 steps, the worst gap under half the one-shot freeze (chunks of 128 only)",
+          small_bumps,
           (("collision", "chunks of 128, worst"),), needs=SERVER),
     Claim("two_phases", "The chunk size is a dial: bigger chunks give the newcomer its first "
           "word sooner, smaller ones keep the typers smoother", "a dial",
