@@ -387,3 +387,18 @@ def test_figures_of_unlike_settings_are_shown_but_not_compared(tmp_path):
     assert "within the noise" in line_of(r.stdout, "memory speed")  # the rest as ever
     assert "notes 128" in r.stdout.splitlines()[1] and "notes 512" in r.stdout.splitlines()[0]
     assert "notes128 against amd-epyc-2c" not in r.stdout  # no summary from unlike figures
+
+
+def test_the_same_machine_twice_calls_nothing_faster_or_slower(tmp_path):
+    # two runs in a row differ by more than each run's own tight spread shows (here 8%, as
+    # measured on a quiet Xeon): no figure is called faster or slower
+    scaled(SHIPPED, 1.08, str(tmp_path / "again"))
+    for name in os.listdir(tmp_path / "again"):
+        data = json.load(open(tmp_path / "again" / name))
+        for r in data["records"]:
+            if r["samples"]:  # each run's own runs within 1% of its figure
+                r["samples"] = [r["value"] * f for f in (0.995, 1.0, 1.0, 1.0, 1.005)]
+        (tmp_path / "again" / name).write_text(json.dumps(data))
+    r = run(SHIPPED, str(tmp_path / "again"))
+    for title in ("Phase 2, typing (decode)", "The slow road: h**3 against h*h*h, by sign"):
+        assert set(verdicts(r.stdout, title).values()) <= {"no change", "within the noise"}, title
