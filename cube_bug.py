@@ -8,20 +8,24 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 
+import argparse
 import dataclasses
 
 import numpy as np
 
-from harness import claims, cli, timing
+from harness import bench as b
+from harness import claims, cli, pool, timing
+from harness.paths import Paths
 from harness.printers import Sheet, Then, col, format_table
-from harness.records import Measured, timed
+from harness.records import KEYS, Measured, ms, timed
 from harness.terminal import plural
 import model
 
 TOKENS = 256  # a 256-token question ...
 MLP = 4 * model.SIZES["small"].width  # ... times the thinking room's width (3072): one floor's
 #                                       786,432 numbers
-QUICK = {"tokens": 16}
+QUICK = {"tokens": 16, "in_model": False}  # a smoke run of a second: the numbers alone
+NOTES, QUICK_NOTES = 512, 64  # the typing user's notes, as in two_phases.py
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
 
@@ -94,7 +98,40 @@ def experiment(args, facts):
         format_table(COLUMNS, sheet.cells(), args.tablefmt) + "\n" + version)
     yield dataclasses.replace(sheet, text=text)
     yield ""
+    if args.in_model:
+        yield from (in_the_model(args), "")
     yield Then(lambda found: [claims.sheet(found, None, ("cube_bug",), args, facts["busy"])])
+
+
+def in_the_model(args):
+    """The bug in the model itself: one user's question of --tokens read in one trip, and one
+    user typing with the post's notes, each trip timed with the cube written both ways."""
+    cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
+    bench = b.Bench(cfg, model.floors(cfg, 0), pool.workers(args.threads), args.runs)
+    rows = []
+    for phase, trip in ((f"reading {args.tokens} {plural(args.tokens, 'token')}",
+                         lambda: (b.tokens(cfg, args.tokens, 2),
+                                  [(model.notebook(cfg, 1, args.tokens), args.tokens)])),
+                        (f"typing for 1 user at {notes} notes",
+                         lambda: b.typing(bench, b.read_question(bench, notes, 1), 1, 3))):
+        way = {cube: timing.timing([r[0] for r in b.time_trip(
+            dataclasses.replace(bench, paths=Paths(cube=cube)), *trip(), f"{phase}, {cube}")],
+            what=f"{phase}, the cube by {cube}") for cube in ("power", "product")}
+        rows.append({"phase": phase, KEYS: {"trip": phase.split()[0]},
+                     "power": ms(way["power"]), "product": ms(way["product"]),
+                     "ratio": Measured(way["power"].seconds / way["product"].seconds,
+                                       ((1, way["power"]), (-1, way["product"])))})
+    if bench.pool:
+        bench.pool["helpers"].shutdown()
+    return Sheet("bug", BUG_COLUMNS, rows, timed=("power", "product"),
+                 title="The bug in the model: a trip with the cube written each way",
+                 settings=f"GPT-2 {args.model}, {args.threads} {plural(args.threads, 'thread')}")
+
+
+BUG_COLUMNS = [col("phase", "phase", "", "s", key=True),
+               col("power", "h**3 ms", "ms", ".1f", compared=True),
+               col("product", "h*h*h ms", "ms", ".1f", compared=True),
+               col("ratio", "slower by", "x", ".2f")]
 
 
 def build_parser():
@@ -105,6 +142,10 @@ def build_parser():
                         "worth")
     g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
                    help=f"whose floor: GPT-2 {', '.join(model.SIZES)} (the post's is small)")
+    g.add_argument("--in-model", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time the model reading --tokens and typing for one user, with "
+                        "the cube written each way (--tokens is then at most "
+                        f"{model.CONTEXT:,}, GPT-2's context)")
     return p
 
 
@@ -114,8 +155,12 @@ ARRAYS = 8  # the numbers, each way's answer and temporaries, and the check's: t
 def parse_args(argv=None):
     p = build_parser()
     args = cli.parse(p, argv, QUICK)
-    cli.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES,
-                       f"--tokens {args.tokens}", "--tokens")
+    if args.in_model and args.tokens > model.CONTEXT:
+        p.error(f"argument --tokens: the model reads at most {model.CONTEXT:,} tokens, got "
+                f"{args.tokens:,}; add --no-in-model to time more numbers alone")
+    tables = model.table_numbers(model.SIZES[args.model]) * model.BYTES if args.in_model else 0
+    cli.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES + tables,
+                    f"--tokens {args.tokens} with --model {args.model}", "--tokens or --model")
     return args
 
 

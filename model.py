@@ -107,9 +107,10 @@ def norm(x):
     return d
 
 
-def gelu(h):
-    """GPT-2's tanh GELU, in place. The cube is h*h*h: h**3 takes a slow road (cube_bug.py)."""
-    c = h * h * h
+def gelu(h, cube="product"):
+    """GPT-2's tanh GELU, in place. The cube is h*h*h: h**3 (cube="power", the post's bug, kept
+    to measure it) takes a slow road for negative numbers (cube_bug.py)."""
+    c = h ** 3 if cube == "power" else h * h * h
     c *= np.float32(0.044715)
     c += h
     c *= np.float32(math.sqrt(2 / math.pi))
@@ -267,7 +268,8 @@ def pieces(watch=None, clock=time.perf_counter, paths=None, tokens=1):
         table=timed("tables", lambda w, x, pool: table(w, x, pool,
                                                         paths.block(tokens, w.shape[1]))),
         attention=timed("attention", attention),
-        norm=timed("elementwise", norm), gelu=timed("elementwise", gelu_rows),
+        norm=timed("elementwise", norm),
+        gelu=timed("elementwise", lambda h, pool: gelu_rows(h, pool, paths.cube)),
         add=timed("elementwise", add))
 
 
@@ -293,9 +295,9 @@ def riders(segments):
     return [(book["len"], t) for book, t in segments for _ in range(readers(book))]
 
 
-def gelu_rows(h, pool=None):
+def gelu_rows(h, pool=None, cube="product"):
     """gelu(h) in place, its rows shared among the pool's threads. h: (features, tokens)."""
-    share(pool, lambda rows: gelu(h[rows]), h.shape[0], h.size)
+    share(pool, lambda rows: gelu(h[rows], cube), h.shape[0], h.size)
     return h
 
 

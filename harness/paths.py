@@ -38,9 +38,11 @@ class Paths:
     """How a trip does the work whose fastest way depends on the CPU: attention's products for
     one query (one of ATTENTION), and the Blocks of the table products (see table() below),
     ascending in tokens; a token count past them all, or a table size not among them, goes
-    unblocked. Every path gives the same answer within float32 rounding."""
+    unblocked; and how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
+    measure it. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
+    cube: str = "product"
 
     def __post_init__(self):  # plain tuples, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
@@ -54,6 +56,8 @@ class Paths:
     def __str__(self):
         """e.g. "attention by vec; table blocks at 2, 4 tokens (rows, or rows x inputs at a
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
+        if self.cube != "product":
+            return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
         if not any(b.rows or b.depth for b in self.blocks):
             return f"attention by {self.attention}; tables unblocked"
         counts = sorted({b.tokens for b in self.blocks})

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from harness import claims, limits, records, report, schema
@@ -31,6 +32,9 @@ def the_posts_figures():
                              col("bound by", "bound by", "", "s")],
                    [{"experiment": "prefill", "row": "256 tokens", "bound by": "workbench"},
                     {"experiment": "prefill", "row": "1024 tokens", "bound by": "workbench"}]),
+             Sheet("bug", [col("trip", "trip", "", "s", key=True),
+                           col("ratio", "slower by", "x", ".2f")],  # "about 2x", "barely"
+                   [{"trip": "reading", "ratio": 2.0}, {"trip": "typing", "ratio": 1.0}]),
              Sheet("dial", [col("chunk", "chunk", "tokens", "d", key=True),
                             col("first word", "TTFT ms", "ms", ".1f"),
                             col("worst gap", "worst gap ms", "ms", ".1f")],
@@ -89,6 +93,8 @@ FAILS = [  # (the claim, as the post says it), then one figure changed so that i
     ("h**3 is about 2x slower", ("cube", "ratio", {"numbers": "all positive"}, 9)),
     ("... about 109x on negative numbers", ("cube", "ratio", {"numbers": "all negative"}, 500)),
     ("... about 55x on a real mix", ("cube", "ratio", {"numbers": "mixed (real)"}, 5)),
+    ("With h**3 in the model, reading", ("bug", "ratio", {"trip": "reading"}, 1.05)),
+    ("... and typing barely slower", ("bug", "ratio", {"trip": "typing"}, 1.6)),
 ]
 
 
@@ -239,3 +245,25 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
     assert "> **Busy:** `two_phases.py` (another run of this suite) ran while" in text
     assert text.index("**Busy:**") < text.index("## The tables")
     assert "| cannot tell here | Batching 16 users" in text
+
+
+def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):
+    import cube_bug
+    import model
+    from harness.paths import Paths
+    x = np.random.default_rng(0).standard_normal((model.TINY.width, 5), dtype=np.float32)
+    floors = model.floors(model.TINY)
+    one, other = (model.trip(model.TINY, floors, x, [(model.notebook(model.TINY, 1, 5), 5)],
+                             paths=Paths(cube=c)) for c in ("power", "product"))
+    np.testing.assert_allclose(one, other, rtol=1e-5, atol=1e-5)  # the same answer either way
+    monkeypatch.setattr(model, "SIZES", {**model.SIZES, "small": model.TINY})  # small's tables
+    #                                                                   would take seconds to draw
+    assert cube_bug.main(["--quick", "--in-model", "--runs", "2", "--out", str(tmp_path),
+                          "--label", "box"]) == 0
+    data = json.load(open(tmp_path / "box" / "cube_bug.quick.json"))
+    bug = records.rows(data["records"], "bug")
+    assert [dict(keys)["trip"] for keys in bug] == ["reading", "typing"]
+    for figures in bug.values():
+        assert figures["ratio"] == pytest.approx(figures["power"] / figures["product"])
+        assert figures["power"] > 0 and figures["product"] > 0
+    assert "--in-model" in cube_bug.build_parser().format_help()

@@ -90,6 +90,7 @@ BAD = [
     ("machine_speed.py", ["--bogus"], "--bogus"),
     ("cube_bug.py", ["--runs", "abc"], "--runs"),
     ("cube_bug.py", ["--tokens", "0"], "--tokens"),
+    ("cube_bug.py", ["--tokens", "2048"], "--tokens"),  # the model reads at most 1,024 tokens
     ("cube_bug.py", ["--threads", "-1"], "--threads"),
     ("two_phases.py", ["--runs", "0"], "--runs"),
     ("two_phases.py", ["--prompts", "0"], "--prompts"),

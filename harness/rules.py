@@ -1,0 +1,55 @@
+"""The rules a claim's judge applies to figures over their runs: about, above, below, more.
+Each holds (True) where the figure's runs' range holds, fails (False) where all of it fails,
+and cannot tell (None) where it straddles the margin."""
+from harness.records import Missing, find, span
+
+ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post means it
+
+
+def figure(found, experiment, name, /, **keys):
+    """A figure of the records, with the range of the runs behind it (records.Figure)."""
+    return find(found, experiment, name, **keys)
+
+
+def value(found, experiment, name, /, **keys):
+    """A figure of the records with no runs behind it: a count, the accounting, a word."""
+    return find(found, experiment, name, **keys).value
+
+
+def speeds(r):
+    """The machine's Speeds the figures are held to, or Missing where the run saved none."""
+    if r is None:
+        raise Missing("the machine's speeds")
+    return r
+
+
+def tri(holds, fails):
+    """A verdict: True where the runs' range holds, False where it all fails, else None."""
+    return True if holds else False if fails else None
+
+
+def about(x, post, factor=ABOUT):
+    """x is about the post's figure: within `factor` of it either way, over its runs' range."""
+    x = span(x)
+    return tri(post / factor <= x.lo and x.hi <= post * factor,
+               x.hi < post / factor or x.lo > post * factor)
+
+
+def above(x, bound):
+    x = span(x)
+    return tri(x.lo > bound, x.hi <= bound)
+
+
+def below(x, bound):
+    x = span(x)
+    return tri(x.hi < bound, x.lo >= bound)
+
+
+def more(a, b):
+    """Figure a is more than figure b: True, False, or None when their runs' ranges overlap."""
+    return tri(a.lo > b.hi, a.hi < b.lo)
+
+
+def every(*verdicts):
+    """All of the verdicts: False if any fails, None if any cannot tell, else True."""
+    return False if False in verdicts else None if None in verdicts else True
