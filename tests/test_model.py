@@ -1,5 +1,7 @@
 """The model is exact GPT-2 block math: checked against a reference, and against itself across
 the three ways of cutting the same work into trips (cached decode, chunks, batches)."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -207,8 +209,11 @@ FINGERPRINT = """if True:
 def test_the_same_seed_gives_bit_identical_outputs_in_every_process():
     """Full size, with threads: two fresh processes agree to the last bit, as the results that
     users compare across runs assume."""
-    from conftest import python
-    runs = [python(FINGERPRINT).stdout for _ in range(2)]
+    import subprocess
+    from conftest import ROOT
+    started = [subprocess.Popen([sys.executable, "-c", FINGERPRINT], stdout=subprocess.PIPE,
+                                text=True, cwd=ROOT) for _ in range(2)]  # side by side
+    runs = [p.communicate(timeout=300)[0] for p in started]
     assert runs[0] == runs[1] and len(runs[0].strip()) == 64
 
 
