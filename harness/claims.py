@@ -65,6 +65,28 @@ def half_the_workbench(t, r):
     return f"{best.value:.1f} of {peak:.1f} GFLOP/s ({share.value:.0%})", about(share, 0.5)
 
 
+def attention_grows(t, r):
+    share = {p: value(t, "breakdown", "attention", experiment="prefill", row=f"{p} tokens")
+             / value(t, "breakdown", "trip", experiment="prefill", row=f"{p} tokens")
+             for p in (256, 1024)}
+    return f"attention {share[256]:.0%} of the trip at 256 tokens, {share[1024]:.0%} at 1,024", (
+        share[1024] > share[256])
+
+
+def notebooks_carried(t, r):
+    ms = {p: value(t, "breakdown", p, experiment="decode", row="64 users")
+          for p in ("attention", "tables")}
+    return f"attention {ms['attention']:.1f} ms, tables {ms['tables']:.1f} ms", (
+        ms["attention"] > ms["tables"])
+
+
+def workbench_barely_helps(t, r):
+    flops = value(t, "decode", "math speed", users=1) * value(t, "decode", "step", users=1) * 1e6
+    math = flops / speeds(r).flops_per_s * 1e3  # ms of one user's step at the workbench's speed
+    fetch = value(t, "decode", "bytes read", users=1) * 1e6 / speeds(r).bytes_per_s * 1e3
+    return f"math {math:.1f} ms against fetching {fetch:.1f} ms", below(math / fetch, 0.1)
+
+
 def long_costs_more(t, r):
     long = figure(t, "prefill", "time per token", prompt=1024)
     mid = figure(t, "prefill", "time per token", prompt=256)
@@ -170,6 +192,7 @@ CUBE_WHY = ("h**3 takes NumPy's general power loop, whose speed depends on the N
 SMALL, NOTES, SERVER = (("model", "small"),), (("model", "small"), ("notes", 512)), (
     ("model", "small"), ("notes", 512), ("typers", 8), ("question", 1024))
 CUBE = (("model", "small"), ("tokens", 256))
+NOT_PRINTED = "(no figure)"  # the post says it in words only: judged on this machine's figures
 NOTES_CUBE = (("model", "small"),)
 CLAIMS = [
     Claim("machine_speed", "The workbench outpaces the forklift: about 10 FLOPs per byte",
@@ -194,6 +217,10 @@ CLAIMS = [
     Claim("two_phases", "At 1,024 tokens each token costs more than at 256",
           "4.18 against 2.84 ms", "more, beyond the spread of the runs", long_costs_more,
           (("prefill", "1024 tokens"),), needs=SMALL),
+    Claim("two_phases", "... because the notebook's part grows faster than the question",
+          NOT_PRINTED, "attention's share of the recorded trip larger at 1,024 tokens than at "
+          "256 (one recorded trip each, as the breakdown shows)", attention_grows,
+          needs=SMALL),
     Claim("two_phases", "Reading is stuck on the workbench", "compute-bound",
           "the check table's prefill rows of 256 and 1,024 tokens are workbench-bound, and 256 "
           "tokens do 4x or more the math per second of 1 (the bound alone is the accounting's)",
@@ -215,6 +242,12 @@ CLAIMS = [
     Claim("two_phases", "At 64 users the notebooks outweigh the tables, 7x over",
           "2,416 against 340 MB", "the model's accounting: the notebooks' bytes over the "
           "tables' above 1", notebooks_outweigh, needs=NOTES, measured=False),
+    Claim("two_phases", "... so at 64 users the forklift mostly carries notebooks", NOT_PRINTED,
+          "in the recorded trip of 64 users, reading the notes takes longer than the tables",
+          notebooks_carried, needs=NOTES),
+    Claim("two_phases", "A faster workbench would barely help typing", "4.5 of 121 GFLOP/s",
+          "one user's math at the workbench's speed under a tenth of its fetching at the "
+          "forklift's", workbench_barely_helps, needs=NOTES, measured=False),
     Claim("two_phases", "Reading a long question at once freezes the typers for about 40x "
           "their normal gap", "4723.0 against 118.0 ms", "within 1.5x of 40x", freeze,
           (("collision", "normal gap"), ("collision", "all at once")), needs=SERVER),
