@@ -337,7 +337,7 @@ def at_the_limits(limit_found, roofs, scripts, settings):
         return {}
     plain = None if settings is None else {k: v for k, v in settings.items() if k != "predict"}
     return {c.says: (here, verdict) for c, here, verdict, _ in verdicts(
-        limit_found, roofs, scripts, plain)}
+        limit_found, roofs, scripts, plain) if here}  # a claim with no rows at the limits: none
 
 
 BUSY = ("the machine was busy while this ran ({}): no timing can back a verdict; rerun on a "

@@ -46,8 +46,9 @@ def below(x, bound):
 
 
 def more(a, b):
-    """Figure a is more than figure b: True, False, or None when their runs' ranges overlap."""
-    return tri(a.lo > b.hi, a.hi < b.lo)
+    """Figure a is more than figure b: True, False (no more, not even equal figures with no
+    spread, as a limit's are), or None when their runs' ranges overlap."""
+    return tri(a.lo > b.hi, a.hi <= b.lo)
 
 
 def every(*verdicts):
