@@ -12,131 +12,19 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
-import os
 
 
-from harness import cli, exports, machine, records, results, schema
+from harness import cli, exports, records
+from harness.machines import (SCRIPTS, describe, machine_folders, read_machine, short_names,
+                              unlike_settings)
 from harness.verdicts import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
                               verdict)
 from harness.terminal import note, plain_streams, plural, show
 
-SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 
 # What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
 # saved results declare them (older files are brought to that layout as they are read). A
 # figure's runs are its record's samples. A thread sweep's records are compared block by block.
-
-
-# ---------------------------------------------------------------------------------------------
-# finding and reading the machines
-
-
-def machine_folders(names, problems):
-    """The folders to compare: each name a results folder, a folder of them (results/), or the
-    name of a shipped reference or of a machine under results/ ('post', 'amd-epyc-2c'). With no
-    name: the post's figures, then every machine under results/ (the shipped ones if none)."""
-    if not names:
-        mine = machines_in(cli.RESULTS)
-        return [os.path.join(cli.REFERENCES, "post")] + (mine or [
-            f for f in machines_in(cli.REFERENCES) if os.path.basename(f) != "post"])
-    found = []
-    for name in names:
-        where = [name, os.path.join(cli.REFERENCES, name), os.path.join(cli.RESULTS, name),
-                 os.path.join(os.path.dirname(cli.RESULTS), name)]  # results/, from anywhere
-        folder = next((w for w in where if os.path.isdir(w)), None)
-        if folder is None and os.path.exists(name):
-            problems.append(f"{name}: is a file, not a results folder")
-        elif folder is None:
-            problems.append(f"{name}: no such results folder, nor a shipped reference or a "
-                            f"machine under {cli.RESULTS} of that name")
-        elif holds_results(folder, quick=True):
-            found.append(folder)
-        else:
-            found += sorted(machines_in(folder), key=lambda f: os.path.basename(f) != "post"
-                            ) or machines_in(folder, quick=True) or [folder]
-            #   a folder of machines (the post's first), or of quick runs only (said), or empty
-    return list(dict.fromkeys(found))
-
-
-def holds_results(folder, quick=False):
-    """Whether folder holds a full run's result (or, with quick, a quick run's)."""
-    return any(os.path.isfile(os.path.join(folder, s + e)) for s in SCRIPTS
-               for e in (".json", ".sweep.json", *[".quick.json"] * quick))
-
-
-def machines_in(folder, quick=False):
-    """The result folders directly inside folder that hold a full run (quick runs are smoke,
-    unless quick)."""
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.path.join(folder, d) for d in os.listdir(folder)
-                  if os.path.isdir(os.path.join(folder, d)) and holds_results(
-                      os.path.join(folder, d), quick))
-
-
-def read_machine(folder, problems):
-    """{file stem: data} of one machine's folder: each script's plain run, and its thread sweep
-    (<script>.sweep); what cannot be used goes to problems. The folder is read as its last
-    whole save left it, waiting for a save under way, and nothing in it is changed."""
-    found = {}
-    try:
-        with results.locked(folder, shared=True):
-            paths, half_done = results.as_saved(folder)
-    except (OSError, ValueError) as e:
-        problems.append(f"{folder}: {e}")
-        return None
-    if half_done:
-        note(f"compare.py: {half_done}")
-    for script in SCRIPTS:
-        for stem in (script, script + ".sweep"):
-            if stem + ".json" in paths:
-                try:
-                    found[stem] = schema.load(paths[stem + ".json"], script)
-                except ValueError as e:
-                    problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
-    if not found and not any(p.startswith(folder + os.sep) for p in problems):
-        quick = sorted(n for n in paths if n.endswith(".quick.json"))
-        problems.append(f"{folder}: " + (
-            f"holds only quick runs ({', '.join(quick)}), which compare.py leaves out: run "
-            f"the scripts without --quick" if quick
-            else f"no result files of {', '.join(SCRIPTS)}"))
-    return found
-
-
-def describe(name, found):
-    """One line for a machine: its machine line, or what the published entry or the prediction
-    says it is; then the settings its figures were measured with, script by script."""
-    data = next(iter(found.values()))
-    if data.get("published"):
-        line = f"{name}: {data['published']}"
-    elif data.get("predicted"):
-        line = f"{name}: PREDICTED, not measured: {data['predicted'].removeprefix('machine: ')}"
-    else:
-        line = f"{name}: {machine.line(data['machine'])}"
-    ran = "; ".join(f"{stem} " + ", ".join(f"{k} {v}" for k, v in ran.items())
-                    for stem, ran in settings_of(found).items() if ran)
-    return line + (f" | settings: {ran}" if ran else "")
-
-
-def settings_of(found):
-    """{file stem: the settings its records share, of those that make figures alike}."""
-    out = {}
-    for stem, data in found.items():
-        seen = [r["settings"] for r in data["records"]]
-        out[stem] = {k: seen[0][k] for k in (*ALIKE, "threads")
-                     if seen and seen[0].get(k) not in (None, False)
-                     and all(s.get(k) == seen[0][k] for s in seen)}
-    return out
-
-
-def short_names(folders):
-    """A column name per folder: its own name, with as much of its path as tells it apart."""
-    parts = [os.path.normpath(os.path.abspath(f)).split(os.sep) for f in folders]
-    for depth in range(1, max(map(len, parts)) + 1):
-        names = ["/".join(p[-depth:]) for p in parts]
-        if len(set(names)) == len(names):
-            return names
-    return [f"{p[-1]} ({i + 1})" for i, p in enumerate(parts)]  # one folder, named twice
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,17 +116,6 @@ def compared(names, machines, section, min_change):
                            said=verdict(j, unit) + (f" (vs {names[ref]})" if ref else ""))
             rows.append(row)
     return rows
-
-
-ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict")
-#         the settings two figures must share to be compared: what they measured, not how
-
-
-def unlike_settings(a, b):
-    """How two figures' settings differ, in a few words ('--notes 128 against 512'), or ''.
-    A setting one side did not save is no difference (the post's own figures keep few)."""
-    return ", ".join(f"--{k} {b[k]} against {a[k]}" for k in ALIKE
-                     if k in a and k in b and a[k] != b[k])
 
 
 def comparison(names, machines, section, min_change):

@@ -67,9 +67,10 @@ def markdown(runs, names):
                                   data["machine"].get("busy") or (), data.get("at_limits") or [])]
     lines += ["## The post's claims on this machine", "",
               "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "
-              "way, over the middle half of the runs. A claim that does not hold says why, as the check and "
-              "breakdown tables do; where the runs spread across the rule's margin, or the "
-              "machine was busy, it cannot be told.",
+              "way, over the middle half of the runs; 'at the limits' is the verdict on the rows "
+              "a perfect implementation would give on this machine. A claim that does not hold "
+              "says why, as the check and breakdown tables do; where the runs spread across the "
+              "rule's margin, or the machine was busy, it cannot be told.",
               "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, claims.limited(at), c.rule,
                                                  w] for c, h, v, w, at in found], "github"), ""]
     drawn = [name for name in PICTURES if name in names]
