@@ -2,6 +2,7 @@
 finiteness) by one validator, and an older layout is brought to the newest. A file that fails
 is refused whole, in a few words naming the field."""
 import contextlib
+import errno
 import json
 import math
 import os
@@ -9,20 +10,30 @@ import stat
 
 from harness.speeds import Speeds
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
 READABLE = (1, 2, 3, 4)  # the schema versions read; older layouts are brought to the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
-def load(path, script):
-    """A result file's data, or raise ValueError with what is wrong with it, in a few words."""
+def load(path, script, follow=False):
+    """A result file's data, or raise ValueError with what is wrong with it, in a few words. It
+    must be a regular file of at most FILE_MAX bytes, read without waiting (a FIFO or a device
+    that blocks is refused), and, unless follow (a path the user gave), not a symbolic link:
+    what a results folder holds never leads a reader elsewhere."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) > FILE_MAX:
-            raise ValueError("is not a results file")  # a folder, a FIFO, a device, a giant
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else NOFOLLOW))
+        with os.fdopen(fd, encoding="utf-8") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size > FILE_MAX:
+                raise ValueError("is not a results file")  # a folder, a FIFO, a device, a giant
+            text = f.read(FILE_MAX + 1)
+        if len(text) > FILE_MAX:
+            raise ValueError("is not a results file")  # a file that says it is small, and is not
+        data = json.loads(text)
     except FileNotFoundError:
         raise ValueError("does not exist") from None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError("is a link, not a results file; left as it is") from None
         raise ValueError(f"cannot be read ({e.strerror or e})") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
@@ -56,19 +67,33 @@ def check(data, script):
             and all(isinstance(w, str) for w in made["warnings"])):
         raise ValueError("has no usable 'made' (the suite's version, command and warnings)")
     check_machine(data.get("machine"))
+    if not isinstance(data.get("settings", {}), dict):
+        raise ValueError("has settings that are not an object")
+    for key in ("at_limits",):
+        if key in data:
+            check_records(data[key])
     if version >= 4:
         check_records(data.get("records"))
         check_sheets(data.get("sheets"))
     else:
         check_tables(data.get("tables"))
     for key, speeds in data.items():
-        if key.split(" @")[0] == "roofs":
+        base, at, threads = key.partition(" @")
+        if base == "roofs":
+            if at and not (threads.isdigit() and threads.isascii() and len(threads) < 6):
+                raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
             check_speeds(speeds, key)
 
 
+FIGURE_MAX = 1e30  # no figure of the suite comes near; larger ones only overflow what reads them
+
+
 def number(v, low=-math.inf):
-    """A finite int or float (not a bool) of at least low."""
-    return type(v) in (int, float) and math.isfinite(v) and v >= low
+    """A finite int or float (not a bool) of at least low and at most FIGURE_MAX either way."""
+    try:
+        return type(v) in (int, float) and low <= float(v) and abs(float(v)) <= FIGURE_MAX
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
@@ -125,7 +150,8 @@ def check_tables(tables):
                 raise ValueError(f"has a table {name!r} whose {key} is not text")
 
 
-RECORDS_MAX, SAMPLES_MAX = 100_000, 100_000  # far beyond any run's; a file with more is not one
+RECORDS_MAX, SAMPLES_MAX = 20_000, 10_000  # far beyond any run's (--runs stops at 10,000)
+ALL_SAMPLES_MAX = 1_000_000  # in one file: what compare.py can draw from in a few seconds
 RECORD = {"experiment": str, "keys": dict, "figure": str, "unit": str, "statistic": str,
           "predicted": bool, "settings": dict}
 
@@ -149,16 +175,22 @@ def check_records(found):
                              f"{r['figure']}): not a {what(r['unit'])}")
         runs = r.get("samples")
         if runs is not None and not (isinstance(runs, list) and 0 < len(runs) <= SAMPLES_MAX
-                                     and all(number(x) for x in runs)):
+                                     and all(number(x, 0) and x > 0 for x in runs)):
             raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) whose samples "
-                             f"are not finite numbers")
+                             f"are not finite numbers above 0")
+    if sum(len(r.get("samples") or ()) for r in found) > ALL_SAMPLES_MAX:
+        raise ValueError(f"holds more than {ALL_SAMPLES_MAX:,} samples: not a run's")
 
 
 def check_sheets(sheets):
-    """Raise ValueError unless every saved sheet's title, settings and printed text are text."""
+    """Raise ValueError unless every saved sheet's title, settings and printed text are text,
+    and its columns name their figures."""
     if not isinstance(sheets, dict) or not all(
             isinstance(t, dict) and all(isinstance(t.get(k, ""), str)
                                         for k in ("title", "settings", "printed"))
+            and isinstance(t.get("columns", []), list)
+            and all(isinstance(c, dict) and isinstance(c.get("figure"), str)
+                    and isinstance(c.get("header", ""), str) for c in t.get("columns", []))
             for t in sheets.values()):
         raise ValueError("has no usable sheets")
 
@@ -191,9 +223,22 @@ def what(unit):
 
 
 def check_speeds(speeds, key):
-    if not (isinstance(speeds, dict) and all(
-            number(speeds.get(k), 0) and speeds[k] > 0 for k in ("bytes_per_s", "flops_per_s"))):
-        raise ValueError(f"has {key!r} without finite speeds above 0")
+    """Raise ValueError unless speeds (and its start and end, where given) are speeds a machine
+    can have (SPEEDS)."""
+    if not isinstance(speeds, dict):
+        raise ValueError(f"has {key!r} without speeds")
+    for when, at in (("", speeds), *((f" at the {w}", speeds.get(w)) for w in ("start", "end")
+                                      if speeds.get(w) is not None)):
+        if not isinstance(at, dict):
+            raise ValueError(f"has {key!r}{when} without speeds")
+        for name, (low, high, what_, unit) in SPEEDS.items():
+            value = at.get(name)
+            if not (number(value, 0) and value > 0
+                    or type(value) is float and math.isfinite(value) and value > 1):
+                raise ValueError(f"has {key!r}{when} without finite speeds above 0")
+            if not low <= value <= high:
+                raise ValueError(f"holds a {what_} of {value / 1e9:g} {unit}{when}: it must be "
+                                 f"from {low / 1e9:g} to {high / 1e9:g}")
 
 
 def samples(table, row, column):
@@ -369,13 +414,7 @@ def read_roofs(path):
                    key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
     if not found:
         raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    roofs = {}
-    for name, (low, high, what_, unit) in SPEEDS.items():
-        value = data[found[-1]][name]
-        if not low <= value <= high:
-            raise ValueError(f"holds a {what_} of {value / 1e9:g} {unit}: it must be from "
-                             f"{low / 1e9:g} to {high / 1e9:g}")
-        roofs[name] = float(value)
+    roofs = {name: float(data[found[-1]][name]) for name in SPEEDS}  # checked as it was read
     threads = f", {found[-1].split(' @')[1]} threads" if " @" in found[-1] else ""
     return Speeds(**roofs, source=f"from {path} (measured {data['machine']['date'][:10]}"
                                   f"{threads})")

@@ -295,3 +295,54 @@ def test_a_signal_while_saving_never_leaves_more_than_kept_entries(tmp_path, mon
     replaced = where == "trim"  # signals wait for the renames, and the trimming with them
     assert (saved_date(tmp_path) == "2026-02-01T00:00:00") == replaced
     assert (f"{STEM}.2026-01-{results.KEPT + 1}T00-00-00" in entries(tmp_path)) == replaced
+
+
+# ---- what a reader meets: each bad file one line, the rest compared
+
+SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
+
+
+def planted(tmp_path, change, name="two_phases.json"):
+    """A copy of a shipped machine with one of its files changed by change(data)."""
+    box = tmp_path / "box"
+    box.mkdir()
+    for f in ("machine_speed.json", "cube_bug.json", "two_phases.json"):
+        data = json.load(open(os.path.join(SHIPPED, f)))
+        if f == name:
+            change(data)
+        (box / f).write_text(json.dumps(data))
+    return box
+
+
+@pytest.mark.parametrize("change,says", [
+    (lambda d: d["records"][0].update(value=10 ** 400), "not a finite number"),
+    (lambda d: d["records"][0].update(value=1e308), "not a finite number"),
+    (lambda d: d["records"][0].update(samples=[10 ** 400]), "samples"),
+    (lambda d: d["roofs"].update(start=5), "'roofs' at the start without speeds"),
+    (lambda d: d["roofs"].update(end="fast"), "'roofs' at the end without speeds"),
+    (lambda d: d["roofs"]["start"].update(bytes_per_s=float("1e300")), "it must be from"),
+    (lambda d: d.update({"roofs @x": d["roofs"]}), "thread count is not a whole number"),
+    (lambda d: d.update(settings=[1]), "settings that are not an object"),
+    (lambda d: d["machine"].pop("cores"), None),  # optional: no KeyError, compared as ever
+])
+def test_a_hostile_value_leaves_one_file_out_and_the_rest_compares(tmp_path, change, says):
+    from conftest import compared
+    r = compared(str(planted(tmp_path, change)))
+    assert "Traceback" not in r.stderr
+    if says is None:
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+    else:
+        one_line(r, 1, "two_phases.json", says, "left out")
+    assert "memory speed" in r.stdout and "h**3 ms" in r.stdout  # the other files compared
+
+
+def test_a_results_file_that_is_a_link_is_never_followed(tmp_path):
+    from conftest import compared
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text(open(os.path.join(SHIPPED, "two_phases.json")).read())
+    box = planted(tmp_path, lambda d: None)
+    os.unlink(box / "two_phases.json")
+    os.symlink(secret, box / "two_phases.json")
+    r = compared(str(box))
+    one_line(r, 1, "two_phases.json: is a link, not a results file")
+    assert "memory speed" in r.stdout
