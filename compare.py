@@ -19,7 +19,7 @@ from harness.machines import (SCRIPTS, describe, machine_folders, read_machine, 
                               unlike_settings)
 from harness.verdicts import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
                               verdict)
-from harness.terminal import note, plain_streams, plural, show
+from harness.terminal import note, plain_streams, plural, printable, show
 
 
 # What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
@@ -280,7 +280,7 @@ def main(argv=None):
                                          for c in compared(names, machines, s, args.min_change)]))
     else:
         for name, m in zip(names, machines):
-            show(describe(name, m))
+            show(printable(describe(name, m)))
         if len(machines) > 1:
             show(f"(vs: how much faster or slower each figure is than {names[0]}'s; a verdict "
                  f"from a {CONFIDENCE:.0%} bootstrap interval of the ratio, from the runs behind "
@@ -288,15 +288,16 @@ def main(argv=None):
                  f"{args.min_change:g}%; * one side's figure has no samples behind it, so no "
                  f"verdict)")
         for title, headers, rows in sheets:
-            show(f"\n{title}")
-            show(tabulate([[f"{v:.2f}" if isinstance(v, float) else v for v in row]
-                           for row in rows], headers=headers, tablefmt=args.tablefmt,
-                          floatfmt=".2f", missingval=""))
+            show(f"\n{printable(title)}")
+            show(tabulate([[f"{v:.2f}" if isinstance(v, float) else
+                            printable(v) if isinstance(v, str) else v for v in row]
+                           for row in rows], headers=[printable(h) for h in headers],
+                          tablefmt=args.tablefmt, floatfmt=".2f", missingval=""))
         if len(machines) > 1:
             said = limits(names, machines)[2] + summary(names, machines)
-            show("\n" + "\n".join(said) if said else "")
+            show("\n" + "\n".join(map(printable, said)) if said else "")
     for line in problems:
-        note(f"compare.py: {line}")
+        note(f"compare.py: {printable(line)}")
     if not machines and not problems:
         note("compare.py: no results to compare; run the scripts first")
     return 1 if problems or not machines else 0

@@ -19,9 +19,15 @@ def machine_folders(names, problems):
             f for f in machines_in(cli.REFERENCES) if os.path.basename(f) != "post"])
     found = []
     for name in names:
-        where = [name, os.path.join(cli.REFERENCES, name), os.path.join(cli.RESULTS, name),
-                 os.path.join(os.path.dirname(cli.RESULTS), name)]  # results/, from anywhere
-        folder = next((w for w in where if os.path.isdir(w)), None)
+        if not name:
+            problems.append("'': not a folder's name; give a results folder, or a name")
+            continue
+        mine, shipped = os.path.join(cli.RESULTS, name), os.path.join(cli.REFERENCES, name)
+        if not os.path.isdir(name) and os.path.isdir(mine) and os.path.isdir(shipped):
+            note(f"compare.py: {name} is both a machine of yours ({mine}) and a shipped "
+                 f"reference ({shipped}): comparing yours; give references/{name} for the other")
+        where = [name, mine, shipped, os.path.join(os.path.dirname(cli.RESULTS), name)]
+        folder = next((w for w in where if os.path.isdir(w)), None)  # yours before shipped
         if folder is None and os.path.exists(name):
             problems.append(f"{name}: is a file, not a results folder")
         elif folder is None:
@@ -33,7 +39,10 @@ def machine_folders(names, problems):
             found += sorted(machines_in(folder), key=lambda f: os.path.basename(f) != "post"
                             ) or machines_in(folder, quick=True) or [folder]
             #   a folder of machines (the post's first), or of quick runs only (said), or empty
-    return list(dict.fromkeys(found))
+    once = {}
+    for f in found:  # each folder once, however it was named, where it was first named
+        once.setdefault(os.path.realpath(f), f)
+    return list(once.values())
 
 
 def holds_results(folder, quick=False):

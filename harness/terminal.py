@@ -32,6 +32,13 @@ def show(text):
         note(f"stdout took no more ({e.strerror or e}): the rest is not printed")
 
 
+def printable(text):
+    """Text read from a file, as the terminal may show it: every control or format character
+    (an escape, a newline, a bidi mark) as '?', so that a results file cannot steer the screen."""
+    import unicodedata
+    return "".join("?" if unicodedata.category(c)[0] == "C" else c for c in str(text))
+
+
 def plural(n, word):
     """The word as it goes after the number n: "run" after 1, "runs" after 5."""
     return word if n == 1 else word + "s"

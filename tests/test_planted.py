@@ -346,3 +346,40 @@ def test_a_results_file_that_is_a_link_is_never_followed(tmp_path):
     r = compared(str(box))
     one_line(r, 1, "two_phases.json: is a link, not a results file")
     assert "memory speed" in r.stdout
+
+
+def test_one_folder_named_three_ways_is_one_machine_and_an_empty_name_is_said(tmp_path):
+    from conftest import compared
+    box = planted(tmp_path, lambda d: None)
+    r = compared(str(box), str(tmp_path / "." / "box"), str(box) + "/")
+    assert r.returncode == 0 and r.stdout.count("machine: AMD EPYC") == 1
+    one_line(compared(""), 1, "'': not a folder's name")
+
+
+def test_escapes_in_a_results_file_never_reach_the_terminal(tmp_path):
+    from conftest import compared
+
+    def steer(d):
+        d["machine"]["cpu"] = "AMD\x1b[2J\x1b]0;owned\x07\nEPYC"
+        d["sheets"]["machine_speed"]["title"] = "Speeds\x1b[H"
+        for r in d["records"]:
+            r["keys"] = {"row": "one\x1b[31m\r\nforged line"}
+    r = compared(str(planted(tmp_path, steer, "machine_speed.json")))
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\r" not in r.stdout
+    assert "forged line" in r.stdout and "\nforged line" not in r.stdout
+    assert "AMD?[2J?]0;owned??EPYC" in r.stdout
+
+
+def test_your_machine_wins_over_a_shipped_one_of_the_same_name_and_says_so(tmp_path,
+                                                                           monkeypatch):
+    from harness import cli
+    from conftest import compared
+    mine = tmp_path / "results"
+    planted(mine.parent, lambda d: None).rename(mine.parent / "amd-epyc-2c-copy")
+    (mine).mkdir()
+    (mine.parent / "amd-epyc-2c-copy").rename(mine / "amd-epyc-2c")
+    monkeypatch.setattr(cli, "RESULTS", str(mine))
+    r = compared("amd-epyc-2c")
+    assert r.returncode == 0 and "both a machine of yours" in r.stderr
+    assert str(mine / "amd-epyc-2c") in r.stderr and "comparing yours" in r.stderr
