@@ -288,12 +288,10 @@ def run(script, args, body, headline=None):
             text = [*out.text, "", f"(made by the suite at {made['version']}: "
                                    f"{made['command']})", *(f"warning: {w}" for w in WARNED)]
             stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
-            saved = results.save(folder, results.files(stem, data, text, out.pictures,
-                                                       args.quick),
-                                 None if args.quick else stem, facts["busy"])
-            if saved == 0 and not args.quick:
-                report.update(folder)
-            return saved
+            files = results.files(stem, data, text, out.pictures, args.quick)
+            if not (args.quick or out.sweep) and script in report.SCRIPTS:  # one save with it
+                files[report.NAME] = report.with_run(folder, script, data, list(files))
+            return results.save(folder, files, None if args.quick else stem, facts["busy"])
     except (stopping.Stopped, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")

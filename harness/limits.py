@@ -58,6 +58,8 @@ def check_flags(p, args):
                 "--workbench, or --roofs FILE")
     if not args.predict:
         return False
+    if args.threads:
+        p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
     if args.plot:
         p.error("argument --plot: draws measured rows, so not with --predict")
     args.plot = False

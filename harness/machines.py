@@ -79,7 +79,10 @@ def read_machine(folder, problems):
             if stem + ".json" in paths:
                 try:
                     found[stem] = schema.load(paths[stem + ".json"], script)
+                    if not found[stem]["records"]:
+                        raise ValueError("holds no figures")
                 except ValueError as e:
+                    found.pop(stem, None)
                     problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
     if not found and not any(p.startswith(folder + os.sep) for p in problems):
         quick = sorted(n for n in paths if n.endswith(".quick.json"))

@@ -6,6 +6,7 @@ runs never go into it. It reads saved results and measures nothing.
     python two_phases.py   # a full run brings results/<machine>/report.md up to date
 """
 import os
+import re
 
 from harness import claims, machine, results, schema, speeds
 from harness.printers import format_table
@@ -25,6 +26,18 @@ def update(folder):
             results.replace_together(folder, {NAME: markdown(runs, os.listdir(folder))})
     except (OSError, ValueError) as e:
         warn(f"the report {os.path.join(folder, NAME)} was not brought up to date: {e}")
+
+
+def with_run(folder, script, data, names):
+    """A writer of the folder's report as it will be once this run's files (names) are in:
+    the folder's saved full runs, this script's replaced by data. It runs inside the run's own
+    save, under the folder's lock, so that a result and its report are one save."""
+    def write(path):
+        runs = {**saved_runs(folder), script: schema.upgrade(data)}
+        runs = {s: runs[s] for s in SCRIPTS if s in runs}  # the post's order
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(markdown(runs, [*os.listdir(folder), *names]))
+    return write
 
 
 def saved_runs(folder):
@@ -96,8 +109,9 @@ def condensed(warnings):
     noisy = [w for w in warnings if w.startswith("noisy machine: ")]
     if len(noisy) < 2:
         return warnings
-    spreads = [float(w.split(" spread ")[1].split("x")[0]) for w in noisy]
-    named = [w[len("noisy machine: "):].split(" spread ")[0] for w in noisy]
+    found = [re.match(r"noisy machine: (.*) spread ([0-9.]+)x", w) for w in noisy]
+    spreads = [float(m.group(2)) for m in found if m]
+    named = [m.group(1) if m else w[len("noisy machine: "):][:60] for m, w in zip(found, noisy)]
     return [w for w in warnings if w not in noisy] + [
-        f"noisy machine: the runs of {len(noisy)} figures spread by more than 1.2x, up to "
-        f"{max(spreads):.2f}x ({'; '.join(named)})"]
+        f"noisy machine: the runs of {len(noisy)} figures spread by more than 1.2x"
+        + (f", up to {max(spreads):.2f}x" if spreads else "") + f" ({'; '.join(named)})"]

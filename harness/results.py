@@ -9,6 +9,7 @@ import secrets
 import shutil
 import stat
 import sys
+import time
 
 from harness import schema, stopping
 from harness.terminal import note, warn
@@ -56,10 +57,31 @@ def locked(folder, shared=False):
             fcntl.flock(fd, how | fcntl.LOCK_NB)
         except BlockingIOError:
             note(f"waiting for another run to finish with {folder}/")
-            fcntl.flock(fd, how)
+            if not shared:
+                fcntl.flock(fd, how)
+            elif not waited(fd, how):  # a reader never waits for ever: a run may be stopped
+                note(f"{folder}/: another run has held it for {READER_WAIT_S} s; read as its "
+                     f"last whole save left it")
         yield
     finally:
         os.close(fd)
+
+
+READER_WAIT_S = 10  # a reader waits this long for a save under way (a save takes well under 1 s)
+
+
+def waited(fd, how):
+    """Take the lock, trying for READER_WAIT_S at most: -> whether it was taken."""
+    import fcntl
+    end = time.monotonic() + READER_WAIT_S
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            continue
+    return False
 
 
 def journal(folder):

@@ -85,7 +85,8 @@ def test_a_link_planted_where_the_history_entry_goes_is_never_written_through(tm
     assert snapshot(elsewhere) == before and planted.is_symlink()
     kept = [p for p in planted.parent.iterdir() if not p.is_symlink()]
     assert len(kept) == 1 and (kept[0] / f"{STEM}.json").read_bytes() == earlier
-    assert sorted(p.name for p in kept[0].iterdir()) == [f"{STEM}.json", f"{STEM}.txt"]
+    assert sorted(p.name for p in kept[0].iterdir()) == ["report.md", f"{STEM}.json", f"{STEM}.txt"]
+    #      the earlier result, with the report that went with it
 
 
 # ---- 3. a result file that is a link to a private file: refused, never copied
@@ -383,3 +384,34 @@ def test_your_machine_wins_over_a_shipped_one_of_the_same_name_and_says_so(tmp_p
     r = compared("amd-epyc-2c")
     assert r.returncode == 0 and "both a machine of yours" in r.stderr
     assert str(mine / "amd-epyc-2c") in r.stderr and "comparing yours" in r.stderr
+
+
+def test_a_reader_does_not_wait_for_ever_on_a_stopped_run(tmp_path, monkeypatch):
+    import fcntl
+    from conftest import compared
+    box = planted(tmp_path, lambda d: None)
+    monkeypatch.setattr(results, "READER_WAIT_S", 0.2)
+    fd = os.open(box / results.LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a run stopped (Ctrl-Z) halfway through its save
+    try:
+        r = compared(str(box))
+    finally:
+        os.close(fd)
+    assert r.returncode == 0 and "another run has held it for 0.2 s" in r.stderr
+    assert "memory speed" in r.stdout
+
+
+def test_a_file_with_no_figures_is_left_out_in_one_line(tmp_path):
+    from conftest import compared
+    r = compared(str(planted(tmp_path, lambda d: d.update(records=[]))))
+    one_line(r, 1, "two_phases.json: holds no figures; left out")
+
+
+def test_a_prediction_refuses_threads_and_odd_warnings_never_sink_the_report(tmp_path):
+    r = script("two_phases.py", *PREDICT, "--threads", "1", "2", "--no-save")
+    one_line(r, 2, "--threads", "a prediction runs nothing")
+    from harness import report
+    said = report.condensed(["noisy machine: a spread 1.5x (fastest 1 ms)",
+                             "noisy machine: no spread here", "noisy machine: spread xx"])
+    assert said == ["noisy machine: the runs of 3 figures spread by more than 1.2x, up to "
+                    "1.50x (a; no spread here; spread xx)"]
