@@ -76,7 +76,7 @@ def markdown(runs, names):
     roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
                         or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
-             for v in claims.both(data["records"], roofs, (script,), data["settings"],
+             for v in claims.both(data["records"], roofs, (script,), data.get("settings", {}),
                                   data["machine"].get("busy") or (), data.get("at_limits") or [])]
     lines += ["## The post's claims on this machine", "",
               "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "

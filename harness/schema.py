@@ -151,7 +151,7 @@ def check_tables(tables):
 
 
 RECORDS_MAX, SAMPLES_MAX = 20_000, 10_000  # far beyond any run's (--runs stops at 10,000)
-ALL_SAMPLES_MAX = 1_000_000  # in one file: what compare.py can draw from in a few seconds
+ALL_SAMPLES_MAX = 200_000  # in one file: what compare.py's bootstrap draws from in seconds
 RECORD = {"experiment": str, "keys": dict, "figure": str, "unit": str, "statistic": str,
           "predicted": bool, "settings": dict}
 

@@ -415,3 +415,11 @@ def test_a_prediction_refuses_threads_and_odd_warnings_never_sink_the_report(tmp
                              "noisy machine: no spread here", "noisy machine: spread xx"])
     assert said == ["noisy machine: the runs of 3 figures spread by more than 1.2x, up to "
                     "1.50x (a; no spread here; spread xx)"]
+
+
+def test_a_sibling_result_without_settings_never_sinks_the_report(tmp_path):
+    from harness import report
+    box = planted(tmp_path, lambda d: d.pop("settings"), "cube_bug.json")
+    report.update(str(box))
+    text = (box / "report.md").read_text()
+    assert "### The slow road" in text and "h**3 is about 2x slower" in text
