@@ -120,8 +120,13 @@ def label(text):
     return text
 
 
+MARKDOWN = ("markdown", "md")  # what a user calls GitHub's Markdown tables
+
+
 def tablefmt(text):
     from tabulate import tabulate_formats
+    if text in MARKDOWN:
+        return "github"
     if text not in tabulate_formats:
         raise argparse.ArgumentTypeError(f"must be a tabulate format such as plain, github, "
                                          f"simple or grid, got {shown(text)}")
@@ -145,7 +150,8 @@ def parser(doc, runs):
     g.add_argument("--quick", action="store_true",
                    help="small sizes, a smoke run of a few seconds; saved apart from full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
-                   help="plain is the post's layout, github is Markdown; any tabulate format: "
+                   help="plain is the post's layout, github (or markdown, md) is Markdown; any "
+                        "tabulate format: "
                         + ", ".join(tabulate_formats))
     g.add_argument("--export", choices=exports.FORMATS, default=None,
                    help="write the figures to stdout as csv, json or jsonl instead: one row "
@@ -291,7 +297,10 @@ def run(script, args, body, headline=None):
             files = results.files(stem, data, text, out.pictures, args.quick)
             if not (args.quick or out.sweep) and script in report.SCRIPTS:  # one save with it
                 files[report.NAME] = report.with_run(folder, script, data, list(files))
-            return results.save(folder, files, None if args.quick else stem, facts["busy"])
+            saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
+            if saved == 0:
+                note(next_steps(folder, report.NAME in files, args.quick))
+            return saved
     except (stopping.Stopped, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
@@ -361,6 +370,15 @@ class Output:
             self.pictures[item.name] = item.draw
         else:
             self.show(item)
+
+
+def next_steps(folder, reported, quick):
+    """The run's last line: where its report is, and what to run next."""
+    if quick:
+        return "a quick run, kept apart: run without --quick for the report and compare.py"
+    mine = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
+    return ((f"the report: {os.path.join(mine, 'report.md')}; " if reported else "")
+            + f"next: python compare.py post {shlex.quote(mine)}")
 
 
 def version():

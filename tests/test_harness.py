@@ -311,3 +311,13 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
         (("users", 16), ("notes", 0)), (("users", 16), ("notes", 512))]
     assert records.label({"users": 16, "notes": 512}) == "users 16 notes 512"
     assert records.label({"experiment": "prefill", "row": "256 tokens"}) == "prefill 256 tokens"
+
+
+def test_a_run_ends_by_naming_its_report_and_what_to_run_next(tmp_path):
+    from conftest import script
+    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
+               "--tablefmt", "md", "--out", str(tmp_path), "--label", "p")
+    assert r.returncode == 0, r.stderr
+    last = r.stderr.splitlines()[-1]
+    assert last.startswith("the report: ") and "report.md; next: python compare.py post " in last
+    assert any(line.startswith("|---") for line in r.stdout.splitlines())  # md: Markdown
