@@ -61,14 +61,6 @@ def wait_until(condition, seconds=60, what="the condition"):
         time.sleep(0.02)
 
 
-def quick_two_phases(tmp_path, *flags):
-    """Run `two_phases.py --quick` as a user would; -> (the finished process, its saved JSON)."""
-    r = script("two_phases.py", "--quick", *flags, "--out", str(tmp_path), "--label", "box")
-    assert r.returncode == 0, r.stderr
-    with open(os.path.join(tmp_path, "box", "two_phases.quick.json")) as f:
-        return r, json.load(f)
-
-
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory):
     """One quick run of two_phases.py as a user runs it, every experiment, --runs 2, the

@@ -11,7 +11,7 @@ import pytest
 
 import two_phases
 from harness import bench, cli, limits, pool, records
-from conftest import quick_two_phases, script
+from conftest import script
 from harness.paths import ATTENTION
 from harness.printers import Sheet, col
 import model
@@ -22,22 +22,22 @@ MACHINE = {"cpu": "AMD EPYC", "os": "Linux", "python": "3.11", "numpy": "2.4", "
 
 
 @pytest.fixture(scope="module")
-def speeds(tmp_path_factory):
-    """A machine_speed result with its speeds and nothing else, for --roofs."""
-    path = tmp_path_factory.mktemp("speeds") / "speeds.json"
-    path.write_text(json.dumps({"schema_version": 4, "script": "machine_speed", "records": [],
-                                "sheets": {}, "machine": MACHINE,
-                                "roofs": {"bytes_per_s": 25e9, "flops_per_s": 150e9}}))
-    return path
+def small_run(quick_run):
+    """GPT-2 small, quick, its paths the fastest here: the quick run the tests share (reading,
+    typing for 1 and 4 users, the collision, and typing for 1 and 2 users at 0, 32 and 64 notes).
+    -> (the process, its saved JSON)"""
+    return quick_run[:2]
 
 
 @pytest.fixture(scope="module")
-def small_run(tmp_path_factory, speeds):
-    """GPT-2 small, quick, held to the speeds of a file, its paths the fastest here: reading,
-    typing for 1 and 3 users, and both at notebooks of 0 and 40 notes."""
-    return quick_two_phases(tmp_path_factory.mktemp("small"), "--runs", "1", "--roofs",
-                            str(speeds), "--experiments", "prefill", "decode", "depth",
-                            "--users", "1", "3", "--depths", "0", "40")
+def its_speeds(small_run, tmp_path_factory):
+    """A machine_speed result holding the speeds the small run held its rows to, for --roofs."""
+    path = tmp_path_factory.mktemp("its") / "speeds.json"
+    path.write_text(json.dumps({"schema_version": 4, "script": "machine_speed", "records": [],
+                                "sheets": {}, "machine": MACHINE,
+                                "roofs": {k: small_run[1]["roofs"][k]
+                                          for k in ("bytes_per_s", "flops_per_s")}}))
+    return path
 
 
 def blank_floors(built):
@@ -133,7 +133,8 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
     r, data = small_run
     depth = records.rows(data["records"], "depth")
     rows = [{**dict(keys), **figures} for keys, figures in depth.items()]
-    assert [(row["users"], row["notes"]) for row in rows] == [(1, 0), (1, 40), (3, 0), (3, 40)]
+    assert [(row["users"], row["notes"]) for row in rows] == [
+        (u, n) for u in (1, 2) for n in (0, 32, 64)]  # the quick depth: every pair, in order
     for row in rows:
         riders = [(row["notes"], 1)] * row["users"]
         fetched = model.bytes_read(model.SIZES["small"], riders)
@@ -240,14 +241,14 @@ def test_a_prediction_builds_no_model():
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,
-                                                                    speeds):
+                                                                    its_speeds):
     _, measured = small_run
-    _, guess = predicted(tmp_path, "--quick", "--roofs", str(speeds), "--experiments", "prefill",
-                         "decode", "--users", "1", "3")
+    _, guess = predicted(tmp_path, "--quick", "--roofs", str(its_speeds), "--experiments",
+                         "prefill", "decode")
     checked = [r for r in measured["records"] if r["experiment"] == "check"
-               and r["figure"] == "limit"]
+               and r["figure"] == "limit" and r["keys"]["experiment"] in ("prefill", "decode")]
     assert [r["keys"]["row"] for r in checked] == [
-        "1 token", "16 tokens", "64 tokens", "1 user", "3 users"]
+        "1 token", "16 tokens", "64 tokens", "1 user", "4 users"]
     for r in checked:  # each check row's limit: the prediction of the same row
         keys = {k: v for k, v in r["keys"].items() if k not in ("experiment", "row")}
         figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]
