@@ -19,23 +19,57 @@ from harness.paths import Paths, table
 from harness.pool import blas_threads, share, sharing
 
 
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
+#               bytes per number: what a table number or a note weighs, by its precision
+CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """A model's shape, passed to everything that depends on it."""
+    """A model's shape, passed to everything that depends on it, and the precision its numbers
+    are kept in. GPT-2 needs the first four; a Llama-style model (predicted only) says the rest:
+    fewer key/value heads than query heads (grouped-query attention), a feed-forward width of its
+    own, and a gated feed-forward (SwiGLU: a gate table beside up and down). 0 means GPT-2's."""
     name: str
     layers: int  # floors
     width: int  # numbers per token on the residual stream
-    heads: int  # attention heads, each width // heads wide (64 in every GPT-2)
+    heads: int  # query heads, each `head` numbers wide (64 in every GPT-2)
+    kv_heads: int = 0  # key/value heads, whose notes each user keeps (0: as many as heads)
+    ffn: int = 0  # the feed-forward's width (0: 4 x width)
+    gated: bool = False  # a gate table beside up, multiplied into it (SwiGLU)
+    head: int = 0  # numbers per head (0: width // heads)
+    context: int = CONTEXT  # the longest notebook the model was trained for
+    dtype: str = "float32"  # a table number's precision; the model runs in float32 only
+    note_dtype: str = "float32"  # a note's
+    family: str = "GPT-2"
+
+    def __post_init__(self):
+        for name, same in (("kv_heads", self.heads), ("ffn", 4 * self.width),
+                           ("head", self.width // self.heads)):
+            if not getattr(self, name):
+                object.__setattr__(self, name, same)
+
+    @property
+    def runs(self):
+        """Whether this suite can run it: GPT-2's block in float32."""
+        return (self.kv_heads, self.ffn, self.gated, self.head * self.heads, self.dtype,
+                self.note_dtype) == (self.heads, 4 * self.width, False, self.width, "float32",
+                                     "float32")
 
     def __str__(self):
-        return f"GPT-2 {self.name} ({self.layers} floors, width {self.width})"
+        shape = [f"{self.layers} floors", f"width {self.width}"]
+        if self.kv_heads != self.heads:
+            shape.append(f"{self.kv_heads} key/value heads of {self.heads}")
+        if self.dtype != "float32" or self.note_dtype != "float32":
+            shape.append(self.dtype if self.dtype == self.note_dtype
+                         else f"{self.dtype} tables, {self.note_dtype} notes")
+        return f"{self.family} {self.name}".strip() + f" ({', '.join(shape)})"
 
 
 SIZES = {c.name: c for c in (Config("small", 12, 768, 12), Config("medium", 24, 1024, 16),
                              Config("large", 36, 1280, 20), Config("xl", 48, 1600, 25))}
 #        GPT-2's four sizes (Radford et al. 2019)
 TINY = Config("tiny", 2, 64, 4)  # the same math at a size tests run in milliseconds
-CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
 BYTES = 4  # float32
 FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
@@ -52,6 +86,8 @@ def floors(cfg, seed=0):
     Same seed, same tables, bit for bit. GPT-2 draws every weight from N(0, 0.02) and shrinks
     the two projections that add into the residual stream by 1/sqrt(2 * layers).
     """
+    if not cfg.runs:
+        raise ValueError(f"{cfg} is predicted only: the model runs GPT-2's block in float32")
     rng = np.random.default_rng(seed)
     std, residual_std, w = 0.02, 0.02 / math.sqrt(2 * cfg.layers), cfg.width
 
@@ -306,13 +342,23 @@ def gelu_rows(h, pool=None, cube="product"):
 
 
 def table_numbers(cfg):
-    """Numbers in the tables: qkv 3 w*w, out w*w, up 4 w*w, down 4 w*w per floor."""
-    return cfg.layers * 12 * cfg.width * cfg.width  # 84,934,656 for GPT-2 small
+    """Numbers in the tables, per floor: the queries' (width, heads x head), the keys' and
+    values' (width, kv_heads x head) each, out (heads x head, width), then up and down (width,
+    ffn) each, and the gate's where there is one. GPT-2: 3 w*w + w*w + 4 w*w + 4 w*w."""
+    attention = cfg.width * cfg.head * (2 * cfg.heads + 2 * cfg.kv_heads)
+    return cfg.layers * (attention + (3 if cfg.gated else 2) * cfg.width * cfg.ffn)
+    #      84,934,656 for GPT-2 small
+
+
+def table_bytes(cfg):
+    """What the tables weigh at their precision: 340 MB for GPT-2 small in float32."""
+    return table_numbers(cfg) * DTYPE_BYTES[cfg.dtype]
 
 
 def note_bytes(cfg):
-    """One token's notes: a key and a value of `width` float32 on every floor (72 KB)."""
-    return cfg.layers * 2 * cfg.width * BYTES  # 73,728 for GPT-2 small
+    """One token's notes: a key and a value per key/value head on every floor, at the notes'
+    precision (72 KB for GPT-2 small in float32)."""
+    return cfg.layers * 2 * cfg.kv_heads * cfg.head * DTYPE_BYTES[cfg.note_dtype]
 
 
 NOTE_BYTES = note_bytes(SIZES["small"])
@@ -324,13 +370,19 @@ def table_flops(cfg, tokens):
     return FLOPS_PER_NUMBER * table_numbers(cfg) * tokens
 
 
-ELEMENTWISE_FLOPS = 2 * 5 + 4 * 9 + 2 * 1  # per token and feature of a floor: two norms of 5
-#    FLOPs per number (mean, subtract, square, sum, divide), GELU's 9 on 4 x width numbers (three
-#    products for the cube and its scale, add, scale, tanh, add one, halve, product), two adds
+NORM_FLOPS, GELU_FLOPS, ADD_FLOPS = 5, 9, 1  # per number: a norm's mean, subtract, square,
+#    sum, divide; GELU's three products for the cube and its scale, add, scale, tanh, add one,
+#    halve, product; the residual add
+ELEMENTWISE_FLOPS = 2 * NORM_FLOPS + 4 * GELU_FLOPS + 2 * ADD_FLOPS  # per token and feature of a
+#    GPT-2 floor, whose feed-forward is 4 x width
 
 
 def elementwise_flops(cfg, tokens):
-    return cfg.layers * ELEMENTWISE_FLOPS * cfg.width * tokens
+    """Two norms and two adds over the width, the activation over the feed-forward (and, gated,
+    its product with the gate)."""
+    per_token = ((2 * NORM_FLOPS + 2 * ADD_FLOPS) * cfg.width
+                 + (GELU_FLOPS + cfg.gated) * cfg.ffn)
+    return cfg.layers * per_token * tokens
 
 
 def attended_pairs(riders):
@@ -339,8 +391,9 @@ def attended_pairs(riders):
 
 
 def attention_flops(cfg, riders):
-    """Scores q.k and the weighted sum of v: 2 FLOPs per feature each, for every allowed pair."""
-    return cfg.layers * 4 * cfg.width * attended_pairs(riders)
+    """Scores q.k and the weighted sum of v: 2 FLOPs per number of every query head, for every
+    allowed pair (a shared key/value head saves bytes, not math)."""
+    return cfg.layers * 4 * cfg.heads * cfg.head * attended_pairs(riders)
 
 
 def costs(cfg, riders):
@@ -348,7 +401,7 @@ def costs(cfg, riders):
     brings the tables once and every note already in the notebooks the trip reads; the
     activations, and the notes written on this trip, are read back while still close by."""
     tokens = sum(t for _, t in riders)
-    return {"tables": (table_numbers(cfg) * BYTES, table_flops(cfg, tokens)),
+    return {"tables": (table_bytes(cfg), table_flops(cfg, tokens)),
             "attention": (note_bytes(cfg) * sum(n0 for n0, _ in riders),
                           attention_flops(cfg, riders)),
             "elementwise": (0, elementwise_flops(cfg, tokens))}
