@@ -4,7 +4,7 @@ with notebooks of several depths; every timing is then held to the machine's lim
 
     python two_phases.py                    # the post's experiments, the depth, the pictures
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
-    python two_phases.py --predict --model xl --forklift 3350 --workbench 989000  # runs nothing
+    python two_phases.py --predict h100-sxm --dtype bfloat16  # runs nothing: limits only
 """
 # Each experiment is declared once, below: the rows it plans (what rides each trip), how it
 # measures them, and the sheets it prints; --predict and the memory check read the same plans.
@@ -15,7 +15,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import claims, cli, limits, pictures, plan, pool, printers, speeds
+from harness import claims, cli, limits, pictures, plan, pool, predict, printers, speeds
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Picture, Saved, Sheet, Then, col
 from harness.records import Measured, ms, timed
@@ -300,16 +300,6 @@ def measured_sheets(cfg, args, facts, start, bench):
                                                if args.plot else {}).items())])
 
 
-# ---------------------------------------------------------------------------------------------
-# predict before running (the post's next step): see which limit you will hit, on any machine
-
-
-def predict(args, facts):
-    """Every planned row at its limit on the given speeds, with no model built."""
-    return limits.predicted(model.SIZES[args.model], [EXPERIMENTS[n] for n in args.experiments],
-                            args)
-
-
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(args.quick)
@@ -348,14 +338,16 @@ def build_parser():
     g.add_argument("--depths", nargs="+", type=cli.whole(0, model.CONTEXT - 1), default=DEPTHS,
                    metavar="N", help="depth: notes already in each typer's notebook; its users "
                                      f"are --users, else {' '.join(map(str, DEPTH_USERS))}")
-    g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
-                   help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small)")
+    g.add_argument("--model", type=cli.checked(predict.config), default="small", metavar="SIZE",
+                   help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small); with "
+                        f"--predict, any model: a file of models/ by name, or a JSON file")
     g.add_argument("--seed", type=cli.whole(0, 2 ** 63 - 1), default=SEED, metavar="S",
                    help="seed of the random tables")
     g.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
                    help="draw the pictures (roofline, dial, decode, depth) into the results "
                         "folder; default: for a full run that saves, not for --quick")
     limits.add_flags(g)
+    predict.add_flags(g)
     b.add_flags(g)
     return p
 
@@ -380,9 +372,10 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {model.CONTEXT} "
                 f"tokens; use a larger {dial} or fewer --notes")
-    if limits.check_flags(p, args):
-        return args  # a prediction: nothing is built, nothing to fit in memory
+    limits.check_flags(p, args)
     args.plot = pictures.wanted(p, args)
+    if predict.check_flags(p, args):
+        return args  # a prediction: nothing is built, nothing to fit in memory
     cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")
     return args
@@ -391,7 +384,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.predict:
-        return cli.run("two_phases", args, predict, headline=limits.prediction(args))
+        return cli.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
+            block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))
     note(f"estimated peak memory: {peak_bytes(args) / 1e9:.1f} GB")
     return cli.run("two_phases", args, experiment)
 

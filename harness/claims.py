@@ -2,29 +2,11 @@
 direction, an order, a share, a bound) and the verdict on this machine's saved sheets: holds,
 does not hold, or cannot tell here. A claim that does not hold says why, as the check and
 breakdown tables do."""
-import dataclasses
-
 from harness.printers import Sheet, col
 from harness.records import Missing, rows
-from harness.rules import about, above, below, every, figure, more, speeds, value
-
-HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """script: whose sheets tell; says: the post's words; post: the post's figure; rule: when it
-    holds, in words; judge(records, roofs) -> (this machine's figure in words, True, False, or
-    None for cannot tell); rows: the check table's rows that say why when it does not hold."""
-    script: str
-    says: str
-    post: str
-    rule: str
-    judge: object
-    rows: tuple = ()
-    why: str = ""  # why it may not hold, where no row of the check table says
-    needs: tuple = ()  # the flags the post's figure was measured with: (flag, value)
-    measured: bool = True  # its verdict rests on timings (not on the accounting alone)
+from harness.gpu_claims import GPU_CLAIMS
+from harness.rules import (Claim, FAILS, HOLDS, UNKNOWN, about, above, below, every, figure,
+                           more, speeds, value)
 
 
 # ---- the judges: each reads the figures it needs and applies the rule written beside it below
@@ -272,6 +254,7 @@ CLAIMS = [
           why=CUBE_WHY, needs=CUBE),
     Claim("cube_bug", "... and typing barely slower", "barely", "under 1.25x: one token is only "
           "3,072 numbers a floor", bug_in_typing, why=CUBE_WHY, needs=NOTES_CUBE),
+    *GPU_CLAIMS,
 ]
 
 
@@ -287,7 +270,8 @@ def verdicts(found, roofs, scripts, settings=None, busy=()):
 
 def judged(found, roofs, scripts, settings, busy):
     out = []
-    for c in (c for c in CLAIMS if c.script in scripts):
+    predicting = bool(settings and settings.get("predict"))
+    for c in (c for c in CLAIMS if c.script in scripts and c.predicted == predicting):
         other = [f"--{k} {v}" for k, v in c.needs
                  if settings is not None and settings.get(k) not in (v, [v])]
         if other:
@@ -353,19 +337,25 @@ def sheet(found, roofs, scripts, args, busy=(), limit_found=()):
         return Sheet("claims", COLUMNS, [], recorded=False, title="The post's claims",
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
-    found = both(found, roofs, scripts, vars(args), busy, limit_found)
+    found, predicted = both(found, roofs, scripts, vars(args), busy, limit_found), getattr(
+        args, "predict", None)
     rows = [dict(zip(FIELDS, [verdict, c.says, c.post, here, limited(at), c.rule, why]))
             for c, here, verdict, why, at in found]
     banner = ["BUSY: " + BUSY.format("; ".join(busy))] if busy else []
-    text = "\n".join(banner + [f"{verdict:<16} {c.says}\n{'':17}post {c.post}; here "
+    w = max([16, *(len(f[2]) for f in found)])
+    text = "\n".join(banner + [f"{verdict:<{w}} {c.says}\n{'':{w + 1}}post {c.post}; here "
                                 f"{here or '-'}" + (f" (at the limits {limited(at)})" if at else "")
-                                + f"; rule: {c.rule}" + (f"\n{'':17}why: {why}" if why else "")
+                                + f"; rule: {c.rule}" + (f"\n{'':{w + 1}}why: {why}" if why else "")
                                 for c, here, verdict, why, at in found])
     return Sheet("claims", COLUMNS, rows, text=text if args.tablefmt == "plain" else None,
-                 recorded=False, title="The post's claims on this machine",
+                 recorded=False, title=f"The post's claims about a GPU, predicted for "
+                                       f"{predicted[0]}" if predicted else
+                 "The post's claims on this machine",
                  note=banner[0] if banner and args.tablefmt != "plain" else "",
-                 settings="each verdict by the rule given; 'about' means within 1.5x either "
-                          "way, over the middle half of the runs")
+                 settings="each verdict by the rule given, on its limits: a real engine reaches "
+                          "some fraction of them" if predicted else
+                 "each verdict by the rule given; 'about' means within 1.5x either way, over "
+                 "the middle half of the runs")
 
 
 def both(found, roofs, scripts, settings, busy=(), limit_found=()):

@@ -112,6 +112,18 @@ def reads(reader, what):
     return parse
 
 
+def checked(reader):
+    """An argparse type: the text itself, once reader(text) takes it; refused in one line saying
+    why when reader raises ValueError or OSError."""
+    def parse(text):
+        try:
+            reader(text)
+        except (ValueError, OSError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+    return parse
+
+
 def label(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(

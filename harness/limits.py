@@ -1,8 +1,6 @@
 """Every timing held against what the machine's two limits allow: the speeds through a run, the
 check table (each row against its limit) and the breakdown (where each row's time goes)."""
-import argparse
 import dataclasses
-import datetime
 
 import model
 from harness import cli, plan, records, schema
@@ -29,7 +27,7 @@ def speeds(args):
 
 
 def add_flags(g):
-    """The flags that give the speeds instead of measuring them, and --predict."""
+    """The flags that give the speeds instead of measuring them."""
     given = g.add_mutually_exclusive_group()
     given.add_argument("--roofs", default=None, metavar="FILE",
                        type=cli.reads(schema.read_roofs, "a machine_speed.py results file"),
@@ -41,47 +39,13 @@ def add_flags(g):
                             "with --workbench, instead of measuring it")
     g.add_argument("--workbench", type=cli.speed("GFLOP/s", 0.001, 1e9), default=None,
                    metavar="GFLOP/S", help="the math speed, with --forklift")
-    g.add_argument("--predict", action="store_true",
-                   help="run nothing: print every table as the speeds predict it (--forklift "
-                        "and --workbench, or --roofs), for any --model; saved under "
-                        "predicted-<model>-<speeds> unless --label says otherwise")
 
 
 def check_flags(p, args):
-    """Refuse, in one line, speeds given by halves or a prediction with none; for a prediction,
-    name its folder after the speeds. -> whether the run is a prediction"""
+    """Refuse, in one line, speeds given by halves."""
     if (args.forklift is None) != (args.workbench is None):
         p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
                 f"--workbench go together")
-    if args.predict and not (args.roofs or args.forklift):
-        p.error("argument --predict: needs the speeds to predict with: --forklift and "
-                "--workbench, or --roofs FILE")
-    if not args.predict:
-        return False
-    if args.threads:
-        p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
-    if args.plot:
-        p.error("argument --plot: draws measured rows, so not with --predict")
-    args.plot = False
-    if args.label is None:
-        r = speeds(args)
-        args.label = (f"predicted-{args.model}-{r.bytes_per_s / 1e9:.0f}gbs-"
-                      f"{r.flops_per_s / 1e9:.0f}gflops")
-        problem = None if args.no_save else cli.unwritable(
-            cli.folder_of(args), ["two_phases.json", "two_phases.txt"])
-        if problem:
-            p.error(f"argument --out: results cannot be saved to {cli.folder_of(args)}: "
-                    f"{problem}")
-    return True
-
-
-def prediction(args):
-    """The line a prediction shows instead of a machine line: which speeds it assumed."""
-    roofs = speeds(args)
-    bw, fl = roofs.bytes_per_s / 1e9, roofs.flops_per_s / 1e9
-    return (f"machine: none, predicted for a forklift of {bw:,.1f} GB/s and a workbench of "
-            f"{fl:,.1f} GFLOP/s (balance {fl / bw:.1f} FLOPs per byte), {roofs.source} | "
-            f"{model.SIZES[args.model]} | {datetime.date.today().isoformat()}")
 
 
 def through_the_run(start, end):
@@ -140,16 +104,6 @@ class Held:
         return max(who, key=who.get)
 
 
-def predicted(cfg, experiments, args):
-    """A prediction's items: every planned row of the experiments at its limit on the speeds
-    given, with no model built, and the speeds as saved."""
-    roofs = speeds(args)
-    yield Saved("predicted", prediction(args))
-    yield from plan.predict(cfg, experiments, argparse.Namespace(**{**vars(args), "threads": None}),
-                            roofs)
-    yield Saved("roofs", roofs.saved())
-
-
 def through(args, start):
     """The speeds every row is held to: the faster of those measured at the start and the end of
     the run (see through_the_run), or the speeds given."""
@@ -167,7 +121,7 @@ def held_sheets(cfg, args, experiments, measured, roofs, runs, tables_alone):
     found = held(cfg, checked, roofs, tables_alone)
     said = plan.words(cfg, args.threads)
     yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
-    points = roofline(cfg, checked, roofs)
+    points = plan.roofline(cfg, checked, roofs)
     ideal = at_the_limits(cfg, args, experiments, roofs)
     yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
                 Saved("at_limits", ideal))
@@ -282,20 +236,6 @@ BREAKDOWN_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
                      col("most excess", "most excess", "", "s")]
 
 
-def roofline(cfg, records, roofs):
-    """The roofline picture's data: the speeds, and each prefill and decode row of records
-    ([(experiment, record)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
-    points = []
-    for experiment, r in records:
-        if experiment not in ("prefill", "decode"):
-            continue
-        riders = r.row.steps[0]
-        flops = model.trip_flops(cfg, riders)
-        points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
-                       flops / r.figures["time"].seconds])
-    return {**roofs.saved(), "points": points}
-
-
 def summary(measured):
     """The post's closing comparison, from this run: the best reading cost per token against
     one user's typing step."""
@@ -319,12 +259,12 @@ def outweigh(rows, cfg):
     """Where the notes outweigh the tables, for each user count: predicted, where the notes
     weigh as much as the tables; measured, where a step takes twice its time with no notes.
     rows: [(users, notes, step seconds)]."""
-    words, tables, note_bytes = [], model.table_numbers(cfg) * model.BYTES, model.note_bytes(cfg)
+    words, tables, note_bytes = [], model.table_bytes(cfg), model.note_bytes(cfg)
     for u in sorted({row[0] for row in rows}):
         steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
         predicted = tables / (u * note_bytes)
-        said = (f"from {predicted:,.0f} notes each" if predicted < model.CONTEXT
-                else f"never within GPT-2's {model.CONTEXT:,} notes")
+        said = (f"from {predicted:,.0f} notes each" if predicted < cfg.context
+                else f"never within {cfg.family or 'the model'}'s {cfg.context:,} notes")
         measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
                          for (a, ta), (b, tb) in zip(steps, steps[1:])
                          if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None

@@ -5,18 +5,22 @@ measures.
 
     python two_phases.py   # saves results/<machine>/roofline.png, dial.png, decode.png, depth.png
 """
+import datetime
 import textwrap
 
 import numpy as np
 
+from harness.printers import sig
 from harness.records import rows
 from harness.terminal import plural
 
 
-OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (0, 9), (0, -17), (12, -4), (-12, -4),
-           (10, 16), (-10, 16), (10, -26), (-10, -26), (22, 4), (-22, 4), (18, 26), (-18, 26),
-           (18, -36), (-18, -36), (34, -4), (-34, -4)]  # points from the marker, tried in turn
+OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (8, -4), (-8, -4), (0, 9), (0, -17),
+           (10, 14), (-10, 14), (10, -22), (-10, -22), (16, 4), (-16, 4), (16, -12), (-16, -12),
+           (14, 20), (-14, 20), (14, -28), (-14, -28)]  # points from the marker, tried in turn:
+#                                                      each keeps the label beside its point
 QUICK = "quick run: small sizes, not the post's experiment"
+PREDICTED = "predicted: limits, nothing was run"
 
 
 def available():
@@ -41,41 +45,48 @@ def wanted(p, args):
         args.quick or args.no_save or sweep) and available()
 
 
-def files(found, roofline, who, quick):
+def files(found, roofline, who, quick, predicted=False):
     """{file name: draw(path)} for every picture this run's records can make. roofline: the
-    speeds and the points (or None); who: the model and the machine, for the titles; quick: mark
-    each picture as a quick run's."""
+    speeds and the points (or None); who: the model and the machine, for the titles; quick,
+    predicted: mark each picture as a quick run's, or a prediction's."""
     makers = {"roofline.png": (roofline_figure, roofline),
               "dial.png": (dial_figure, rows_of(found, "dial")),
               "decode.png": (decode_figure, rows_of(found, "decode")),
               "depth.png": (depth_figure, rows_of(found, "depth"))}
-    return {name: (lambda path, make=make, data=data: save(make, data, who, quick, path))
+    mark = PREDICTED if predicted else QUICK if quick else ""
+    return {name: (lambda path, make=make, data=data: save(make, data, who, mark, path))
             for name, (make, data) in makers.items()
-            if data and (data.get("points") if isinstance(data, dict) else data)}
+            if data and (data.get("points") or data.get("machines") if isinstance(data, dict)
+                         else data)}
 
 
-def save(make, data, who, quick, path):
+def save(make, data, who, mark, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig = figure(plt, make, data, who, quick)
+    fig = figure(plt, make, data, who, mark)
     try:
-        fig.savefig(path, dpi=110, format="png")
+        fig.savefig(path, dpi=110, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
 
 
-def figure(plt, make, data, who, quick):
-    """One picture: make(ax, data) draws it and returns its title and the points to label."""
+def figure(plt, make, data, who, mark=""):
+    """One picture: make(ax, data) draws it and returns its title and the points to label; a
+    prediction's or a quick run's says so across it, and every picture says when it was drawn."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
     what, points = make(ax, data)
     ax.margins(0.12)
-    ax.set_title("\n".join([what] + textwrap.wrap(who, 110)), fontsize=8)
+    title = ("PREDICTED: " if mark == PREDICTED else "") + what
+    ax.set_title("\n".join([title] + textwrap.wrap(who, 110)), fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    if quick:
-        ax.text(0.5, 0.5, QUICK, transform=ax.transAxes, ha="center", va="center", fontsize=16,
+    if ax.get_legend() is None:
+        ax.legend(fontsize=8, loc="best")
+    if mark:
+        ax.text(0.5, 0.5, mark, transform=ax.transAxes, ha="center", va="center", fontsize=16,
                 color="red", alpha=0.3, rotation=20)
+    fig.text(0.99, 0.005, f"drawn {datetime.datetime.now():%Y-%m-%d %H:%M}", ha="right",
+             va="bottom", fontsize=7, color="grey")
     fig.tight_layout()
     place_labels(fig, ax, points)
     return fig
@@ -88,29 +99,45 @@ def rows_of(found, experiment):
 
 def roofline_figure(ax, data):
     """The forklift's slope rising to the workbench's flat roof, and every prefill and decode
-    row at its arithmetic intensity (all the trip's math, per byte fetched)."""
-    bw, peak = data["bytes_per_s"], data["flops_per_s"]
-    ridge = peak / bw
-    xs = [p[2] for p in data["points"]] + [ridge]
+    row at its arithmetic intensity (all the trip's math, per byte fetched). A prediction may
+    hold several machines: each its roof and its rows, in its own colour; the first's labelled.
+    The axes hold every row and every roof."""
+    machines = data.get("machines") or [{"name": "", **data}]
+    many = len(machines) > 1
+    xs = [x for m in machines for x in [m["flops_per_s"] / m["bytes_per_s"]]
+          + [p[2] for p in m["points"]]]
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    ax.loglog(grid, [min(bw * x, peak) / 1e9 for x in grid], color="black", lw=2,
-              label=f"the roof: the forklift's {bw / 1e9:.1f} GB/s, then the workbench's "
-                    f"{peak / 1e9:.1f} GFLOP/s")
-    ax.axvline(ridge, color="grey", ls=":", label=f"the ridge: {ridge:.1f} FLOPs per byte")
-    ax.text(ridge / 1.3, peak / 1e9 * 1.15, "memory-bound: stuck on the forklift", ha="right",
-            fontsize=8, color="dimgrey")
-    ax.text(ridge * 1.3, peak / 1e9 * 1.15, "compute-bound: stuck on the workbench", ha="left",
-            fontsize=8, color="dimgrey")
-    ax.set_ylim(top=peak / 1e9 * 2)
-    points = []
-    for kind, words, marker in (("prefill", "reading (prefill)", "o"),
-                                ("decode", "typing (decode)", "s")):
-        mine = [p for p in data["points"] if p[0] == kind]
-        if mine:
-            ax.scatter([p[2] for p in mine], [p[3] / 1e9 for p in mine], marker=marker, s=40,
-                       label=words, zorder=3)
-            points += [(p[2], p[3] / 1e9, p[1]) for p in mine]
+    points, ys = [], []
+    for i, m in enumerate(machines):
+        bw, peak, name = m["bytes_per_s"], m["flops_per_s"], f"{m['name']}: " if many else ""
+        roof = [min(bw * x, peak) / 1e9 for x in grid]
+        ax.loglog(grid, roof, color=f"C{i}" if many else "black", lw=2,
+                  label=f"{name}{sig(bw / 1e9)} GB/s, {sig(peak / 1e9)} GFLOP/s, ridge at "
+                        f"{sig(peak / bw)} FLOPs per byte" if many else
+                  f"the roof: the forklift's {sig(bw / 1e9)} GB/s, then the workbench's "
+                  f"{sig(peak / 1e9)} GFLOP/s")
+        ax.axvline(peak / bw, color=f"C{i}" if many else "grey", ls=":",
+                   label=None if many else f"the ridge: {sig(peak / bw)} FLOPs per byte")
+        ys += roof
+        for kind, words, marker in (("prefill", "reading (prefill)", "o"),
+                                    ("decode", "typing (decode)", "s")):
+            mine = [p for p in m["points"] if p[0] == kind]
+            if mine:
+                ax.scatter([p[2] for p in mine], [p[3] / 1e9 for p in mine], marker=marker,
+                           s=40, zorder=3, color=f"C{i}" if many else None,
+                           label=None if i else words + (" (shape)" if many else ""))
+                ys += [p[3] / 1e9 for p in mine]
+                points += [(p[2], p[3] / 1e9, p[1]) for p in mine] if i == 0 else []
+    ridge, at = machines[0]["flops_per_s"] / machines[0]["bytes_per_s"], ax.get_xaxis_transform()
+    ax.text(ridge / 1.3, 0.97, "memory-bound: stuck on the forklift", ha="right", va="top",
+            fontsize=8, color="dimgrey", transform=at)
+    ax.text(ridge * 1.3, 0.97, "compute-bound: stuck on the workbench", ha="left", va="top",
+            fontsize=8, color="dimgrey", transform=at)
+    if many:  # the machines' legend under the axes, clear of every point
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(ys) / 3, max(ys) * 4)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
     ax.set_ylabel("speed (GFLOP/s, all of a trip's math)")
     return "The roofline: where reading and typing sit against the machine's two limits", points
@@ -163,6 +190,8 @@ def place_labels(fig, ax, points):
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     marks = [ax.transData.transform((x, y)) for x, y, _ in points]
+    every = [tuple(xy) for c in ax.collections for xy in c.get_offset_transform().transform(
+        c.get_offsets())]  # every marker drawn, labelled or not
     lines, taken = traced(ax), []
     for (x, y, words), (mx, my) in zip(points, marks):
         best = None
@@ -171,9 +200,9 @@ def place_labels(fig, ax, points):
                                fontsize=8, ha="left" if dx >= 0 else "right")
             box = text.get_window_extent(renderer).expanded(1.05, 1.1)
             clash = 10 * sum(box.overlaps(t) for t in taken) + 3 * sum(
-                box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in marks
+                box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in every
             ) + 10 * (box.x0 < ax.bbox.x0 or box.x1 > ax.bbox.x1 or box.y0 < ax.bbox.y0
-                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), marks) + 5 * sum(
+                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), every) + 5 * sum(
                 crossed(box, line) for line in lines)
             if best is None or clash < best[0]:
                 if best:

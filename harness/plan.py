@@ -6,6 +6,7 @@ import statistics
 
 import model
 from harness import timing
+from harness.printers import sig
 from harness.terminal import plural
 
 
@@ -79,18 +80,33 @@ def predict(cfg, experiments, args, roofs):
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
-            yield dataclasses.replace(sheet, timed=(), note="", columns=[
-                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=".6g")
-                for c in sheet.columns])
-            yield (f"(predicted: every figure is its trip's limit, max(bytes / {bw / 1e9:g} GB/s, "
-                   f"FLOPs / {fl / 1e9:g} GFLOP/s); nothing was run)")
+            yield dataclasses.replace(sheet, timed=(), text=None, columns=[
+                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt="sig")
+                for c in sheet.columns], title=f"{sheet.title}, PREDICTED", note=(
+                f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
+                f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "
+                f"some fraction of it)"))
             yield ""
+
+
+def roofline(cfg, records, roofs):
+    """The roofline picture's data: the speeds, and each prefill and decode row of records
+    ([(experiment, record)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
+    points = []
+    for experiment, r in records:
+        if experiment not in ("prefill", "decode"):
+            continue
+        riders = r.row.steps[0]
+        flops = model.trip_flops(cfg, riders)
+        points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
+                       flops / r.figures["time"].seconds])
+    return {**roofs.saved(), "points": points}
 
 
 def peak_bytes(cfg, plans, speeds_bytes):
     """The most a run holds at once: the tables, plus the most that measuring the speeds or any
     experiment's rows (plans: [[Row]]) hold."""
-    return model.table_numbers(cfg) * model.BYTES + max(
+    return model.table_bytes(cfg) + max(
         speeds_bytes, *(memory_bytes(cfg, rows) for rows in plans))
 
 

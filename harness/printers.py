@@ -1,6 +1,7 @@
 """Printers: a sheet of figures (a table of measured or predicted rows) as the post prints it,
 as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
+import math
 
 from harness.records import Measured, samples, value
 from harness.terminal import plural
@@ -80,14 +81,41 @@ def format_table(columns, rows, fmt):
     right-aligned under headers no wider than they are."""
     from tabulate import tabulate
     if fmt != "plain":  # every header says its unit, where the post's layout leaves it out
+        rows = [[cell(v, c.fmt) if c.fmt == SIG else v for v, c in zip(row, columns)]
+                for row in rows]
         return tabulate(rows, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
                                        for c in columns],
-                        tablefmt=fmt, floatfmt=[c.fmt for c in columns])
-    cells = [[format(v, c.fmt) if isinstance(v, float) else "" if v is None else str(v)
-              for v, c in zip(row, columns)] for row in rows]
+                        tablefmt=fmt, floatfmt=[c.fmt for c in columns],
+                        colalign=["right" if c.fmt == SIG else None for c in columns])
+    cells = [[cell(v, c.fmt) for v, c in zip(row, columns)] for row in rows]
     return tabulate([[c.header for c in columns]] + cells, tablefmt="plain",
                     disable_numparse=True,
                     colalign=["left" if c.fmt == "s" else "right" for c in columns])
+
+
+SIG = "sig"  # a column's format: three significant digits, as a prediction's figures are shown
+
+
+def sig(v, digits=3):
+    """v to `digits` significant digits, never in exponent form: 887932 -> '888,000',
+    0.00633841 -> '0.00634'."""
+    if not v or not math.isfinite(v):
+        return format(v, "g")
+    places = digits - 1 - math.floor(math.log10(abs(v)))
+    if math.floor(math.log10(abs(round(v, places)))) > math.floor(math.log10(abs(v))):
+        places -= 1  # 99.96 rounds up to 100, three digits already
+    if isinstance(v, int):
+        places = min(places, 0)  # a count stays whole
+    return f"{round(v, places):,.{max(places, 0)}f}"
+
+
+def cell(v, fmt):
+    """A value as the plain layout prints it in a column of this format."""
+    if v is None:
+        return ""
+    if fmt == SIG and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return sig(v)
+    return format(v, fmt) if isinstance(v, float) else str(v)
 
 
 def with_spread(sheet):

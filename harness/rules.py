@@ -1,9 +1,30 @@
 """The rules a claim's judge applies to figures over their runs: about, above, below, more.
 Each holds (True) where the figure's runs' range holds, fails (False) where all of it fails,
 and cannot tell (None) where it straddles the margin."""
+import dataclasses
+
 from harness.records import Missing, find, span
 
+HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
+
 ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post means it
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """script: whose sheets tell; says: the post's words; post: the post's figure; rule: when it
+    holds, in words; judge(records, roofs) -> (this machine's figure in words, True, False, or
+    None for cannot tell); rows: the check table's rows that say why when it does not hold."""
+    script: str
+    says: str
+    post: str
+    rule: str
+    judge: object
+    rows: tuple = ()
+    why: str = ""  # why it may not hold, where no row of the check table says
+    needs: tuple = ()  # the flags the post's figure was measured with: (flag, value)
+    measured: bool = True  # its verdict rests on timings (not on the accounting alone)
+    predicted: bool = False  # judged on a prediction (--predict), and only there
 
 
 def figure(found, experiment, name, /, **keys):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import two_phases
-from harness import bench, cli, limits, pool, records
+from harness import bench, cli, limits, pool, predict, records
 from conftest import script
 from harness.paths import ATTENTION
 from harness.printers import Sheet, col
@@ -204,7 +204,7 @@ def test_compare_reads_a_sweep_beside_a_plain_run(tmp_path, monkeypatch):
 # ---- predictions
 
 def predicted(tmp_path, *flags):
-    r = script("two_phases.py", "--predict", *flags, "--out", str(tmp_path), "--label",
+    r = script("two_phases.py", "--predict", "--no-plot", *flags, "--out", str(tmp_path), "--label",
                "predicted")
     assert r.returncode == 0, r.stderr
     stem = "two_phases.quick" if "--quick" in flags else "two_phases"
@@ -212,9 +212,11 @@ def predicted(tmp_path, *flags):
 
 
 def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
-    r, data = predicted(tmp_path, "--model", "xl", "--forklift", "3350", "--workbench", "989000")
-    assert r.stdout.startswith("machine: none, predicted for a forklift of 3,350.0 GB/s and a "
-                               "workbench of 989,000.0 GFLOP/s (balance 295.2")
+    r, data = predicted(tmp_path, "--model", "xl", "--forklift", "3350", "--workbench", "989000",
+                        "--no-plot")
+    assert r.stdout.startswith("machine: none: PREDICTED limits, nothing was run; a real engine "
+                               "reaches some fraction of them | given (float32): 3,350 GB/s, "
+                               "989,000 GFLOP/s\n")
     assert r.stdout.count("(predicted: every figure is its trip's limit") == 5
     xl, found = model.SIZES["xl"], data["records"]
     for p in two_phases.PROMPTS:
@@ -226,7 +228,7 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
     assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
     assert all(r["samples"] is None or len(r["samples"]) == 1 for r in found)  # one "run"
-    assert data["predicted"].startswith("machine: none, predicted")
+    assert data["predicted"].startswith("machine: none: PREDICTED")
 
 
 def test_a_prediction_builds_no_model():
@@ -234,10 +236,12 @@ def test_a_prediction_builds_no_model():
                                   "--workbench", "989000", "--no-save"])
     real, model.floors = model.floors, None  # calling it would fail
     try:
-        sheets = [s.name for s in two_phases.predict(args, {}) if isinstance(s, Sheet)]
+        sheets = [s.name for s in predict.items(args, two_phases.EXPERIMENTS)
+                  if isinstance(s, Sheet)]
     finally:
         model.floors = real
-    assert sheets == ["prefill", "decode", "collision", "dial", "depth"]
+    assert sheets == ["machines", "prefill", "decode", "collision", "dial", "depth", "limits",
+                      "turning points"]
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,
@@ -268,7 +272,11 @@ BAD = [(["--depths", "1024"], "--depths"), (["--depths", "-1"], "--depths"),
        (["--forklift", "10", "--workbench", "100", "--roofs", "x.json"], "--roofs"),
        (["--threads", "0"], "--threads"),
        (["--model", "xl", "--users", "1000"], "--model"),  # 48 floors of notebooks: too much
-       (["--predict", "--plot", "--forklift", "1", "--workbench", "1"], "--plot"),
+       (["--predict", "h10"], "--predict"), (["--predict", "post:bfloat16"], "--predict"),
+       (["--predict", "h100-sxm:int3"], "--predict"), (["--dtype", "bfloat16"], "--dtype"),
+       (["--model", "llama-3-8b"], "--model"), (["--predict", "post", "--threads", "1"],
+                                                "--threads"),
+       (["--predict", "post", "--model", "nowhere.json"], "--model"),
        (["--threads", "1", "2", "--plot"], "--plot")]
 
 

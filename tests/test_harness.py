@@ -315,7 +315,8 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
 
 def test_a_run_ends_by_naming_its_report_and_what_to_run_next(tmp_path):
     from conftest import script
-    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
+    r = script("two_phases.py", "--predict", "--no-plot", "--forklift", "12", "--workbench",
+               "121",
                "--tablefmt", "md", "--out", str(tmp_path), "--label", "p")
     assert r.returncode == 0, r.stderr
     last = r.stderr.splitlines()[-1]

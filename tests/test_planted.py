@@ -15,7 +15,8 @@ import pytest
 from harness import machine, results, stopping
 from conftest import ROOT, one_line, script
 
-PREDICT = ["--predict", "--forklift", "10", "--workbench", "100"]  # saves in under a second
+PREDICT = ["--predict", "--forklift", "10", "--workbench", "100", "--no-plot"]  # saves in under
+#                                                                                  a second
 STEM = "two_phases"
 
 

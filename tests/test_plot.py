@@ -38,8 +38,9 @@ def test_a_quick_picture_never_replaces_a_full_runs(plotted):
 def test_pictures_go_with_a_full_saved_run_only():
     import two_phases
     assert two_phases.parse_args([]).plot is HAS_MATPLOTLIB
+    assert two_phases.parse_args(["--predict", "post"]).plot is HAS_MATPLOTLIB
     for flags in (["--quick"], ["--no-save"], ["--threads", "1", "2"], ["--no-plot"],
-                  ["--predict", "--forklift", "1", "--workbench", "1"]):
+                  ["--predict", "--forklift", "1", "--workbench", "1", "--no-save"]):
         assert two_phases.parse_args(flags).plot is False, flags
 
 
@@ -54,10 +55,12 @@ def drawn(make, data, quick=False):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from harness import pictures
-    fig = pictures.figure(plt, make, data, "GPT-2 small on a test CPU", quick)
+    fig = pictures.figure(plt, make, data, "GPT-2 small on a test CPU",
+                          pictures.QUICK if quick is True else quick or "")
     ax = fig.axes[0]
     renderer = fig.canvas.get_renderer()
-    labels = [t for t in ax.texts if t.get_text() and t.get_text() != pictures.QUICK
+    labels = [t for t in ax.texts if t.get_text() and t.get_text() not in (
+        pictures.QUICK, pictures.PREDICTED)
               and not t.get_text().startswith(("memory-bound", "compute-bound"))]
     boxes = [t.get_window_extent(renderer) for t in labels]
     seen = {"title": ax.get_title(), "x": ax.get_xlabel(), "y": ax.get_ylabel(),

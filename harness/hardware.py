@@ -1,0 +1,91 @@
+"""Machines at hand for a prediction: hardware.json's well-known machines, each with its memory
+bandwidth and peak math per precision and the public source of each figure, and the machines
+measured under results/. A machine at one precision is a Target.
+
+    python two_phases.py --predict h100-sxm --dtype bfloat16
+"""
+import dataclasses
+import difflib
+import functools
+import json
+import os
+import re
+
+import model
+from harness import schema
+from harness.speeds import Speeds
+
+GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARDWARE = os.path.join(HERE, "hardware.json")
+REFERENCES = os.path.join(os.path.dirname(HERE), "references")  # measured machines, shipped
+MATH = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "int8": "int8",
+        "int4": "float16"}  # the workbench speed a precision's math runs at: 4-bit tables are
+#                             unpacked to 16 bits for the math, as common 4-bit kernels do
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One machine at one precision: the name asked for, its title, its two speeds at that
+    precision (with their sources) and the precision of a table number and of a note."""
+    name: str
+    title: str
+    roofs: Speeds
+    dtype: str
+    note_dtype: str
+
+    @property
+    def label(self):
+        return f"{self.name} {self.dtype}" + (f"/{self.note_dtype} notes"
+                                              if self.note_dtype != self.dtype else "")
+
+    def config(self, cfg):
+        return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def known():
+    """{name: entry} of hardware.json: each with "title", "kind", "forklift": [GB/s, source] and
+    "workbench": {precision: [GFLOP/s, source]}."""
+    with open(HARDWARE, encoding="utf-8") as f:
+        return json.load(f)["machines"]
+
+
+def target(text, dtype, note_dtype, out):
+    """The Target a --predict word names: NAME or NAME:PRECISION, NAME from hardware.json or a
+    folder under out holding a machine_speed.py result; or raise ValueError in one line."""
+    name, _, asked = text.partition(":")
+    dtype = asked or dtype
+    if dtype not in model.DTYPE_BYTES:
+        raise ValueError(f"{text}: the precision must be one of {', '.join(model.DTYPE_BYTES)}")
+    note_dtype = note_dtype or dtype
+    if name in known():
+        entry, math_dtype = known()[name], MATH[dtype]
+        bench = entry["workbench"].get(math_dtype) or entry["workbench"].get(
+            "bfloat16" if math_dtype == "float16" else "")
+        if bench is None:
+            raise ValueError(f"{text}: hardware.json gives {name} no {math_dtype} math speed; "
+                             f"it has {', '.join(entry['workbench'])} (name it {name}:PRECISION)")
+        return Target(name, entry["title"], Speeds(
+            entry["forklift"][0] * 1e9, bench[0] * 1e9,
+            f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype)
+    folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
+        (os.path.join(where, name) for where in (out, REFERENCES)
+         if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)
+    if folder:  # a machine measured here (or shipped): its own speeds, in float32
+        if dtype != "float32" or note_dtype != "float32":
+            raise ValueError(f"{text}: {name} was measured in float32, its only precision")
+        return Target(name, f"{name} (measured)", schema.read_roofs(
+            os.path.join(folder, "machine_speed.json")), dtype, note_dtype)
+    near = difflib.get_close_matches(name, list(known()), n=1)
+    raise ValueError(f"{text}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
+                     + f"; known: {', '.join(known())}, or a folder of {out} or references/ "
+                       f"holding machine_speed.json")
+
+
+def targets(args):
+    """The machines a prediction is for, in order: the speeds given (if any), then each named."""
+    given = args.roofs or (Speeds(args.forklift * 1e9, args.workbench * 1e9,
+                                  "given on the command line") if args.forklift else None)
+    return [Target(GIVEN, "the speeds given", given, args.dtype, args.note_dtype or args.dtype)
+            if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
+            for name in args.predict]

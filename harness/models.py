@@ -1,0 +1,69 @@
+"""Any model's shape for a prediction: GPT-2's four sizes, a file under models/ by its name, or
+any JSON file of layers, width, heads and, for a Llama-style model, key/value heads, feed-forward
+width and a gated feed-forward. Hugging Face's config.json names are read too.
+
+    python two_phases.py --predict h100-sxm --model llama-3-8b
+"""
+import json
+import os
+
+import model
+
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
+ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
+           "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
+           "ffn": ("intermediate_size", "n_inner"), "head": ("head_dim",),
+           "context": ("max_position_embeddings", "n_positions", "n_ctx")}
+BOUNDS = {"layers": (1, 1000), "width": (1, 10 ** 6), "heads": (1, 10 ** 4),
+          "kv_heads": (1, 10 ** 4), "ffn": (1, 10 ** 7), "head": (1, 10 ** 5),
+          "context": (1, 10 ** 8)}
+
+
+def config(text):
+    """The model --model names: a GPT-2 size, a file under models/ by its name, or a JSON file
+    with layers, width, heads and, for a Llama-style model, kv_heads, ffn, gated (Hugging Face's
+    config.json names are read too). -> Config, or raise ValueError in one line."""
+    if text in model.SIZES:
+        return model.SIZES[text]
+    path = os.path.join(MODELS, text + ".json") if os.path.isfile(
+        os.path.join(MODELS, text + ".json")) else text
+    if not os.path.isfile(path):
+        raise ValueError(f"must be a GPT-2 size ({', '.join(model.SIZES)}), a model under "
+                         f"models/ ({', '.join(shipped_models())}) or a JSON file, got {text!r}")
+    with open(path, "rb") as f:
+        raw = f.read(FILE_MAX + 1)
+    try:
+        found = json.loads(raw) if len(raw) <= FILE_MAX else None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not JSON: {e}") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"{path} must be a JSON object of at most {FILE_MAX:,} bytes")
+    return shape(found, path)
+
+
+def shape(found, path):
+    """A Config from a model file's fields, each checked."""
+    fields = {}
+    for name, (lo, hi) in BOUNDS.items():
+        v = next((found[k] for k in (name, *ALIASES[name]) if found.get(k) is not None), None)
+        if v is None and name in ("layers", "width", "heads"):
+            raise ValueError(f"{path}: needs {name!r} (or {' or '.join(map(repr, ALIASES[name]))})")
+        if v is not None and (type(v) is not int or not lo <= v <= hi):
+            raise ValueError(f"{path}: {name!r} must be a whole number from {lo} to {hi:,}, "
+                             f"got {str(v)[:40]!r}")
+        fields[name] = v or 0
+    if fields["kv_heads"] and fields["heads"] % fields["kv_heads"]:
+        raise ValueError(f"{path}: 'kv_heads' ({fields['kv_heads']}) must divide 'heads' "
+                         f"({fields['heads']})")
+    gated = found.get("gated", found.get("hidden_act") in ("silu", "swiglu"))
+    if type(gated) is not bool:
+        raise ValueError(f"{path}: 'gated' must be true or false")
+    name = found.get("name") or found.get("_name_or_path") or os.path.basename(path)
+    return model.Config(str(name)[:60], gated=gated, family="",
+                        **{k: v for k, v in fields.items() if k != "context"},
+                        context=fields["context"] or model.CONTEXT)
+
+
+def shipped_models():
+    return sorted(n[:-5] for n in os.listdir(MODELS) if n.endswith(".json"))

@@ -1,0 +1,238 @@
+"""The post's Part 4: which limit you will hit, for any model, machine, precision and batch,
+before you run anything. A prediction runs nothing: every figure is a limit, max(bytes / the
+forklift, FLOPs / the workbench), from the model's accounting and a machine's two speeds (named
+in hardware.json with their public sources, measured under results/, or given); a real engine
+reaches some fraction of it.
+
+    python two_phases.py --predict h100-sxm --dtype bfloat16
+    python two_phases.py --predict h100-sxm rtx-4090:int4 post --model llama-3-8b
+"""
+import argparse
+
+import model
+from harness import claims, pictures, plan
+from harness.hardware import GIVEN, known, target, targets
+from harness.models import config
+from harness.printers import Picture, Saved, Sheet, Then, col, sig, spaced
+
+BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
+LENGTHS = (1, 16, 64, 256, 1024, 4096, 16384, 65536)  # new tokens each: 1 is typing; more,
+#                                                       reading a question (up to the context)
+MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
+
+
+# ---------------------------------------------------------------------------------------------
+# the turning points: where each phase turns from the forklift to the workbench
+
+
+def typing_costs(cfg, notes, users):
+    """(bytes, FLOPs) of a trip typing one token for each of `users` users with `notes` notes
+    each: the tables once, and each user's notes and math. Linear in users, so a turning point
+    is found in a few steps however far away it is."""
+    one = model.costs(cfg, [(notes, 1)])
+    per_user = sum(b for b, _ in one.values()) - model.table_bytes(cfg)
+    return model.table_bytes(cfg) + users * per_user, users * sum(f for _, f in one.values())
+
+
+def busy(nbytes, flops, roofs):
+    """The share of the time the workbench works on a trip at its limit: 1 when it binds."""
+    work = flops / roofs.flops_per_s
+    return work / max(nbytes / roofs.bytes_per_s, work)
+
+
+def first(holds, hi=MOST):
+    """The smallest n in 1..hi where holds(n), holds being monotone; None where none does."""
+    if not holds(hi):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid + 1, hi)
+    return lo
+
+
+def reading(cfg, prompt):
+    """(bytes, FLOPs) of reading one question of `prompt` tokens into an empty notebook."""
+    return model.bytes_read(cfg, [(0, prompt)]), model.trip_flops(cfg, [(0, prompt)])
+
+
+def turning(cfg, roofs, notes, typers, question):
+    """One machine's turning points and shares, as a sheet row. -> {figure: value}"""
+    typed = [typing_costs(cfg, notes, u) for u in (1, MOST)]
+    normal = model.limit(cfg, [(notes, 1)] * typers, roofs.bytes_per_s, roofs.flops_per_s)[0]
+    at_once = model.limit(cfg, [(notes, 1)] * typers + [(0, question)], roofs.bytes_per_s,
+                          roofs.flops_per_s)[0]
+    return {"balance": roofs.balance,
+            "reads turn": first(lambda p: busy(*reading(cfg, p), roofs) >= 1),
+            "types turn": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 1)
+            or "never",
+            "half bench": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 0.5)
+            or "never",
+            "one typer": 100 * busy(*typed[0], roofs),
+            "typing ceiling": 100 * busy(*typed[1], roofs),
+            "notes outweigh": model.table_bytes(cfg) / model.note_bytes(cfg),
+            "freeze": at_once / normal}
+
+
+def turning_sheet(cfg, aimed, args):
+    """The turning points of every machine asked for, and of the post's machine to compare."""
+    post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
+                                                                   args.out)]
+    found = [{"machine": t.name, "precision": t.label.split(" ", 1)[1],
+              **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
+             for t in [*aimed, *post]]
+    return Sheet("turning points", TURNING_COLUMNS, found,
+                 title="Which limit you will hit: the turning points, predicted",
+                 settings=f"{cfg}; typers with {args.notes} notes each"
+                          + ("; the post's machine to compare" if post else ""),
+                 note=f"(predicted limits, nothing was run. balance: FLOPs per byte; reads turn "
+                      f"at: the question length from which reading is workbench-bound; types "
+                      f"turn at: the users typing together from which typing is; half bench "
+                      f"at: the users for half the workbench's speed; one typer busy: how much of "
+                      f"the workbench one typer uses; typing ceiling: the most any number of "
+                      f"typers can use, their notes growing with them; notes outweigh at: the "
+                      f"notes one user needs to weigh what the tables weigh; freeze: a "
+                      f"{args.question:,}-token question read at once, against the "
+                      f"{args.typers} typers' normal gap. A real engine reaches some fraction "
+                      f"of each limit.)")
+
+
+TURNING_COLUMNS = [col("machine", "machine", "", "s", key=True),
+                   col("precision", "precision", "", "s", key=True),
+                   col("balance", "balance", "FLOPs/byte", "sig"),
+                   col("reads turn", "reads turn at", "tokens", "sig", compared=True),
+                   col("types turn", "types turn at", "users", "sig", compared=True),
+                   col("half bench", "half bench at", "users", "sig"),
+                   col("one typer", "one typer busy %", "%", "sig", compared=True),
+                   col("typing ceiling", "typing ceiling %", "%", "sig"),
+                   col("notes outweigh", "notes outweigh at", "notes", "sig"),
+                   col("freeze", "freeze x normal", "x", "sig", compared=True)]
+
+
+def limits_sheet(cfg, aim, notes):
+    """For one machine: the limit each trip hits, users down, new tokens each across (1: typing
+    one token with `notes` notes each; more: reading a question of that length each)."""
+    out = []
+    for u in BATCHES:
+        row = {"users": u}
+        for t in (t for t in LENGTHS if t <= cfg.context):
+            riders = [(notes, 1) if t == 1 else (0, t)] * u
+            share = busy(model.bytes_read(cfg, riders), model.trip_flops(cfg, riders), aim.roofs)
+            row[f"{t} tokens"] = "workbench" if share >= 1 else f"forklift {sig(100 * share)}%"
+        out.append(row)
+    return Sheet("limits", [c for c in LIMIT_COLUMNS if c.key or int(c.figure.split()[0])
+                            <= cfg.context], out,
+                 title=f"Which limit you will hit on {aim.title}, {aim.label.split(' ', 1)[1]}, "
+                       f"predicted", settings=f"{cfg}; typing: one token each, with {notes} notes",
+        note="(each trip's limit: the workbench, or the forklift and how busy the workbench "
+             "is meanwhile; reading: each user's question of that many tokens, on one trip)")
+
+
+LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
+    col(f"{t} tokens", "typing" if t == 1 else f"reading {t:,}", "", "s") for t in LENGTHS]
+
+
+def machines_sheet(aimed):
+    """The machines predicted for: their speeds at the precision asked, and the sources."""
+    found = [{"machine": t.name, "what": t.title, "precision": t.label.split(" ", 1)[1],
+              "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
+              "balance": t.roofs.balance} for t in aimed]
+    return Sheet("machines", MACHINE_COLUMNS, found, title="The machines, as published",
+                 settings="predicted, not measured",
+                 note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
+
+
+MACHINE_COLUMNS = [col("machine", "machine", "", "s", key=True),
+                   col("what", "what", "", "s"), col("precision", "precision", "", "s", key=True),
+                   col("forklift", "forklift GB/s", "GB/s", "sig"),
+                   col("workbench", "workbench GFLOP/s", "GFLOP/s", "sig"),
+                   col("balance", "balance FLOPs/byte", "FLOPs/byte", "sig")]
+
+
+def words(args):
+    """The line a prediction shows in place of a machine line."""
+    aimed = targets(args)
+    return ("machine: none: PREDICTED limits, nothing was run; a real engine reaches some "
+            "fraction of them | " + "; ".join(
+                f"{t.name} ({t.label.split(' ', 1)[1]}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
+                f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s" for t in aimed))
+
+
+
+# ---------------------------------------------------------------------------------------------
+# flags, and a prediction's items
+
+
+def add_flags(g):
+    g.add_argument("--predict", nargs="*", default=None, metavar="MACHINE",
+                   help="run nothing: print every table at its limit on each machine named (of "
+                        "hardware.json, or a folder under --out holding machine_speed.json; "
+                        "NAME:PRECISION for its own precision), or on --forklift and "
+                        "--workbench, or --roofs; the first one's tables, every one's turning "
+                        "points and roofline; any --model")
+    g.add_argument("--dtype", choices=model.DTYPE_BYTES, default="float32", metavar="PRECISION",
+                   help="with --predict: a table number's precision, "
+                        f"{', '.join(model.DTYPE_BYTES)}; the math runs at that precision's "
+                        "speed (int4's at 16 bits); a measured run is float32")
+    g.add_argument("--note-dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
+                   help="with --predict: a note's precision; default: --dtype's")
+
+
+def check_flags(p, args):
+    """Refuse, in one line, what a measured run cannot do (another model or precision) and what
+    a prediction cannot (threads); for a prediction, resolve its machines now and name its
+    folder after them. -> whether the run is a prediction"""
+    if args.predict is None:
+        for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
+                                ("--dtype", args.dtype, args.dtype == "float32"),
+                                ("--note-dtype", args.note_dtype, args.note_dtype is None)):
+            if not ok:
+                p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
+                        f"in float32, the model the post built; {value} is for --predict")
+        return False
+    if args.threads:
+        p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
+    given = [GIVEN] if args.roofs or args.forklift else []
+    args.predict = given + [n for n in dict.fromkeys(args.predict) if n != GIVEN]
+    if not args.predict:
+        p.error("argument --predict: name a machine (" + ", ".join(known()) + ") or give the "
+                "speeds: --forklift and --workbench, or --roofs FILE")
+    try:
+        aimed = targets(args)
+    except (ValueError, OSError) as e:
+        p.error(f"argument --predict: {e}")
+    if args.label is None:
+        name = "".join(c if c.isalnum() else "-" for c in config(args.model).name.lower())
+        more = f"-and-{len(aimed) - 1}-more" if len(aimed) > 1 else ""
+        args.label = f"predicted-{name}-{aimed[0].name}-{aimed[0].dtype}{more}"[:80]
+    return True
+
+
+def items(args, experiments):
+    """A prediction's items: the machines, every planned row of the experiments ({name:
+    Experiment}) at its limit on the first machine, the limit each batch hits there, every
+    machine's turning points and the speeds; then, from the records, the post's claims about
+    a GPU judged on the first machine, and the pictures."""
+    base, aimed = config(args.model), targets(args)
+    cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
+    yield Saved("predicted", words(args))
+    yield from spaced([machines_sheet(aimed)])
+    yield from plan.predict(cfg, experiments.values(),
+                            argparse.Namespace(**{**vars(args), "threads": None}), first_roofs)
+    yield from spaced([limits_sheet(cfg, aimed[0], args.notes), turning_sheet(base, aimed, args)])
+    drawn = roofline(base, aimed, experiments, args)
+    yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
+    yield Then(lambda found: [claims.sheet(found, None, ("two_phases",), args), *(
+        Picture(name, draw) for name, draw in (pictures.files(
+            found, drawn, str(base), args.quick, predicted=True) if args.plot else {}).items())])
+
+
+def roofline(cfg, aimed, experiments, args):
+    """Each machine's roofs, and the planned reading and typing rows at their limits on it."""
+    machines = []
+    for t in aimed:
+        c = t.config(cfg)
+        done = [(name, o) for name in ("prefill", "decode") if name in experiments
+                for o in plan.predicted(c, experiments[name].plan(args), t.roofs)]
+        machines.append({"name": t.label, **plan.roofline(c, done, t.roofs)})
+    return {"predicted": True, "machines": machines}

@@ -1,0 +1,254 @@
+"""Part 4, predicted: any model's accounting, precisions, the machines at hand, the turning
+points, the post's GPU claims, and the predicted roofline."""
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+
+import pytest
+
+import model
+import two_phases
+from harness import claims, hardware, models, predict, records
+from harness.printers import sig
+from harness.speeds import Speeds
+
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
+                   family="")
+LLAMA = models.config("llama-3-8b")
+
+
+def test_a_small_llama_style_model_is_counted_as_worked_out_by_hand():
+    # per floor: queries 8 x (4 x 2) = 64, keys and values 2 x 8 x (2 x 2) = 64, out (4 x 2) x 8
+    # = 64, gate, up and down 3 x 8 x 12 = 288: 480 numbers, 960 for two floors
+    assert model.table_numbers(TOY) == 960
+    # a note: a key and a value of 2 heads x 2 numbers, on 2 floors, 4 bytes each
+    assert model.note_bytes(TOY) == 2 * 2 * 2 * 2 * 4 == 64
+    riders = [(3, 1)]  # one user with 3 notes types one token: it reads 4 notes
+    tables, attention, elementwise = 2 * 960, 2 * 4 * 4 * 2 * 4, 2 * (12 * 8 + 10 * 12)
+    assert model.trip_flops(TOY, riders) == tables + attention + elementwise == 2608
+    assert model.bytes_read(TOY, riders) == 960 * 4 + 3 * 64 == 4032
+
+
+def test_llama_3_8b_is_counted_as_published():
+    # the tables, plus the two 128,256 x 4,096 embeddings and the 65 norms, are Meta's 8.03B
+    assert model.table_numbers(LLAMA) == 6_979_321_856
+    assert model.table_numbers(LLAMA) + 2 * 128_256 * 4096 + 65 * 4096 == 8_030_261_248
+    # grouped-query attention: 8 key/value heads of 128 numbers keep a note, not 32 heads
+    assert model.note_bytes(LLAMA) == 32 * 2 * 8 * 128 * 4
+    assert (LLAMA.kv_heads, LLAMA.ffn, LLAMA.gated, LLAMA.context) == (8, 14336, True, 8192)
+
+
+def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
+    path = tmp_path / "gpt2.json"  # Hugging Face's own names for GPT-2 small
+    path.write_text(json.dumps({"n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None,
+                                "n_positions": 1024, "activation_function": "gelu_new"}))
+    cfg, small = models.config(str(path)), model.SIZES["small"]
+    riders = [(512, 1)] * 4 + [(0, 64)]
+    assert model.costs(cfg, riders) == model.costs(small, riders)
+    assert model.table_numbers(small) == 84_934_656 and model.note_bytes(small) == 73_728
+    assert small.runs and not cfg.gated and not LLAMA.runs
+
+
+@pytest.mark.parametrize("dtype,share", [("bfloat16", 2), ("float16", 2), ("int8", 4),
+                                         ("int4", 8)])
+def test_precision_divides_the_bytes_and_leaves_the_math(dtype, share):
+    for cfg in (model.SIZES["small"], LLAMA):
+        low = hardware.Target("x", "x", None, dtype, dtype).config(cfg)
+        assert model.table_bytes(low) * share == model.table_bytes(cfg)
+        assert model.note_bytes(low) * share == model.note_bytes(cfg)
+        riders = [(100, 1)] * 3
+        assert model.trip_flops(low, riders) == model.trip_flops(cfg, riders)
+
+
+def test_a_model_that_is_predicted_only_cannot_be_built():
+    with pytest.raises(ValueError, match="predicted only"):
+        model.floors(TOY)
+
+
+@pytest.mark.parametrize("fields,word", [({"layers": 2, "width": 8}, "'heads'"),
+                                         ({"layers": 2, "width": 8, "heads": 4, "kv_heads": 3},
+                                          "divide"),
+                                         ({"layers": -1, "width": 8, "heads": 4}, "'layers'"),
+                                         ({"layers": 2.5, "width": 8, "heads": 4}, "'layers'"),
+                                         ({"layers": 2, "width": 8, "heads": 4, "gated": "yes"},
+                                          "'gated'")])
+def test_a_bad_model_file_says_what_is_wrong(tmp_path, fields, word):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(fields))
+    with pytest.raises(ValueError, match=word):
+        models.config(str(path))
+
+
+def test_every_machine_at_hand_gives_a_source_for_each_figure():
+    found = hardware.known()
+    assert {"h100-sxm", "a100-sxm", "rtx-4090", "m1-max", "post"} <= set(found)
+    kinds = {entry["kind"] for entry in found.values()}
+    assert any("data-centre GPU" in k for k in kinds) and any("consumer GPU" in k for k in kinds)
+    assert any("CPU" in k for k in kinds)
+    for name, entry in found.items():
+        speed, source = entry["forklift"]
+        assert speed > 0 and len(source) > 20, name
+        assert "float32" in entry["workbench"], name
+        for precision, (speed, source) in entry["workbench"].items():
+            assert precision in hardware.MATH.values() and speed > 0 and len(source) > 20
+    assert found["post"]["forklift"][0] == 12.0 and found["post"]["workbench"]["float32"][0] \
+        == 120.9  # the post's own machine_speed.py figures
+
+
+def test_a_machine_is_taken_at_the_precision_asked(tmp_path):
+    h100 = hardware.target("h100-sxm", "bfloat16", None, str(tmp_path))
+    assert h100.roofs.flops_per_s == 989.5e12 and h100.roofs.bytes_per_s == 3.35e12
+    assert "1,979 teraFLOPS" in h100.roofs.source and "3.35 TB/s" in h100.roofs.source
+    four = hardware.target("rtx-4090:int4", "float32", None, str(tmp_path))
+    assert four.dtype == "int4" and four.roofs.flops_per_s == 165.2e12  # unpacked to 16 bits
+    with pytest.raises(ValueError, match="did you mean h100-sxm"):
+        hardware.target("h100", "float32", None, str(tmp_path))
+    with pytest.raises(ValueError, match="no bfloat16 math speed"):
+        hardware.target("post", "bfloat16", None, str(tmp_path))
+
+
+def test_a_measured_machine_is_named_by_its_folder(tmp_path):
+    import shutil
+    shutil.copytree(two_phases.cli.REFERENCES + "/amd-epyc-2c", tmp_path / "mine")
+    t = hardware.target("mine", "float32", None, str(tmp_path))
+    assert t.roofs.bytes_per_s > 0 and "measured" in t.title
+    with pytest.raises(ValueError, match="float32"):
+        hardware.target("mine:int8", "float32", None, str(tmp_path))
+    assert hardware.target("intel-xeon-processor-2c", "float32", None, str(tmp_path)).roofs
+    with pytest.raises(ValueError, match="no such machine"):  # never a path out of the folder
+        hardware.target("../" + tmp_path.name + "/mine", "float32", None, str(tmp_path))
+
+
+def speeds(gbs, gflops):
+    return Speeds(gbs * 1e9, gflops * 1e9, "test")
+
+
+def test_each_turning_point_is_the_first_where_the_workbench_binds():
+    roofs, cfg = speeds(2039, 312_000), dataclasses_replace(LLAMA, "bfloat16")  # an A100
+    found = predict.turning(cfg, roofs, 512, 8, 1024)
+    bound = [model.limit(cfg, [(0, p)], roofs.bytes_per_s, roofs.flops_per_s)[1]
+             for p in (found["reads turn"] - 1, found["reads turn"])]
+    assert bound == ["forklift", "workbench"]
+    u = found["types turn"]
+    bound = [model.limit(cfg, [(512, 1)] * n, roofs.bytes_per_s, roofs.flops_per_s)[1]
+             for n in (u - 1, u)]
+    assert bound == ["forklift", "workbench"]
+    assert predict.typing_costs(cfg, 512, 5) == (
+        model.bytes_read(cfg, [(512, 1)] * 5), model.trip_flops(cfg, [(512, 1)] * 5))
+    assert found["notes outweigh"] == model.table_bytes(cfg) / model.note_bytes(cfg)
+    assert 0 < found["one typer"] < 1 and found["half bench"] < u
+
+
+def dataclasses_replace(cfg, dtype):
+    return hardware.Target("x", "x", None, dtype, dtype).config(cfg)
+
+
+def turned(cfg, *machines, notes=512):
+    """The turning points sheet's records for these machines ((name, Speeds)), first first, in
+    bfloat16; the post's machine is added to compare."""
+    args = argparse.Namespace(notes=notes, typers=8, question=1024, out="results")
+    aimed = [hardware.Target(n, n, s, "bfloat16", "bfloat16") for n, s in machines]
+    return records.of(predict.turning_sheet(cfg, aimed, args), {})
+
+
+def judged(found):
+    return {c.says: v for c, _, v, _ in claims.verdicts(found, None, ("two_phases",),
+                                                          {"predict": ["x"]})}
+
+
+GPU = [  # each GPU claim: a machine (and model) where it holds, then one where it does not
+    ("A modern GPU's workbench", (LLAMA, speeds(3350, 989_500)), (LLAMA, speeds(12, 121))),
+    ("On a GPU, reading a long question", (LLAMA, speeds(3350, 989_500)),
+     (LLAMA, speeds(1, 10_000_000))),
+    ("Typing for one user leaves", (LLAMA, speeds(3350, 989_500)), (LLAMA, speeds(12, 121))),
+    ("Batching is the only way", (LLAMA, speeds(3350, 989_500)),
+     (model.SIZES["small"], speeds(3350, 989_500))),
+    ("The shape is the same on a GPU", (LLAMA, speeds(100, 100)), (LLAMA, speeds(3350, 989_500)))]
+
+
+@pytest.mark.parametrize("start,holds,fails", GPU, ids=[s for s, *_ in GPU])
+def test_each_gpu_claim_holds_or_not_by_prediction(start, holds, fails):
+    says = next(c.says for c in claims.CLAIMS if c.predicted and c.says.startswith(start))
+    assert judged(turned(holds[0], ("a", holds[1])))[says] == "predicted: holds"
+    assert judged(turned(fails[0], ("a", fails[1])))[says] == "predicted: does not hold"
+
+
+def test_every_gpu_claim_is_tried_both_ways_and_judged_on_predictions_only():
+    gpu = {c.says for c in claims.CLAIMS if c.predicted}
+    assert gpu == {next(c for c in gpu if c.startswith(s)) for s, *_ in GPU}
+    measured = {c.says for c, *_ in claims.verdicts([], None, ("two_phases",), {})}
+    assert not gpu & measured
+
+
+def run(*flags):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = two_phases.main(list(flags))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
+    with pytest.raises(SystemExit) as refused:  # the post's machine has no bfloat16 figure
+        run("--predict", "h100-sxm", "post", "--dtype", "bfloat16", "--no-save")
+    assert refused.value.code == 2
+    code, out, err = run("--predict", "h100-sxm", "a100-sxm", "post:float32", "--dtype",
+                         "bfloat16", "--model", "llama-3-8b", "--out", str(tmp_path),
+                         "--no-plot")
+    assert code == 0, err
+    assert out.startswith("machine: none: PREDICTED limits, nothing was run; a real engine "
+                          "reaches some fraction of them | h100-sxm (bfloat16): 3,350 GB/s, "
+                          "990,000 GFLOP/s; a100-sxm (bfloat16)")
+    for title in ("Phase 1, reading (prefill), PREDICTED", "Which limit you will hit on NVIDIA "
+                  "H100", "Which limit you will hit: the turning points, predicted",
+                  "The post's claims about a GPU, predicted for h100-sxm"):
+        assert title in out, title
+    assert out.count("predicted: holds") >= 3 and "Llama 3 8B (32 floors" in out
+    folder = tmp_path / "predicted-llama-3-8b-h100-sxm-bfloat16-and-2-more"
+    found = json.loads((folder / "two_phases.json").read_text())["records"]
+    rows = records.rows(found, "turning points")
+    assert [dict(k)["machine"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
+    h100 = records.find(found, "turning points", "reads turn", machine="h100-sxm").value
+    cfg = dataclasses_replace(LLAMA, "bfloat16")
+    assert h100 == predict.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
+                                 == "workbench")
+    assert "(predicted: every figure is its trip's limit" in out and "0.000" not in out
+
+
+def test_three_significant_digits():
+    assert [sig(v) for v in (887932, 0.00633841, 0.101415, 99.96, 1, 1.0, 295.2)] == [
+        "888,000", "0.00634", "0.101", "100", "1", "1.00", "295"]
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_predicted_roofline_holds_every_machine_and_says_predicted():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from harness import pictures
+    args = two_phases.parse_args(["--predict", "h100-sxm:bfloat16", "post", "--no-save"])
+    aimed = hardware.targets(args)
+    data = predict.roofline(model.SIZES["small"], aimed, two_phases.EXPERIMENTS, args)
+    fig = pictures.figure(plt, pictures.roofline_figure, data, "GPT-2 small", pictures.PREDICTED)
+    ax = fig.axes[0]
+    try:
+        assert ax.get_title().startswith("PREDICTED: The roofline")
+        assert pictures.PREDICTED in [t.get_text() for t in ax.texts]
+        roofs = [line for line in ax.get_lines() if "GB/s" in str(line.get_label())]
+        assert len(roofs) == 2 and all(max(line.get_ydata()) == pytest.approx(t.roofs.flops_per_s
+                                                                              / 1e9)
+                                       for line, t in zip(roofs, aimed))
+        drawn = [tuple(p) for c in ax.collections for p in c.get_offsets()]
+        assert len(drawn) == 2 * (len(two_phases.PROMPTS) + len(two_phases.USERS))
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        assert all(x0 < x < x1 and y0 < y < y1 for x, y in drawn)  # every point in sight
+        labels = [t for t in ax.texts if t.get_text().endswith(("token", "tokens", "user",
+                                                               "users"))]
+        assert sorted(t.get_text() for t in labels) == sorted(
+            p[1] for p in data["machines"][0]["points"])
+        assert all(t.xy in [(p[2], p[3] / 1e9) for p in data["machines"][0]["points"]]
+                   for t in labels)  # each label is anchored at its own point
+    finally:
+        plt.close(fig)
