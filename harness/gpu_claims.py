@@ -23,7 +23,9 @@ def steps_per_byte(found, roofs):
 
 
 def long_reads(found, roofs):
-    p = first_row(found)["reads turn"]
+    p = first_row(found).get("reads turn")
+    if p is None:
+        return "never workbench-bound", False
     return f"workbench-bound from {sig(p)} tokens", p <= LONG
 
 
@@ -34,8 +36,8 @@ def one_typer_idle(found, roofs):
 
 def batching_pays(found, roofs):
     row = first_row(found)
-    half = row["half bench"]
-    if half == "never":
+    half = row.get("half bench")
+    if half is None:
         return (f"never: the notes cap typing at {sig(row['typing ceiling'])}% of the "
                 f"workbench", False)
     return f"half the workbench from {sig(half)} users", True

@@ -64,10 +64,8 @@ def turning(cfg, roofs, notes, typers, question):
                           roofs.flops_per_s)[0]
     return {"balance": roofs.balance,
             "reads turn": first(lambda p: busy(*reading(cfg, p), roofs) >= 1),
-            "types turn": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 1)
-            or "never",
-            "half bench": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 0.5)
-            or "never",
+            "types turn": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 1),
+            "half bench": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 0.5),
             "one typer": 100 * busy(*typed[0], roofs),
             "typing ceiling": 100 * busy(*typed[1], roofs),
             "notes outweigh": model.table_bytes(cfg) / model.note_bytes(cfg),
@@ -100,9 +98,11 @@ def turning_sheet(cfg, aimed, args):
 TURNING_COLUMNS = [col("machine", "machine", "", "s", key=True),
                    col("precision", "precision", "", "s", key=True),
                    col("balance", "balance", "FLOPs/byte", "sig"),
-                   col("reads turn", "reads turn at", "tokens", "sig", compared=True),
-                   col("types turn", "types turn at", "users", "sig", compared=True),
-                   col("half bench", "half bench at", "users", "sig"),
+                   col("reads turn", "reads turn at", "tokens", "sig", compared=True,
+                       empty="never"),
+                   col("types turn", "types turn at", "users", "sig", compared=True,
+                       empty="never"),
+                   col("half bench", "half bench at", "users", "sig", empty="never"),
                    col("one typer", "one typer busy %", "%", "sig", compared=True),
                    col("typing ceiling", "typing ceiling %", "%", "sig"),
                    col("notes outweigh", "notes outweigh at", "notes", "sig"),

@@ -18,10 +18,11 @@ class Column:
     fmt: str
     key: bool = False
     compared: bool = False
+    empty: str = ""  # what a cell with no figure says ("never": no such turning point)
 
 
-def col(figure, header, unit, fmt, key=False, compared=False):
-    return Column(figure, header, unit, fmt, key, compared)
+def col(figure, header, unit, fmt, key=False, compared=False, empty=""):
+    return Column(figure, header, unit, fmt, key, compared, empty)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,13 +82,13 @@ def format_table(columns, rows, fmt):
     right-aligned under headers no wider than they are."""
     from tabulate import tabulate
     if fmt != "plain":  # every header says its unit, where the post's layout leaves it out
-        rows = [[cell(v, c.fmt) if c.fmt == SIG else v for v, c in zip(row, columns)]
+        rows = [[cell(v, c) if c.fmt == SIG or v is None else v for v, c in zip(row, columns)]
                 for row in rows]
         return tabulate(rows, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
                                        for c in columns],
                         tablefmt=fmt, floatfmt=[c.fmt for c in columns],
                         colalign=["right" if c.fmt == SIG else None for c in columns])
-    cells = [[cell(v, c.fmt) for v, c in zip(row, columns)] for row in rows]
+    cells = [[cell(v, c) for v, c in zip(row, columns)] for row in rows]
     return tabulate([[c.header for c in columns]] + cells, tablefmt="plain",
                     disable_numparse=True,
                     colalign=["left" if c.fmt == "s" else "right" for c in columns])
@@ -109,13 +110,13 @@ def sig(v, digits=3):
     return f"{round(v, places):,.{max(places, 0)}f}"
 
 
-def cell(v, fmt):
-    """A value as the plain layout prints it in a column of this format."""
+def cell(v, column):
+    """A value as the plain layout prints it in this column."""
     if v is None:
-        return ""
-    if fmt == SIG and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return column.empty
+    if column.fmt == SIG and isinstance(v, (int, float)) and not isinstance(v, bool):
         return sig(v)
-    return format(v, fmt) if isinstance(v, float) else str(v)
+    return format(v, column.fmt) if isinstance(v, float) else str(v)
 
 
 def with_spread(sheet):

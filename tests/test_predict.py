@@ -10,7 +10,7 @@ import pytest
 
 import model
 import two_phases
-from harness import claims, hardware, models, predict, records
+from harness import claims, hardware, models, predict, records, schema
 from harness.printers import sig
 from harness.speeds import Speeds
 
@@ -207,7 +207,11 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
         assert title in out, title
     assert out.count("predicted: holds") >= 3 and "Llama 3 8B (32 floors" in out
     folder = tmp_path / "predicted-llama-3-8b-h100-sxm-bfloat16-and-2-more"
-    found = json.loads((folder / "two_phases.json").read_text())["records"]
+    found = schema.load(str(folder / "two_phases.json"), "two_phases")["records"]  # whole
+    assert records.find(found, "turning points", "half bench", machine="h100-sxm").value == 477
+    with pytest.raises(records.Missing):  # never: no figure, "never" printed
+        records.find(found, "turning points", "types turn", machine="h100-sxm")
+    assert "never" in out
     rows = records.rows(found, "turning points")
     assert [dict(k)["machine"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
     h100 = records.find(found, "turning points", "reads turn", machine="h100-sxm").value
