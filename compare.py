@@ -203,7 +203,7 @@ def summary(names, machines):
                      f"{fast[2] / fast[0]:.2f}x {names[0]}'s (machine_speed's)")
         checked = [bounds(x) for x in (first, m)]
         if all(checked):
-            line += "; by the check tables, " + ", ".join(
+            line += "; by the checks, " + ", ".join(
                 f"{what} {checked[0][what]} on {names[0]}, {checked[1][what]} here"
                 for what in ("reading", "typing") if what in checked[0] and what in checked[1])
         lines.append(line)

@@ -19,7 +19,7 @@ from harness import claims, cli, limits, pictures, plan, pool, predict, printers
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Picture, Saved, Sheet, Then, col
 from harness.records import Measured, ms, timed
-from harness.terminal import note, plural, progress
+from harness.terminal import note, plural, progress, step, steps
 import model
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
@@ -140,7 +140,7 @@ def depth_sheets(cfg, args, outcomes, roofs):
     return [Sheet("depth", DEPTH_COLUMNS, rows, timed=("step",),
                   title="Beyond the post: how deep the notebooks are",
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
-                  note="; x limit as in the check table; "
+                  note="; x limit as in the check; "
                        + limits.outweigh(steps, cfg))]
 
 
@@ -231,7 +231,7 @@ COLLISION_COLUMNS = [col("typers", "typers", "users", "d"),
                      *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)]
 DIAL_COLUMNS = [col("chunk", "chunk", "tokens", "d", key=True),
                 col("steps to read", "steps to read", "steps", "d"),
-                col("first word", "TTFT ms", "ms", ".1f", compared=True),
+                col("first word", "first word ms", "ms", ".1f", compared=True),
                 col("median gap", "gap median ms", "ms", ".1f"),
                 col("worst gap", "worst gap ms", "ms", ".1f", compared=True),
                 col("worst x normal", "worst x normal", "x", ".1f"),
@@ -284,8 +284,12 @@ def measured_sheets(cfg, args, facts, start, bench):
     bench, chosen = b.with_paths(bench, args.attention, args.blocks)
     yield from (b.paths_line(chosen, args), Saved("paths", chosen))
     planned, measured = {n: EXPERIMENTS[n] for n in args.experiments}, {}
+    steps(plan.weights(cfg, [e.plan(args) for e in planned.values()], start))
     for name, e in planned.items():  # the unchecked (depth) wait for the speeds at the end
-        measured[name] = list(e.measure(bench, args, e.plan(args)))
+        measured[name] = []
+        for outcome in e.measure(bench, args, e.plan(args)):
+            measured[name].append(outcome)
+            step()
         yield from printers.spaced(e.sheets(cfg, args, measured[name], start) if e.checked else ())
     roofs = limits.through(args, start)
     for name, e in ((n, e) for n, e in planned.items() if not e.checked):

@@ -204,7 +204,7 @@ CLAIMS = [
           "256 (one recorded trip each, as the breakdown shows)", attention_grows,
           needs=SMALL),
     Claim("two_phases", "Reading is stuck on the workbench", "compute-bound",
-          "the check table's prefill rows of 256 and 1,024 tokens are workbench-bound, and 256 "
+          "the check's prefill rows of 256 and 1,024 tokens are workbench-bound, and 256 "
           "tokens do 4x or more the math per second of 1 (the bound alone is the accounting's)",
           compute_bound, needs=SMALL),
     Claim("two_phases", "One typing user uses under 4% of the workbench", "3.7%",

@@ -20,7 +20,7 @@ import time
 
 from harness import exports, machine, paths, records, report, results, stopping
 from harness.printers import Picture, Saved, Sheet, Then, entry, render
-from harness.terminal import WARNED, note, plain_streams, plural, show, warn
+from harness.terminal import WARNED, note, plain_streams, plural, show, steps, warn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
 RESULTS = os.path.join(ROOT, "results")  # the default --out
@@ -285,6 +285,7 @@ def run(script, args, body, headline=None):
     plain_streams()
     stopping.begin()
     WARNED.clear()
+    steps(())  # a run counts its own steps, if any
     start, out = time.perf_counter(), Output(args)
     try:
         with stopping.stoppable():
@@ -301,6 +302,7 @@ def run(script, args, body, headline=None):
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
                     "records": out.records, "sheets": out.tables, "sweep": out.sweep,
+                    "pictures": sorted(out.pictures),
                     **out.kept, "wall_s": wall,
                     "peak_rss_bytes": peak, "made": made}
             text = [*out.text, "", f"(made by the suite at {made['version']}: "

@@ -149,7 +149,7 @@ def dial_figure(ax, rows):
             "newcomer sooner", trade(
                 ax, rows, "first word", "worst gap", "o-",
                 "one chunk size (tokens of the question read per step)",
-                "the newcomer's wait for its first word (ms)",
+                "the newcomer's wait for its first word, TTFT (ms)",
                 "the typers' worst gap between words (ms)",
                 [f"chunks of {r['chunk']}" for r in rows]))
 

@@ -103,6 +103,13 @@ def roofline(cfg, records, roofs):
     return {**roofs.saved(), "points": points}
 
 
+def weights(cfg, plans, roofs):
+    """Each planned row's expected share of a run's time, row by row: the limits of its trips
+    (each at least a millisecond, for what every trip costs), once for each run."""
+    return [sum(max(model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)[0], 1e-3)
+                for riders in row.steps) for rows in plans for row in rows]
+
+
 def peak_bytes(cfg, plans, speeds_bytes):
     """The most a run holds at once: the tables, plus the most that measuring the speeds or any
     experiment's rows (plans: [[Row]]) hold."""

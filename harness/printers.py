@@ -69,29 +69,31 @@ def body(sheet, fmt="plain", spread=False):
     columns, rows, text = sheet.columns, sheet.cells(), sheet.text
     if spread and sheet.timings():
         columns, rows, text = *with_spread(sheet), None
-    lines = [text if text is not None else format_table(columns, rows, fmt)]
+    return "\n".join(filter(None, [text if text is not None else format_table(columns, rows, fmt),
+                                    under(sheet)]))
+
+
+def under(sheet):
+    """The line under the table: the statistic and the spread of its timings, and its note."""
     if sheet.timings():
-        lines.append(spread_note(sheet.timings(), sheet.per, sheet.note))
-    elif sheet.note:
-        lines.append(sheet.note)
-    return "\n".join(lines)
+        return spread_note(sheet.timings(), sheet.per, sheet.note)
+    return sheet.note
 
 
 def format_table(columns, rows, fmt):
-    """columns: [Column]. The plain layout packs the columns as the post does: numbers
-    right-aligned under headers no wider than they are."""
+    """columns: [Column]. Every layout shows the same digits, each column in its own format;
+    the plain layout packs the columns as the post does, numbers right-aligned under headers no
+    wider than they are; the others say each header's unit, where the post's layout leaves it
+    out."""
     from tabulate import tabulate
-    if fmt != "plain":  # every header says its unit, where the post's layout leaves it out
-        rows = [[cell(v, c) if c.fmt == SIG or v is None else v for v, c in zip(row, columns)]
-                for row in rows]
-        return tabulate(rows, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
-                                       for c in columns],
-                        tablefmt=fmt, floatfmt=[c.fmt for c in columns],
-                        colalign=["right" if c.fmt == SIG else None for c in columns])
     cells = [[cell(v, c) for v, c in zip(row, columns)] for row in rows]
-    return tabulate([[c.header for c in columns]] + cells, tablefmt="plain",
-                    disable_numparse=True,
-                    colalign=["left" if c.fmt == "s" else "right" for c in columns])
+    align = ["left" if c.fmt == "s" else "right" for c in columns]
+    if fmt == "plain":
+        return tabulate([[c.header for c in columns]] + cells, tablefmt="plain",
+                        disable_numparse=True, colalign=align)
+    return tabulate(cells, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
+                                    for c in columns],
+                    tablefmt=fmt, disable_numparse=True, colalign=align)
 
 
 SIG = "sig"  # a column's format: three significant digits, as a prediction's figures are shown
@@ -154,8 +156,11 @@ def entry(sheet):
     """The sheet's presentation as saved beside the records: its title, settings, columns (each
     with the figure it shows) and the table as printed. Readers take figures from the records."""
     return {"title": sheet.title, "settings": sheet.settings, "printed": body(sheet),
+            "note": under(sheet),
             "columns": [{"figure": c.figure, "header": c.header, "unit": c.unit, "format": c.fmt,
-                         "key": c.key, "compared": c.compared} for c in sheet.columns]}
+                         "key": c.key, "compared": c.compared, **({"empty": c.empty} if c.empty
+                                                                    else {})}
+                        for c in sheet.columns]}
 
 
 def spaced(sheets):

@@ -9,7 +9,8 @@ import os
 import re
 
 from harness import claims, machine, results, schema, speeds
-from harness.printers import format_table
+from harness.printers import Column, cell, col, format_table, sig
+from harness.records import rows
 from harness.terminal import warn
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
@@ -54,7 +55,10 @@ def saved_runs(folder):
 
 
 def markdown(runs, names):
-    """The report's text: Markdown that pastes into a post and renders on a code-hosting site."""
+    """The report's text: GitHub-flavoured Markdown that pastes into a post as it is, and renders
+    on a code-hosting site: each script's section dated, with its command, each table a real
+    table with its title, settings and note as text, the pictures beside the run that drew
+    them; then the claims as a table, their rules in a list, and the runs' warnings."""
     predicted = [s for s, data in runs.items() if data.get("predicted")]
     lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
                                          if predicted and len(predicted) == len(runs) else
@@ -68,40 +72,112 @@ def markdown(runs, names):
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
                   "back no verdict, so its claims read 'cannot tell here'. Rerun on a quiet "
                   "machine, with more `--runs`, or with fewer `--threads`.", ""]
-    lines += ["## The tables", ""]
-    for data in runs.values():  # each script's sheets in the order its run printed them
+    lines += HOW_TO_READ
+    for script, data in runs.items():  # each script's sheets in the order its run printed them
+        lines += heading(script, data)
         for name, sheet in data["sheets"].items():
             if name != "claims":
-                lines += section(sheet, name)
+                lines += section(sheet, name, data["records"])
+        drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
+            else []
+        lines += [f"![{PICTURES[n]}]({n})\n" for n in drawn]
     roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
                         or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
              for v in claims.both(data["records"], roofs, (script,), data.get("settings", {}),
                                   data["machine"].get("busy") or (), data.get("at_limits") or [])]
-    lines += ["## The post's claims on this machine", "",
-              "Each verdict follows the rule beside its claim; 'about' means within 1.5x either "
-              "way, over the middle half of the runs; 'at the limits' is the verdict on the rows "
-              "a perfect implementation would give on this machine. A claim that does not hold "
-              "says why, as the check and breakdown tables do; where the runs spread across the "
-              "rule's margin, or the machine was busy, it cannot be told.",
-              "", format_table(claims.COLUMNS, [[v, c.says, c.post, h, claims.limited(at), c.rule,
-                                                 w] for c, h, v, w, at in found], "github"), ""]
-    drawn = [name for name in PICTURES if name in names]
-    lines += ["## Pictures", ""] + [f"![{PICTURES[n]}]({n})\n" for n in drawn] if drawn else [
-        "## Pictures", "", "None yet: a full run of `python two_phases.py` draws them.", ""]
+    limits = any(at for *_, at in found)
+    lines += ["## The post's claims " + ("about a GPU, predicted" if predicted and len(
+        predicted) == len(runs) else "on this machine"), "",
+              "Each verdict follows its rule, listed below the table; 'about' means within "
+              "1.5x either way, over the middle half of the runs" + (
+                  "; 'at the limits' is the verdict on the rows a perfect implementation would "
+                  "give on this machine." if limits else "."), "",
+              format_table(CLAIM_COLUMNS[:5 if limits else 4], [
+                  [v, c.says, c.post, h or "-", claims.limited(at)] for c, h, v, _, at in found],
+                  "github"), "",
+              "The rules, and why a claim does not hold or cannot be told:", "",
+              *(f"- **{c.says}**: {c.rule}." + (f" Why: {w}." if w else "")
+                for c, _, _, w, _ in found), ""]
     warned = [f"- `{script}.py`: {w}" for script, data in runs.items()
               for w in condensed(data.get("made", {}).get("warnings", []))]
-    lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), "",
-              *(f"_{script}.py: {data['made']['command']}, {data['made']['version']}_  "
-                for script, data in runs.items() if data.get("made"))]
+    lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), ""]
     return "\n".join(lines) + "\n"
 
 
-def section(table, name):
-    """One sheet: its title, its settings, and the table as the run printed it."""
-    title, printed = table.get("title") or name, table.get("printed") or "(not kept)"
-    return [f"### {title}", "", *([f"_{table['settings']}_", ""] if table.get("settings")
-                                  else []), "```text", printed, "```", ""]
+CLAIM_COLUMNS = [col(f, f, "", "s") for f in ("verdict", "the post says", "post", "here",
+                                               "at the limits")]
+GLOSSARY = [("forklift", "memory bandwidth (GB/s)"), ("workbench", "peak math (GFLOP/s)"),
+            ("balance", "machine balance, FLOPs per byte: the roofline's ridge"),
+            ("tables", "the weight matrices"), ("floor", "a layer (transformer block)"),
+            ("trip", "a forward pass"), ("notebook", "a user's KV cache"),
+            ("notes", "cached tokens: a key and a value per layer each"),
+            ("reading", "prefill"), ("typing", "decode: one new token per user per step"),
+            ("typers", "users decoding together: the batch"), ("question", "the prompt"),
+            ("first word, the newcomer's wait", "time to first token (TTFT)"),
+            ("gap", "the time between two tokens of one user (inter-token latency)"),
+            ("chunk", "chunked prefill: the prompt's tokens read per step")]
+HOW_TO_READ = [
+    "## How to read this", "",
+    "The post's words, and the terms an engineer searches for:", "",
+    "| the post says | engineers say |", "| --- | --- |",
+    *(f"| {post} | {term} |" for post, term in GLOSSARY), "",
+    "Each measured figure is the middle of several runs (`machine_speed.py` keeps the best); the "
+    "line under a table names the statistic and how far the runs spread. In the tables:", "",
+    "- **limit**: the fastest the machine allows a row, max(bytes / the forklift, FLOPs / the "
+    "workbench); **bound by**: which of the two it is; **x limit**: the row's time against it "
+    "(1 is perfect; above 2, look for a bug, as the post did).",
+    "- **one call**, **x one call**: the trip's table products as one library (BLAS) call each, "
+    "and the tables' time against it (under 1: the suite's path beats the library's).",
+    "- **most excess**: whose time is furthest above its limit: the BLAS, our tables, "
+    "attention, elementwise, or other (Python).",
+    "- **worst x normal**: the typers' worst gap against their gap with no newcomer; **notes % "
+    "of bytes**: the notebooks' share of what a trip fetches.", ""]
+
+
+def heading(script, data):
+    """A script's section: its name, when it ran, and its command."""
+    made = data.get("made") or {}
+    when = data["machine"]["date"][:16].replace("T", " ")
+    return [f"## `{script}.py`, {'predicted' if data.get('predicted') else 'run'} {when} UTC",
+            "", *([f"`{made['command']}` ({made.get('version', '')})", ""]
+                  if made.get("command") else [])]
+
+
+def section(sheet, name, found):
+    """One sheet as Markdown: its title, its settings, its rows (from the records) as a table,
+    and the note under it as text."""
+    columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
+                      c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
+               for c in sheet["columns"]]
+    cells = [[shown(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
+              for c in columns] for keys, figures in rows(found, name).items()]
+    note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
+    return [f"### {sheet.get('title') or name}", "",
+            *([f"_{sheet['settings']}_", ""] if sheet.get("settings") else []),
+            format_table(columns, cells, "github") if cells else "(no figures kept)", "",
+            *([note, ""] if note else [])]
+
+
+def shown(v, column):
+    """A figure as its column prints it; a format a file names that does not apply, as three
+    significant digits."""
+    try:
+        return cell(v, column) if column.fmt else v if not isinstance(v, float) else sig(v, 4)
+    except (ValueError, TypeError):
+        return sig(v) if isinstance(v, (int, float)) else str(v)
+
+
+def last_note(printed):
+    """The note under an older result's table: its last line, where it is one."""
+    last = printed.splitlines()[-1] if printed.strip() else ""
+    return last if last.startswith("(") else ""
+
+
+def drawn_by(data, names):
+    """The pictures this run drew: those it names, or, for an older run that names none, every
+    picture in the folder."""
+    return data["pictures"] if isinstance(data.get("pictures"), list) else names
 
 
 def condensed(warnings):

@@ -187,10 +187,12 @@ def check_sheets(sheets):
     and its columns name their figures."""
     if not isinstance(sheets, dict) or not all(
             isinstance(t, dict) and all(isinstance(t.get(k, ""), str)
-                                        for k in ("title", "settings", "printed"))
+                                        for k in ("title", "settings", "printed", "note"))
             and isinstance(t.get("columns", []), list)
             and all(isinstance(c, dict) and isinstance(c.get("figure"), str)
-                    and isinstance(c.get("header", ""), str) for c in t.get("columns", []))
+                    and all(isinstance(c.get(k, ""), str)
+                            for k in ("header", "unit", "format", "empty"))
+                    for c in t.get("columns", []))
             for t in sheets.values()):
         raise ValueError("has no usable sheets")
 

@@ -4,8 +4,10 @@ character shows '?', and a closed or full stdout is said once, never a traceback
 import contextlib
 import os
 import sys
+import time
 
 _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
+_steps = {"weights": [], "done": 0, "start": 0.0}  # a long run's rows, for its progress line
 WARNED = []  # this run's warnings, in order: saved with its results
 
 
@@ -57,8 +59,36 @@ def note(message):
 
 
 def progress(message):
-    """One updating status line on stderr, only when stderr is a terminal."""
+    """One updating status line on stderr, only when stderr is a terminal; in a run of counted
+    steps (see steps), led by the step, the time so far and an estimate of the time left."""
     if sys.stderr.isatty():
         with contextlib.suppress(OSError):
-            sys.stderr.write("\r\033[K" + message)
+            sys.stderr.write("\r\033[K" + (where() + message if message else ""))
             sys.stderr.flush()
+
+
+def steps(weights):
+    """Count a run's steps from here: weights, each step's expected share of the time (its
+    rows' limits, say); an estimate is only as good as they are."""
+    _steps.update(weights=list(weights), done=0, start=time.perf_counter())
+
+
+def step():
+    """One more step done."""
+    _steps["done"] += 1
+
+
+def where(now=None):
+    """'row 3 of 17, 0:42 in, about 1:10 left: ', or '' outside a run of counted steps."""
+    weights, done = _steps["weights"], _steps["done"]
+    if not weights or done >= len(weights):
+        return ""
+    took = (time.perf_counter() if now is None else now) - _steps["start"]
+    left = took * sum(weights[done:]) / sum(weights[:done]) if done and sum(weights[:done]) \
+        else None
+    return (f"row {done + 1} of {len(weights)}, {clock(took)} in"
+            + (f", about {clock(left)} left" if left is not None else "") + ": ")
+
+
+def clock(seconds):
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"

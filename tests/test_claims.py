@@ -283,7 +283,7 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
     report.update(str(box))
     text = (box / "report.md").read_text()
     assert "> **Busy:** `two_phases.py` (another run of this suite) ran while" in text
-    assert text.index("**Busy:**") < text.index("## The tables")
+    assert text.index("**Busy:**") < text.index("## How to read this")
     assert "| cannot tell here | Batching 16 users" in text
 
 

@@ -284,7 +284,7 @@ def test_a_sheet_is_saved_as_printed_beside_its_records():
     sheet = Sheet("demo", DEMO, [{"n": 1, "time": timed(2000.0, t)}], timed=("time",),
                   title="A demo", settings="one row")
     saved = printers.entry(sheet)
-    assert set(saved) == {"title", "settings", "printed", "columns"}
+    assert set(saved) == {"title", "settings", "printed", "note", "columns"}
     assert saved["title"] == "A demo" and saved["settings"] == "one row"
     assert saved["printed"] == printers.body(sheet) and "samples" not in json.dumps(saved)
     assert printers.render(sheet).splitlines()[0] == "A demo: one row"

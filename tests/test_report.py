@@ -1,0 +1,114 @@
+"""report.md as a code-hosting site renders it: a real table for every sheet, notes as text,
+each script's section dated with its command, the claims as a table, a glossary, and only the
+pictures its own run drew; the pictures hold every point, each label beside its own."""
+import importlib.util
+import os
+
+import pytest
+
+from conftest import ROOT
+from harness import report, schema
+
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
+NOTES = ("runs per", "spread slowest/fastest", "(predicted", "sources:")  # text under a table
+
+
+def shipped():
+    return {s: schema.load(os.path.join(SHIPPED, f"{s}.json"), s) for s in report.SCRIPTS}
+
+
+def rendered(text):
+    """The report parsed as CommonMark with GitHub's tables: [(kind, text)] of its headings,
+    table cells, paragraphs and images, in order."""
+    from markdown_it import MarkdownIt
+    tokens, out = MarkdownIt("commonmark").enable("table").parse(text), []
+    for i, t in enumerate(tokens):
+        if t.type in ("heading_open", "th_open", "td_open", "paragraph_open"):
+            kind = {"heading_open": t.tag, "th_open": "cell", "td_open": "cell",
+                    "paragraph_open": "text"}[t.type]
+            out.append((kind, tokens[i + 1].content))
+        elif t.type == "table_open":
+            out.append(("table", ""))
+        if t.type == "inline":
+            out += [("image", c.attrs["src"]) for c in t.children or () if c.type == "image"]
+    return out
+
+
+def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
+    _, quick, _ = quick_run
+    runs = {**shipped(), "two_phases": schema.upgrade({**quick, "quick": False})}
+    seen = rendered(report.markdown(runs, []))
+    sheets = [t.get("title") or n for data in runs.values() for n, t in data["sheets"].items()
+              if n != "claims"]
+    for title in sheets:  # each sheet: its heading, then (past its settings) a table
+        at = seen.index(("h3", title))
+        following = [k for k, _ in seen[at + 1:]]
+        assert "table" in following and following.index("table") <= 1, title
+    assert [k for k, _ in seen].count("table") == len(sheets) + 2  # and the glossary, the claims
+    cells = [text for kind, text in seen if kind == "cell"]
+    assert not [c for c in cells if any(n in c for n in NOTES)]
+    assert any(k == "text" and "runs per" in t for k, t in seen)  # each note is text below
+    for word in ("KV cache", "prefill", "decode", "forward pass", "layer", "TTFT"):
+        assert any(word in c for c in cells), word  # the glossary
+
+
+def test_each_script_says_when_it_ran_and_how(tmp_path):
+    runs = shipped()
+    text = report.markdown(runs, [])
+    for script, data in runs.items():
+        when = data["machine"]["date"][:16].replace("T", " ")
+        assert f"## `{script}.py`, run {when} UTC" in text
+        if data.get("made"):
+            assert f"`{data['made']['command']}`" in text
+
+
+def test_the_claims_are_a_table_and_their_rules_a_list():
+    seen = rendered(report.markdown(shipped(), []))
+    cells = [t for k, t in seen if k == "cell"]
+    assert cells[cells.index("verdict"):][:4] == ["verdict", "the post says", "post", "here"]
+    assert all(len(c) < 120 for c in cells)  # a claim's row can be scanned
+    text = report.markdown(shipped(), [])
+    assert "- **Batching 16 users gives about 3.7x the tokens per second**: within 1.5x" in text
+
+
+def test_a_partial_rerun_links_only_the_pictures_it_drew():
+    runs = shipped()
+    names = ["roofline.png", "dial.png", "decode.png", "depth.png"]  # in the folder, from before
+    runs["two_phases"]["pictures"] = ["roofline.png"]  # this run drew the roofline only
+    images = [v for k, v in rendered(report.markdown(runs, names)) if k == "image"]
+    assert images == ["roofline.png"]
+    del runs["two_phases"]["pictures"]  # an older run says nothing: what is there
+    images = [v for k, v in rendered(report.markdown(runs, names)) if k == "image"]
+    assert sorted(images) == sorted(names)
+
+
+def test_the_readme_says_each_posts_word_in_engineering_terms():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for post, term in report.GLOSSARY:
+        assert f"| {post} | {term} |" in text, post
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_roofline_shows_a_point_far_below_its_roof_with_its_label_beside_it():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from harness import pictures
+    points = [["prefill", "1 token", 0.5, 1e6], ["prefill", "16 tokens", 8.0, 50e9],
+              ["decode", "1 user", 0.5, 5e9], ["decode", "64 users", 8.2, 52e9]]
+    fig = pictures.figure(plt, pictures.roofline_figure,
+                          {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": points}, "test")
+    ax = fig.axes[0]
+    try:
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        assert all(x0 < p[2] < x1 and y0 < p[3] / 1e9 < y1 for p in points)
+        labels = {t.get_text(): t for t in ax.texts if t.get_text() in {p[1] for p in points}}
+        assert len(labels) == len(points)
+        for p in points:
+            label = labels[p[1]]
+            assert label.xy == (p[2], p[3] / 1e9)  # anchored at its own point ...
+            assert max(map(abs, label.xyann)) <= 30  # ... and drawn beside it, in points
+        assert any(t.get_text().startswith("drawn 20") for t in fig.texts)  # when
+    finally:
+        plt.close(fig)
