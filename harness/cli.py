@@ -203,17 +203,25 @@ def parse(p, argv, quick):
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
-    if shipped(folder_of(args)) and not args.no_save:
+    if getattr(args, "predict", None) is None:  # a prediction's folder is named later
+        check_folder(p, args)
+    return args
+
+
+def check_folder(p, args):
+    """Refuse, in one line, a results folder a run must not or cannot save into: the shipped
+    references, a link, or one where its files cannot be made."""
+    if args.no_save:
+        return
+    if shipped(folder_of(args)):
         p.error(f"argument --out: {REFERENCES} holds the shipped reference results, which no run "
                 f"replaces; save elsewhere (the default is {RESULTS})")
-    if not args.no_save:
-        stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
-                                               else "") + (".quick" if args.quick else "")
-        problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt"])
-        if problem:
-            p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
-                    f"(choose another --out or --label, or --no-save)")
-    return args
+    stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
+                                           else "") + (".quick" if args.quick else "")
+    problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt"])
+    if problem:
+        p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
+                f"(choose another --out or --label, or --no-save)")
 
 
 def shipped(path):
@@ -244,8 +252,8 @@ def unwritable(folder, names=()):
             head = os.path.join(head, name)
             os.mkdir(head)
             made.append(head)
-        if not os.path.isdir(path):
-            return f"{path} is not a folder"
+        if os.path.islink(path) or not os.path.isdir(path):
+            return f"{path} is a link or not a folder: a run writes only into a folder of its own"
         for name in [results.LOCK, *names]:
             there = os.path.join(path, name)
             if os.path.islink(there):

@@ -45,7 +45,7 @@ def batching_pays(found, roofs):
 
 def more_extreme(found, roofs):
     rows_found = list(rows(found, "turning points").items())
-    post = [v for k, v in rows_found if dict(k).get("machine") == "post"]
+    post = [v for k, v in rows_found if dict(k).get("name") == "post"]
     if not post:
         raise Missing("the post's machine's turning points")
     here, there = first_row(found)["freeze"], post[0]["freeze"]

@@ -13,7 +13,9 @@ import re
 
 import model
 from harness import schema
+from harness.models import shown
 from harness.speeds import Speeds
+from harness.terminal import note
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,17 +55,19 @@ def known():
 def target(text, dtype, note_dtype, out):
     """The Target a --predict word names: NAME or NAME:PRECISION, NAME from hardware.json or a
     folder under out holding a machine_speed.py result; or raise ValueError in one line."""
-    name, _, asked = text.partition(":")
-    dtype = asked or dtype
+    name, colon, asked = text.partition(":")
+    said = shown(text)
+    dtype = asked if colon else dtype
     if dtype not in model.DTYPE_BYTES:
-        raise ValueError(f"{text}: the precision must be one of {', '.join(model.DTYPE_BYTES)}")
+        raise ValueError(f"{said}: the precision after ':' must be one of "
+                         f"{', '.join(model.DTYPE_BYTES)}")
     note_dtype = note_dtype or dtype
     if name in known():
         entry, math_dtype = known()[name], MATH[dtype]
         bench = entry["workbench"].get(math_dtype) or entry["workbench"].get(
             "bfloat16" if math_dtype == "float16" else "")
         if bench is None:
-            raise ValueError(f"{text}: hardware.json gives {name} no {math_dtype} math speed; "
+            raise ValueError(f"{said}: hardware.json gives {name} no {math_dtype} math speed; "
                              f"it has {', '.join(entry['workbench'])} (name it {name}:PRECISION)")
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
@@ -73,11 +77,16 @@ def target(text, dtype, note_dtype, out):
          if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)
     if folder:  # a machine measured here (or shipped): its own speeds, in float32
         if dtype != "float32" or note_dtype != "float32":
-            raise ValueError(f"{text}: {name} was measured in float32, its only precision")
-        return Target(name, f"{name} (measured)", schema.read_roofs(
-            os.path.join(folder, "machine_speed.json")), dtype, note_dtype)
+            raise ValueError(f"{said}: {name} was measured in float32, its only precision")
+        if folder.startswith(out) and os.path.isdir(os.path.join(REFERENCES, name)):
+            note(f"--predict {name}: the machine measured in {folder}, not the shipped one")
+        try:
+            roofs = schema.read_roofs(os.path.join(folder, "machine_speed.json"))
+        except ValueError as e:
+            raise ValueError(f"{said}: its machine_speed.json {e}") from None
+        return Target(name, f"{name} (measured)", roofs, dtype, note_dtype)
     near = difflib.get_close_matches(name, list(known()), n=1)
-    raise ValueError(f"{text}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
+    raise ValueError(f"{said}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
                      + f"; known: {', '.join(known())}, or a folder of {out} or references/ "
                        f"holding machine_speed.json")
 

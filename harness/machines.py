@@ -129,7 +129,8 @@ def short_names(folders):
     return [f"{p[-1]} ({i + 1})" for i, p in enumerate(parts)]  # one folder, named twice
 
 
-ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict")
+ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict",
+         "dtype", "note_dtype")
 #         the settings two figures must share to be compared: what they measured, not how
 
 

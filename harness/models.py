@@ -6,11 +6,21 @@ width and a gated feed-forward. Hugging Face's config.json names are read too.
 """
 import json
 import os
+import stat
 
 import model
+from harness.terminal import printable
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
+MIXTURE = ("num_local_experts", "num_experts", "n_routed_experts")  # Hugging Face's names for a
+#                                                                     mixture of experts
+
+
+def shown(text, most=60):
+    """A name or path as a message repeats it: on one line, quoted, cut short if long."""
+    text = printable(text)
+    return repr(text if len(text) <= most else text[:most - 3] + "...")
 ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
            "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
            "ffn": ("intermediate_size", "n_inner"), "head": ("head_dim",),
@@ -30,16 +40,20 @@ def config(text):
         os.path.join(MODELS, text + ".json")) else text
     if not os.path.isfile(path):
         raise ValueError(f"must be a GPT-2 size ({', '.join(model.SIZES)}), a model under "
-                         f"models/ ({', '.join(shipped_models())}) or a JSON file, got {text!r}")
-    with open(path, "rb") as f:
-        raw = f.read(FILE_MAX + 1)
+                         f"models/ ({', '.join(shipped_models())}) or a JSON file, got "
+                         f"{shown(text)}")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place does not block
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(FILE_MAX + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    if not raw or len(raw) > FILE_MAX:
+        raise ValueError(f"{shown(path)} is not a model file of 1 to {FILE_MAX:,} bytes")
     try:
-        found = json.loads(raw) if len(raw) <= FILE_MAX else None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not JSON: {e}") from None
+        found = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise ValueError(f"{shown(path)} is not JSON (or nested too deeply)") from None
     if not isinstance(found, dict):
-        raise ValueError(f"{path} must be a JSON object of at most {FILE_MAX:,} bytes")
-    return shape(found, path)
+        raise ValueError(f"{shown(path)} must hold a JSON object, not a {type(found).__name__}")
+    return shape(found, shown(path))
 
 
 def shape(found, path):
@@ -53,14 +67,22 @@ def shape(found, path):
             raise ValueError(f"{path}: {name!r} must be a whole number from {lo} to {hi:,}, "
                              f"got {str(v)[:40]!r}")
         fields[name] = v or 0
+    if not fields["head"] and fields["heads"] > fields["width"]:
+        raise ValueError(f"{path}: 'heads' ({fields['heads']}) must be at most 'width' "
+                         f"({fields['width']}), or give 'head', the numbers per head")
+    if any(k in found for k in MIXTURE):
+        raise ValueError(f"{path}: a mixture of experts is not modelled here (each token "
+                         f"reads only some tables); give a dense model")
     if fields["kv_heads"] and fields["heads"] % fields["kv_heads"]:
         raise ValueError(f"{path}: 'kv_heads' ({fields['kv_heads']}) must divide 'heads' "
                          f"({fields['heads']})")
-    gated = found.get("gated", found.get("hidden_act") in ("silu", "swiglu"))
+    gated = found.get("gated", found.get("hidden_act") in ("silu", "swiglu")
+                      or str(found.get("model_type", "")).startswith("gemma"))
     if type(gated) is not bool:
         raise ValueError(f"{path}: 'gated' must be true or false")
-    name = found.get("name") or found.get("_name_or_path") or os.path.basename(path)
-    return model.Config(str(name)[:60], gated=gated, family="",
+    name = next((n for n in (found.get("name"), found.get("_name_or_path"))
+                 if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))
+    return model.Config(printable(name)[:60], gated=gated, family="",
                         **{k: v for k, v in fields.items() if k != "context"},
                         context=fields["context"] or model.CONTEXT)
 

@@ -8,9 +8,11 @@ reaches some fraction of it.
     python two_phases.py --predict h100-sxm rtx-4090:int4 post --model llama-3-8b
 """
 import argparse
+import re
 
 import model
 from harness import claims, pictures, plan
+from harness.cli import check_folder
 from harness.hardware import GIVEN, known, target, targets
 from harness.models import config
 from harness.printers import Picture, Saved, Sheet, Then, col, sig, spaced
@@ -19,6 +21,7 @@ BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 LENGTHS = (1, 16, 64, 256, 1024, 4096, 16384, 65536)  # new tokens each: 1 is typing; more,
 #                                                       reading a question (up to the context)
 MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
+MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few seconds' work
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,7 +79,7 @@ def turning_sheet(cfg, aimed, args):
     """The turning points of every machine asked for, and of the post's machine to compare."""
     post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
                                                                    args.out)]
-    found = [{"machine": t.name, "precision": t.label.split(" ", 1)[1],
+    found = [{"name": t.name, "precision": t.label.split(" ", 1)[1],
               **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
              for t in [*aimed, *post]]
     return Sheet("turning points", TURNING_COLUMNS, found,
@@ -95,7 +98,7 @@ def turning_sheet(cfg, aimed, args):
                       f"of each limit.)")
 
 
-TURNING_COLUMNS = [col("machine", "machine", "", "s", key=True),
+TURNING_COLUMNS = [col("name", "machine", "", "s", key=True),
                    col("precision", "precision", "", "s", key=True),
                    col("balance", "balance", "FLOPs/byte", "sig"),
                    col("reads turn", "reads turn at", "tokens", "sig", compared=True,
@@ -134,15 +137,15 @@ LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
 
 def machines_sheet(aimed):
     """The machines predicted for: their speeds at the precision asked, and the sources."""
-    found = [{"machine": t.name, "what": t.title, "precision": t.label.split(" ", 1)[1],
+    found = [{"name": t.name, "what": t.title, "precision": t.label.split(" ", 1)[1],
               "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
               "balance": t.roofs.balance} for t in aimed]
-    return Sheet("machines", MACHINE_COLUMNS, found, title="The machines, as published",
-                 settings="predicted, not measured",
+    return Sheet("machines", MACHINE_COLUMNS, found, title="The machines predicted for",
+                 settings="their speeds as published (hardware.json), measured, or given",
                  note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
 
 
-MACHINE_COLUMNS = [col("machine", "machine", "", "s", key=True),
+MACHINE_COLUMNS = [col("name", "machine", "", "s", key=True),
                    col("what", "what", "", "s"), col("precision", "precision", "", "s", key=True),
                    col("forklift", "forklift GB/s", "GB/s", "sig"),
                    col("workbench", "workbench GFLOP/s", "GFLOP/s", "sig"),
@@ -164,7 +167,7 @@ def words(args):
 
 
 def add_flags(g):
-    g.add_argument("--predict", nargs="*", default=None, metavar="MACHINE",
+    g.add_argument("--predict", nargs="*", action="extend", default=None, metavar="MACHINE",
                    help="run nothing: print every table at its limit on each machine named (of "
                         "hardware.json, or a folder under --out holding machine_speed.json; "
                         "NAME:PRECISION for its own precision), or on --forklift and "
@@ -193,19 +196,42 @@ def check_flags(p, args):
     if args.threads:
         p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
     given = [GIVEN] if args.roofs or args.forklift else []
-    args.predict = given + [n for n in dict.fromkeys(args.predict) if n != GIVEN]
+    args.predict = given + [n for n in args.predict if n != GIVEN]
     if not args.predict:
         p.error("argument --predict: name a machine (" + ", ".join(known()) + ") or give the "
                 "speeds: --forklift and --workbench, or --roofs FILE")
     try:
-        aimed = targets(args)
+        aimed = list({(t.name, t.dtype, t.note_dtype): t for t in targets(args)}.values())
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
+    args.predict = [t.name if t.name == GIVEN else f"{t.name}:{t.dtype}" for t in aimed]  # once
+    cfg, rides = config(args.model), riders(args)
+    need = max(*args.prompts, args.question, args.notes + 1, *(d + 1 for d in args.depths))
+    if cfg.context < need:
+        p.error(f"argument --model: {cfg.name} reads at most {cfg.context:,} tokens, and these "
+                f"settings need {need:,}; use smaller --prompts, --question, --notes or --depths")
+    if rides > MOST_RIDERS:
+        p.error(f"argument --typers: a prediction of {rides:,} users' trips is more than "
+                f"{MOST_RIDERS:,}; use fewer --users or --typers, or larger --chunk")
     if args.label is None:
-        name = "".join(c if c.isalnum() else "-" for c in config(args.model).name.lower())
-        more = f"-and-{len(aimed) - 1}-more" if len(aimed) > 1 else ""
-        args.label = f"predicted-{name}-{aimed[0].name}-{aimed[0].dtype}{more}"[:80]
+        args.label = label(cfg, aimed)
+    check_folder(p, args)
     return True
+
+
+def riders(args):
+    """How many (user, trip) pairs the experiments' plans hold, counted before they are made."""
+    steps = sum(-(-args.question // c) + 1 for c in args.chunk)
+    return (args.typers + 1) * (steps + 1) + sum(args.users) * (1 + len(args.depths))
+
+
+def label(cfg, aimed):
+    """The folder a prediction saves in: its model, its first machine and precision, and how
+    many more, in letters, digits and '-' only."""
+    first, name = aimed[0], re.sub(r"[^a-z0-9]+", "-", cfg.name.lower()).strip("-")[:24]
+    notes = f"-{first.note_dtype}-notes" if first.note_dtype != first.dtype else ""
+    more = f"-and-{len(aimed) - 1}-more" if len(aimed) > 1 else ""
+    return f"predicted-{name or 'model'}-{first.name[:40]}-{first.dtype}{notes}{more}"
 
 
 def items(args, experiments):

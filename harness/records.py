@@ -15,7 +15,8 @@ KEYS = "keys"  # a sheet row's entry for keys it does not print (the check's row
 STATISTIC = {"middle": "median", "best": "best", "limit": "limit"}  # Timing.stat, as saved
 COMPUTED = "computed"  # a figure with no timing behind it: a count, the accounting, a ratio given
 SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "attention",
-            "blocks", "paths", "size", "matmul", "tokens", "quick", "predict")
+            "blocks", "paths", "size", "matmul", "tokens", "quick", "predict", "dtype",
+            "note_dtype")
 #           the flags (and the chosen paths) a record keeps: what makes two figures alike
 
 

@@ -208,13 +208,13 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
     assert out.count("predicted: holds") >= 3 and "Llama 3 8B (32 floors" in out
     folder = tmp_path / "predicted-llama-3-8b-h100-sxm-bfloat16-and-2-more"
     found = schema.load(str(folder / "two_phases.json"), "two_phases")["records"]  # whole
-    assert records.find(found, "turning points", "half bench", machine="h100-sxm").value == 477
+    assert records.find(found, "turning points", "half bench", name="h100-sxm").value == 477
     with pytest.raises(records.Missing):  # never: no figure, "never" printed
-        records.find(found, "turning points", "types turn", machine="h100-sxm")
+        records.find(found, "turning points", "types turn", name="h100-sxm")
     assert "never" in out
     rows = records.rows(found, "turning points")
-    assert [dict(k)["machine"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
-    h100 = records.find(found, "turning points", "reads turn", machine="h100-sxm").value
+    assert [dict(k)["name"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
+    h100 = records.find(found, "turning points", "reads turn", name="h100-sxm").value
     cfg = dataclasses_replace(LLAMA, "bfloat16")
     assert h100 == predict.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
                                  == "workbench")
@@ -256,3 +256,67 @@ def test_the_predicted_roofline_holds_every_machine_and_says_predicted():
                    for t in labels)  # each label is anchored at its own point
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("fields,word", [({"layers": 2, "width": 4, "heads": 100}, "at most"),
+                                         ({"layers": 2, "width": 8, "heads": 4,
+                                           "num_local_experts": 8}, "mixture of experts")])
+def test_a_model_the_accounting_cannot_count_is_refused(tmp_path, fields, word):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(fields))
+    with pytest.raises(ValueError, match=word):
+        models.config(str(path))
+
+
+def test_a_model_file_too_deep_or_with_a_strange_name_is_one_line(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"layers": 2, "x": ' + "[" * 30000 + "]" * 30000 + "}")
+    with pytest.raises(ValueError, match="not JSON"):
+        models.config(str(deep))
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"name": "\x1b[31mRED\nline", "layers": 2, "width": 8,
+                               "heads": 4}))
+    cfg = models.config(str(odd))
+    assert "\n" not in str(cfg) and "\x1b" not in str(cfg)
+    args = two_phases.parse_args(["--predict", "post", "--model", str(odd), "--out",
+                                  str(tmp_path)])
+    assert args.label == "predicted-31mred-line-post-float32"
+
+
+def test_each_prediction_has_a_folder_of_its_own(tmp_path):
+    def folder(*flags):
+        return two_phases.parse_args(["--predict", *flags, "--out", str(tmp_path)]).label
+    labels = [folder("rtx-4090"), folder("rtx-4090", "--dtype", "float16"),
+              folder("rtx-4090", "--dtype", "float16", "--note-dtype", "int8"),
+              folder("rtx-4090", "a100-sxm"), folder("rtx-4090", "--model", "llama-3-8b")]
+    assert len(set(labels)) == len(labels)
+    args = two_phases.parse_args(["--predict", "h100-sxm", "--predict", "h100-sxm:float32", "l4",
+                                  "--no-save"])
+    assert args.predict == ["h100-sxm:float32", "l4:float32"]  # each machine once, all kept
+
+
+@pytest.mark.parametrize("flags,flag", [
+    (["--typers", "1000000", "--chunk", "2", "--notes", "1"], "--typers"),
+    (["--model", "tiny.json"], "--model")])
+def test_a_prediction_too_big_or_beyond_the_models_context_is_refused(tmp_path, flags, flag,
+                                                                     capsys):
+    (tmp_path / "tiny.json").write_text(json.dumps({"layers": 2, "width": 8, "heads": 4,
+                                                    "context": 64}))
+    flags = [str(tmp_path / f) if f.endswith(".json") else f for f in flags]
+    with pytest.raises(SystemExit) as stopped:
+        two_phases.parse_args(["--predict", "post", *flags, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and len(err.splitlines()) == 1 and flag in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_prediction_never_saves_through_a_link(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "predicted-small-h100-sxm-float32").symlink_to(elsewhere)
+    with pytest.raises(SystemExit) as stopped:
+        two_phases.parse_args(["--predict", "h100-sxm", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "is a link" in err and len(err.splitlines()) == 1
+    assert not any(elsewhere.iterdir())
