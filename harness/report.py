@@ -11,7 +11,7 @@ import re
 from harness import claims, machine, results, schema, speeds
 from harness.printers import Column, cell, col, format_table, sig
 from harness.records import rows
-from harness.terminal import warn
+from harness.terminal import printable, warn
 
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
@@ -64,7 +64,7 @@ def markdown(runs, names):
                                          if predicted and len(predicted) == len(runs) else
                                          "rerun on this machine"), ""]
     for script, data in runs.items():
-        lines += [f"- `{script}.py`: {data.get('predicted') or machine.line(data['machine'])}",
+        lines += [f"- `{script}.py`: {md(data.get('predicted') or machine.line(data['machine']))}",
                   ""]
     busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
             if d["machine"].get("busy")]
@@ -94,12 +94,12 @@ def markdown(runs, names):
                   "; 'at the limits' is the verdict on the rows a perfect implementation would "
                   "give on this machine." if limits else "."), "",
               format_table(CLAIM_COLUMNS[:5 if limits else 4], [
-                  [v, c.says, c.post, h or "-", claims.limited(at)] for c, h, v, _, at in found],
-                  "github"), "",
+                  [md(v), md(c.says), md(c.post), md(h or "-"), md(claims.limited(at))]
+                  for c, h, v, _, at in found], "github"), "",
               "The rules, and why a claim does not hold or cannot be told:", "",
-              *(f"- **{c.says}**: {c.rule}." + (f" Why: {w}." if w else "")
+              *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
                 for c, _, _, w, _ in found), ""]
-    warned = [f"- `{script}.py`: {w}" for script, data in runs.items()
+    warned = [f"- `{script}.py`: {md(w)}" for script, data in runs.items()
               for w in condensed(data.get("made", {}).get("warnings", []))]
     lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), ""]
     return "\n".join(lines) + "\n"
@@ -123,7 +123,7 @@ HOW_TO_READ = [
     "| the post says | engineers say |", "| --- | --- |",
     *(f"| {post} | {term} |" for post, term in GLOSSARY), "",
     "Each measured figure is the middle of several runs (`machine_speed.py` keeps the best); the "
-    "line under a table names the statistic and how far the runs spread. In the tables:", "",
+    "line under each result names the statistic and how far the runs spread. The columns:", "",
     "- **limit**: the fastest the machine allows a row, max(bytes / the forklift, FLOPs / the "
     "workbench); **bound by**: which of the two it is; **x limit**: the row's time against it "
     "(1 is perfect; above 2, look for a bug, as the post did).",
@@ -139,9 +139,10 @@ def heading(script, data):
     """A script's section: its name, when it ran, and its command."""
     made = data.get("made") or {}
     when = data["machine"]["date"][:16].replace("T", " ")
-    return [f"## `{script}.py`, {'predicted' if data.get('predicted') else 'run'} {when} UTC",
-            "", *([f"`{made['command']}` ({made.get('version', '')})", ""]
-                  if made.get("command") else [])]
+    return [f"## `{script}.py`, {'predicted' if data.get('predicted') else 'run'} "
+            f"{md(when)} UTC", "", *([f"`{printable(made['command']).replace('`', chr(39))}` "
+                                      f"({md(made.get('version', ''))})", ""]
+                                     if made.get("command") else [])]
 
 
 def section(sheet, name, found):
@@ -153,10 +154,17 @@ def section(sheet, name, found):
     cells = [[shown(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
               for c in columns] for keys, figures in rows(found, name).items()]
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
-    return [f"### {sheet.get('title') or name}", "",
-            *([f"_{sheet['settings']}_", ""] if sheet.get("settings") else []),
-            format_table(columns, cells, "github") if cells else "(no figures kept)", "",
-            *([note, ""] if note else [])]
+    return [f"### {md(sheet.get('title') or name)}", "",
+            *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
+            format_table(columns, [[md(cell(v, c)) for v, c in zip(row, columns)]
+                                   for row in cells], "github") if cells else "(no figures kept)",
+            "", *([md(note), ""] if note else [])]
+
+
+def md(text):
+    """Text from a results file as Markdown shows it, character for character: nothing in it
+    makes emphasis, a link, markup or a table's edge, and it stays on its line."""
+    return re.sub(r"([\\`*_|<>\[\]#])", r"\\\1", printable(text))
 
 
 def shown(v, column):

@@ -215,7 +215,7 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
         for name, t in json.load(open(box / f"{script}.json"))["sheets"].items():
             if name == "claims":
                 continue
-            assert f"### {t.get('title') or name}" in text, name
+            assert f"### {report.md(t.get('title') or name)}" in text, name
     assert "QUICK" not in text and "## The post's claims on this machine" in text
     assert text.count("| holds ") + text.count("| does not hold ") + text.count(
         "| cannot tell here ") == len([c for c in claims.CLAIMS if not c.predicted])

@@ -27,7 +27,8 @@ def rendered(text):
         if t.type in ("heading_open", "th_open", "td_open", "paragraph_open"):
             kind = {"heading_open": t.tag, "th_open": "cell", "td_open": "cell",
                     "paragraph_open": "text"}[t.type]
-            out.append((kind, tokens[i + 1].content))
+            out.append((kind, "".join(c.content for c in tokens[i + 1].children or ()
+                                      if c.type in ("text", "code_inline"))))
         elif t.type == "table_open":
             out.append(("table", ""))
         if t.type == "inline":
@@ -112,3 +113,25 @@ def test_the_roofline_shows_a_point_far_below_its_roof_with_its_label_beside_it(
         assert any(t.get_text().startswith("drawn 20") for t in fig.texts)  # when
     finally:
         plt.close(fig)
+
+
+def test_text_from_a_result_shows_as_it_is_never_as_markup():
+    from markdown_it import MarkdownIt
+    runs = shipped()
+    runs["two_phases"]["machine"]["cpu"] = "<b>x</b> [link](http://e) *bold* a|b"
+    html = MarkdownIt("commonmark").enable("table").render(report.markdown(runs, []))
+    assert "h**3 is about 2x slower" in html and "<strong>3" not in html  # the claims' own
+    assert "&lt;b&gt;x&lt;/b&gt; [link](http://e) *bold* a|b" in html and "<a href" not in html
+
+
+def test_progress_says_the_row_the_time_so_far_and_what_is_left(monkeypatch):
+    from harness import terminal
+    terminal.steps([1.0, 1.0, 2.0])  # the rows' expected shares: their limits
+    start = terminal._steps["start"]
+    assert terminal.where(start + 5) == "row 1 of 3, 0:05 in: "  # no estimate before a row ends
+    terminal.step()
+    assert terminal.where(start + 30) == "row 2 of 3, 0:30 in, about 1:30 left: "
+    terminal.step()
+    terminal.step()
+    assert terminal.where(start + 90) == ""  # the rows are done: the checks need no count
+    terminal.steps(())
