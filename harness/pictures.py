@@ -197,13 +197,13 @@ def place_labels(fig, ax, points):
         best = None
         for dx, dy in OFFSETS:
             text = ax.annotate(words, (x, y), textcoords="offset points", xytext=(dx, dy),
-                               fontsize=8, ha="left" if dx >= 0 else "right")
+                               fontsize=8, ha="left" if dx > 0 else "right" if dx < 0 else "center")
             box = text.get_window_extent(renderer).expanded(1.05, 1.1)
             clash = 10 * sum(box.overlaps(t) for t in taken) + 3 * sum(
                 box.x0 - 4 < px < box.x1 + 4 and box.y0 - 4 < py < box.y1 + 4 for px, py in every
             ) + 10 * (box.x0 < ax.bbox.x0 or box.x1 > ax.bbox.x1 or box.y0 < ax.bbox.y0
-                      or box.y1 > ax.bbox.y1) + nearer(box, (mx, my), every) + 5 * sum(
-                crossed(box, line) for line in lines)
+                      or box.y1 > ax.bbox.y1) + 4 * nearer(box, (mx, my), every) + sum(
+                weight * crossed(box, line) for weight, line in lines)
             if best is None or clash < best[0]:
                 if best:
                     best[1].remove()
@@ -216,14 +216,17 @@ def place_labels(fig, ax, points):
 
 
 def traced(ax):
-    """Every line drawn on the axes, as points on the screen two pixels or less apart."""
+    """Every line drawn on the axes, as points on the screen two pixels or less apart, each with
+    what crossing it costs a label: a solid line (a roof, a curve) more than a dotted one (the
+    ridge), which costs less than a label that seems to name another point."""
     out = []
     for line in ax.get_lines():
         xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
         steps = [np.linspace(p, q, int(np.ceil(np.hypot(*(q - p)) / 2)) + 1)
                  for p, q in zip(xy[:-1], xy[1:]) if np.isfinite([p, q]).all()]
         if steps:
-            out.append(np.concatenate(steps))
+            out.append((5 if line.get_linestyle() in ("-", "solid") else 2,
+                        np.concatenate(steps)))
     return out
 
 
