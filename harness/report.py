@@ -72,7 +72,10 @@ def markdown(runs, names):
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
                   "back no verdict, so its claims read 'cannot tell here'. Rerun on a quiet "
                   "machine, with more `--runs`, or with fewer `--threads`.", ""]
-    lines += HOW_TO_READ
+    lines += HOW_TO_READ + (["Every figure here is a limit, the fastest each machine allows: "
+                             "max(bytes / the forklift, FLOPs / the workbench). Nothing was "
+                             "run; a real engine reaches some fraction of it.", ""]
+                            if predicted and len(predicted) == len(runs) else MEASURED)
     for script, data in runs.items():  # each script's sheets in the order its run printed them
         lines += heading(script, data)
         for name, sheet in data["sheets"].items():
@@ -92,7 +95,8 @@ def markdown(runs, names):
               "Each verdict follows its rule, listed below the table; 'about' means within "
               "1.5x either way, over the middle half of the runs" + (
                   "; 'at the limits' is the verdict on the rows a perfect implementation would "
-                  "give on this machine." if limits else "."), "",
+                  "give on this machine: where the two differ, the suite's distance from the "
+                  "limits decides it here, not the machine." if limits else "."), "",
               format_table(CLAIM_COLUMNS[:5 if limits else 4], [
                   [md(v), md(c.says), md(c.post), md(h or "-"), md(claims.limited(at))]
                   for c, h, v, _, at in found], "github"), "",
@@ -101,7 +105,7 @@ def markdown(runs, names):
                 for c, _, _, w, _ in found), ""]
     warned = [f"- `{script}.py`: {md(w)}" for script, data in runs.items()
               for w in condensed(data.get("made", {}).get("warnings", []))]
-    lines += ["## Warnings", "", *(warned or ["None: every run was quiet."]), ""]
+    lines += ["## Warnings", "", *(warned or ["None."]), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -121,7 +125,8 @@ HOW_TO_READ = [
     "## How to read this", "",
     "The post's words, and the terms an engineer searches for:", "",
     "| the post says | engineers say |", "| --- | --- |",
-    *(f"| {post} | {term} |" for post, term in GLOSSARY), "",
+    *(f"| {post} | {term} |" for post, term in GLOSSARY), ""]
+MEASURED = [
     "Each measured figure is the middle of several runs (`machine_speed.py` keeps the best); the "
     "line under each result names the statistic and how far the runs spread. The columns:", "",
     "- **limit**: the fastest the machine allows a row, max(bytes / the forklift, FLOPs / the "
@@ -158,7 +163,7 @@ def section(sheet, name, found):
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
             format_table(columns, [[md(cell(v, c)) for v, c in zip(row, columns)]
                                    for row in cells], "github") if cells else "(no figures kept)",
-            "", *([md(note), ""] if note else [])]
+            "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
 
 
 def md(text):
