@@ -63,9 +63,11 @@ def markdown(runs, names):
     lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
                                          if predicted and len(predicted) == len(runs) else
                                          "rerun on this machine"), ""]
+    said = {}  # each machine line once, with the scripts it measured
     for script, data in runs.items():
-        lines += [f"- `{script}.py`: {md(data.get('predicted') or machine.line(data['machine']))}",
-                  ""]
+        said.setdefault(data.get("predicted") or machine.line(data["machine"]), []).append(script)
+    for line, scripts in said.items():
+        lines += ["- " + ", ".join(f"`{s}.py`" for s in scripts) + f": {md(line)}", ""]
     busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
@@ -98,7 +100,7 @@ def markdown(runs, names):
                   "give on this machine: where the two differ, the suite's distance from the "
                   "limits decides it here, not the machine." if limits else "."), "",
               format_table(CLAIM_COLUMNS[:5 if limits else 4], [
-                  [md(v), md(c.says), md(c.post), md(h or "-"), md(claims.limited(at))]
+                  [md(x, cell=True) for x in (v, c.says, c.post, h or "-", claims.limited(at))]
                   for c, h, v, _, at in found], "github"), "",
               "The rules, and why a claim does not hold or cannot be told:", "",
               *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
@@ -120,7 +122,9 @@ GLOSSARY = [("forklift", "memory bandwidth (GB/s)"), ("workbench", "peak math (G
             ("typers", "users decoding together: the batch"), ("question", "the prompt"),
             ("first word, the newcomer's wait", "time to first token (TTFT)"),
             ("gap", "the time between two tokens of one user (inter-token latency)"),
-            ("chunk", "chunked prefill: the prompt's tokens read per step")]
+            ("chunk", "chunked prefill: the prompt's tokens read per step"),
+            ("collision", "a long prompt arriving while others decode"),
+            ("the accounting", "FLOPs and bytes counted from the model's shapes")]
 HOW_TO_READ = [
     "## How to read this", "",
     "The post's words, and the terms an engineer searches for:", "",
@@ -161,15 +165,17 @@ def section(sheet, name, found):
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
     return [f"### {md(sheet.get('title') or name)}", "",
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
-            format_table(columns, [[md(cell(v, c)) for v, c in zip(row, columns)]
+            format_table(columns, [[md(cell(v, c), cell=True) for v, c in zip(row, columns)]
                                    for row in cells], "github") if cells else "(no figures kept)",
             "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
 
 
-def md(text):
+def md(text, cell=False):
     """Text from a results file as Markdown shows it, character for character: nothing in it
-    makes emphasis, a link, markup or a table's edge, and it stays on its line."""
-    return re.sub(r"([\\`*_|<>\[\]#])", r"\\\1", printable(text))
+    makes emphasis, a link, markup or (in a table's cell) a table's edge, and it stays on its
+    line. An underscore inside a word (KMP_DUPLICATE_LIB_OK) is left as it is: it makes none."""
+    text = re.sub(r"([\\`*<>\[\]#]|(?<!\w)_|_(?!\w))", r"\\\1", printable(text))
+    return text.replace("|", "\\|") if cell else text
 
 
 def shown(v, column):
