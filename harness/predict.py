@@ -250,8 +250,9 @@ def items(args, experiments):
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
     yield Then(lambda found: [claims.sheet(found, None, ("two_phases",), args), *(
         Picture(name, draw) for name, draw in (pictures.files(
-            found, drawn, f"{base} on " + ", ".join(t.label for t in aimed), args.quick,
-            predicted=True) if args.plot else {}).items())])
+            found, drawn, f"{cfg} on {aimed[0].title}" + (
+                f"; the roofline adds {', '.join(t.label for t in aimed[1:])}" if aimed[1:]
+                else ""), args.quick, predicted=True) if args.plot else {}).items())])
 
 
 def roofline(cfg, aimed, experiments, args):
