@@ -118,6 +118,6 @@ def peak_bytes(cfg, plans, speeds_bytes):
 
 
 def words(cfg, threads):
-    """The settings every sheet of the model states: '<model>, 2 threads' (a prediction, which
-    runs nothing, has no threads)."""
-    return f"{cfg}, {threads} {plural(threads, 'thread')}" if threads else str(cfg)
+    """The settings every sheet of the model states: '<model>, float32, 2 threads', as it ran
+    (always in float32); a prediction, which runs nothing, says its model and precision."""
+    return f"{cfg}, float32, {threads} {plural(threads, 'thread')}" if threads else str(cfg)
