@@ -36,6 +36,7 @@ QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "que
          "chunk": (16, 32), "depths": (0, 32, 64)}
 SEED = 0
 MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
+LONGEST = 1_000_000  # tokens of a question or a notebook: GPT-2 reads 1,024, a predicted model more
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,15 +321,15 @@ def build_parser():
     g = p.add_argument_group("two_phases: the experiments (defaults are the post's)")
     g.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=tuple(EXPERIMENTS),
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")
-    g.add_argument("--prompts", nargs="+", type=cli.whole(1, model.CONTEXT), default=PROMPTS,
+    g.add_argument("--prompts", nargs="+", type=cli.whole(1, LONGEST), default=PROMPTS,
                    metavar="T", help="prefill: question lengths in tokens")
     g.add_argument("--users", nargs="+", type=cli.whole(1, MOST_USERS), default=USERS,
                    metavar="U", help="decode: users typing one token each in the same trip")
-    g.add_argument("--notes", type=cli.whole(1, model.CONTEXT - 1), default=NOTES,
+    g.add_argument("--notes", type=cli.whole(1, LONGEST - 1), default=NOTES,
                    metavar="N", help="decode and collision: notes already in each typer's notebook")
     g.add_argument("--typers", type=cli.whole(1, MOST_USERS), default=TYPERS,
                    metavar="U", help="collision: users typing when the new user arrives")
-    g.add_argument("--question", type=cli.whole(1, model.CONTEXT), default=QUESTION,
+    g.add_argument("--question", type=cli.whole(1, LONGEST), default=QUESTION,
                    metavar="T", help="collision: the new user's question length in tokens")
     dial = g.add_mutually_exclusive_group()
     dial.add_argument("--chunk", nargs="+", type=cli.whole(1, MOST_USERS), default=DIAL,
@@ -339,7 +340,7 @@ def build_parser():
                       metavar="B",
                       help="collision: the same dial as vLLM's per-step token budget "
                            "(max_num_batched_tokens): chunk = B - typers")
-    g.add_argument("--depths", nargs="+", type=cli.whole(0, model.CONTEXT - 1), default=DEPTHS,
+    g.add_argument("--depths", nargs="+", type=cli.whole(0, LONGEST - 1), default=DEPTHS,
                    metavar="N", help="depth: notes already in each typer's notebook; its users "
                                      f"are --users, else {' '.join(map(str, DEPTH_USERS))}")
     g.add_argument("--model", type=cli.checked(predict.config), default="small", metavar="SIZE",
@@ -369,12 +370,12 @@ def parse_args(argv=None):
         args.chunk = [budget - args.typers for budget in args.budget]
     # the dial, once: each chunk at most the question, and the question read all at once
     args.chunk = sorted({min(c, args.question) for c in args.chunk} | {args.question})
-    steps = len(schedule(args.question, args.chunk[0]))
-    if "collision" in args.experiments and args.notes + steps > model.CONTEXT:
+    steps, context = len(schedule(args.question, args.chunk[0])), predict.check_range(p, args)
+    if "collision" in args.experiments and args.notes + steps > context:
         smallest = f"a budget of {args.chunk[0] + args.typers}" if args.budget else \
             f"a chunk of {args.chunk[0]}"
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
-                f"({steps} steps for {smallest}) must fit in a notebook of {model.CONTEXT} "
+                f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
                 f"tokens; use a larger {dial} or fewer --notes")
     limits.check_flags(p, args)
     args.plot = pictures.wanted(p, args)

@@ -206,10 +206,6 @@ def check_flags(p, args):
         p.error(f"argument --predict: {e}")
     args.predict = [t.name if t.name == GIVEN else f"{t.name}:{t.dtype}" for t in aimed]  # once
     cfg, rides = config(args.model), riders(args)
-    need = max(*args.prompts, args.question, args.notes + 1, *(d + 1 for d in args.depths))
-    if cfg.context < need:
-        p.error(f"argument --model: {cfg.name} reads at most {cfg.context:,} tokens, and these "
-                f"settings need {need:,}; use smaller --prompts, --question, --notes or --depths")
     if rides > MOST_RIDERS:
         p.error(f"argument --typers: a prediction of {rides:,} users' trips is more than "
                 f"{MOST_RIDERS:,}; use fewer --users or --typers, or larger --chunk")
@@ -217,6 +213,20 @@ def check_flags(p, args):
         args.label = label(cfg, aimed)
     check_folder(p, args)
     return True
+
+
+def check_range(p, args):
+    """Refuse, in one line, a question or notebook longer than the model reads: GPT-2's 1,024
+    tokens in a measured run, its model's own context in a prediction. -> that context"""
+    cfg = config(args.model) if args.predict is not None else model.SIZES["small"]
+    for flag, need in (("--prompts", max(args.prompts)), ("--question", args.question),
+                       ("--notes", args.notes + 1), ("--depths", max(args.depths) + 1)):
+        if need > cfg.context:
+            p.error(f"argument {flag}: {cfg} reads at most {cfg.context:,} tokens, notes and "
+                    f"new ones together; this needs {need:,}"
+                    + ("" if args.predict is not None else " (a prediction's model may read "
+                       "more: --predict --model)"))
+    return cfg.context
 
 
 def riders(args):

@@ -264,6 +264,8 @@ def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, 
 
 
 BAD = [(["--depths", "1024"], "--depths"), (["--depths", "-1"], "--depths"),
+       (["--prompts", "2000"], "--prompts"), (["--predict", "post", "--question", "1025"],
+                                               "--question"),
        (["--model", "huge"], "--model"), (["--predict"], "--predict"),
        (["--predict", "--forklift", "0", "--workbench", "5"], "--forklift"),
        (["--predict", "--forklift", "-3", "--workbench", "5"], "--forklift"),

@@ -299,7 +299,7 @@ def test_each_prediction_has_a_folder_of_its_own(tmp_path):
 
 @pytest.mark.parametrize("flags,flag", [
     (["--typers", "1000000", "--chunk", "2", "--notes", "1"], "--typers"),
-    (["--model", "tiny.json"], "--model")])
+    (["--model", "tiny.json"], "--prompts")])
 def test_a_prediction_too_big_or_beyond_the_models_context_is_refused(tmp_path, flags, flag,
                                                                      capsys):
     (tmp_path / "tiny.json").write_text(json.dumps({"layers": 2, "width": 8, "heads": 4,
@@ -310,6 +310,15 @@ def test_a_prediction_too_big_or_beyond_the_models_context_is_refused(tmp_path, 
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and len(err.splitlines()) == 1 and flag in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_predicted_model_reads_as_far_as_its_own_context():
+    args = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-8b", "--prompts",
+                                  "8192", "--question", "4096", "--notes", "2048", "--no-save"])
+    found = records.of(next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+                            if getattr(s, "name", "") == "prefill"), {})
+    assert records.find(found, "prefill", "time", prompt=8192).value == pytest.approx(
+        model.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
 
 
 def test_a_prediction_never_saves_through_a_link(tmp_path, capsys):
