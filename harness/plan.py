@@ -6,7 +6,7 @@ import statistics
 
 import model
 from harness import timing
-from harness.printers import sig
+from harness.printers import SIG, sig
 from harness.terminal import plural
 
 
@@ -81,7 +81,7 @@ def predict(cfg, experiments, args, roofs):
     for e in experiments:
         for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
             yield dataclasses.replace(sheet, timed=(), text=None, columns=[
-                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt="sig")
+                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
                 for c in sheet.columns], title=f"{sheet.title}, PREDICTED", note=(
                 f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
                 f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "

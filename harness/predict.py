@@ -15,7 +15,7 @@ from harness import claims, pictures, plan
 from harness.cli import check_folder
 from harness.hardware import GIVEN, known, target, targets
 from harness.models import config
-from harness.printers import Picture, Saved, Sheet, Then, col, sig, spaced
+from harness.printers import SIG, Picture, Saved, Sheet, Then, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 LENGTHS = (1, 16, 64, 256, 1024, 4096, 16384, 65536)  # new tokens each: 1 is typing; more,
@@ -100,16 +100,16 @@ def turning_sheet(cfg, aimed, args):
 
 TURNING_COLUMNS = [col("name", "machine", "", "s", key=True),
                    col("precision", "precision", "", "s", key=True),
-                   col("balance", "balance", "FLOPs/byte", "sig"),
-                   col("reads turn", "reads turn at", "tokens", "sig", compared=True,
+                   col("balance", "balance", "FLOPs/byte", SIG),
+                   col("reads turn", "reads turn at", "tokens", SIG, compared=True,
                        empty="never"),
-                   col("types turn", "types turn at", "users", "sig", compared=True,
+                   col("types turn", "types turn at", "users", SIG, compared=True,
                        empty="never"),
-                   col("half bench", "half bench at", "users", "sig", empty="never"),
-                   col("one typer", "one typer busy %", "%", "sig", compared=True),
-                   col("typing ceiling", "typing ceiling %", "%", "sig"),
-                   col("notes outweigh", "notes outweigh at", "notes", "sig"),
-                   col("freeze", "freeze x normal", "x", "sig", compared=True)]
+                   col("half bench", "half bench at", "users", SIG, empty="never"),
+                   col("one typer", "one typer busy %", "%", SIG, compared=True),
+                   col("typing ceiling", "typing ceiling %", "%", SIG),
+                   col("notes outweigh", "notes outweigh at", "notes", SIG),
+                   col("freeze", "freeze x normal", "x", SIG, compared=True)]
 
 
 def limits_sheet(cfg, aim, notes):
@@ -147,9 +147,9 @@ def machines_sheet(aimed):
 
 MACHINE_COLUMNS = [col("name", "machine", "", "s", key=True),
                    col("what", "what", "", "s"), col("precision", "precision", "", "s", key=True),
-                   col("forklift", "forklift GB/s", "GB/s", "sig"),
-                   col("workbench", "workbench GFLOP/s", "GFLOP/s", "sig"),
-                   col("balance", "balance FLOPs/byte", "FLOPs/byte", "sig")]
+                   col("forklift", "forklift GB/s", "GB/s", SIG),
+                   col("workbench", "workbench GFLOP/s", "GFLOP/s", SIG),
+                   col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG)]
 
 
 def words(args):

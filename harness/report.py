@@ -100,7 +100,8 @@ def markdown(runs, names):
                   "give on this machine: where the two differ, the suite's distance from the "
                   "limits decides it here, not the machine." if limits else "."), "",
               format_table(CLAIM_COLUMNS[:5 if limits else 4], [
-                  [md(x, cell=True) for x in (v, c.says, c.post, h or "-", claims.limited(at))]
+                  [md(x, in_table=True) for x in (v, c.says, c.post, h or "-",
+                                                  claims.limited(at))]
                   for c, h, v, _, at in found], "github"), "",
               "The rules, and why a claim does not hold or cannot be told:", "",
               *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
@@ -165,26 +166,28 @@ def section(sheet, name, found):
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
     return [f"### {md(sheet.get('title') or name)}", "",
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
-            format_table(columns, [[md(cell(v, c), cell=True) for v, c in zip(row, columns)]
-                                   for row in cells], "github") if cells else "(no figures kept)",
+            format_table(columns, [[md(v, in_table=True) for v in row] for row in cells],
+                         "github") if cells else "(no figures kept)",
             "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
 
 
-def md(text, cell=False):
+def md(text, in_table=False):
     """Text from a results file as Markdown shows it, character for character: nothing in it
     makes emphasis, a link, markup or (in a table's cell) a table's edge, and it stays on its
     line. An underscore inside a word (KMP_DUPLICATE_LIB_OK) is left as it is: it makes none."""
     text = re.sub(r"([\\`*<>\[\]#]|(?<!\w)_|_(?!\w))", r"\\\1", printable(text))
-    return text.replace("|", "\\|") if cell else text
+    return text.replace("|", "\\|") if in_table else text
 
 
 def shown(v, column):
-    """A figure as its column prints it; a format a file names that does not apply, as three
-    significant digits."""
+    """A figure as its column prints it, as text; an older file's column that names no format,
+    or names one that does not apply, shows a number to four significant digits."""
+    if not column.fmt:
+        return column.empty if v is None else sig(v, 4) if isinstance(v, float) else str(v)
     try:
-        return cell(v, column) if column.fmt else v if not isinstance(v, float) else sig(v, 4)
+        return cell(v, column)
     except (ValueError, TypeError):
-        return sig(v) if isinstance(v, (int, float)) else str(v)
+        return sig(v, 4) if isinstance(v, (int, float)) else str(v)
 
 
 def last_note(printed):
