@@ -15,7 +15,7 @@ import numpy as np
 
 from harness import bench as b
 from harness import claims, cli, pool, timing
-from harness.paths import Paths
+from harness.kernels import Paths
 from harness.printers import Sheet, Then, col, format_table
 from harness.records import KEYS, Measured, ms, timed
 from harness.terminal import plural

@@ -1,12 +1,13 @@
 """A random-weight GPT-2 (small by default, the post's: 12 floors of width 768) of exact GPT-2
 block math, a notebook (KV cache) for the users who type together, and the accounting of the
-FLOPs and bytes of one trip, part by part.
+FLOPs and bytes of one trip, part by part. It needs NumPy alone.
 
     python -c "import model; print(model.table_numbers(model.SIZES['small']), model.NOTE_BYTES)"
 
 Tokens are columns: x is (width, tokens) and every table is applied as W @ x, as in the post.
 No token embedding and no LM head: like the post, we count the 12 floors only.
 """
+import contextlib
 import dataclasses
 import functools
 import math
@@ -14,9 +15,6 @@ import time
 import types
 
 import numpy as np
-
-from harness.paths import Paths, table
-from harness.pool import blas_threads, share, sharing
 
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
@@ -27,34 +25,27 @@ CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, t
 @dataclasses.dataclass(frozen=True)
 class Config:
     """A model's shape, passed to everything that depends on it, and the precision its numbers
-    are kept in. GPT-2 needs the first four; a Llama-style model (predicted only) says the rest:
-    fewer key/value heads than query heads (grouped-query attention), a feed-forward width of its
-    own, and a gated feed-forward (SwiGLU: a gate table beside up and down). 0 means GPT-2's."""
+    are kept in. GPT-2 is gpt2(name, layers, width, heads); a Llama-style model (predicted only)
+    says the rest: fewer key/value heads than query heads (grouped-query attention), a
+    feed-forward width of its own, and a gated feed-forward (SwiGLU: a gate table beside up)."""
     name: str
     layers: int  # floors
     width: int  # numbers per token on the residual stream
-    heads: int  # query heads, each `head` numbers wide (64 in every GPT-2)
-    kv_heads: int = 0  # key/value heads, whose notes each user keeps (0: as many as heads)
-    ffn: int = 0  # the feed-forward's width (0: 4 x width)
+    heads: int  # query heads, each `head` numbers wide
+    kv_heads: int  # key/value heads, whose notes each user keeps (GPT-2: as many as heads)
+    ffn: int  # the feed-forward's width (GPT-2: 4 x width)
+    head: int  # numbers per head (64 in every GPT-2)
     gated: bool = False  # a gate table beside up, multiplied into it (SwiGLU)
-    head: int = 0  # numbers per head (0: width // heads)
     context: int = CONTEXT  # the longest notebook the model was trained for
     dtype: str = "float32"  # a table number's precision; the model runs in float32 only
     note_dtype: str = "float32"  # a note's
     family: str = "GPT-2"
 
-    def __post_init__(self):
-        for name, same in (("kv_heads", self.heads), ("ffn", 4 * self.width),
-                           ("head", self.width // self.heads)):
-            if not getattr(self, name):
-                object.__setattr__(self, name, same)
-
     @property
-    def runs(self):
-        """Whether this suite can run it: GPT-2's block in float32."""
-        return (self.kv_heads, self.ffn, self.gated, self.head * self.heads, self.dtype,
-                self.note_dtype) == (self.heads, 4 * self.width, False, self.width, "float32",
-                                     "float32")
+    def runnable(self):
+        """Whether this file can run it, not only count it: GPT-2's block in float32."""
+        return self == dataclasses.replace(gpt2(self.name, self.layers, self.width, self.heads),
+                                           context=self.context, family=self.family)
 
     def __str__(self):
         shape = [f"{self.layers} floors", f"width {self.width}"]
@@ -66,10 +57,15 @@ class Config:
         return f"{self.family} {self.name}".strip() + f" ({', '.join(shape)})"
 
 
-SIZES = {c.name: c for c in (Config("small", 12, 768, 12), Config("medium", 24, 1024, 16),
-                             Config("large", 36, 1280, 20), Config("xl", 48, 1600, 25))}
+def gpt2(name, layers, width, heads):
+    """GPT-2's shape: every head 64 numbers wide in the real sizes, a feed-forward of 4 x width."""
+    return Config(name, layers, width, heads, kv_heads=heads, ffn=4 * width, head=width // heads)
+
+
+SIZES = {c.name: c for c in (gpt2("small", 12, 768, 12), gpt2("medium", 24, 1024, 16),
+                             gpt2("large", 36, 1280, 20), gpt2("xl", 48, 1600, 25))}
 #        GPT-2's four sizes (Radford et al. 2019)
-TINY = Config("tiny", 2, 64, 4)  # the same math at a size tests run in milliseconds
+TINY = gpt2("tiny", 2, 64, 4)  # the same math at a size tests run in milliseconds
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
 BYTES = 4  # float32
 FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
@@ -86,7 +82,7 @@ def floors(cfg, seed=0):
     Same seed, same tables, bit for bit. GPT-2 draws every weight from N(0, 0.02) and shrinks
     the two projections that add into the residual stream by 1/sqrt(2 * layers).
     """
-    if not cfg.runs:
+    if not cfg.runnable:
         raise ValueError(f"{cfg} is predicted only: the model runs GPT-2's block in float32")
     rng = np.random.default_rng(seed)
     std, residual_std, w = 0.02, 0.02 / math.sqrt(2 * cfg.layers), cfg.width
@@ -114,9 +110,9 @@ def notebook(cfg, users, capacity):
     and values (layers, users, heads, capacity, 64): a new value is written in one piece. All its
     users have the same number of notes, "len"; another number keeps another notebook.
     """
-    head = cfg.width // cfg.heads
-    return {"k": np.zeros((cfg.layers, users, cfg.heads, head, capacity), dtype=np.float32),
-            "v": np.zeros((cfg.layers, users, cfg.heads, capacity, head), dtype=np.float32),
+    shape = (cfg.layers, users, cfg.heads)
+    return {"k": np.zeros((*shape, cfg.head, capacity), dtype=np.float32),
+            "v": np.zeros((*shape, capacity, cfg.head), dtype=np.float32),
             "len": 0}
 
 
@@ -183,7 +179,7 @@ def by_head(x, users, heads):
 def attend(q, k, v, how="einsum"):
     """Causal attention. q: (users, heads, t, 64), already scaled by 1/sqrt(64); k: (users,
     heads, 64, n) and v: (users, heads, n, 64), whose last t notes are the queries' own tokens:
-    query i reads every note up to its own. how: Paths.attention. -> (users, heads, t, 64)"""
+    query i reads every note up to its own. how: see product(). -> (users, heads, t, 64)"""
     t, n = q.shape[-2], k.shape[-1]
     s = product(q, k, how)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
     if t > 1:
@@ -195,7 +191,7 @@ def attend(q, k, v, how="einsum"):
 
 def product(a, b, how="einsum"):
     """a @ b over the last two axes, for every user and head. With one query (t = 1) each is a
-    pass over the notes, and the fastest way depends on the CPU (Paths): einsum's loop, a batched
+    pass over the notes, and the fastest way depends on the CPU: einsum's loop, a batched
     matmul (a small BLAS call per user and head), or "vec", NumPy's vector-matrix products (NumPy
     2.2 and later). With more queries they are real matrix products: BLAS's."""
     if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]):
@@ -215,9 +211,10 @@ def add(x, y):
 BLOCK = 128  # queries per block, each reading the notes up to its last query (fastest of 64-1024)
 
 
-def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
+def attention(cfg, q, k, v, segments, floor, ways=None):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
+    ways = ways or PLAIN
     scale = np.float32(1 / math.sqrt(q.shape[0] // cfg.heads))
     out = np.empty_like(q)  # (width, tokens)
     books, col = [], 0  # each notebook's notes, and its users' queries, keys, values, answers
@@ -238,17 +235,43 @@ def attention(cfg, q, k, v, segments, floor, pool=None, how="einsum"):
             for a in range(0, t, BLOCK):
                 b = min(a + BLOCK, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
                 oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
-                                           V[:, hs, :n0 + b], how).swapaxes(-1, -2)
+                                           V[:, hs, :n0 + b], ways.attention).swapaxes(-1, -2)
 
-    share(pool, read, cfg.heads, size=sum(K.size for K, *_ in books))
+    ways.share(read, cfg.heads, sum(K.size for K, *_ in books))
     return out
+
+
+def mlp(h, ways=None):
+    """gelu(h) in place, its rows handed out as the ways share work. h: (4 width, tokens)."""
+    ways = ways or PLAIN
+    ways.share(lambda rows: gelu(h[rows], ways.cube), h.shape[0], h.size)
+    return h
+
+
+# ---------------------------------------------------------------------------------------------
+# how a trip does its work: by default the post's plain NumPy, one call for each product
+
+
+PLAIN = types.SimpleNamespace(
+    table=lambda w, x: w @ x,  # a table product: (rows, k) @ (k, tokens)
+    share=lambda fn, n, size: fn(slice(0, n)),  # fn over items 0..n-1: here all at once
+    threads=contextlib.nullcontext,  # what the library's own threads do meanwhile
+    attention="einsum",  # how one query reads its notes (see product())
+    cube="product")  # h*h*h; "power" is the post's bug, h**3, kept to measure it
+#   A faster way for a machine (the suite's kernels: blocked products, work shared among
+#   threads) is handed to trip() as `ways`, a function of the trip's token count that returns
+#   the same five names; every way gives the same answers within float32 rounding.
+
+
+def plain(tokens):
+    return PLAIN
 
 
 # ---------------------------------------------------------------------------------------------
 # one trip through the floors
 
 
-def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counter, paths=None):
+def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_counter):
     """Push every token on the trip through every floor; returns the new hidden states.
 
     x: (width, tokens), the segments' tokens side by side. segments: [(notebook, t)], t new
@@ -256,21 +279,19 @@ def trip(cfg, floors, x, segments, pool=None, watch=None, clock=time.perf_counte
     token on the trip; each user's attention reads only that user's notes. Prefill is one
     segment holding a whole prompt; decode is one token for each waiting user; chunked prefill
     is a piece of a prompt riding with the typers' tokens. Each notebook grows by its t tokens.
-    pool: threads to share the work among (pool.workers()), or None. watch: a dict to fill with
-    the seconds of each part of the trip and of the whole, "trip" (see pieces()), or None.
-    paths: how the work is done where the fastest way depends on the CPU (Paths).
+    ways(tokens): how the work is done (see PLAIN). watch: a dict to fill with the seconds of
+    each part of the trip and of the whole, "trip" (see timed()), or None.
     """
     validate(cfg, x, segments)
-    paths = paths or Paths()
-    pool, f = sharing(pool, x.shape[1]), pieces(watch, clock, paths, x.shape[1])
+    w = ways(x.shape[1])
+    f = timed(w, watch, clock)
     start = clock()
-    with blas_threads(pool):
+    with w.threads():
         for i, p in enumerate(floors):
-            q, k, v = np.split(f.table(p["qkv"], f.norm(x), pool), 3)  # 3 x (width, tokens)
-            x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, pool,
-                                                       paths.attention), pool))
-            h = f.gelu(f.table(p["up"], f.norm(x), pool), pool)  # (4 width, tokens)
-            x = f.add(x, f.table(p["down"], h, pool))
+            q, k, v = np.split(f.table(p["qkv"], f.norm(x)), 3)  # 3 x (width, tokens)
+            x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, w)))
+            h = f.mlp(f.table(p["up"], f.norm(x)), w)  # (4 width, tokens)
+            x = f.add(x, f.table(p["down"], h))
     if watch is not None:
         watch["trip"] = clock() - start
         watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
@@ -283,30 +304,25 @@ PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time g
 #                                                          what is left (splits, Python)
 
 
-def pieces(watch=None, clock=time.perf_counter, paths=None, tokens=1):
-    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict; the
-    table products in the blocks `paths` gives for this many tokens and each table's size."""
-    paths = paths or Paths()
-    def timed(part, fn):
-        if watch is None:
-            return fn
+def timed(ways, watch=None, clock=time.perf_counter):
+    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict."""
+    pieces = {"table": ("tables", ways.table), "attention": ("attention", attention),
+              "norm": ("elementwise", norm), "mlp": ("elementwise", mlp),
+              "add": ("elementwise", add)}
+    if watch is None:
+        return types.SimpleNamespace(**{name: fn for name, (_, fn) in pieces.items()})
+    watch.clear()
+    watch.update({p: 0.0 for p in PARTS})
 
+    def charged(part, fn):
         def run(*args):
             start = clock()
             out = fn(*args)
             watch[part] += clock() - start
             return out
         return run
-    if watch is not None:
-        watch.clear()
-        watch.update({p: 0.0 for p in PARTS})
-    return types.SimpleNamespace(
-        table=timed("tables", lambda w, x, pool: table(w, x, pool,
-                                                        paths.block(tokens, w.shape[1]))),
-        attention=timed("attention", attention),
-        norm=timed("elementwise", norm),
-        gelu=timed("elementwise", lambda h, pool: gelu_rows(h, pool, paths.cube)),
-        add=timed("elementwise", add))
+    return types.SimpleNamespace(**{name: charged(part, fn)
+                                    for name, (part, fn) in pieces.items()})
 
 
 def validate(cfg, x, segments):
@@ -329,12 +345,6 @@ def validate(cfg, x, segments):
 def riders(segments):
     """What the accounting below needs of a trip: [(notes before, new tokens)], one per user."""
     return [(book["len"], t) for book, t in segments for _ in range(readers(book))]
-
-
-def gelu_rows(h, pool=None, cube="product"):
-    """gelu(h) in place, its rows shared among the pool's threads. h: (features, tokens)."""
-    share(pool, lambda rows: gelu(h[rows], cube), h.shape[0], h.size)
-    return h
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,8 +371,7 @@ def note_bytes(cfg):
     return cfg.layers * 2 * cfg.kv_heads * cfg.head * DTYPE_BYTES[cfg.note_dtype]
 
 
-NOTE_BYTES = note_bytes(SIZES["small"])
-TABLE_BYTES = table_numbers(SIZES["small"]) * BYTES  # 339,738,624: the post's 340 MB
+NOTE_BYTES = note_bytes(SIZES["small"])  # 73,728: the post's 72 KB a note
 
 
 def table_flops(cfg, tokens):
@@ -373,8 +382,6 @@ def table_flops(cfg, tokens):
 NORM_FLOPS, GELU_FLOPS, ADD_FLOPS = 5, 9, 1  # per number: a norm's mean, subtract, square,
 #    sum, divide; GELU's three products for the cube and its scale, add, scale, tanh, add one,
 #    halve, product; the residual add
-ELEMENTWISE_FLOPS = 2 * NORM_FLOPS + 4 * GELU_FLOPS + 2 * ADD_FLOPS  # per token and feature of a
-#    GPT-2 floor, whose feed-forward is 4 x width
 
 
 def elementwise_flops(cfg, tokens):

@@ -10,7 +10,7 @@ import numpy as np
 
 import model
 from harness import cli, timing
-from harness.paths import ATTENTION, Block, Paths, shown, table
+from harness.kernels import ATTENTION, Block, Paths, shown, table, ways
 from harness.plan import Outcome, figures
 from harness.pool import blas_threads, sharing
 from harness.terminal import plural
@@ -46,8 +46,8 @@ def restore(segments):
 
 def trip_of(bench, x, segments, watch=None):
     """The trip as a call, built before the timer starts."""
-    return lambda: model.trip(bench.cfg, bench.floors, x, segments, pool=bench.pool, watch=watch,
-                              paths=bench.paths)
+    how = ways(bench.paths, bench.pool)
+    return lambda: model.trip(bench.cfg, bench.floors, x, segments, how, watch)
 
 
 def time_trip(bench, x, segments, what):
@@ -250,11 +250,11 @@ def typing_attention(bench, how):
     book = model.notebook(cfg, TRIAL_USERS, TRIAL_NOTES + 1)
     book["len"] = TRIAL_NOTES
     q, k, v = (tokens(cfg, TRIAL_USERS, seed) for seed in range(3))  # 3 x (width, users)
-    pool = sharing(bench.pool, TRIAL_USERS)
+    trial = ways(Paths(how), bench.pool)(TRIAL_USERS)
 
     def read():
-        with blas_threads(pool):
-            model.attention(cfg, q, k, v, [(book, 1)], 0, pool, how)
+        with trial.threads():
+            model.attention(cfg, q, k, v, [(book, 1)], 0, trial)
     return read
 
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-from harness import exports, machine, paths, records, report, results, stopping
+from harness import exports, kernels, machine, records, report, results, stopping
 from harness.printers import Picture, Saved, Sheet, Then, entry, render
 from harness.terminal import WARNED, note, plain_streams, plural, show, steps, warn
 
@@ -386,7 +386,7 @@ class Output:
         elif isinstance(item, Saved):
             self.kept[item.key + suffix] = item.value
             if item.key == "paths":  # what the trips took: part of every figure's settings
-                self.ran = {**self.ran, "paths": str(paths.Paths(item.value["attention"],
+                self.ran = {**self.ran, "paths": str(kernels.Paths(item.value["attention"],
                                                                  item.value["blocks"]))}
         elif isinstance(item, Picture):
             self.pictures[item.name] = item.draw

@@ -82,9 +82,11 @@ def shape(found, path):
         raise ValueError(f"{path}: 'gated' must be true or false")
     name = next((n for n in (found.get("name"), found.get("_name_or_path"))
                  if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))
-    return model.Config(printable(name)[:60], gated=gated, family="",
-                        **{k: v for k, v in fields.items() if k != "context"},
-                        context=fields["context"] or model.CONTEXT)
+    gpt2 = model.gpt2("", fields["layers"], fields["width"], fields["heads"])
+    return model.Config(printable(name)[:60], fields["layers"], fields["width"], fields["heads"],
+                        kv_heads=fields["kv_heads"] or gpt2.kv_heads, ffn=fields["ffn"] or gpt2.ffn,
+                        head=fields["head"] or gpt2.head, gated=gated,
+                        context=fields["context"] or model.CONTEXT, family="")
 
 
 def shipped_models():

@@ -12,7 +12,7 @@ import pytest
 import two_phases
 from harness import bench, cli, limits, pool, predict, records
 from conftest import script
-from harness.paths import ATTENTION
+from harness.kernels import ATTENTION
 from harness.printers import Sheet, col
 import model
 
@@ -82,7 +82,7 @@ def test_the_accounting_of_each_size_matches_gpt2s_published_counts():
 
 
 # the same math at a size a test can afford: each size's heads, 8 features each, on 2 floors
-TINY = {name: model.Config(name, 2, 8 * s.heads, s.heads) for name, s in model.SIZES.items()}
+TINY = {name: model.gpt2(name, 2, 8 * s.heads, s.heads) for name, s in model.SIZES.items()}
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 

@@ -290,11 +290,11 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
 def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):
     import cube_bug
     import model
-    from harness.paths import Paths
+    from harness.kernels import Paths, ways
     x = np.random.default_rng(0).standard_normal((model.TINY.width, 5), dtype=np.float32)
     floors = model.floors(model.TINY)
     one, other = (model.trip(model.TINY, floors, x, [(model.notebook(model.TINY, 1, 5), 5)],
-                             paths=Paths(cube=c)) for c in ("power", "product"))
+                             ways(Paths(cube=c))) for c in ("power", "product"))
     np.testing.assert_allclose(one, other, rtol=1e-5, atol=1e-5)  # the same answer either way
     monkeypatch.setattr(model, "SIZES", {**model.SIZES, "small": model.TINY})  # small's tables
     #                                                                   would take seconds to draw

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import model
-from harness.paths import ATTENTION, Paths
-from harness import pool as pool_
+from harness.kernels import ATTENTION, Paths, ways
+from harness import kernels, pool as pool_
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
 # float32 against float32 (or float64) with a different order of sums. Measured: the largest
@@ -28,7 +28,7 @@ def tokens(t, seed=1, width=CFG.width):
 
 
 def trip(layers, x, segments):
-    return model.trip(CFG, layers, x, segments, paths=PATH["now"])
+    return model.trip(CFG, layers, x, segments, ways(PATH["now"]))
 
 
 PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must agree
@@ -91,7 +91,7 @@ def test_full_size_spot_check_matches_reference():
     reference = ref_gpt2(x.T, layers, SMALL.heads).T
     for path in [*PATHS.values(), Paths("einsum", ((8, 768, 128, None),
                                                           (8, 3072, 256, 768)))]:
-        ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], paths=path)
+        ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], ways(path))
         np.testing.assert_allclose(ours, reference, **TOL)
 
 
@@ -194,13 +194,13 @@ def test_same_seed_same_tables_and_outputs():
 
 FINGERPRINT = """if True:
     import hashlib, numpy as np, model
-    from harness import pool as threads
+    from harness import kernels, pool as threads
     cfg = model.SIZES["small"]
     floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)
     b, pool = model.notebook(cfg, 2, 12), threads.workers(2)
-    y = model.trip(cfg, floors, x, [(b, 10)], pool=pool)
-    y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], pool=pool)
+    y = model.trip(cfg, floors, x, [(b, 10)], kernels.ways(pool=pool))
+    y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], kernels.ways(pool=pool))
     notes = b["k"].tobytes() + b["v"].tobytes()
     print(hashlib.sha256(y.tobytes() + y2.tobytes() + notes).hexdigest())
 """
@@ -221,13 +221,14 @@ def test_a_trip_stays_float32(monkeypatch):
     """Every piece of a trip returns float32: none silently becomes float64."""
     seen = {}
     for name in ("norm", "gelu", "exp_shifted", "attend", "attention", "table"):
-        fn = getattr(model, name)
+        home = kernels if name == "table" else model  # the suite's table products
+        fn = getattr(home, name)
 
         def spy(*a, fn=fn, name=name, **kw):
             out = fn(*a, **kw)
             seen.setdefault(name, set()).add(out.dtype)
             return out
-        monkeypatch.setattr(model, name, spy)
+        monkeypatch.setattr(home, name, spy)
     layers, x, b = floors(), tokens(5), book(6)
     trip(layers, x, [(b, 5)])
     y = trip(layers, x[:, :1], [(b, 1)])
@@ -248,7 +249,7 @@ def test_table_shapes_and_post_sizes():
 
 def test_accounting_matches_the_post():
     assert model.NOTE_BYTES == 73_728  # 72 KB per note
-    assert model.TABLE_BYTES == 339_738_624  # 340 MB
+    assert model.table_bytes(SMALL) == 339_738_624  # 340 MB
     assert round(model.bytes_read(SMALL, [(512, 1)]) / 1e6) == 377  # activations not fetched
     assert round(model.bytes_read(SMALL, [(512, 1)] * 64) / 1e6) == 2756
     assert model.table_flops(SMALL, 256) == 2 * 84_934_656 * 256
@@ -259,7 +260,7 @@ def test_attention_count_is_causal():
     assert model.attended_pairs([(512, 1)]) == 513
     assert model.attended_pairs([(0, 4)]) == 10
     assert model.attended_pairs([(2, 3)]) == 3 + 4 + 5
-    assert model.attention_flops(model.Config("one", 1, 8, 1), [(0, 4)]) == 4 * 8 * 10
+    assert model.attention_flops(model.gpt2("one", 1, 8, 1), [(0, 4)]) == 4 * 8 * 10
 
 
 def test_riders_are_one_per_user_with_their_notes():
@@ -321,7 +322,7 @@ def pool(monkeypatch):
 def test_threads_give_the_same_answers(pool, paths):
     layers, x = floors(), tokens(20)
     alone = trip(layers, x, [(book(20), 20)])
-    shared = model.trip(CFG, layers, x, [(book(20), 20)], pool=pool, paths=paths)
+    shared = model.trip(CFG, layers, x, [(book(20), 20)], ways(paths, pool))
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
@@ -332,7 +333,7 @@ def test_threads_give_the_same_batched_decode(pool, paths):
     x = tokens(4, seed=9)
     alone = trip(layers, x, [(typers, 1), (loner, 1)])
     typers["len"], loner["len"] = 5, 7  # back to where they were
-    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], pool=pool, paths=paths)
+    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], ways(paths, pool))
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
@@ -371,12 +372,12 @@ def test_the_parts_add_up_to_the_trip(riders):
     assert set(parts) == {"tables", "attention", "elementwise"}
     assert sum(b for b, _ in parts.values()) == model.bytes_read(SMALL, riders)
     assert sum(f for _, f in parts.values()) == model.trip_flops(SMALL, riders)
-    assert parts["tables"] == (model.TABLE_BYTES,
+    assert parts["tables"] == (model.table_bytes(SMALL),
                                model.table_flops(SMALL, sum(t for _, t in riders)))
     assert parts["attention"] == (model.NOTE_BYTES * sum(n for n, _ in riders),
                                   model.attention_flops(SMALL, riders))
     limits = model.part_limits(SMALL, riders, 10e9, 100e9)
-    assert limits["tables"] == max(model.TABLE_BYTES / 10e9, parts["tables"][1] / 100e9)
+    assert limits["tables"] == max(model.table_bytes(SMALL) / 10e9, parts["tables"][1] / 100e9)
     assert limits["elementwise"] == parts["elementwise"][1] / 100e9  # nothing to fetch
 
 
@@ -386,7 +387,7 @@ def test_a_table_in_blocks_gives_each_row_once(pool):
     w, x = rng.standard_normal((100, 30), dtype=np.float32), tokens(3, width=30)
     for block in (None, (1, None), (7, None), (64, None), (500, None), (7, 8), (64, 30), (3, 1)):
         for p in (None, pool):
-            np.testing.assert_allclose(model.table(w, x, p, block), w @ x, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(kernels.table(w, x, p, block), w @ x, rtol=1e-5, atol=1e-5)
 
 
 def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
@@ -400,3 +401,16 @@ def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
                           "x inputs at a time): tables of 64 inputs 512, 256, unblocked; of 256 "
                           "inputs 128x64, unblocked, unblocked")
     assert str(Paths("vec", ((2, 64, None, None),))) == "attention by vec; tables unblocked"
+
+
+def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
+    """model.py stands on NumPy alone: the suite hands it faster kernels, never the reverse."""
+    import ast
+    tree = ast.parse(open(model.__file__).read())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert imported <= {"contextlib", "dataclasses", "functools", "math", "time", "types",
+                        "numpy"}
+    assert model.trip(CFG, floors(), tokens(3), [(book(3), 3)]).dtype == np.float32  # plain ways

@@ -49,7 +49,7 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
     riders = [(512, 1)] * 4 + [(0, 64)]
     assert model.costs(cfg, riders) == model.costs(small, riders)
     assert model.table_numbers(small) == 84_934_656 and model.note_bytes(small) == 73_728
-    assert small.runs and not cfg.gated and not LLAMA.runs
+    assert small.runnable and not cfg.gated and not LLAMA.runnable
 
 
 @pytest.mark.parametrize("dtype,share", [("bfloat16", 2), ("float16", 2), ("int8", 4),

@@ -1,12 +1,13 @@
-"""How a trip does the work whose fastest way depends on the CPU, chosen where the suite runs
-(bench.choose) and printed on the line after the machine line; and the table products done in
-the blocks chosen."""
+"""The kernels a trip runs where the fastest way depends on the CPU: the paths chosen where the
+suite runs (bench.choose, printed on the line after the machine line), the table products done
+in the blocks chosen, and both handed to the model as its `ways` (model.PLAIN names them)."""
 import dataclasses
+import types
 import typing
 
 import numpy as np
 
-from harness.pool import share
+from harness.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
 #           the ways one query may read its notes (model.product): "vec" needs NumPy 2.2
@@ -94,3 +95,18 @@ def product_into(w, x, out, depth=None):
     np.matmul(w[:, :depth], x[:depth], out=out)
     for c in range(depth, w.shape[1], depth):
         out += w[:, c:c + depth] @ x[c:c + depth]
+
+
+def ways(paths=Paths(), pool=None):
+    """How the model's trips do their work (see model.PLAIN): the table products in the blocks
+    `paths` gives for the trip's token count and each table's size, the work shared among the
+    pool's threads (none for one token, whose products BLAS's own threads hand out faster) with
+    BLAS held to one thread meanwhile, and attention and the cube as `paths` says."""
+    def of(tokens):
+        mine = sharing(pool, tokens)
+        return types.SimpleNamespace(
+            table=lambda w, x: table(w, x, mine, paths.block(tokens, w.shape[1])),
+            share=lambda fn, n, size: share(mine, fn, n, size),
+            threads=lambda: blas_threads(mine),
+            attention=paths.attention, cube=paths.cube)
+    return of
