@@ -14,9 +14,9 @@ import dataclasses
 import numpy as np
 
 from harness import bench as b
-from harness import claims, cli, pool, timing
+from harness import claims, cli, pool, records, timing
 from harness.kernels import Paths
-from harness.printers import Sheet, Then, col, format_table
+from harness.printers import ROW, Layout, col, format_table, sheet
 from harness.records import KEYS, Measured, ms, timed
 from harness.terminal import plural
 import model
@@ -70,45 +70,53 @@ def ratio(r):
     return f"{r:4.1f}" if r < 10 else f"{r:4.0f}"
 
 
-COLUMNS = [col("numbers", "numbers", "", "s", key=True),
-           col("power", "h**3 ms", "ms", ".2f", compared=True),
-           col("product", "h*h*h ms", "ms", ".2f", compared=True),
-           col("ratio", "ratio", "x", ".0f"),
-           col("largest relative difference", "largest rel. diff", "", ".1e")]
+CUBE = Layout("cube", [col("numbers", "numbers", "", "s", key=True),
+                      col("power", "h**3 ms", "ms", ".2f", compared=True),
+                      col("product", "h*h*h ms", "ms", ".2f", compared=True),
+                      col("ratio", "ratio", "x", ".0f"),
+                      col("largest relative difference", "largest rel. diff", "", ".1e")],
+              timed=("power", "product"), per="figure",
+              title="The slow road: h**3 against h*h*h, by sign")
 
 
 def experiment(args, facts):
-    tokens, width = args.tokens, mlp(args.model)
-    rows, lines = [], []
+    """Each case raced into records; the post's lines, the bug in the model and the claims,
+    each from them."""
+    tokens, width, rows = args.tokens, mlp(args.model), []
     for label, make in CASES:
         power, product, diff = race(inputs(tokens, make, width=width), args.runs, label)
-        ms = power.seconds * 1e3, product.seconds * 1e3
-        rows.append({"numbers": label, "power": timed(ms[0], power),
-                     "product": timed(ms[1], product),
-                     "ratio": Measured(ms[0] / ms[1], ((1, power), (-1, product))),
+        rows.append({"numbers": label, "power": ms(power), "product": ms(product),
+                     "ratio": Measured(power.seconds / product.seconds,
+                                       ((1, power), (-1, product))),
                      "largest relative difference": diff})
-        lines.append(post_line(label, *ms, diff))
+    settings = records.settings_of(args)
+    found = records.from_rows([(CUBE, rows)], settings)
+    cube = sheet(CUBE, found, settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 "
+                                       f"{args.model} at {tokens} {plural(tokens, 'token')}; "
+                                       f"{args.threads} {plural(args.threads, 'thread')}")
     version = f"numpy {np.__version__}"
-    sheet = Sheet("cube", COLUMNS, rows, timed=("power", "product"), per="figure",
-                  title="The slow road: h**3 against h*h*h, by sign",
-                  settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 {args.model} "
-                           f"at {tokens} {plural(tokens, 'token')}; {args.threads} "
-                           f"{plural(args.threads, 'thread')}")
-    text = "\n".join(lines + [version]) if args.tablefmt == "plain" else (
-        format_table(COLUMNS, sheet.cells(), args.tablefmt) + "\n" + version)
-    yield dataclasses.replace(sheet, text=text)
+    v = {(r["keys"]["numbers"], r["figure"]): r["value"] for r in found}
+    text = "\n".join([post_line(label, v[label, "power"], v[label, "product"],
+                                v[label, "largest relative difference"])
+                      for label, _ in CASES] + [version]) if args.tablefmt == "plain" else (
+        format_table(CUBE.columns, cube.cells(), args.tablefmt) + "\n" + version)
+    yield dataclasses.replace(cube, text=text)
     yield ""
     if args.in_model:
-        yield from (in_the_model(args), "")
-    yield Then(lambda found: [claims.sheet(found, None, ("cube_bug",), args, facts["busy"])])
+        bug, phases = in_the_model(args)
+        found += records.from_rows([(BUG, bug)], settings)
+        yield from (sheet(BUG, found, labels=phases, settings=f"GPT-2 {args.model}, "
+                          f"{args.threads} {plural(args.threads, 'thread')}"), "")
+    yield claims.sheet(found, None, ("cube_bug",), args, facts["busy"])
 
 
 def in_the_model(args):
     """The bug in the model itself: one user's question of --tokens read in one trip, and one
-    user typing with the post's notes, each trip timed with the cube written both ways."""
+    user typing with the post's notes, each trip timed with the cube written both ways. -> (the
+    rows of figures, {keys: the row's name})"""
     cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
     bench = b.Bench(cfg, model.floors(cfg, 0), pool.workers(args.threads), args.runs)
-    rows = []
+    rows, phases = [], {}
     for phase, trip in ((f"reading {args.tokens} {plural(args.tokens, 'token')}",
                          lambda: (b.tokens(cfg, args.tokens, 2),
                                   [(model.notebook(cfg, 1, args.tokens), args.tokens)])),
@@ -117,21 +125,22 @@ def in_the_model(args):
         way = {cube: timing.timing([r[0] for r in b.time_trip(
             dataclasses.replace(bench, paths=Paths(cube=cube)), *trip(), f"{phase}, {cube}")],
             what=f"{phase}, the cube by {cube}") for cube in ("power", "product")}
-        rows.append({"phase": phase, KEYS: {"trip": phase.split()[0]},
-                     "power": ms(way["power"]), "product": ms(way["product"]),
+        keys = {"trip": phase.split()[0]}
+        phases[tuple(keys.items())] = phase
+        rows.append({KEYS: keys, "power": ms(way["power"]), "product": ms(way["product"]),
                      "ratio": Measured(way["power"].seconds / way["product"].seconds,
                                        ((1, way["power"]), (-1, way["product"])))})
     if bench.pool:
         bench.pool["helpers"].shutdown()
-    return Sheet("bug", BUG_COLUMNS, rows, timed=("power", "product"),
-                 title="The bug in the model: a trip with the cube written each way",
-                 settings=f"GPT-2 {args.model}, {args.threads} {plural(args.threads, 'thread')}")
+    return rows, phases
 
 
-BUG_COLUMNS = [col("phase", "phase", "", "s", key=True),
-               col("power", "h**3 ms", "ms", ".1f", compared=True),
-               col("product", "h*h*h ms", "ms", ".1f", compared=True),
-               col("ratio", "slower by", "x", ".2f")]
+BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
+                     col("power", "h**3 ms", "ms", ".1f", compared=True),
+                     col("product", "h*h*h ms", "ms", ".1f", compared=True),
+                     col("ratio", "slower by", "x", ".2f")],
+             timed=("power", "product"),
+             title="The bug in the model: a trip with the cube written each way")
 
 
 def build_parser():

@@ -9,57 +9,85 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import math
 
-from harness import claims, cli
-from harness.printers import Saved, Sheet, Then, col
+import numpy as np
+
+from harness import claims, cli, records
+from harness.printers import Layout, Saved, col, sheet
 from harness.records import Measured, ms, timed
-from harness.speeds import (MATMUL, QUICK, SIZE, Speeds, measure_roofs, memory_bytes,
-                            tokens_a_trip_needs)
+from harness.speeds import MATMUL, QUICK, SIZE, Speeds, memory_bytes, tokens_a_trip_needs
+from harness.timing import best_of
 from harness.terminal import plural, warn
 from model import BYTES
 
 CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
 
 
-def post_block(roofs):
-    """The post's four lines."""
-    fork, bench = roofs["forklift"], roofs["workbench"]
-    return "\n".join([
-        f"memory speed : {fork['bytes_per_s'] / 1e9:6.1f} GB/s   (read {fork['bytes'] / 1e6:.0f} "
-        f"MB in {fork['timing'].seconds * 1e3:.1f} ms)",
-        f"math speed   : {bench['flops_per_s'] / 1e9:6.1f} GFLOP/s ({bench['flops'] / 1e9:.1f} "
-        f"GFLOPs in {bench['timing'].seconds * 1e3:.1f} ms)",
-        f"balance      : {roofs['balance']:6.1f} FLOPs per byte",
-        f"tokens a trip needs to keep the math busy: about "
-        f"{tokens_a_trip_needs(roofs['balance']):.0f}",
-    ])
+# ---------------------------------------------------------------------------------------------
+# the post's two measurements (two_phases.py measures the machine with these same two)
 
 
-COLUMNS = [col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
-           col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
-           col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
-           col("math", "math", "GFLOPs", ".1f"), col("math time", "math time", "ms", ".1f"),
-           col("balance", "balance", "FLOPs/byte", ".1f", compared=True),
-           col("tokens a trip needs", "tokens a trip needs", "tokens", ".0f", compared=True)]
+def forklift(size=SIZE, runs=5):
+    """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
+    Every number is used once, for just 2 FLOPs, so this is almost pure fetching."""
+    big = np.ones((size, size), dtype=np.float32)  # (size, size)
+    one = np.ones(size, dtype=np.float32)  # (size,)
+    sec = best_of(lambda: big @ one, runs, what="forklift")
+    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / sec.seconds, "timing": sec}
 
 
-def sheets(roofs, args, settings, busy=()):
-    """The post's four lines (a table in any other format), and the speeds two_phases reads."""
-    fork, bench = roofs["forklift"], roofs["workbench"]
+def workbench(n=MATMUL, runs=5):
+    """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
+    this is almost pure math: n*n outputs, each n multiplies and n adds."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    sec = best_of(lambda: a @ b, runs, what="workbench")
+    return {"flops": 2 * n ** 3, "flops_per_s": 2 * n ** 3 / sec.seconds, "timing": sec}
+
+
+def roofs(size=SIZE, matmul=MATMUL, runs=5):
+    """Both limits, best of `runs` each: -> Speeds, and the two measurements behind them."""
+    fork, bench = forklift(size, runs), workbench(matmul, runs)
+    return Speeds(fork["bytes_per_s"], bench["flops_per_s"],
+                  f"measured in this run by machine_speed ({fork['timing'].label})"), fork, bench
+
+
+# ---------------------------------------------------------------------------------------------
+# the figures, and the post's four lines made from them
+
+
+def figures(fork, bench):
+    """The row of figures: each speed from its timing, the balance from both."""
     f, w = fork["timing"], bench["timing"]
     both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
-    row = {"memory speed": timed(fork["bytes_per_s"] / 1e9, f, -1), "read": fork["bytes"] / 1e6,
-           "read time": ms(f),
-           "math speed": timed(bench["flops_per_s"] / 1e9, w, -1), "math": bench["flops"] / 1e9,
-           "math time": ms(w), "balance": Measured(roofs["balance"], both),
-           "tokens a trip needs": Measured(tokens_a_trip_needs(roofs["balance"]), both)}
-    sheet = Sheet("machine_speed", COLUMNS, [row], timed=("read time", "math time"),
-                  per="figure", text=post_block(roofs) if args.tablefmt == "plain" else None,
-                  title="The forklift and the workbench", settings=settings)
-    speeds = Speeds(roofs["bytes_per_s"], roofs["flops_per_s"], "measured by machine_speed")
-    yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
-    yield sheet
-    yield ""
-    yield Then(lambda found: [claims.sheet(found, speeds, ("machine_speed",), args, busy)])
+    balance = bench["flops_per_s"] / fork["bytes_per_s"]
+    return [(SPEEDS, [{
+        "memory speed": timed(fork["bytes_per_s"] / 1e9, f, -1), "read": fork["bytes"] / 1e6,
+        "read time": ms(f), "math speed": timed(bench["flops_per_s"] / 1e9, w, -1),
+        "math": bench["flops"] / 1e9, "math time": ms(w), "balance": Measured(balance, both),
+        "tokens a trip needs": Measured(tokens_a_trip_needs(balance), both)}])]
+
+
+def post_block(found):
+    """The post's four lines, from the records."""
+    v = {r["figure"]: r["value"] for r in found}
+    return "\n".join([
+        f"memory speed : {v['memory speed']:6.1f} GB/s   (read {v['read']:.0f} MB in "
+        f"{v['read time']:.1f} ms)",
+        f"math speed   : {v['math speed']:6.1f} GFLOP/s ({v['math']:.1f} GFLOPs in "
+        f"{v['math time']:.1f} ms)",
+        f"balance      : {v['balance']:6.1f} FLOPs per byte",
+        f"tokens a trip needs to keep the math busy: about {v['tokens a trip needs']:.0f}"])
+
+
+SPEEDS = Layout("machine_speed", [
+    col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
+    col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
+    col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
+    col("math", "math", "GFLOPs", ".1f"), col("math time", "math time", "ms", ".1f"),
+    col("balance", "balance", "FLOPs/byte", ".1f", compared=True),
+    col("tokens a trip needs", "tokens a trip needs", "tokens", ".0f", compared=True)],
+    timed=("read time", "math time"), per="figure", title="The forklift and the workbench")
 
 
 def warn_if_cached(size, llc_bytes):
@@ -67,8 +95,30 @@ def warn_if_cached(size, llc_bytes):
     if llc_bytes and size * size * BYTES < CACHE_RULE * llc_bytes:
         ok = math.ceil(math.sqrt(CACHE_RULE * llc_bytes / BYTES) / 1000) * 1000
         warn(f"the forklift's table ({size * size * BYTES / 1e6:.0f} MB) is less than "
-                    f"{CACHE_RULE}x the last-level cache ({llc_bytes / 2 ** 20:.0f} MiB), so part "
-                    f"of it may come from cache; use --size {ok} or more")
+             f"{CACHE_RULE}x the last-level cache ({llc_bytes / 2 ** 20:.0f} MiB), so part "
+             f"of it may come from cache; use --size {ok} or more")
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+def experiment(args, facts):
+    """Measure both limits into records; the post's lines, the speeds two_phases reads, and
+    the claims, each from them."""
+    if not args.quick:
+        warn_if_cached(args.size, facts["llc_bytes"])
+    speeds, fork, bench = roofs(args.size, args.matmul, args.runs)
+    found = records.from_rows(figures(fork, bench), records.settings_of(args))
+    yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
+    yield sheet(SPEEDS, found, text=post_block(found) if args.tablefmt == "plain" else None,
+                settings=f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
+                         f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
+                         f"{plural(args.threads, 'thread')}")
+    yield ""
+    yield claims.sheet(found, Speeds(speeds.bytes_per_s, speeds.flops_per_s,
+                                     "measured by machine_speed"), ("machine_speed",), args,
+                       facts["busy"])
 
 
 def build_parser():
@@ -86,18 +136,8 @@ def parse_args(argv=None):
     args = cli.parse(p, argv, QUICK)
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     cli.need_memory(p, memory_bytes(args.size, args.matmul),
-                       f"--size {args.size} with --matmul {args.matmul}", biggest)
+                    f"--size {args.size} with --matmul {args.matmul}", biggest)
     return args
-
-
-def experiment(args, facts):
-    if not args.quick:
-        warn_if_cached(args.size, facts["llc_bytes"])
-    settings = (f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
-                f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
-                f"{plural(args.threads, 'thread')}")
-    yield from sheets(measure_roofs(args.size, args.matmul, args.runs), args, settings,
-                      facts["busy"])
 
 
 def main(argv=None):

@@ -15,11 +15,12 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import claims, cli, limits, pictures, plan, pool, predict, printers, speeds
+from harness import claims, cli, limits, pictures, plan, pool, predict, printers, records, speeds
 from harness.plan import Experiment, Outcome, Row, figures
-from harness.printers import Picture, Saved, Sheet, Then, col
-from harness.records import Measured, ms, timed
+from harness.printers import Layout, Picture, Saved, col, sheet
+from harness.records import Measured, find, ms, timed
 from harness.terminal import note, plural, progress, step, steps
+import machine_speed  # the post measured the machine's two limits with it: so does this run
 import model
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
@@ -54,22 +55,26 @@ def prefill_measure(bench, args, rows):
         yield b.one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
 
 
-def prefill_sheets(cfg, args, outcomes, roofs):
+def prefill_figures(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (p,), t = r.row.key, r.figures["time"]
         rows.append({"prompt": p, "time": ms(t), "time per token": timed(t.seconds * 1e3 / p, t),
                      "math speed": timed(model.table_flops(cfg, p) / t.seconds / 1e9, t, -1)})
-    return [Sheet("prefill", PREFILL_COLUMNS, rows, timed=("time",),
-                  note="; GFLOP/s: the tables' math only", title="Phase 1, reading (prefill)",
+    return [(PREFILL_TABLE, rows)]
+
+
+def prefill_sheets(found, cfg, args):
+    return [sheet(PREFILL_TABLE, found, note="; GFLOP/s: the tables' math only",
                   settings="one user's question read in one trip; "
                            + plan.words(cfg, args.threads))]
 
 
-PREFILL_COLUMNS = [col("prompt", "prompt", "tokens", "d", key=True),
-                   col("time", "time ms", "ms", ".1f"),
-                   col("time per token", "ms/token", "ms", ".2f", compared=True),
-                   col("math speed", "GFLOP/s", "GFLOP/s", ".1f", compared=True)]
+PREFILL_TABLE = Layout("prefill", [col("prompt", "prompt", "tokens", "d", key=True),
+                             col("time", "time ms", "ms", ".1f"),
+                             col("time per token", "ms/token", "ms", ".2f", compared=True),
+                             col("math speed", "GFLOP/s", "GFLOP/s", ".1f", compared=True)],
+                 timed=("time",), title="Phase 1, reading (prefill)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,24 +93,28 @@ def decode_measure(bench, args, rows):
                          f"typing for {row.label}")
 
 
-def decode_sheets(cfg, args, outcomes, roofs):
+def decode_figures(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (u,), t = r.row.key, r.figures["time"]
         rows.append({"users": u, "step": ms(t), "tokens per second": timed(u / t.seconds, t, -1),
                      "math speed": timed(model.table_flops(cfg, u) / t.seconds / 1e9, t, -1),
                      "bytes read": model.bytes_read(cfg, r.row.steps[0]) / 1e6})
-    return [Sheet("decode", DECODE_COLUMNS, rows, timed=("step",),
-                  note="; GFLOP/s: the tables' math only", title="Phase 2, typing (decode)",
+    return [(DECODE_TABLE, rows)]
+
+
+def decode_sheets(found, cfg, args):
+    return [sheet(DECODE_TABLE, found, note="; GFLOP/s: the tables' math only",
                   settings=f"one token for each user, each with {args.notes} notes; "
                            f"{plan.words(cfg, args.threads)}")]
 
 
-DECODE_COLUMNS = [col("users", "users", "users", "d", key=True),
-                  col("step", "step ms", "ms", ".1f", compared=True),
-                  col("tokens per second", "tokens/s", "tokens/s", ".1f", compared=True),
-                  col("math speed", "GFLOP/s", "GFLOP/s", ".1f"),
-                  col("bytes read", "MB read", "MB", ".0f")]
+DECODE_TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
+                           col("step", "step ms", "ms", ".1f", compared=True),
+                           col("tokens per second", "tokens/s", "tokens/s", ".1f", compared=True),
+                           col("math speed", "GFLOP/s", "GFLOP/s", ".1f"),
+                           col("bytes read", "MB read", "MB", ".0f")],
+                timed=("step",), title="Phase 2, typing (decode)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,7 +136,7 @@ def depth_measure(bench, args, rows):
                          f"typing for {row.label}", record=False)
 
 
-def depth_sheets(cfg, args, outcomes, roofs):
+def depth_figures(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
@@ -137,21 +146,25 @@ def depth_sheets(cfg, args, outcomes, roofs):
                      "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
                      "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
                      "x limit": timed(t.seconds / limit_s, t)})
-    steps = [(r.row.key[0], r.row.key[1], r.figures["time"].seconds) for r in outcomes]
-    return [Sheet("depth", DEPTH_COLUMNS, rows, timed=("step",),
-                  title="Beyond the post: how deep the notebooks are",
+    return [(DEPTH_TABLE, rows)]
+
+
+def depth_sheets(found, cfg, args):
+    steps = [(r["keys"]["users"], r["keys"]["notes"], r["value"] / 1e3)
+             for r in records.of(found, DEPTH_TABLE.name) if r["figure"] == "step"]
+    return [sheet(DEPTH_TABLE, found,
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
-                  note="; x limit as in the check; "
-                       + limits.outweigh(steps, cfg))]
+                  note="; x limit as in the check; " + limits.outweigh(steps, cfg))]
 
 
-DEPTH_COLUMNS = [col("users", "users", "users", "d", key=True),
-                 col("notes", "notes", "notes", "d", key=True),
-                 col("step", "step ms", "ms", ".1f", compared=True),
-                 col("tokens per second", "tokens/s", "tokens/s", ".1f"),
-                 col("bytes read", "MB read", "MB", ".0f"),
-                 col("notes share", "notes % of bytes", "%", ".0f"),
-                 col("x limit", "x limit", "x", ".2f")]
+DEPTH_TABLE = Layout("depth", [col("users", "users", "users", "d", key=True),
+                         col("notes", "notes", "notes", "d", key=True),
+                         col("step", "step ms", "ms", ".1f", compared=True),
+                         col("tokens per second", "tokens/s", "tokens/s", ".1f"),
+                         col("bytes read", "MB read", "MB", ".0f"),
+                         col("notes share", "notes % of bytes", "%", ".0f"),
+                         col("x limit", "x limit", "x", ".2f")],
+               timed=("step",), title="Beyond the post: how deep the notebooks are")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,17 +208,13 @@ def collision_measure(bench, args, rows):
                       b.record_trip(bench, *worst, f"the worst step of {row.label}"))
 
 
-def collision_sheets(cfg, args, outcomes, roofs):
+def collision_figures(cfg, args, outcomes, roofs):
     """The post's three lines, then the dial."""
     normal, dial = outcomes[0].figures["time"], {r.row.key[0]: r for r in outcomes[1:]}
     chunk = post_chunk(args.chunk, args.question)
-    at_once, chunked = dial[args.question].figures["time"], dial[chunk].figures["time"]
-    steps = len(dial[chunk].row.steps) - 1
-    gaps = [normal, at_once, chunked]
-    said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
-            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
-    row = {"typers": args.typers, "question": args.question, "chunk": chunk, "steps": steps,
-           **{gap: ms(t) for gap, t in zip(GAPS, gaps)}}
+    gaps = [normal, dial[args.question].figures["time"], dial[chunk].figures["time"]]
+    row = {"typers": args.typers, "question": args.question, "chunk": chunk,
+           "steps": len(dial[chunk].row.steps) - 1, **{gap: ms(t) for gap, t in zip(GAPS, gaps)}}
     rows = []
     for c, r in dial.items():
         f = r.figures
@@ -214,29 +223,34 @@ def collision_sheets(cfg, args, outcomes, roofs):
                      "worst gap": ms(f["time"]), "total": ms(f["total"]),
                      "worst x normal": Measured(f["time"].seconds / normal.seconds,
                                                 ((1, f["time"]), (-1, normal)))})
-    return [Sheet("collision", COLLISION_COLUMNS, [row], timed=GAPS,
-                  per="figure", title="When the two phases share a server",
-                  settings=said,
-                  text=collision_lines(args.typers, args.question, chunk, *gaps, steps)
-                  if args.tablefmt == "plain" else None),
-            Sheet("dial", DIAL_COLUMNS, rows, timed=("worst gap",), title="The chunk-size dial",
-                  settings=said + (
-                      "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
-                      f"{args.typers} typers)" if args.budget else ""))]
+    return [(COLLISION_TABLE, [row]), (DIAL_TABLE, rows)]
+
+
+def collision_sheets(found, cfg, args):
+    said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
+            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
+    return [sheet(COLLISION_TABLE, found, settings=said,
+                  text=collision_lines(records.of(found, COLLISION_TABLE.name)) if args.tablefmt == "plain"
+                  else None),
+            sheet(DIAL_TABLE, found, settings=said + (
+                "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
+                f"{args.typers} typers)" if args.budget else ""))]
 
 
 GAPS = ("normal gap", "all at once gap", "chunked worst gap")
-COLLISION_COLUMNS = [col("typers", "typers", "users", "d"),
-                     col("question", "question", "tokens", "d"),
-                     col("chunk", "chunk", "tokens", "d"), col("steps", "steps", "steps", "d"),
-                     *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)]
-DIAL_COLUMNS = [col("chunk", "chunk", "tokens", "d", key=True),
-                col("steps to read", "steps to read", "steps", "d"),
-                col("first word", "first word ms", "ms", ".1f", compared=True),
-                col("median gap", "gap median ms", "ms", ".1f"),
-                col("worst gap", "worst gap ms", "ms", ".1f", compared=True),
-                col("worst x normal", "worst x normal", "x", ".1f"),
-                col("total", "total ms", "ms", ".1f")]
+COLLISION_TABLE = Layout("collision", [
+    col("typers", "typers", "users", "d"), col("question", "question", "tokens", "d"),
+    col("chunk", "chunk", "tokens", "d"), col("steps", "steps", "steps", "d"),
+    *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)],
+    timed=GAPS, per="figure", title="When the two phases share a server")
+DIAL_TABLE = Layout("dial", [col("chunk", "chunk", "tokens", "d", key=True),
+                       col("steps to read", "steps to read", "steps", "d"),
+                       col("first word", "first word ms", "ms", ".1f", compared=True),
+                       col("median gap", "gap median ms", "ms", ".1f"),
+                       col("worst gap", "worst gap ms", "ms", ".1f", compared=True),
+                       col("worst x normal", "worst x normal", "x", ".1f"),
+                       col("total", "total ms", "ms", ".1f")],
+              timed=("worst gap",), title="The chunk-size dial")
 
 
 def post_chunk(dial, question):
@@ -245,64 +259,84 @@ def post_chunk(dial, question):
     return CHUNK if CHUNK in below else min(below or dial)
 
 
-def collision_lines(typers, question, chunk, normal, at_once, chunked, steps):
+def collision_lines(found):
     """The post's three lines, their words as the figures say: a freeze is huge at FREEZE times
-    the normal gap, bumps small under half the freeze."""
-    x, small = at_once.seconds / normal.seconds, chunked.seconds < at_once.seconds / 2
+    the normal gap, bumps small under half the freeze. found: the collision's records."""
+    said = {r["figure"]: r["value"] for r in found}
+    normal, at_once, chunked = (said[gap] for gap in GAPS)
+    x, small, steps = at_once / normal, chunked < at_once / 2, said["steps"]
     bumps = f"{steps}{' small' * small} bumps, worst one" if steps > 1 else "one step: all at once"
-    lines = [(f"normal gap between words for the {typers} typers", normal, ""),
-             (f"gap if the engine reads all {question:,} at once", at_once,
+    lines = [(f"normal gap between words for the {said['typers']} typers", normal, ""),
+             (f"gap if the engine reads all {said['question']:,} at once", at_once,
               " (one huge freeze)" if x >= FREEZE else f" (a freeze of {x:.1f}x the normal gap)"),
-             (f"gap if it reads {chunk} tokens between steps", chunked, f" ({bumps})")]
+             (f"gap if it reads {said['chunk']} tokens between steps", chunked, f" ({bumps})")]
     width = max(len(label) for label, _, _ in lines)
-    return "\n".join(f"{label:<{width}} : {t.seconds * 1e3:8.1f} ms{note}"
-                     for label, t, note in lines)
+    return "\n".join(f"{label:<{width}} : {gap_ms:8.1f} ms{note}" for label, gap_ms, note in lines)
 
 
 # ---------------------------------------------------------------------------------------------
 # the experiments, declared once: the plan, how it is measured, the sheets
 
-EXPERIMENTS = {"prefill": Experiment(prefill_plan, prefill_measure, prefill_sheets),
-               "decode": Experiment(decode_plan, decode_measure, decode_sheets),
-               "collision": Experiment(collision_plan, collision_measure, collision_sheets),
-               "depth": Experiment(depth_plan, depth_measure, depth_sheets, checked=False)}
+EXPERIMENTS = {
+    "prefill": Experiment(prefill_plan, prefill_measure, prefill_figures, prefill_sheets),
+    "decode": Experiment(decode_plan, decode_measure, decode_figures, decode_sheets),
+    "collision": Experiment(collision_plan, collision_measure, collision_figures,
+                            collision_sheets),
+    "depth": Experiment(depth_plan, depth_measure, depth_figures, depth_sheets, checked=False)}
 
 
 def experiment(args, facts):
-    """Measure each experiment's rows and print its sheets; then hold every checked row to the
-    speeds measured at the start and the end; then, from the records, the claims and pictures."""
-    cfg, start = model.SIZES[args.model], limits.speeds(args)
+    """Measure each experiment's rows into records and print its sheets from them; then hold
+    every checked row to the speeds measured at the start and the end; then, from the records,
+    the claims and pictures."""
+    cfg, start = model.SIZES[args.model], limits.speeds(args, machine_speed.roofs)
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs)
     try:
-        yield from measured_sheets(cfg, args, facts, start, bench)
+        yield from measured(cfg, args, facts, start, bench)
     finally:
         if bench.pool:  # each block of a sweep has a pool of its own
             bench.pool["helpers"].shutdown()
 
 
-def measured_sheets(cfg, args, facts, start, bench):
+def measured(cfg, args, facts, start, bench):
     bench, chosen = b.with_paths(bench, args.attention, args.blocks)
     yield from (b.paths_line(chosen, args), Saved("paths", chosen))
-    planned, measured = {n: EXPERIMENTS[n] for n in args.experiments}, {}
-    steps(plan.weights(cfg, [e.plan(args) for e in planned.values()], start))
+    settings = records.settings_of(args, paths=str(bench.paths))
+    planned = {n: EXPERIMENTS[n] for n in args.experiments}
+    plans, outcomes, found = {n: e.plan(args) for n, e in planned.items()}, {}, []
+    steps(plan.weights(cfg, plans.values(), start))
     for name, e in planned.items():  # the unchecked (depth) wait for the speeds at the end
-        measured[name] = []
-        for outcome in e.measure(bench, args, e.plan(args)):
-            measured[name].append(outcome)
+        outcomes[name] = []
+        for outcome in e.measure(bench, args, plans[name]):
+            outcomes[name].append(outcome)
             step()
-        yield from printers.spaced(e.sheets(cfg, args, measured[name], start) if e.checked else ())
-    roofs = limits.through(args, start)
+        if e.checked:
+            found += records.from_rows(e.figures(cfg, args, outcomes[name], start), settings)
+            yield from printers.spaced(e.sheets(found, cfg, args))
+    roofs = limits.through(args, start, machine_speed.roofs)
     for name, e in ((n, e) for n, e in planned.items() if not e.checked):
-        yield from printers.spaced(e.sheets(cfg, args, measured[name], roofs))
-    yield from printers.spaced(limits.summary(measured))
-    points, ideal = yield from limits.held_sheets(cfg, args, planned, measured, roofs, min(
-        args.runs, b.BREAKDOWN_RUNS), lambda n: b.tables_alone(bench, n))
+        found += records.from_rows(e.figures(cfg, args, outcomes[name], roofs), settings)
+        yield from printers.spaced(e.sheets(found, cfg, args))
+    found += records.from_rows(limits.summary(outcomes), settings)
+    yield from printers.spaced(limits.summary_sheets(found))
+    checked = [(n, o) for n, e in planned.items() if e.checked for o in outcomes[n]]
+    if checked:
+        held = limits.held(cfg, checked, roofs, lambda n: b.tables_alone(bench, n))
+        found += records.from_rows(limits.held_figures(held), settings)
+        yield from printers.spaced(limits.held_sheets(found, held, roofs, plan.words(
+            cfg, args.threads), min(args.runs, b.BREAKDOWN_RUNS)))
+        points, ideal = plan.roofline(cfg, checked, roofs), limits.at_the_limits(
+            cfg, args, planned, roofs)
+        yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
+                    Saved("at_limits", ideal))
+    else:
+        points, ideal = None, []
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield Then(lambda found: [claims.sheet(found, roofs, ("two_phases",), args, facts["busy"],
-                                           ideal), *(Picture(name, draw) for name, draw in (
-                                               pictures.files(found, points, who, args.quick)
-                                               if args.plot else {}).items())])
+    yield claims.sheet(found, roofs, ("two_phases",), args, facts["busy"], ideal)
+    if args.plot:
+        yield from (Picture(name, draw) for name, draw in
+                    pictures.files(found, points, who, args.quick).items())
 
 
 def peak_bytes(args):

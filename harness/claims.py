@@ -2,8 +2,8 @@
 direction, an order, a share, a bound) and the verdict on this machine's saved sheets: holds,
 does not hold, or cannot tell here. A claim that does not hold says why, as the check and
 breakdown tables do."""
-from harness.printers import Sheet, col
-from harness.records import Missing, rows
+from harness.printers import Layout, Sheet, col
+from harness.records import EXCESS, Missing, label, rows
 from harness.gpu_claims import GPU_CLAIMS
 from harness.rules import (Claim, FAILS, HOLDS, UNKNOWN, about, above, below, every, figure,
                            more, speeds, value)
@@ -48,15 +48,15 @@ def half_the_workbench(t, r):
 
 
 def attention_grows(t, r):
-    share = {p: value(t, "breakdown", "attention", experiment="prefill", row=f"{p} tokens")
-             / value(t, "breakdown", "trip", experiment="prefill", row=f"{p} tokens")
+    share = {p: value(t, "breakdown", "attention", experiment="prefill", prompt=p)
+             / value(t, "breakdown", "trip", experiment="prefill", prompt=p)
              for p in (256, 1024)}
     return f"attention {share[256]:.0%} of the trip at 256 tokens, {share[1024]:.0%} at 1,024", (
         share[1024] > share[256])
 
 
 def notebooks_carried(t, r):
-    ms = {p: value(t, "breakdown", p, experiment="decode", row="64 users")
+    ms = {p: value(t, "breakdown", p, experiment="decode", users=64)
           for p in ("attention", "tables")}
     return f"attention {ms['attention']:.1f} ms, tables {ms['tables']:.1f} ms", (
         ms["attention"] > ms["tables"])
@@ -76,7 +76,7 @@ def long_costs_more(t, r):
 
 
 def compute_bound(t, r):
-    bound = [value(t, "check", "bound by", experiment="prefill", row=f"{p} tokens")
+    bound = [value(t, "check", "bound by", experiment="prefill", prompt=p)
              for p in (256, 1024)]
     busier = (figure(t, "prefill", "math speed", prompt=256)
               / figure(t, "prefill", "math speed", prompt=1))
@@ -185,20 +185,20 @@ CLAIMS = [
           tokens_needed),
     Claim("two_phases", "A 1-token question costs about the same as typing one word",
           "32.7 against 37.5 ms", "within 1.5x of each other", one_token,
-          (("prefill", "1 token"), ("decode", "1 user")), needs=NOTES),
+          (("prefill", {"prompt": 1}), ("decode", {"users": 1})), needs=NOTES),
     Claim("two_phases", "At 64 to 256 tokens each token costs under 3 ms", "2.88 and 2.84 ms",
           "both under a quarter of a 1-token question's time (the post's 3 ms was 9% of its 32.7;"
           " 3 ms itself is the machine's speed, not the point)", under_3_ms,
-          (("prefill", "64 tokens"), ("prefill", "256 tokens")), needs=SMALL),
+          (("prefill", {"prompt": 64}), ("prefill", {"prompt": 256})), needs=SMALL),
     Claim("two_phases", "The wait for the first word depends mostly on the question's length",
           "32.7, 86.6, 184.6, 726.4, 4278.3 ms", "each longer question read slower than the "
           "shorter one, beyond the spread of the runs", ttft_grows, needs=SMALL),
     Claim("two_phases", "... running at about half the workbench's top speed",
           "59.9 of 120.9 GFLOP/s", "the better of 64 and 256 tokens within 1.5x of half the "
-          "workbench", half_the_workbench, (("prefill", "256 tokens"),), needs=SMALL),
+          "workbench", half_the_workbench, (("prefill", {"prompt": 256}),), needs=SMALL),
     Claim("two_phases", "At 1,024 tokens each token costs more than at 256",
           "4.18 against 2.84 ms", "more, beyond the spread of the runs", long_costs_more,
-          (("prefill", "1024 tokens"),), needs=SMALL),
+          (("prefill", {"prompt": 1024}),), needs=SMALL),
     Claim("two_phases", "... because the notebook's part grows faster than the question",
           NOT_PRINTED, "attention's share of the recorded trip larger at 1,024 tokens than at "
           "256 (one recorded trip each, as the breakdown shows)", attention_grows,
@@ -210,14 +210,14 @@ CLAIMS = [
     Claim("two_phases", "One typing user uses under 4% of the workbench", "3.7%",
           "under 10%: at a machine's limits one token uses 0.5 FLOPs a byte against a balance "
           "of about 10, so 4% is the post's suite, not the claim",
-          idle_workbench, (("decode", "1 user"),), needs=NOTES),
+          idle_workbench, (("decode", {"users": 1}),), needs=NOTES),
     Claim("two_phases", "More than 80% of the typing time is the forklift", "31 of 37.5 ms",
           "one user's bytes at the forklift's speed over the step: above 80%", forklift_share,
-          (("decode", "1 user"),), needs=NOTES),
+          (("decode", {"users": 1}),), needs=NOTES),
     Claim("two_phases", "Batching 16 users gives about 3.7x the tokens per second", "3.7x",
-          "within 1.5x of 3.7x", batching(16, 3.7), (("decode", "16 users"),), needs=NOTES),
+          "within 1.5x of 3.7x", batching(16, 3.7), (("decode", {"users": 16}),), needs=NOTES),
     Claim("two_phases", "... and 64 users about 5.2x", "5.2x", "within 1.5x of 5.2x",
-          batching(64, 5.2), (("decode", "64 users"),), needs=NOTES),
+          batching(64, 5.2), (("decode", {"users": 64}),), needs=NOTES),
     Claim("two_phases", "Each user's gap between words grows with the batch",
           "37.5, 85.3, 162.5, 461.8 ms", "each step slower than the one with fewer users, beyond "
           "the spread of the runs", gaps_grow, needs=NOTES),
@@ -232,11 +232,11 @@ CLAIMS = [
           "forklift's", workbench_barely_helps, needs=NOTES, measured=False),
     Claim("two_phases", "Reading a long question at once freezes the typers for about 40x "
           "their normal gap", "4723.0 against 118.0 ms", "within 1.5x of 40x", freeze,
-          (("collision", "normal gap"), ("collision", "all at once")), needs=SERVER),
+          (("collision", {"chunk": None}), ("collision", {"chunk": 1024})), needs=SERVER),
     Claim("two_phases", "Chunks of 128 give 8 small bumps instead", "8 bumps, worst 671.2 ms",
           "8 steps, the worst gap under half the one-shot freeze (chunks of 128 only)",
           small_bumps,
-          (("collision", "chunks of 128, worst"),), needs=SERVER),
+          (("collision", {"chunk": 128}),), needs=SERVER),
     Claim("two_phases", "The chunk size is a dial: bigger chunks give the newcomer its first "
           "word sooner, smaller ones keep the typers smoother", "a dial",
           "from the smallest chunk to the largest, the first word comes sooner and the worst "
@@ -293,24 +293,25 @@ def judged(found, roofs, scripts, settings, busy):
     return out
 
 
-PARTS = ("the BLAS", "our tables", "attention", "elementwise", "other")
 SHARE = 0.2  # a part named in a why holds at least this share of the row's excess
 
 
-def reason(found, experiment, row):
+def reason(found, experiment, keys):
     """Why a row is far from what the post saw, as the check and breakdown tables say: its
-    distance from its limit, and each part that holds SHARE or more of the excess, in ms."""
+    distance from its limit, and each part that holds SHARE or more of the excess, in ms. The
+    row is found by its keys ({"prompt": 256}; a key of None: one the row does not have)."""
     try:
-        ratio = value(found, "check", "x limit", experiment=experiment, row=row)
-        excess = {p: value(found, "breakdown", f"excess: {p}", experiment=experiment, row=row)
-                  for p in PARTS}
+        ratio = value(found, "check", "x limit", experiment=experiment, **keys)
+        excess = {p: value(found, "breakdown", f"excess: {p}", experiment=experiment, **keys)
+                  for p in EXCESS}
     except Missing:
         return ""
     total = sum(excess.values())
-    named = sorted((p for p in PARTS if total and excess[p] >= SHARE * total),
+    named = sorted((p for p in EXCESS if total and excess[p] >= SHARE * total),
                    key=excess.get, reverse=True)
-    return (f"{experiment} {row}: {ratio:.2f}x its limit, {total:.1f} ms over it: "
-            + ", ".join(f"{p} +{excess[p]:.1f}" for p in named) + " ms")
+    row = label({k: v for k, v in keys.items() if v is not None})
+    return (f"{experiment}{' ' + row if row else ''}: {ratio:.2f}x its limit, {total:.1f} ms "
+            f"over it: " + ", ".join(f"{p} +{excess[p]:.1f}" for p in named) + " ms")
 
 
 def at_the_limits(limit_found, roofs, scripts, settings):
@@ -334,7 +335,7 @@ def sheet(found, roofs, scripts, args, busy=(), limit_found=()):
     their limits, the verdict a perfect implementation would get on this machine. A quick run's
     small sizes are not the post's: its claims are not judged."""
     if args.quick:
-        return Sheet("claims", COLUMNS, [], recorded=False, title="The post's claims",
+        return Sheet(Layout("claims", COLUMNS, title="The post's claims"), rows=[],
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
     found, predicted = both(found, roofs, scripts, vars(args), busy, limit_found), getattr(
@@ -347,10 +348,10 @@ def sheet(found, roofs, scripts, args, busy=(), limit_found=()):
                                 f"{here or '-'}" + (f" (at the limits {limited(at)})" if at else "")
                                 + f"; rule: {c.rule}" + (f"\n{'':{w + 1}}why: {why}" if why else "")
                                 for c, here, verdict, why, at in found])
-    return Sheet("claims", COLUMNS, rows, text=text if args.tablefmt == "plain" else None,
-                 recorded=False, title=f"The post's claims about a GPU, predicted for "
-                                       f"{predicted[0]}" if predicted else
-                 "The post's claims on this machine",
+    title = (f"The post's claims about a GPU, predicted for {predicted[0]}" if predicted
+             else "The post's claims on this machine")
+    return Sheet(Layout("claims", COLUMNS, title=title), rows=rows,
+                 text=text if args.tablefmt == "plain" else None,
                  note=banner[0] if banner and args.tablefmt != "plain" else "",
                  settings="each verdict by the rule given, on its limits: a real engine reaches "
                           "some fraction of them" if predicted else

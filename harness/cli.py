@@ -1,10 +1,10 @@
 """The command line: the flags every script shares, their checks before anything is measured,
 and a run from its machine line to its saved result, printed as it goes.
 
-A script's body(args, machine) yields what the run prints and keeps: a Sheet (printed, saved as
-records and as printed), a Then (more items made from the records so far: the claims, the
-pictures), a str (a line printed and kept in the .txt), a Saved (kept in the JSON) or a Picture
-(a file beside the result). The run loop alone prints and saves; nothing reads back.
+A script's body(args, machine) measures, makes its records, and yields what the run prints and
+keeps: a Sheet (its records, saved, and the table rendered from them), a str (a line printed and
+kept in the .txt), a Saved (kept in the JSON) or a Picture (a file beside the result). The run
+loop alone prints and saves; nothing it is handed is changed or handed back.
 """
 import argparse
 import contextlib
@@ -18,8 +18,8 @@ import signal
 import sys
 import time
 
-from harness import exports, kernels, machine, records, report, results, stopping
-from harness.printers import Picture, Saved, Sheet, Then, entry, render
+from harness import exports, machine, report, results, stopping
+from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.terminal import WARNED, note, plain_streams, plural, show, steps, warn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
@@ -344,28 +344,21 @@ def each_thread_count(args, body, busy, out, headline):
                 out.show(f"\n{n} {plural(n, 'thread')}:")
             out.settings.setdefault("threads_used", []).append(n)
             block = argparse.Namespace(**{**vars(args), "threads": n})
-            out.begin(block)
             for item in body(block, facts):
                 out.take(item, f" @{n}" if out.sweep else "")
     return facts
 
 
 class Output:
-    """What a run prints and keeps, as body yields it: the .txt's lines, the records of every
-    sheet and the sheets' presentation, other entries, the pictures."""
+    """What a run prints and keeps, as body yields it: the .txt's lines, every sheet's records
+    (made by the body as it measured) and its presentation, other entries, the pictures."""
 
     def __init__(self, args):
         self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
-        self.predicted = bool(getattr(args, "predict", False))
         self.settings = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
                          for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
-        self.text, self.tables, self.kept, self.pictures = [], {}, {}, {}
-        self.records, self.block, self.ran = [], [], {}
-
-    def begin(self, args):
-        """A new block (one thread count): its records are what its judges read."""
-        self.block, self.ran = [], records.settings_of(args)
+        self.text, self.tables, self.kept, self.pictures, self.records = [], {}, {}, {}, []
 
     def show(self, line):
         """A line of the .txt, printed unless an export takes stdout's place."""
@@ -377,17 +370,9 @@ class Output:
         if isinstance(item, Sheet):
             self.show(render(item, self.fmt, self.spread))
             self.tables[item.name + suffix] = entry(item)
-            made = records.of(item, self.ran, self.predicted) if item.recorded else []
-            self.block += made
-            self.records += made
-        elif isinstance(item, Then):
-            for then in item.fn(list(self.block)):
-                self.take(then, suffix)
+            self.records += list(item.records) if item.recorded else []
         elif isinstance(item, Saved):
             self.kept[item.key + suffix] = item.value
-            if item.key == "paths":  # what the trips took: part of every figure's settings
-                self.ran = {**self.ran, "paths": str(kernels.Paths(item.value["attention"],
-                                                                 item.value["blocks"]))}
         elif isinstance(item, Picture):
             self.pictures[item.name] = item.draw
         else:

@@ -6,24 +6,23 @@ import model
 from harness import cli, plan, records, schema
 from harness import speeds as machine_speeds
 from harness.speeds import Speeds
-from harness.printers import Saved, Sheet, col, spaced
-from harness.records import KEYS, Measured, ms, timed
+from harness.printers import Layout, col, sheet
+from harness.records import EXCESS, KEYS, ROW, Measured, ms, timed
 from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
 DRIFT = 0.10  # the speeds at the end of a run differ from the start by more: say so
 
 
-def speeds(args):
-    """The forklift and workbench speeds: measured now (same run, same noise), from --roofs, or
-    given as --forklift and --workbench."""
+def speeds(args, measure):
+    """The forklift and workbench speeds: measured now by measure(size, matmul, runs) -> (Speeds,
+    ...) at machine_speed's own sizes (same run, same noise), from --roofs, or given as
+    --forklift and --workbench."""
     if args.roofs:
         return args.roofs
     if args.forklift:
         return Speeds(args.forklift * 1e9, args.workbench * 1e9, "given on the command line")
-    r = machine_speeds.roofs(args.runs, args.quick)
-    return Speeds(r["bytes_per_s"], r["flops_per_s"],
-                  f"measured in this run by machine_speed ({r['forklift']['timing'].label})")
+    return measure(**machine_speeds.sizes(args.quick), runs=args.runs)[0]
 
 
 def add_flags(g):
@@ -104,36 +103,19 @@ class Held:
         return max(who, key=who.get)
 
 
-def through(args, start):
+def through(args, start, measure):
     """The speeds every row is held to: the faster of those measured at the start and the end of
     the run (see through_the_run), or the speeds given."""
-    return start if args.roofs or args.forklift else through_the_run(start, speeds(args))
-
-
-def held_sheets(cfg, args, experiments, measured, roofs, runs, tables_alone):
-    """Every checked row (of experiments, {name: Experiment}, measured into {name: [Outcome]})
-    held to the speeds through the run: the check and breakdown sheets, then the roofline's
-    points, the speeds and the records at the limits (see at_the_limits), as saved. -> (the
-    roofline's data, the records at the limits)"""
-    checked = [(name, r) for name, e in experiments.items() if e.checked for r in measured[name]]
-    if not checked:
-        return None, []
-    found = held(cfg, checked, roofs, tables_alone)
-    said = plan.words(cfg, args.threads)
-    yield from spaced([*check(found, roofs, said), *breakdown(found, runs, said)])
-    points = plan.roofline(cfg, checked, roofs)
-    ideal = at_the_limits(cfg, args, experiments, roofs)
-    yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
-                Saved("at_limits", ideal))
-    return points, ideal
+    return start if args.roofs or args.forklift else through_the_run(start, speeds(args, measure))
 
 
 def at_the_limits(cfg, args, experiments, roofs):
     """The records a perfect implementation would give on this machine: every planned row of
     these experiments ({name: Experiment}) with each trip at its limit on these speeds."""
     done = {name: plan.predicted(cfg, e.plan(args), roofs) for name, e in experiments.items()}
-    sheets = [s for name, e in experiments.items() for s in e.sheets(cfg, args, done[name], roofs)]
-    return [r for s in (*sheets, *summary(done)) for r in records.of(s, {}, predicted=True)]
+    return records.from_rows([*(made for name, e in experiments.items()
+                                for made in e.figures(cfg, args, done[name], roofs)),
+                              *summary(done)], {}, predicted=True)
 
 
 def held(cfg, checked, roofs, tables_alone):
@@ -176,83 +158,93 @@ def suspect(h):
         "other": f"other: {took['other']:.1f} ms outside every part (splits, Python)"}[h.most()]
 
 
-def check(held, roofs, words):
-    """The check sheet and the line under it: each row's measured time against its limit, and
-    which limit binds; a warning for each row far above its limit. words: the model, threads."""
+def held_figures(held):
+    """The check's and the breakdown's figures of every held row: [(Layout, rows)]. A warning
+    for each row far above its limit."""
     for h in held:
         if h.seconds / h.limit_s > SUSPICIOUS:
             warn(f"{h.experiment} {h.label} took {h.seconds / h.limit_s:.1f}x its limit "
                  f"({h.bound}-bound); {suspect(h)}")
-    rows = [{"experiment": h.experiment, "row": h.label, KEYS: h.keys,
-             "measured": ms(h.timing), "limit": h.limit_s * 1e3,
-             "bound by": h.bound, "x limit": timed(h.seconds / h.limit_s, h.timing)}
-            for h in held]
-    yield Sheet("check", CHECK_COLUMNS, rows, title="Every row against the machine's limits",
-                settings=words,
-                note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
-                     f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})")
-
-
-CHECK_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
-                 col("row", "row", "", "s", key=True), col("measured", "measured ms", "ms", ".1f"),
-                 col("limit", "limit ms", "ms", ".1f"), col("bound by", "bound by", "", "s"),
-                 col("x limit", "x limit", "x", ".2f", compared=True)]
-
-
-def breakdown(held, runs, words):
-    """The breakdown sheet and the line under it: each part's milliseconds, the tables against
-    the same products alone, attention against its own limit, and whose excess is largest."""
-    rows = []
+    check = [{"experiment": h.experiment, KEYS: h.keys, "measured": ms(h.timing),
+              "limit": h.limit_s * 1e3, "bound by": h.bound,
+              "x limit": timed(h.seconds / h.limit_s, h.timing)} for h in held]
+    parts = []
     for h in held:
         s, alone, who = h.parts, h.alone.seconds, h.excess()
-        rows.append({"experiment": h.experiment, "row": h.label, KEYS: h.keys,
-                     "trip": s["trip"] * 1e3, "tables": s["tables"] * 1e3,
-                     "one call": timed(alone * 1e3, h.alone), "x one call": s["tables"] / alone,
-                     "attention": s["attention"] * 1e3,
-                     "attention x limit": s["attention"] / h.part_limits["attention"],
-                     "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
-                     "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms",
-                     **{f"excess: {part}": max(s, 0) * 1e3 for part, s in who.items()}})
-    yield Sheet("breakdown", BREAKDOWN_COLUMNS, rows, title="Where each row's time goes",
-                unprinted=EXCESS_COLUMNS,
-                settings=words,
-                note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
-                     f"apart from the timed ones; one call: the trip's table products, one BLAS "
-                     f"call each on the BLAS's own threads, outside the model, best of {runs}; "
-                     f"x one call: the tables' time against it, under 1 where the suite's path "
-                     f"beats the library's; attention x limit: attention's against its limit)")
+        parts.append({"experiment": h.experiment, KEYS: h.keys,
+                      "trip": s["trip"] * 1e3, "tables": s["tables"] * 1e3,
+                      "one call": timed(alone * 1e3, h.alone), "x one call": s["tables"] / alone,
+                      "attention": s["attention"] * 1e3,
+                      "attention x limit": s["attention"] / h.part_limits["attention"],
+                      "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
+                      "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms",
+                      **{f"excess: {part}": max(s, 0) * 1e3 for part, s in who.items()}})
+    return [(CHECK, check), (BREAKDOWN, parts)]
 
 
-BREAKDOWN_COLUMNS = [col("experiment", "experiment", "", "s", key=True),
-                     col("row", "row", "", "s", key=True),
-                     col("trip", "trip ms", "ms", ".1f", compared=True),
-                     col("tables", "tables ms", "ms", ".1f"),
-                     col("one call", "one call ms", "ms", ".1f"),
-                     col("x one call", "x one call", "x", ".2f"),
-                     col("attention", "attention ms", "ms", ".1f"),
-                     col("attention x limit", "attention x limit", "x", ".2f"),
-                     col("elementwise", "elementwise ms", "ms", ".1f"),
-                     col("other", "other ms", "ms", ".1f"),
-                     col("most excess", "most excess", "", "s")]
+def held_sheets(found, held, roofs, words, runs):
+    """The check sheet (each row's measured time against its limit, and which limit binds) and
+    the breakdown (each part's milliseconds, the tables against the same products alone,
+    attention against its own limit, and whose excess is largest), from their records; each
+    row named as its experiment's sheet names it. words: the model and threads."""
+    labels = {tuple({"experiment": h.experiment, **h.keys}.items()): h.label for h in held}
+    return [sheet(CHECK, found, settings=words, labels=labels,
+                  note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
+                       f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
+            sheet(BREAKDOWN, found, settings=words, labels=labels,
+                  note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
+                       f"apart from the timed ones; one call: the trip's table products, one BLAS "
+                       f"call each on the BLAS's own threads, outside the model, best of {runs}; "
+                       f"x one call: the tables' time against it, under 1 where the suite's path "
+                       f"beats the library's; attention x limit: attention's against its limit)")]
 
 
-def summary(measured):
+CHECK = Layout("check", [col("experiment", "experiment", "", "s", key=True),
+                         col(ROW, "row", "", "s", key=True),
+                         col("measured", "measured ms", "ms", ".1f"),
+                         col("limit", "limit ms", "ms", ".1f"), col("bound by", "bound by", "", "s"),
+                         col("x limit", "x limit", "x", ".2f", compared=True)],
+               title="Every row against the machine's limits")
+BREAKDOWN = Layout("breakdown", [col("experiment", "experiment", "", "s", key=True),
+                                 col(ROW, "row", "", "s", key=True),
+                                 col("trip", "trip ms", "ms", ".1f", compared=True),
+                                 col("tables", "tables ms", "ms", ".1f"),
+                                 col("one call", "one call ms", "ms", ".1f"),
+                                 col("x one call", "x one call", "x", ".2f"),
+                                 col("attention", "attention ms", "ms", ".1f"),
+                                 col("attention x limit", "attention x limit", "x", ".2f"),
+                                 col("elementwise", "elementwise ms", "ms", ".1f"),
+                                 col("other", "other ms", "ms", ".1f"),
+                                 col("most excess", "most excess", "", "s")],
+                   title="Where each row's time goes",
+                   unprinted=tuple(col(f"excess: {part}", f"{part} excess ms", "ms over limit",
+                                       ".1f") for part in EXCESS))
+
+
+def summary(outcomes):
     """The post's closing comparison, from this run: the best reading cost per token against
-    one user's typing step."""
-    reads = [(r.row.key[0], r.figures["time"]) for r in measured.get("prefill", [])]
-    one = [r.figures["time"] for r in measured.get("decode", []) if r.row.key == (1,)]
+    one user's typing step. -> [(Layout, rows)], none without both."""
+    reads = [(r.row.key[0], r.figures["time"]) for r in outcomes.get("prefill", [])]
+    one = [r.figures["time"] for r in outcomes.get("decode", []) if r.row.key == (1,)]
     if not reads or not one:
-        return
+        return []
     p, read = min(reads, key=lambda pt: pt[1].seconds / pt[0])
     reading_ms, typing_ms = read.seconds * 1e3 / p, one[0].seconds * 1e3
-    yield Sheet("summary", SUMMARY_COLUMNS,
-                [{"reading per token": timed(reading_ms, read), "at prompt": p,
-                  "typing per token": timed(typing_ms, one[0]),
-                  "times cheaper": Measured(typing_ms / reading_ms, ((1, one[0]), (-1, read)))}],
-                title="Reading against typing, per token",
-                text=f"reading costs {reading_ms:.2f} ms per token (at {p} tokens) and typing "
-                     f"{typing_ms:.1f} ms (one user), so reading is about "
-                     f"{typing_ms / reading_ms:.0f} times cheaper per token")
+    return [(SUMMARY, [{"reading per token": timed(reading_ms, read), "at prompt": p,
+                        "typing per token": timed(typing_ms, one[0]),
+                        "times cheaper": Measured(typing_ms / reading_ms,
+                                                  ((1, one[0]), (-1, read)))}])]
+
+
+def summary_sheets(found):
+    """The closing comparison in the post's words, from its records; none where not run."""
+    said = {r["figure"]: r["value"] for r in records.of(found, SUMMARY.name)}
+    if not said:
+        return []
+    return [sheet(SUMMARY, found, text=(
+        f"reading costs {said['reading per token']:.2f} ms per token (at {said['at prompt']} "
+        f"tokens) and typing {said['typing per token']:.1f} ms (one user), so reading is about "
+        f"{said['typing per token'] / said['reading per token']:.0f} times cheaper per token"))]
 
 
 def outweigh(rows, cfg):
@@ -275,9 +267,8 @@ def outweigh(rows, cfg):
     return "the notes outweigh the tables: " + "; ".join(words)
 
 
-EXCESS_COLUMNS = tuple(col(f"excess: {part}", f"{part} excess ms", "ms over limit", ".1f")
-                      for part in ("the BLAS", "our tables", "attention", "elementwise", "other"))
-SUMMARY_COLUMNS = [col("reading per token", "reading ms/token", "ms", ".2f"),
-                   col("at prompt", "at prompt", "tokens", "d"),
-                   col("typing per token", "typing ms/token", "ms", ".1f"),
-                   col("times cheaper", "times cheaper", "x", ".1f", compared=True)]
+SUMMARY = Layout("summary", [col("reading per token", "reading ms/token", "ms", ".2f"),
+                             col("at prompt", "at prompt", "tokens", "d"),
+                             col("typing per token", "typing ms/token", "ms", ".1f"),
+                             col("times cheaper", "times cheaper", "x", ".1f", compared=True)],
+                 title="Reading against typing, per token")

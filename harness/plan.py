@@ -5,7 +5,7 @@ import dataclasses
 import statistics
 
 import model
-from harness import timing
+from harness import records, timing
 from harness.printers import SIG, sig
 from harness.terminal import plural
 
@@ -36,11 +36,14 @@ class Outcome:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """plan(args) -> [Row]; measure(Bench, args, rows) -> an Outcome per row, in order;
-    sheets(Config, args, records, roofs) -> [Sheet]; checked: its rows are held to their limits
-    in the check table and the breakdown."""
+    """One experiment, as parameters -> instances -> records -> printers: plan(args) -> [Row];
+    measure(Bench, args, rows) -> an Outcome per row, in order; figures(Config, args, outcomes,
+    roofs) -> [(Layout, rows of figures)], which become its records; sheets(records, Config,
+    args) -> [Sheet], rendered from them; checked: its rows are held to their limits in the
+    check table and the breakdown."""
     plan: object
     measure: object
+    figures: object
     sheets: object
     checked: bool = True
 
@@ -75,25 +78,29 @@ def memory_bytes(cfg, rows):
         + max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps) for row in rows)
 
 
-def predict(cfg, experiments, args, roofs):
-    """Each experiment's sheets with every trip of every planned row at its limit."""
+def predict(cfg, experiments, args, roofs, settings):
+    """Each experiment's records and sheets with every trip of every planned row at its limit:
+    [(records, [Sheet])]."""
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
+    out = []
     for e in experiments:
-        for sheet in e.sheets(cfg, args, predicted(cfg, e.plan(args), roofs), roofs):
-            yield dataclasses.replace(sheet, timed=(), text=None, columns=[
+        found = records.from_rows(e.figures(cfg, args, predicted(cfg, e.plan(args), roofs), roofs),
+                                  settings, predicted=True)
+        out.append((found, [dataclasses.replace(sheet, text=None, layout=dataclasses.replace(
+            sheet.layout, timed=(), title=f"{sheet.title}, PREDICTED", columns=[
                 c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
-                for c in sheet.columns], title=f"{sheet.title}, PREDICTED", note=(
-                f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
-                f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "
-                f"some fraction of it)"))
-            yield ""
+                for c in sheet.columns]), note=(
+            f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
+            f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "
+            f"some fraction of it)")) for sheet in e.sheets(found, cfg, args)]))
+    return out
 
 
-def roofline(cfg, records, roofs):
-    """The roofline picture's data: the speeds, and each prefill and decode row of records
-    ([(experiment, record)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
+def roofline(cfg, outcomes, roofs):
+    """The roofline picture's data: the speeds, and each prefill and decode row of outcomes
+    ([(experiment, Outcome)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
     points = []
-    for experiment, r in records:
+    for experiment, r in outcomes:
         if experiment not in ("prefill", "decode"):
             continue
         riders = r.row.steps[0]

@@ -11,11 +11,11 @@ import argparse
 import re
 
 import model
-from harness import claims, pictures, plan
+from harness import claims, pictures, plan, records
 from harness.cli import check_folder
 from harness.hardware import GIVEN, known, target, targets
 from harness.models import config
-from harness.printers import SIG, Picture, Saved, Sheet, Then, col, sig, spaced
+from harness.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 LENGTHS = (1, 16, 64, 256, 1024, 4096, 16384, 65536)  # new tokens each: 1 is typing; more,
@@ -75,15 +75,14 @@ def turning(cfg, roofs, notes, typers, question):
             "freeze": at_once / normal}
 
 
-def turning_sheet(cfg, aimed, args):
+def turning_sheet(cfg, aimed, args, settings):
     """The turning points of every machine asked for, and of the post's machine to compare."""
     post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
                                                                    args.out)]
     found = [{"name": t.name, "precision": t.label.split(" ", 1)[1],
               **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
              for t in [*aimed, *post]]
-    return Sheet("turning points", TURNING_COLUMNS, found,
-                 title="Which limit you will hit: the turning points, predicted",
+    return Sheet(TURNING, records.make(TURNING, found, settings, predicted=True),
                  settings=f"{cfg}; typers with {args.notes} notes each"
                           + ("; the post's machine to compare" if post else ""),
                  note=f"(predicted limits, nothing was run. balance: FLOPs per byte; reads turn "
@@ -98,21 +97,20 @@ def turning_sheet(cfg, aimed, args):
                       f"of each limit.)")
 
 
-TURNING_COLUMNS = [col("name", "machine", "", "s", key=True),
-                   col("precision", "precision", "", "s", key=True),
-                   col("balance", "balance", "FLOPs/byte", SIG),
-                   col("reads turn", "reads turn at", "tokens", SIG, compared=True,
-                       empty="never"),
-                   col("types turn", "types turn at", "users", SIG, compared=True,
-                       empty="never"),
-                   col("half bench", "half bench at", "users", SIG, empty="never"),
-                   col("one typer", "one typer busy %", "%", SIG, compared=True),
-                   col("typing ceiling", "typing ceiling %", "%", SIG),
-                   col("notes outweigh", "notes outweigh at", "notes", SIG),
-                   col("freeze", "freeze x normal", "x", SIG, compared=True)]
+TURNING = Layout("turning points", [
+    col("name", "machine", "", "s", key=True), col("precision", "precision", "", "s", key=True),
+    col("balance", "balance", "FLOPs/byte", SIG),
+    col("reads turn", "reads turn at", "tokens", SIG, compared=True, empty="never"),
+    col("types turn", "types turn at", "users", SIG, compared=True, empty="never"),
+    col("half bench", "half bench at", "users", SIG, empty="never"),
+    col("one typer", "one typer busy %", "%", SIG, compared=True),
+    col("typing ceiling", "typing ceiling %", "%", SIG),
+    col("notes outweigh", "notes outweigh at", "notes", SIG),
+    col("freeze", "freeze x normal", "x", SIG, compared=True)],
+    title="Which limit you will hit: the turning points, predicted")
 
 
-def limits_sheet(cfg, aim, notes):
+def limits_sheet(cfg, aim, notes, settings):
     """For one machine: the limit each trip hits, users down, new tokens each across (1: typing
     one token with `notes` notes each; more: reading a question of that length each)."""
     out = []
@@ -123,33 +121,38 @@ def limits_sheet(cfg, aim, notes):
             share = busy(model.bytes_read(cfg, riders), model.trip_flops(cfg, riders), aim.roofs)
             row[f"{t} tokens"] = "workbench" if share >= 1 else f"forklift {sig(100 * share)}%"
         out.append(row)
-    return Sheet("limits", [c for c in LIMIT_COLUMNS if c.key or int(c.figure.split()[0])
-                            <= cfg.context], out,
-                 title=f"Which limit you will hit on {aim.title}, {aim.label.split(' ', 1)[1]}, "
-                       f"predicted", settings=f"{cfg}; typing: one token each, with {notes} notes",
-        note="(each trip's limit: the workbench, or the forklift and how busy the workbench "
-             "is meanwhile; reading: each user's question of that many tokens, on one trip)")
+    layout = Layout("limits", [c for c in LIMIT_COLUMNS if c.key or int(c.figure.split()[0])
+                               <= cfg.context],
+                    title=f"Which limit you will hit on {aim.title}, "
+                          f"{aim.label.split(' ', 1)[1]}, predicted")
+    return Sheet(layout, records.make(layout, out, settings, predicted=True),
+                 settings=f"{cfg}; typing: one token each, with {notes} notes",
+                 note="(each trip's limit: the workbench, or the forklift and how busy the "
+                      "workbench is meanwhile; reading: each user's question of that many tokens, "
+                      "on one trip)")
 
 
 LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
     col(f"{t} tokens", "typing" if t == 1 else f"reading {t:,}", "", "s") for t in LENGTHS]
 
 
-def machines_sheet(aimed):
+def machines_sheet(aimed, settings):
     """The machines predicted for: their speeds at the precision asked, and the sources."""
     found = [{"name": t.name, "what": t.title, "precision": t.label.split(" ", 1)[1],
               "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
               "balance": t.roofs.balance} for t in aimed]
-    return Sheet("machines", MACHINE_COLUMNS, found, title="The machines predicted for",
+    return Sheet(MACHINES, records.make(MACHINES, found, settings, predicted=True),
                  settings="their speeds as published (hardware.json), measured, or given",
                  note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
 
 
-MACHINE_COLUMNS = [col("name", "machine", "", "s", key=True),
-                   col("what", "what", "", "s"), col("precision", "precision", "", "s", key=True),
-                   col("forklift", "forklift GB/s", "GB/s", SIG),
-                   col("workbench", "workbench GFLOP/s", "GFLOP/s", SIG),
-                   col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG)]
+MACHINES = Layout("machines", [col("name", "machine", "", "s", key=True),
+                               col("what", "what", "", "s"),
+                               col("precision", "precision", "", "s", key=True),
+                               col("forklift", "forklift GB/s", "GB/s", SIG),
+                               col("workbench", "workbench GFLOP/s", "GFLOP/s", SIG),
+                               col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG)],
+                  title="The machines predicted for")
 
 
 def words(args):
@@ -251,18 +254,26 @@ def items(args, experiments):
     a GPU judged on the first machine, and the pictures."""
     base, aimed = config(args.model), targets(args)
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
+    settings = records.settings_of(args)
     yield Saved("predicted", words(args))
-    yield from spaced([machines_sheet(aimed)])
-    yield from plan.predict(cfg, experiments.values(),
-                            argparse.Namespace(**{**vars(args), "threads": None}), first_roofs)
-    yield from spaced([limits_sheet(cfg, aimed[0], args.notes), turning_sheet(base, aimed, args)])
+    yield from spaced([machines_sheet(aimed, settings)])
+    found = []
+    for made, sheets in plan.predict(cfg, experiments.values(), argparse.Namespace(
+            **{**vars(args), "threads": None}), first_roofs, settings):
+        found += made
+        yield from spaced(sheets)
+    more = [limits_sheet(cfg, aimed[0], args.notes, settings),
+            turning_sheet(base, aimed, args, settings)]
+    found += [r for sheet in more for r in sheet.records]
+    yield from spaced(more)
     drawn = roofline(base, aimed, experiments, args)
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
-    yield Then(lambda found: [claims.sheet(found, None, ("two_phases",), args), *(
-        Picture(name, draw) for name, draw in (pictures.files(
+    yield claims.sheet(found, None, ("two_phases",), args)
+    if args.plot:
+        yield from (Picture(name, draw) for name, draw in pictures.files(
             found, drawn, f"{cfg} on {aimed[0].title}" + (
                 f"; the roofline adds {', '.join(t.label for t in aimed[1:])}" if aimed[1:]
-                else ""), args.quick, predicted=True) if args.plot else {}).items())])
+                else ""), args.quick, predicted=True).items())
 
 
 def roofline(cfg, aimed, experiments, args):

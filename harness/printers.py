@@ -3,7 +3,7 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
-from harness.records import Measured, samples, value
+from harness.records import ROW, value
 from harness.terminal import plural
 
 
@@ -26,32 +26,72 @@ def col(figure, header, unit, fmt, key=False, compared=False, empty=""):
 
 
 @dataclasses.dataclass(frozen=True)
-class Sheet:
-    """One printed table. columns: [Column]; rows: [{figure: value, or a Measured (the value
-    and the timings behind it)}]; timed: the figures that are one timing, which --spread follows
-    with a column of their runs' range and the note under the sheet sums up; text: what to print
-    instead of the table (the post's own layout, for the plain format); title and settings: the
-    line above it, saying what it is and how it was run."""
+class Layout:
+    """How one experiment's figures print, declared once: its columns ([Column], the key
+    columns first), the figures that are one timing each (timed: --spread follows each with a
+    column of its runs' range, and the note under the sheet sums them up, per row or per
+    figure), its title, and the figures it records but does not print (unprinted)."""
     name: str
     columns: list
-    rows: list
     timed: tuple = ()
-    text: str = None
     per: str = "row"
-    note: str = ""
     title: str = ""
+    unprinted: tuple = ()
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Sheet:
+    """One printed table, rendered from records by a layout: the records' rows (one per keys,
+    in the order the records came), each cell the record of its column's figure. settings: the
+    line above it with the title, saying how it was run; note: added to the line under it; text:
+    what to print instead of the table (the post's own layout, for the plain format); labels:
+    {row keys as items: the row's name} for a ROW column; rows: for a sheet of words rather than
+    figures (the claims' verdicts), its rows as they print, and then it records nothing."""
+    layout: Layout
+    records: tuple = ()
     settings: str = ""
-    recorded: bool = True  # its rows are figures, saved as records (the claims' are verdicts)
-    unprinted: tuple = ()  # Columns recorded but not printed: figures the post's layout leaves out
+    note: str = ""
+    text: str = None
+    labels: dict = None
+    rows: list = None
+
+    name = property(lambda self: self.layout.name)
+    title = property(lambda self: self.layout.title)
+    columns = property(lambda self: self.layout.columns)
+
+    @property
+    def recorded(self):
+        return self.rows is None
+
+    def figure_rows(self):
+        """[(keys, {figure: record})], one per row, in the records' order."""
+        out = {}
+        for r in self.records:
+            keys = tuple(r["keys"].items())
+            out.setdefault(keys, (r["keys"], {}))[1][r["figure"]] = r
+        return list(out.values())
 
     def timings(self):
-        """The timings of the timed figures, row by row."""
-        return [row[f].timing for row in self.rows for f in self.timed
-                if isinstance(row.get(f), Measured)]
+        """The records of the timed figures that kept their runs, row by row."""
+        return [row[f] for _, row in self.figure_rows() for f in self.layout.timed
+                if row.get(f) and row[f].get("samples")]
 
     def cells(self):
         """The rows as printed: a list of values per row, in the columns' order."""
-        return [[value(row.get(c.figure)) for c in self.columns] for row in self.rows]
+        if self.rows is not None:
+            return [[value(row.get(c.figure)) for c in self.columns] for row in self.rows]
+        labels = self.labels or {}
+        return [[labels.get(tuple(keys.items())) if c.figure == ROW and c.figure not in keys
+                 else keys.get(c.figure) if c.key
+                 else row[c.figure]["value"] if c.figure in row else None
+                 for c in self.columns] for keys, row in self.figure_rows()]
+
+
+def sheet(layout, found, **kw):
+    """The Sheet of one layout's experiment, from every record found so far."""
+    return Sheet(layout, tuple(r for r in found if r["experiment"] == layout.name), **kw)
 
 
 def render(sheet, fmt="plain", spread=False):
@@ -76,7 +116,7 @@ def body(sheet, fmt="plain", spread=False):
 def under(sheet):
     """The line under the table: the statistic and the spread of its timings, and its note."""
     if sheet.timings():
-        return spread_note(sheet.timings(), sheet.per, sheet.note)
+        return spread_note(sheet.timings(), sheet.layout.per, sheet.note)
     return sheet.note
 
 
@@ -127,29 +167,35 @@ def with_spread(sheet):
     columns = []
     for c in sheet.columns:
         columns.append(c)
-        if c.figure in sheet.timed:
+        if c.figure in sheet.layout.timed:
             columns.append(dataclasses.replace(c, figure=c.figure + " range",
                                                header=f"{c.header} range", fmt="s", key=False))
     rows = []
-    for row in sheet.rows:
-        cells = []
-        for c in sheet.columns:
-            cells.append(value(row.get(c.figure)))
-            if c.figure in sheet.timed:
-                runs = samples(row[c.figure]) if isinstance(row.get(c.figure), Measured) else None
-                cells.append(f"{format(min(runs), c.fmt)} to {format(max(runs), c.fmt)}"
-                             if runs else "")
-        rows.append(cells)
+    for cells, (_, row) in zip(sheet.cells(), sheet.figure_rows()):
+        out = []
+        for c, v in zip(sheet.columns, cells):
+            out.append(v)
+            if c.figure in sheet.layout.timed:
+                runs = (row.get(c.figure) or {}).get("samples")
+                out.append(f"{format(min(runs), c.fmt)} to {format(max(runs), c.fmt)}"
+                           if runs else "")
+        rows.append(out)
     return columns, rows
 
 
-def spread_note(timings, per, note=""):
-    """The line under a table that names the statistic and shows how far the samples spread."""
-    spreads = [t.spread for t in timings]
+STATISTIC_WORDS = {"median": "middle", "best": "best", "limit": "limit"}  # as the note says it
+
+
+def spread_note(timed, per, note=""):
+    """The line under a table that names the statistic and shows how far the samples spread.
+    timed: the records of its timed figures."""
+    spreads = [max(r["samples"]) / min(r["samples"]) if min(r["samples"]) > 0 else math.inf
+               for r in timed]
     span = (f"{spreads[0]:.2f}x" if len(spreads) == 1
             else f"{min(spreads):.2f}x to {max(spreads):.2f}x")
-    runs = plural(len(timings[0].samples), "run")
-    return f"({timings[0].label} {runs} per {per}; spread slowest/fastest {span}{note})"
+    first, n = timed[0], len(timed[0]["samples"])
+    return (f"({STATISTIC_WORDS.get(first['statistic'], first['statistic'])} of {n} "
+            f"{plural(n, 'run')} per {per}; spread slowest/fastest {span}{note})")
 
 
 def entry(sheet):
@@ -170,11 +216,6 @@ def spaced(sheets):
         yield ""
 
 
-def plain(v):
-    """A JSON-ready number: NumPy scalars become Python ones."""
-    return v.item() if hasattr(v, "item") else v
-
-
 @dataclasses.dataclass(frozen=True)
 class Saved:
     """Something a run keeps in its JSON beside the sheets: the speeds, the roofline's points."""
@@ -187,10 +228,3 @@ class Picture:
     """A file beside the result: draw(path) writes it."""
     name: str
     draw: object
-
-
-@dataclasses.dataclass(frozen=True)
-class Then:
-    """What a run prints and keeps once its sheets are records: fn(records) -> more items
-    (the claims sheet, the pictures), made from the records and nothing else."""
-    fn: object

@@ -11,7 +11,10 @@ the exports) reads records, never a printed cell.
 import dataclasses
 import math
 
-KEYS = "keys"  # a sheet row's entry for keys it does not print (the check's row of prefill...)
+KEYS = "keys"  # a row's entry for keys it does not print (the check's row of prefill: prompt)
+EXCESS = ("the BLAS", "our tables", "attention", "elementwise", "other")  # whose time a row
+#          spends over its limit: the breakdown records each as "excess: <part>"
+ROW = "row"  # the figure of a column that prints a row's name: a label, never a key
 STATISTIC = {"middle": "median", "best": "best", "limit": "limit"}  # Timing.stat, as saved
 COMPUTED = "computed"  # a figure with no timing behind it: a count, the accounting, a ratio given
 SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "attention",
@@ -59,24 +62,34 @@ def samples(m):
             for i in range(counts.pop())]
 
 
-def of(sheet, settings, predicted=False):
-    """The records of a sheet's rows: one per figure that is not a key and not empty."""
+def make(layout, rows, settings, predicted=False):
+    """The records of an experiment's rows, as measured or predicted: one per figure that is not
+    a key and not empty. layout: its printers.Layout, whose columns name each figure's unit and
+    which are keys (a ROW column, the row's printed name, is none: figures are found by their
+    keys); rows: [{figure: a Measured, a number or a word}], a row's unprinted keys under KEYS;
+    settings: the flags (and paths) it ran with."""
     out = []
-    for row in sheet.rows:
-        keys = {c.figure: value(row[c.figure]) for c in sheet.columns if c.key}
+    for row in rows:
+        keys = {c.figure: value(row[c.figure]) for c in layout.columns
+                if c.key and c.figure != ROW}
         keys.update(row.get(KEYS, {}))
-        for c in (*sheet.columns, *sheet.unprinted):
+        for c in (*layout.columns, *layout.unprinted):
             v = row.get(c.figure)
             if c.key or v is None:
                 continue
             measured = isinstance(v, Measured)
             runs = samples(v) if measured else None
-            out.append({"experiment": sheet.name, "keys": dict(keys), "figure": c.figure,
+            out.append({"experiment": layout.name, "keys": dict(keys), "figure": c.figure,
                         "unit": c.unit,
                         "statistic": STATISTIC[v.timing.stat] if measured else COMPUTED,
                         "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
                         "predicted": predicted, "settings": settings})
     return out
+
+
+def from_rows(made, settings, predicted=False):
+    """The records of [(layout, rows)], each as make() makes them."""
+    return [r for layout, rows in made for r in make(layout, rows, settings, predicted)]
 
 
 def settings_of(args, **more):
@@ -122,6 +135,11 @@ class Figure:
 def span(v):
     """A plain number as a Figure with no spread."""
     return v if isinstance(v, Figure) else Figure(v, v, v)
+
+
+def of(found, experiment):
+    """The records of one experiment."""
+    return [r for r in found if r["experiment"] == experiment]
 
 
 def matches(record, experiment, figure, keys):

@@ -14,7 +14,8 @@ import time
 from harness import schema, stopping
 from harness.terminal import note, warn
 
-SCHEMA_VERSION = 4  # the JSON layout; 4: one record per figure, and the sheets as printed
+SCHEMA_VERSION = 5  # the JSON layout; 4: one record per figure, and the sheets as printed;
+#                    5: a row found by its keys alone, its printed name not among them
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
 NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
 NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there

@@ -14,7 +14,8 @@ ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post m
 class Claim:
     """script: whose sheets tell; says: the post's words; post: the post's figure; rule: when it
     holds, in words; judge(records, roofs) -> (this machine's figure in words, True, False, or
-    None for cannot tell); rows: the check table's rows that say why when it does not hold."""
+    None for cannot tell); rows: the check table's rows that say why when it does not hold,
+    each (experiment, its keys)."""
     script: str
     says: str
     post: str

@@ -6,12 +6,13 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 
 from harness.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
-READABLE = (1, 2, 3, 4)  # the schema versions read; older layouts are brought to the newest
+READABLE = (1, 2, 3, 4, 5)  # the schema versions read; older layouts are brought to the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
@@ -275,8 +276,10 @@ def upgrade(data):
     """A result of an older schema in the newest layout: records from its tables. Schema 1 and 2
     kept one list of samples per row (or per figure, or per name); 3 kept samples_s[row][header]
     = [[power, samples]]; all three named a figure by its header, which LEGACY maps."""
-    if data["schema_version"] >= 4:
+    if data["schema_version"] >= 5:
         return data
+    if data["schema_version"] == 4:
+        return names_out_of_keys(data)
     if data["schema_version"] < 3:
         samples_by_header(data)
     found, sheets = [], {}
@@ -295,7 +298,46 @@ def upgrade(data):
             settings = {**legacy_settings(data), **({"threads": int(threads)} if threads else {})}
             found += legacy_records(base, t, settings, bool(data.get("predicted")))
     data = {k: v for k, v in data.items() if k != "tables"}
-    return {**data, "schema_version": 4, "records": found, "sheets": sheets}
+    return names_out_of_keys({**data, "schema_version": 4, "records": found, "sheets": sheets})
+
+
+NAMES = {"check": "row", "breakdown": "row", "bug": "phase"}  # schema 4 kept a row's printed
+#        name among its keys in these; 5 finds a row by its keys alone (the check's prefill
+#        row of 256 tokens: experiment prefill, prompt 256)
+
+
+def names_out_of_keys(data):
+    """A schema-4 result in schema 5's layout: no row's printed name among its keys. A row
+    named only by its name (schemas 1 to 3 kept no other keys) gets the keys its name says
+    ("16 tokens": prompt 16), and keeps its name where it says none."""
+    def keys(r):
+        name = NAMES.get(r.get("experiment")) if isinstance(r, dict) else None
+        if not (name and isinstance(r.get("keys"), dict) and name in r["keys"]):
+            return r
+        kept = {k: v for k, v in r["keys"].items() if k != name}
+        if set(kept) <= {"experiment"}:
+            said = keys_said(r["keys"][name])
+            kept = {name: r["keys"][name], **kept} if said is None else {**kept, **said}
+        return {**r, "keys": kept}
+    return {**data, "schema_version": 5, "records": [keys(r) for r in data["records"]],
+            **({"at_limits": [keys(r) for r in data["at_limits"]]}
+               if isinstance(data.get("at_limits"), list) else {})}
+
+
+SAID = [(r"(\d+) tokens?", ("prompt",)), (r"(\d+) users?(?: at (\d+) notes?)?", ("users", "notes")),
+        (r"chunks of (\d+), worst", ("chunk",))]  # a row's name, and the keys it says
+
+
+def keys_said(text):
+    """The keys a row's printed name says ("4 users": {"users": 4}), {} for the typers' normal
+    gap, or None where it says none."""
+    if text == "normal gap":
+        return {}
+    for pattern, names in SAID:
+        found = re.fullmatch(pattern, str(text))
+        if found:
+            return {k: int(v) for k, v in zip(names, found.groups()) if v is not None}
+    return None
 
 
 def legacy_settings(data):

@@ -1,10 +1,7 @@
-"""The machine's two limits: the forklift (memory speed) and the workbench (math speed),
-measured as machine_speed.py prints them, and the record two_phases.py holds its timings to."""
+"""The machine's two limits, the forklift (memory speed) and the workbench (math speed), as a
+run holds its timings to them or predicts with them; machine_speed.py measures them."""
 import dataclasses
 
-import numpy as np
-
-from harness import timing
 from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
@@ -47,33 +44,6 @@ def read(saved):
     return Speeds(saved["bytes_per_s"], saved["flops_per_s"], saved.get("source", ""), **at)
 
 
-def forklift(size, runs):
-    """Memory speed: ONE token through a size x size table; every number fetched for 2 FLOPs."""
-    big = np.ones((size, size), dtype=np.float32)  # (size, size)
-    one = np.ones(size, dtype=np.float32)  # (size,)
-    t = timing.measure(lambda: big @ one, runs, stat="best", what="forklift")
-    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / t.seconds, "timing": t}
-
-
-def workbench(n, runs):
-    """Math speed: n x n times n x n; both tables stay near the workbench, so this is pure math."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    flops = 2 * n ** 3  # n*n outputs, each n multiplies and n adds
-    t = timing.measure(lambda: a @ b, runs, stat="best", what="workbench")
-    return {"flops": flops, "flops_per_s": flops / t.seconds, "timing": t}
-
-
-def measure_roofs(size, matmul, runs):
-    """Both limits of this machine, best of `runs`: {"forklift": {...}, "workbench": {...},
-    "bytes_per_s", "flops_per_s", "balance"}."""
-    fork, bench = forklift(size, runs), workbench(matmul, runs)
-    return {"forklift": fork, "workbench": bench, "bytes_per_s": fork["bytes_per_s"],
-            "flops_per_s": bench["flops_per_s"],
-            "balance": bench["flops_per_s"] / fork["bytes_per_s"]}
-
-
 def memory_bytes(size, matmul):
     """What measuring both needs, at most: the forklift's table and the workbench's three."""
     return (size * size + 3 * matmul * matmul) * BYTES
@@ -83,13 +53,8 @@ def sizes(quick):
     return QUICK if quick else {"size": SIZE, "matmul": MATMUL}
 
 
-# For another script (two_phases.py holds its timings against these): the two speeds with this
-# script's own sizes, and the memory measuring them needs.
-def roofs(runs, quick=False):
-    return measure_roofs(**sizes(quick), runs=runs)
-
-
 def roofs_memory_bytes(quick=False):
+    """What measuring both at machine_speed's own sizes needs, for another script."""
     return memory_bytes(**sizes(quick))
 
 

@@ -88,3 +88,10 @@ def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="
     """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely."""
     samples = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s)
     return timing(samples, stat, what)
+
+
+def best_of(fn, runs, what=""):
+    """The post's best_of: fn timed `runs` times after a warm-up, the fastest kept (a limit is
+    what the machine can do, and only disturbance makes it slower). -> Timing; .seconds is the
+    best."""
+    return measure(fn, runs, stat="best", what=what)

@@ -75,3 +75,16 @@ def quick_run(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     with open(out / "box" / "two_phases.quick.json") as f:
         return r, json.load(f), out / "box"
+
+
+def made(name, columns, rows, settings=None, **layout):
+    """The records of hand-made rows of figures, as an experiment of this layout makes them."""
+    from harness import printers, records
+    return records.make(printers.Layout(name, columns, **layout), rows, settings or {})
+
+
+def sheet_of(name, columns, rows, ran=None, layout=None, **kw):
+    """A printed sheet of hand-made rows, rendered from their records (ran: their settings)."""
+    from harness import printers, records
+    layout = printers.Layout(name, columns, **(layout or {}))
+    return printers.Sheet(layout, tuple(records.make(layout, rows, ran or {})), **kw)

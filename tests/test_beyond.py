@@ -11,7 +11,7 @@ import pytest
 
 import two_phases
 from harness import bench, cli, limits, pool, predict, records
-from conftest import script
+from conftest import script, sheet_of
 from harness.kernels import ATTENTION
 from harness.printers import Sheet, col
 import model
@@ -169,7 +169,8 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
 
     def body(args, facts):
         seen.append((args.threads, blas()))
-        yield Sheet("demo", [col("threads", "threads", "", "d")], [{"threads": args.threads}])
+        yield sheet_of("demo", [col("threads", "threads", "", "d")], [{"threads": args.threads}],
+                       records.settings_of(args))
     p = cli.parser("demo\n", runs=1)
     args = cli.parse(p, ["--threads", "2", "1", "--out", str(tmp_path), "--label", "box"], {})
     assert cli.run("demo", args, body) == 0
@@ -241,7 +242,7 @@ def test_a_prediction_builds_no_model():
     finally:
         model.floors = real
     assert sheets == ["machines", "prefill", "decode", "collision", "dial", "depth", "limits",
-                      "turning points"]
+                      "turning points", "claims"]
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,
@@ -251,10 +252,11 @@ def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, 
                          "prefill", "decode")
     checked = [r for r in measured["records"] if r["experiment"] == "check"
                and r["figure"] == "limit" and r["keys"]["experiment"] in ("prefill", "decode")]
-    assert [r["keys"]["row"] for r in checked] == [
-        "1 token", "16 tokens", "64 tokens", "1 user", "4 users"]
+    assert [r["keys"] for r in checked] == [
+        {"experiment": "prefill", "prompt": p} for p in (1, 16, 64)] + [
+        {"experiment": "decode", "users": u} for u in (1, 4)]
     for r in checked:  # each check row's limit: the prediction of the same row
-        keys = {k: v for k, v in r["keys"].items() if k not in ("experiment", "row")}
+        keys = {k: v for k, v in r["keys"].items() if k != "experiment"}
         figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]
         assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys).value \
             == pytest.approx(r["value"])

@@ -5,7 +5,6 @@ import pytest
 
 from harness import limits, printers, records, results, schema
 from harness.plan import Outcome, Row
-from harness.records import value
 from harness.speeds import Speeds
 from harness.timing import Timing
 import model
@@ -32,29 +31,30 @@ def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 
     return limits.hold(SMALL, experiment, record, ROOFS, alone)
 
 
-def printed(items):
-    """The sheet limits.check or limits.breakdown yields, and its printed lines."""
-    sheet = next(iter(items))
-    return sheet, printers.render(sheet).splitlines()
+def printed(rows, which=0, words="", runs=3):
+    """The check sheet (which=0) or the breakdown (1) of held rows, rendered from their records
+    as a run makes them, its figures by name, and its printed lines."""
+    found = records.from_rows(limits.held_figures(rows), {})
+    sheet = limits.held_sheets(found, rows, ROOFS, words, runs)[which]
+    figures = {r["figure"]: r["value"] for r in sheet.records}
+    return sheet, figures, printers.render(sheet).splitlines()
 
 
 def test_check_rows_hold_measured_against_limit(capsys):
     limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9
-    sheet, lines = printed(limits.check([held(1.5 * limit)], ROOFS, "GPT-2 small on 2 threads"))
-    row = {figure: value(v) for figure, v in sheet.rows[0].items()}
-    assert (row["experiment"], row["row"], row["bound by"]) == ("decode", "1 user", "forklift")
+    sheet, row, lines = printed([held(1.5 * limit)], words="GPT-2 small on 2 threads")
+    assert row["bound by"] == "forklift"
     assert row["limit"] == pytest.approx(limit * 1e3) and row["x limit"] == pytest.approx(1.5)
     assert row["measured"] == pytest.approx(1.5 * limit * 1e3)
     assert [c.header for c in sheet.columns] == [
         "experiment", "row", "measured ms", "limit ms", "bound by", "x limit"]
-    assert sheet.cells()[0][:2] == ["decode", "1 user"]
-    # its records name the row as the check table does, and by the row's own keys too
-    found = records.of(sheet, {})
+    assert sheet.cells()[0][:2] == ["decode", "1 user"]  # the row's name, as its sheet says it
+    # its records name the row by its experiment and its own keys, never by its printed name
+    found = sheet.records
     assert {r["figure"] for r in found} == {"measured", "limit", "bound by", "x limit"}
-    assert all(r["keys"] == {"experiment": "decode", "row": "1 user", "users": 1} for r in found)
+    assert all(r["keys"] == {"experiment": "decode", "users": 1} for r in found)
     assert records.find(found, "check", "x limit", experiment="decode", users=1).value == \
         pytest.approx(1.5)
-    assert records.find(found, "check", "bound by", row="1 user").value == "forklift"
     assert lines[0] == "Every row against the machine's limits: GPT-2 small on 2 threads"
     assert lines[-1].startswith("(limit = max(bytes / 10.0 GB/s, FLOPs / 100.0 GFLOP/s)")
     assert "warning" not in capsys.readouterr().err  # 1.5x: no flag
@@ -69,23 +69,21 @@ def test_check_rows_hold_measured_against_limit(capsys):
     ids=["the BLAS", "our tables", "attention", "elementwise", "other"])
 def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, breakdown, says):
     limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
-    sheet, _ = printed(limits.check([held(2.5 * limit, breakdown=breakdown)], ROOFS, ""))
+    _, row, _ = printed([held(2.5 * limit, breakdown=breakdown)])
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err and says in err
-    assert value(sheet.rows[0]["x limit"]) == pytest.approx(2.5)
+    assert row["x limit"] == pytest.approx(2.5)
 
 
 def test_the_breakdown_splits_each_row_into_its_parts():
     b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
-    sheet, lines = printed(limits.breakdown([held(0.06, breakdown=b)], 3, "GPT-2 small"))
-    row = {figure: value(v) for figure, v in sheet.rows[0].items()}
+    sheet, row, lines = printed([held(0.06, breakdown=b)], 1, "GPT-2 small")
     assert row["tables"] == pytest.approx(40.0) and row["one call"] == pytest.approx(36.0)
     assert row["x one call"] == pytest.approx(40 / 36)
     assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
     assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
-    assert sheet.rows[0]["one call"].timing.samples == (0.036,) * 3  # the runs behind one call
-    one_call = records.find(records.of(sheet, {}), "breakdown", "one call", users=1).record
+    one_call = records.find(sheet.records, "breakdown", "one call", users=1).record
     assert one_call["statistic"] == "best" and one_call["samples"] == pytest.approx([36.0] * 3)
     assert [c.header for c in sheet.columns][2:5] == ["trip ms", "tables ms", "one call ms"]
     assert "middle of 3 runs" in lines[-1] and lines[0].startswith("Where each row's time goes")
@@ -119,8 +117,7 @@ def test_a_quick_run_saves_the_check_table(quick_run):
     #        decode's rows, and the check and breakdown rows of decode
     check = records.rows(found, "check")
     assert [dict(keys) for keys in check] == [
-        {"experiment": "decode", "row": "1 user", "users": 1},
-        {"experiment": "decode", "row": "4 users", "users": 4}]
+        {"experiment": "decode", "users": 1}, {"experiment": "decode", "users": 4}]
     for figures in check.values():
         assert figures["measured"] > 0 and figures["limit"] > 0 and figures["x limit"] > 0
         assert figures["x limit"] == pytest.approx(figures["measured"] / figures["limit"])
@@ -131,7 +128,7 @@ def test_a_quick_run_saves_the_check_table(quick_run):
     assert data["roofs"]["bytes_per_s"] > 0
     assert "most excess" in r.stdout  # the breakdown follows
     parts = records.rows(found, "breakdown")
-    assert [dict(keys)["row"] for keys in parts] == ["1 user", "4 users"]  # one per check row
+    assert [dict(keys)["users"] for keys in parts] == [1, 4]  # one per check row
     for p in parts.values():
         assert p["trip"] == pytest.approx(sum(p[k] for k in model.PARTS))
         assert p["tables"] > 0 and p["one call"] > 0 and p["attention"] > 0

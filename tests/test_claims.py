@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from harness import claims, limits, records, report, schema
-from conftest import ROOT
-from harness.printers import Sheet, col
+from conftest import ROOT, made
+from harness.printers import col
+from harness.records import KEYS
 from harness.speeds import Speeds
 
 POST = os.path.join(ROOT, "references", "post")
@@ -25,22 +26,22 @@ def the_posts_figures():
     found = []
     for script in ("machine_speed", "two_phases", "cube_bug"):
         found += schema.load(os.path.join(POST, script + ".json"), script)["records"]
-    extra = [Sheet("summary", [col("times cheaper", "times cheaper", "x", ".1f")],
-                   [{"times cheaper": 13.2}]),
-             Sheet("check", [col("experiment", "experiment", "", "s", key=True),
-                             col("row", "row", "", "s", key=True),
-                             col("bound by", "bound by", "", "s")],
-                   [{"experiment": "prefill", "row": "256 tokens", "bound by": "workbench"},
-                    {"experiment": "prefill", "row": "1024 tokens", "bound by": "workbench"}]),
-             Sheet("bug", [col("trip", "trip", "", "s", key=True),
-                           col("ratio", "slower by", "x", ".2f")],  # "about 2x", "barely"
-                   [{"trip": "reading", "ratio": 2.0}, {"trip": "typing", "ratio": 1.0}]),
-             Sheet("dial", [col("chunk", "chunk", "tokens", "d", key=True),
-                            col("first word", "TTFT ms", "ms", ".1f"),
-                            col("worst gap", "worst gap ms", "ms", ".1f")],
-                   [{"chunk": 128, "first word": 5400.0, "worst gap": 671.2},
-                    {"chunk": 1024, "first word": 4723.0, "worst gap": 4723.0}])]
-    return found + [r for sheet in extra for r in records.of(sheet, {})]
+    key = col("experiment", "experiment", "", "s", key=True)
+    extra = [made("summary", [col("times cheaper", "times cheaper", "x", ".1f")],
+                  [{"times cheaper": 13.2}]),
+             made("check", [key, col("prompt", "prompt", "tokens", "d", key=True),
+                            col("bound by", "bound by", "", "s")],
+                  [{"experiment": "prefill", "prompt": 256, "bound by": "workbench"},
+                   {"experiment": "prefill", "prompt": 1024, "bound by": "workbench"}]),
+             made("bug", [col("trip", "trip", "", "s", key=True),
+                          col("ratio", "slower by", "x", ".2f")],  # "about 2x", "barely"
+                  [{"trip": "reading", "ratio": 2.0}, {"trip": "typing", "ratio": 1.0}]),
+             made("dial", [col("chunk", "chunk", "tokens", "d", key=True),
+                           col("first word", "TTFT ms", "ms", ".1f"),
+                           col("worst gap", "worst gap ms", "ms", ".1f")],
+                  [{"chunk": 128, "first word": 5400.0, "worst gap": 671.2},
+                   {"chunk": 1024, "first word": 4723.0, "worst gap": 4723.0}])]
+    return found + [r for extra_records in extra for r in extra_records]
 
 
 def changed(*cells):
@@ -81,7 +82,7 @@ FAILS = [  # (the claim, as the post says it), then one figure changed so that i
     ("At 1,024 tokens each token costs more",
      ("prefill", "time per token", {"prompt": 1024}, 2.0)),
     ("Reading is stuck on the workbench",
-     ("check", "bound by", {"experiment": "prefill", "row": "256 tokens"}, "forklift")),
+     ("check", "bound by", {"experiment": "prefill", "prompt": 256}, "forklift")),
     ("One typing user uses under 4%", ("decode", "math speed", {"users": 1}, 15.0)),
     ("A faster workbench would barely help", ("decode", "math speed", {"users": 1}, 40.0)),
     ("The wait for the first word depends", ("prefill", "time", {"prompt": 256}, 100.0)),
@@ -110,26 +111,24 @@ def test_each_rule_says_plainly_when_its_claim_does_not_hold(start, change):
 
 
 def breakdown(**rows):
-    """Breakdown records of hand-made rows: {row label: {part: ms}}, each of experiment's."""
-    keys = [col("experiment", "experiment", "", "s", key=True),
-            col("row", "row", "", "s", key=True)]
+    """Breakdown records of hand-made rows: {name: (experiment, its keys, {part: ms})}."""
     parts = [col(p, p, "ms", ".1f") for p in ("trip", "tables", "attention")]
-    return records.of(Sheet("breakdown", keys + parts, [
-        {"experiment": experiment, "row": row, **ms} for experiment, row, ms in rows.values()]),
-        {})
+    return [r for experiment, keys, ms in rows.values()
+            for r in made("breakdown", [col("experiment", "experiment", "", "s", key=True)]
+                          + parts, [{"experiment": experiment, KEYS: keys, **ms}])]
 
 
 IN_WORDS = [  # the claims the post makes in words only: hand-made records that hold, then not
     ("... because the notebook's part grows faster",
-     breakdown(a=("prefill", "256 tokens", {"trip": 290.0, "tables": 200.0, "attention": 38.0}),
-               b=("prefill", "1024 tokens", {"trip": 1050.0, "tables": 700.0,
+     breakdown(a=("prefill", {"prompt": 256}, {"trip": 290.0, "tables": 200.0, "attention": 38.0}),
+               b=("prefill", {"prompt": 1024}, {"trip": 1050.0, "tables": 700.0,
                                              "attention": 250.0})),
-     breakdown(a=("prefill", "256 tokens", {"trip": 290.0, "tables": 200.0, "attention": 38.0}),
-               b=("prefill", "1024 tokens", {"trip": 1050.0, "tables": 700.0,
+     breakdown(a=("prefill", {"prompt": 256}, {"trip": 290.0, "tables": 200.0, "attention": 38.0}),
+               b=("prefill", {"prompt": 1024}, {"trip": 1050.0, "tables": 700.0,
                                              "attention": 100.0}))),
     ("... so at 64 users the forklift mostly carries notebooks",
-     breakdown(a=("decode", "64 users", {"trip": 220.0, "tables": 91.0, "attention": 116.0})),
-     breakdown(a=("decode", "64 users", {"trip": 220.0, "tables": 130.0, "attention": 80.0}))),
+     breakdown(a=("decode", {"users": 64}, {"trip": 220.0, "tables": 91.0, "attention": 116.0})),
+     breakdown(a=("decode", {"users": 64}, {"trip": 220.0, "tables": 130.0, "attention": 80.0}))),
 ]
 
 
@@ -149,18 +148,17 @@ def test_every_claim_is_tried_both_ways():
 def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables():
     found = changed("decode", "step", {"users": 1}, 100.0)
     keys = [col("experiment", "experiment", "", "s", key=True),
-            col("row", "row", "", "s", key=True)]
-    found += records.of(Sheet("check", [*keys, col("x limit", "x limit", "x", ".2f")],
-                              [{"experiment": "decode", "row": "1 user", "x limit": 3.1}]), {})
+            col("users", "users", "users", "d", key=True)]
+    found += made("check", [*keys, col("x limit", "x limit", "x", ".2f")],
+                  [{"experiment": "decode", "users": 1, "x limit": 3.1}])
     excess = {"the BLAS": 1.1, "our tables": 2.8, "attention": 3.5, "elementwise": 2.0,
               "other": 0.9}  # 10.3 ms over the limit: 20% is 2.06 ms
-    found += records.of(Sheet("breakdown", keys, [{"experiment": "decode", "row": "1 user",
-                                                   **{f"excess: {p}": ms for p, ms in
-                                                      excess.items()}}],
-                              unprinted=limits.EXCESS_COLUMNS), {})
+    found += made("breakdown", keys, [{"experiment": "decode", "users": 1,
+                                       **{f"excess: {p}": ms for p, ms in excess.items()}}],
+                  unprinted=limits.BREAKDOWN.unprinted)
     c, here, said, why = verdict(found, "More than 80% of the typing time is the forklift")
     assert said == claims.FAILS and here == "31%"
-    assert why == ("decode 1 user: 3.10x its limit, 10.3 ms over it: attention +3.5, "
+    assert why == ("decode users 1: 3.10x its limit, 10.3 ms over it: attention +3.5, "
                    "our tables +2.8 ms")  # every part with a fifth of the excess or more
 
 

@@ -171,7 +171,7 @@ def test_the_breakdown_is_one_line_per_row(tmp_path):
     assert r.returncode == 0, r.stderr
     section = r.stdout.split("Where each row's time goes")[1].split("\n\n")[0].splitlines()[2:]
     assert len(section) == 2  # one line per row
-    assert section[0].split("  ")[0] == "decode 1 user: trip ms"
+    assert section[0].split("  ")[0] == "decode users 1: trip ms"  # the keys its name says
     assert "20.0 = 15.0 + 4.0 + 0.5 + 0.5; most excess the BLAS +3.0 ms" in section[0]
     assert "10.0 = 6.0 + 3.0 + 0.5 + 0.5; most excess attention +1.0 ms" in section[0]
     assert section[0].endswith("2.00x faster *")  # one recorded run: no samples

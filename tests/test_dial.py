@@ -4,6 +4,8 @@ import pytest
 
 import two_phases
 from harness import records
+from harness.printers import col
+from conftest import made
 
 
 @pytest.mark.parametrize("question,chunk", [(1024, 128), (100, 32), (7, 1), (50, 50), (50, 999)])
@@ -81,11 +83,11 @@ def test_a_quick_measured_dial_fills_every_column(quick_run):
 
 
 def test_the_posts_three_lines_say_what_their_figures_show():
-    from harness.timing import Timing
-
     def line(normal, at_once, chunked):
-        return two_phases.collision_lines(8, 1024, 128, *(Timing((s,)) for s in (
-            normal, at_once, chunked)), 8).splitlines()
+        said = {"typers": 8, "question": 1024, "chunk": 128, "steps": 8,
+                **dict(zip(two_phases.GAPS, (normal, at_once, chunked)))}
+        return two_phases.collision_lines(made("collision", [
+            col(figure, figure, "", "g") for figure in said], [said])).splitlines()
     post = line(0.118, 4.723, 0.671)  # the post's own: 40x, and bumps of a seventh of it
     assert post[1].endswith("(one huge freeze)") and post[2].endswith("(8 small bumps, worst one)")
     fast = line(0.000200, 0.000220, 0.000210)  # a data-centre GPU's limits: hardly a freeze

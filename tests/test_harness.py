@@ -6,8 +6,9 @@ import os
 import pytest
 
 from harness import cli, machine, printers, records, results, timing
-from harness.printers import Sheet, col
+from harness.printers import col
 from harness.records import Measured, timed
+from conftest import made, sheet_of
 
 
 def fake_clock(times):
@@ -128,7 +129,8 @@ DEMO = [col("n", "n", "tokens", "d", key=True), col("time", "time ms", "ms", ".3
 
 def body(args, facts):
     t = timing.measure(lambda: None, 3)
-    yield Sheet("demo", DEMO, [{"n": 1, "time": timed(t.seconds * 1e3, t)}], timed=("time",))
+    yield sheet_of("demo", DEMO, [{"n": 1, "time": timed(t.seconds * 1e3, t)}],
+                   records.settings_of(args), layout={"timed": ("time",)})
 
 
 def test_results_round_trip_through_json(tmp_path, capsys):
@@ -139,7 +141,7 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
     assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
-    assert data["schema_version"] == results.SCHEMA_VERSION == 4 and data["script"] == "demo"
+    assert data["schema_version"] == results.SCHEMA_VERSION == 5 and data["script"] == "demo"
     assert "tables" not in data  # the figures are records; the sheets only say how they printed
     sheet = data["sheets"]["demo"]
     assert [(c["figure"], c["header"], c["unit"], c["key"]) for c in sheet["columns"]] == [
@@ -237,9 +239,10 @@ def test_the_machine_line_says_how_quiet_the_machine_was():
 
 def test_spread_puts_a_range_column_beside_each_timed_figure():
     t = timing.Timing((1.0, 2.0, 3.0))
-    sheet = Sheet("demo", [col("n", "n", "", "d", key=True), col("time", "time ms", "ms", ".1f")],
-                  [{"n": 1, "time": timed(2000.0, t)}], timed=("time",),
-                  text="the post's own layout")
+    sheet = sheet_of("demo", [col("n", "n", "", "d", key=True),
+                              col("time", "time ms", "ms", ".1f")],
+                     [{"n": 1, "time": timed(2000.0, t)}], layout={"timed": ("time",)},
+                     text="the post's own layout")
     out = printers.render(sheet, spread=True).splitlines()
     assert out[0].split() == ["n", "time", "ms", "time", "ms", "range"]
     assert out[1].split() == ["1", "2000.0", "1000.0", "to", "3000.0"]  # its runs, in ms
@@ -260,9 +263,8 @@ def test_every_figure_is_one_record_with_its_runs_in_its_own_unit():
            "ratio": Measured(8.0, ((1, a), (-1, b))),
            "uneven": Measured(4.0, ((1, a), (-1, timing.Timing((0.5, 0.5))))),
            "bytes read": 340.0, "empty": None}
-    sheet = Sheet("demo", columns, [row], timed=("time",))
     settings = {"model": "small", "runs": 3}
-    found = {r["figure"]: r for r in records.of(sheet, settings)}
+    found = {r["figure"]: r for r in made("demo", columns, [row], settings)}
     assert list(found) == ["time", "tokens per second", "ratio", "uneven", "bytes read"]
     assert all(r["keys"] == {"n": 1} and r["experiment"] == "demo" and r["settings"] == settings
                and r["predicted"] is False for r in found.values())
@@ -273,16 +275,17 @@ def test_every_figure_is_one_record_with_its_runs_in_its_own_unit():
     assert [found[f]["runs"] for f in found] == [3, 3, 3, None, None]
     assert found["uneven"]["samples"] is None and found["bytes read"]["samples"] is None
     assert found["ratio"]["unit"] == "x" and found["bytes read"]["value"] == 340.0
-    assert records.of(sheet, settings, predicted=True)[0]["predicted"] is True
-    best = records.of(Sheet("best", columns[:2], [{"n": 2, "time": timed(250.0, b)}]), {})
+    layout = printers.Layout("demo", columns)
+    assert records.make(layout, [row], settings, predicted=True)[0]["predicted"] is True
+    best = made("best", columns[:2], [{"n": 2, "time": timed(250.0, b)}])
     assert best[0]["statistic"] == "best" and best[0]["samples"] == pytest.approx(
         [500.0, 250.0, 1000.0])
 
 
 def test_a_sheet_is_saved_as_printed_beside_its_records():
     t = timing.Timing((1.0, 2.0, 3.0))
-    sheet = Sheet("demo", DEMO, [{"n": 1, "time": timed(2000.0, t)}], timed=("time",),
-                  title="A demo", settings="one row")
+    sheet = sheet_of("demo", DEMO, [{"n": 1, "time": timed(2000.0, t)}],
+                     layout={"timed": ("time",), "title": "A demo"}, settings="one row")
     saved = printers.entry(sheet)
     assert set(saved) == {"title", "settings", "printed", "note", "columns"}
     assert saved["title"] == "A demo" and saved["settings"] == "one row"
@@ -297,9 +300,8 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
     t = timing.Timing((1.0, 2.0, 3.0))
     columns = [col("users", "users", "users", "d", key=True),
                col("notes", "notes", "notes", "d", key=True), col("step", "step ms", "ms", ".1f")]
-    sheet = Sheet("depth", columns, [{"users": u, "notes": n, "step": timed(2000.0 * u, t)}
-                                     for u in (1, 16) for n in (0, 512)])
-    found = records.of(sheet, {})
+    found = made("depth", columns, [{"users": u, "notes": n, "step": timed(2000.0 * u, t)}
+                                    for u in (1, 16) for n in (0, 512)])
     f = records.find(found, "depth", "step", users=16, notes=512)
     assert (f.value, f.lo, f.hi) == pytest.approx((32000.0, 16000.0, 48000.0))
     assert f.spread == pytest.approx(3.0) and f.record["keys"] == {"users": 16, "notes": 512}
@@ -310,11 +312,11 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
         (("users", 1), ("notes", 0)), (("users", 1), ("notes", 512)),
         (("users", 16), ("notes", 0)), (("users", 16), ("notes", 512))]
     assert records.label({"users": 16, "notes": 512}) == "users 16 notes 512"
-    assert records.label({"experiment": "prefill", "row": "256 tokens"}) == "prefill 256 tokens"
+    assert records.label({"numbers": "all positive"}) == "all positive"  # a word as it is
 
 
 def test_a_run_ends_by_naming_its_report_and_what_to_run_next(tmp_path):
-    from conftest import script
+    from conftest import script, sheet_of
     r = script("two_phases.py", "--predict", "--no-plot", "--forklift", "12", "--workbench",
                "121",
                "--tablefmt", "md", "--out", str(tmp_path), "--label", "p")

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from harness import cli, results, stopping
-from conftest import ROOT, compared, one_line, python, script
+from conftest import ROOT, compared, one_line, python, script, sheet_of
 from harness.printers import Sheet, col
 
 POST = os.path.join(ROOT, "references", "post")
@@ -189,7 +189,7 @@ def test_a_fifo_in_a_folder_is_left_out_without_a_hang(tmp_path):
 # ---- 8 to 10. a signal at any moment: one true line, 130 or 143
 
 def demo(args, facts):
-    yield Sheet("demo", [col("n", "n", "", "d")], [{"n": 1}])
+    yield sheet_of("demo", [col("n", "n", "", "d")], [{"n": 1}])
 
 
 @pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"),

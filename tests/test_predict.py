@@ -151,7 +151,7 @@ def turned(cfg, *machines, notes=512):
     bfloat16; the post's machine is added to compare."""
     args = argparse.Namespace(notes=notes, typers=8, question=1024, out="results")
     aimed = [hardware.Target(n, n, s, "bfloat16", "bfloat16") for n, s in machines]
-    return records.of(predict.turning_sheet(cfg, aimed, args), {})
+    return list(predict.turning_sheet(cfg, aimed, args, {}).records)
 
 
 def judged(found):
@@ -315,8 +315,8 @@ def test_a_prediction_too_big_or_beyond_the_models_context_is_refused(tmp_path, 
 def test_a_predicted_model_reads_as_far_as_its_own_context():
     args = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-8b", "--prompts",
                                   "8192", "--question", "4096", "--notes", "2048", "--no-save"])
-    found = records.of(next(s for s in predict.items(args, two_phases.EXPERIMENTS)
-                            if getattr(s, "name", "") == "prefill"), {})
+    found = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+                 if getattr(s, "name", "") == "prefill").records
     assert records.find(found, "prefill", "time", prompt=8192).value == pytest.approx(
         model.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
 

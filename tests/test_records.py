@@ -1,5 +1,5 @@
-"""Records are the data: renaming every printed header changes no record, no claim, no picture
-point and no compared figure; a figure and its samples never part; the exports are tidy."""
+"""Records are the data: renaming every printed header and row changes no record, no claim, no
+picture point, no compared figure and no export; a figure and its samples never part; the exports are tidy."""
 import dataclasses
 import json
 
@@ -9,24 +9,35 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
-from harness import claims, limits, pictures, predict, records, speeds, timing
-from harness.printers import Sheet, col
+from harness import claims, exports, limits, pictures, predict, records, speeds, timing
+from harness.printers import Layout, col
+from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
 SCRIPTS = (two_phases, machine_speed, cube_bug, limits, claims, predict)
 
 
 def renamed(monkeypatch):
-    """Every column list of every script and module: each header becomes 'renamed N'."""
+    """Every layout of every script and module: each header becomes 'renamed N'; and every
+    planned row of two_phases' experiments: its name becomes 'row N'. -> how many renamed"""
     n = 0
     for module in SCRIPTS:
         for name, value in list(vars(module).items()):
-            if isinstance(value, list) and value and all(hasattr(c, "header") for c in value):
+            columns = value.columns if isinstance(value, Layout) else value
+            if isinstance(columns, list) and columns and all(hasattr(c, "header")
+                                                             for c in columns):
                 new = []
-                for c in value:
+                for c in columns:
                     n += 1
                     new.append(dataclasses.replace(c, header=f"renamed {n}"))
-                monkeypatch.setattr(module, name, new)
+                monkeypatch.setattr(module, name, dataclasses.replace(value, columns=new)
+                                    if isinstance(value, Layout) else new)
+    for name, e in list(two_phases.EXPERIMENTS.items()):
+        def plan(args, plan=e.plan):
+            rows = plan(args)
+            return [dataclasses.replace(r, label=f"row {i}") for i, r in enumerate(rows)]
+        monkeypatch.setitem(two_phases.EXPERIMENTS, name, dataclasses.replace(e, plan=plan))
+        n += 1
     return n
 
 
@@ -42,9 +53,12 @@ def readers(data):
     judged = [(c.says, here, verdict) for c, here, verdict, _ in
               claims.verdicts(found, roofs, ("two_phases",), data["settings"])]
     points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}
+    roofline = [(m["name"], [[p[0], *p[2:]] for p in m["points"]])  # each point, but its name
+                for m in data["roofline"]["machines"]]
     machine = {"two_phases": data}
     compared = {s[0]: compare.figures(machine, s)[0] for s in compare.sections([machine])}
-    return judged, points, compared
+    exported = exports.run("csv", "two_phases", data["machine"], found, "predicted")
+    return judged, points, roofline, compared, exported
 
 
 def test_renaming_every_header_changes_no_record_claim_picture_or_comparison(tmp_path,
@@ -54,6 +68,7 @@ def test_renaming_every_header_changes_no_record_claim_picture_or_comparison(tmp
     after = predicted(tmp_path, "after")
     headers = [c["header"] for s in after["sheets"].values() for c in s["columns"]]
     assert all(h.startswith("renamed") for h in headers)  # the renaming reached every sheet
+    assert "row 1" in json.dumps(after["roofline"])  # and every row's name
     assert after["records"] == before["records"]
     assert readers(after) == readers(before)
     assert len(readers(after)[0]) == len([c for c in claims.CLAIMS if c.predicted])
@@ -64,8 +79,8 @@ def test_a_figure_keeps_its_samples_whatever_the_columns_order():
     row = {"users": 4, "step": records.timed(11.0, t), "rate": records.timed(4 / 0.011, t, -1)}
     columns = [col("users", "users", "users", "d", key=True),
                col("step", "step ms", "ms", ".1f"), col("rate", "tokens/s", "tokens/s", ".1f")]
-    one = records.of(Sheet("decode", columns, [row]), {})
-    other = records.of(Sheet("decode", columns[::-1], [row]), {})
+    one = made("decode", columns, [row])
+    other = made("decode", columns[::-1], [row])
     by = {r["figure"]: r for r in one}
     assert {r["figure"]: r for r in other} == by
     assert by["step"]["samples"] == pytest.approx([10.0, 12.0, 11.0])
@@ -74,9 +89,8 @@ def test_a_figure_keeps_its_samples_whatever_the_columns_order():
 
 
 def test_a_missing_figure_is_not_measured_and_a_key_needs_its_value():
-    found = records.of(Sheet("decode", [col("users", "u", "users", "d", key=True),
-                                        col("step", "s", "ms", ".1f")],
-                             [{"users": 1, "step": 5.0}]), {})
+    found = made("decode", [col("users", "u", "users", "d", key=True),
+                            col("step", "s", "ms", ".1f")], [{"users": 1, "step": 5.0}])
     assert records.find(found, "decode", "step", users=1).value == 5.0
     with pytest.raises(records.Missing):
         records.find(found, "decode", "step", users=2)

@@ -13,15 +13,15 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import cli, machine, results, timing
-from conftest import ROOT, compared, one_line, python, script, started
+from conftest import ROOT, compared, one_line, python, script, started, sheet_of
 from harness.printers import Picture, Sheet, col
 from harness.records import timed
 
 
 def demo(args, facts):
     t = timing.measure(lambda: None, 3)
-    yield Sheet("demo", [col("n", "n", "", "d"), col("time", "time ms", "ms", ".3f")],
-                [{"n": 1, "time": timed(t.seconds * 1e3, t)}], timed=("time",))
+    yield sheet_of("demo", [col("n", "n", "", "d"), col("time", "time ms", "ms", ".3f")],
+                   [{"n": 1, "time": timed(t.seconds * 1e3, t)}], layout={"timed": ("time",)})
 
 
 def args_for(tmp_path, *flags):
@@ -123,7 +123,7 @@ def test_a_second_run_waits_for_the_first_to_finish_saving(tmp_path):
 def numbered(n):
     """A run whose table holds its number n."""
     def body(args, facts):
-        yield Sheet("demo", [col("run", "run", "", "d")], [{"run": n}])
+        yield sheet_of("demo", [col("run", "run", "", "d")], [{"run": n}])
     return body
 
 
