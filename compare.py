@@ -14,10 +14,10 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 
-from harness import cli, exports, records
-from harness.machines import (SCRIPTS, describe, machine_folders, read_machine, short_names,
+from harness import exports, flags, records, results
+from harness.compared import (describe, machine_folders, read_machine, short_names,
                               unlike_settings)
-from harness.verdicts import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
+from harness.differences import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
                               verdict)
 from harness.terminal import note, plain_streams, plural, printable, show
 
@@ -47,7 +47,7 @@ def sections(machines):
 
 def stems():
     """Each script's plain run, then its thread sweep, in the scripts' order."""
-    return [stem for script in SCRIPTS for stem in (script, script + ".sweep")]
+    return [stem for script in results.SCRIPTS for stem in (script, script + ".sweep")]
 
 
 def figures(found, section):
@@ -240,19 +240,19 @@ def limit_of(found, word):
 
 def build_parser():
     from tabulate import tabulate_formats
-    p = cli.Parser(description=__doc__.strip(),
+    p = flags.Parser(description=__doc__.strip(),
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="result folders, folders of them (results/), or names of shipped "
                         "references or of machines under results/; the first is the "
                         "reference (default: post, then every machine under results/)")
-    p.add_argument("--tablefmt", type=cli.tablefmt, default="plain", metavar="FMT",
+    p.add_argument("--tablefmt", type=flags.tablefmt, default="plain", metavar="FMT",
                    help="plain, github (Markdown) or any tabulate format: "
                         + ", ".join(tabulate_formats) + " (default: plain)")
     p.add_argument("--export", choices=exports.FORMATS, default=None,
                    help="write the comparison to stdout as csv, json or jsonl instead of tables")
     p.add_argument("--min-change", default=MIN_CHANGE, metavar="PCT",
-                   type=cli.finite("a percentage of 0 or more", lambda v: v >= 0),
+                   type=flags.finite("a percentage of 0 or more", lambda v: v >= 0),
                    help=f"a smaller difference, even a real one, is no change "
                         f"(default: {MIN_CHANGE:g})")
     return p

@@ -14,10 +14,10 @@ import dataclasses
 import numpy as np
 
 from harness import bench as b
-from harness import claims, cli, pool, records, timing
+from harness import claims, flags, pool, records, runner, timing
 from harness.kernels import Paths
 from harness.printers import ROW, Layout, col, format_table, sheet
-from harness.records import KEYS, Measured, ms, timed
+from harness.records import KEYS, Measured, ms
 from harness.terminal import plural
 import model
 
@@ -122,7 +122,7 @@ def in_the_model(args):
                                   [(model.notebook(cfg, 1, args.tokens), args.tokens)])),
                         (f"typing for 1 user at {notes} notes",
                          lambda: b.typing(bench, b.read_question(bench, notes, 1), 1, 3))):
-        way = {cube: timing.timing([r[0] for r in b.time_trip(
+        way = {cube: timing.taken([r[0] for r in b.time_trip(
             dataclasses.replace(bench, paths=Paths(cube=cube)), *trip(), f"{phase}, {cube}")],
             what=f"{phase}, the cube by {cube}") for cube in ("power", "product")}
         keys = {"trip": phase.split()[0]}
@@ -144,9 +144,9 @@ BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
 
 
 def build_parser():
-    p = cli.parser(__doc__, runs=7)
+    p = flags.parser(__doc__, runs=7)
     g = p.add_argument_group("cube_bug")
-    g.add_argument("--tokens", type=cli.whole(1, 10 ** 8), default=TOKENS, metavar="N",
+    g.add_argument("--tokens", type=flags.whole(1, 10 ** 8), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "
                         "worth")
     g.add_argument("--model", choices=model.SIZES, default="small", metavar="SIZE",
@@ -163,18 +163,18 @@ ARRAYS = 8  # the numbers, each way's answer and temporaries, and the check's: t
 
 def parse_args(argv=None):
     p = build_parser()
-    args = cli.parse(p, argv, QUICK)
+    args = flags.parse(p, argv, QUICK)
     if args.in_model and args.tokens > model.CONTEXT:
         p.error(f"argument --tokens: the model reads at most {model.CONTEXT:,} tokens, got "
                 f"{args.tokens:,}; add --no-in-model to time more numbers alone")
     tables = model.table_numbers(model.SIZES[args.model]) * model.BYTES if args.in_model else 0
-    cli.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES + tables,
+    flags.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES + tables,
                     f"--tokens {args.tokens} with --model {args.model}", "--tokens or --model")
     return args
 
 
 def main(argv=None):
-    return cli.run("cube_bug", parse_args(argv), experiment)
+    return runner.run("cube_bug", parse_args(argv), experiment)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from harness import claims, cli, records
+from harness import claims, flags, records, runner
 from harness.printers import Layout, Saved, col, sheet
 from harness.records import Measured, ms, timed
 from harness.speeds import MATMUL, QUICK, SIZE, Speeds, memory_bytes, tokens_a_trip_needs
@@ -122,26 +122,26 @@ def experiment(args, facts):
 
 
 def build_parser():
-    p = cli.parser(__doc__, runs=5)
+    p = flags.parser(__doc__, runs=5)
     g = p.add_argument_group("machine_speed")
-    g.add_argument("--size", type=cli.whole(1, 10 ** 6), default=SIZE, metavar="N",
+    g.add_argument("--size", type=flags.whole(1, 10 ** 6), default=SIZE, metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")
-    g.add_argument("--matmul", type=cli.whole(1, 10 ** 5), default=MATMUL, metavar="N",
+    g.add_argument("--matmul", type=flags.whole(1, 10 ** 5), default=MATMUL, metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
     return p
 
 
 def parse_args(argv=None):
     p = build_parser()
-    args = cli.parse(p, argv, QUICK)
+    args = flags.parse(p, argv, QUICK)
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
-    cli.need_memory(p, memory_bytes(args.size, args.matmul),
+    flags.need_memory(p, memory_bytes(args.size, args.matmul),
                     f"--size {args.size} with --matmul {args.matmul}", biggest)
     return args
 
 
 def main(argv=None):
-    return cli.run("machine_speed", parse_args(argv), experiment)
+    return runner.run("machine_speed", parse_args(argv), experiment)
 
 
 if __name__ == "__main__":

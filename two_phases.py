@@ -15,10 +15,12 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import claims, cli, limits, pictures, plan, pool, predict, printers, records, speeds
+from harness import (claims, flags, limits, pictures, plan, pool, predict, printers, records,
+                     roofs, runner, speeds, tuning)
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Layout, Picture, Saved, col, sheet
-from harness.records import Measured, find, ms, timed
+from harness.records import Measured, ms, timed
+from harness.rules import FREEZE
 from harness.terminal import note, plural, progress, step, steps
 import machine_speed  # the post measured the machine's two limits with it: so does this run
 import model
@@ -29,7 +31,6 @@ NOTES = 512  # notes already in each typer's notebook
 TYPERS = 8  # the collision: 8 users typing ...
 QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
 CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
-FREEZE = 10  # a gap this many times the normal one is "one huge freeze" (the post's was 40x)
 DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
@@ -154,7 +155,7 @@ def depth_sheets(found, cfg, args):
              for r in records.of(found, DEPTH_TABLE.name) if r["figure"] == "step"]
     return [sheet(DEPTH_TABLE, found,
                   settings=f"one token for each user; {plan.words(cfg, args.threads)}",
-                  note="; x limit as in the check; " + limits.outweigh(steps, cfg))]
+                  note="; x limit as in the check; " + outweigh(steps, cfg))]
 
 
 DEPTH_TABLE = Layout("depth", [col("users", "users", "users", "d", key=True),
@@ -165,6 +166,26 @@ DEPTH_TABLE = Layout("depth", [col("users", "users", "users", "d", key=True),
                          col("notes share", "notes % of bytes", "%", ".0f"),
                          col("x limit", "x limit", "x", ".2f")],
                timed=("step",), title="Beyond the post: how deep the notebooks are")
+
+
+def outweigh(rows, cfg):
+    """Where the notes outweigh the tables, for each user count: predicted, where the notes
+    weigh as much as the tables; measured, where a step takes twice its time with no notes.
+    rows: [(users, notes, step seconds)]."""
+    words, tables, note_bytes = [], model.table_bytes(cfg), model.note_bytes(cfg)
+    for u in sorted({row[0] for row in rows}):
+        steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
+        predicted = tables / (u * note_bytes)
+        said = (f"from {predicted:,.0f} notes each" if predicted < cfg.context
+                else f"never within {cfg.family or 'the model'}'s {cfg.context:,} notes")
+        measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
+                         for (a, ta), (b, tb) in zip(steps, steps[1:])
+                         if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
+        found = f"from about {measured:,.0f}" if measured is not None else \
+            f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
+        words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
+                     f"(where a step takes twice its time with no notes)")
+    return "the notes outweigh the tables: " + "; ".join(words)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,9 +250,9 @@ def collision_figures(cfg, args, outcomes, roofs):
 def collision_sheets(found, cfg, args):
     said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
             f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
+    lines = collision_lines(records.of(found, COLLISION_TABLE.name))
     return [sheet(COLLISION_TABLE, found, settings=said,
-                  text=collision_lines(records.of(found, COLLISION_TABLE.name)) if args.tablefmt == "plain"
-                  else None),
+                  text=lines if args.tablefmt == "plain" else None),
             sheet(DIAL_TABLE, found, settings=said + (
                 "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
                 f"{args.typers} typers)" if args.budget else ""))]
@@ -275,6 +296,43 @@ def collision_lines(found):
 
 
 # ---------------------------------------------------------------------------------------------
+# Reading against typing, per token: the post's closing comparison
+
+
+def summary(outcomes):
+    """The post's closing comparison, from this run: the best reading cost per token against
+    one user's typing step. -> [(Layout, rows)], none without both."""
+    reads = [(r.row.key[0], r.figures["time"]) for r in outcomes.get("prefill", [])]
+    one = [r.figures["time"] for r in outcomes.get("decode", []) if r.row.key == (1,)]
+    if not reads or not one:
+        return []
+    p, read = min(reads, key=lambda pt: pt[1].seconds / pt[0])
+    reading_ms, typing_ms = read.seconds * 1e3 / p, one[0].seconds * 1e3
+    return [(SUMMARY, [{"reading per token": timed(reading_ms, read), "at prompt": p,
+                        "typing per token": timed(typing_ms, one[0]),
+                        "times cheaper": Measured(typing_ms / reading_ms,
+                                                  ((1, one[0]), (-1, read)))}])]
+
+
+def summary_sheets(found):
+    """The closing comparison in the post's words, from its records; none where not run."""
+    said = {r["figure"]: r["value"] for r in records.of(found, SUMMARY.name)}
+    if not said:
+        return []
+    return [sheet(SUMMARY, found, text=(
+        f"reading costs {said['reading per token']:.2f} ms per token (at {said['at prompt']} "
+        f"tokens) and typing {said['typing per token']:.1f} ms (one user), so reading is about "
+        f"{said['typing per token'] / said['reading per token']:.0f} times cheaper per token"))]
+
+
+SUMMARY = Layout("summary", [col("reading per token", "reading ms/token", "ms", ".2f"),
+                             col("at prompt", "at prompt", "tokens", "d"),
+                             col("typing per token", "typing ms/token", "ms", ".1f"),
+                             col("times cheaper", "times cheaper", "x", ".1f", compared=True)],
+                 title="Reading against typing, per token")
+
+
+# ---------------------------------------------------------------------------------------------
 # the experiments, declared once: the plan, how it is measured, the sheets
 
 EXPERIMENTS = {
@@ -289,7 +347,7 @@ def experiment(args, facts):
     """Measure each experiment's rows into records and print its sheets from them; then hold
     every checked row to the speeds measured at the start and the end; then, from the records,
     the claims and pictures."""
-    cfg, start = model.SIZES[args.model], limits.speeds(args, machine_speed.roofs)
+    cfg, start = model.SIZES[args.model], roofs.speeds(args, machine_speed.roofs)
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs)
     try:
@@ -300,8 +358,8 @@ def experiment(args, facts):
 
 
 def measured(cfg, args, facts, start, bench):
-    bench, chosen = b.with_paths(bench, args.attention, args.blocks)
-    yield from (b.paths_line(chosen, args), Saved("paths", chosen))
+    bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
+    yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
     settings = records.settings_of(args, paths=str(bench.paths))
     planned = {n: EXPERIMENTS[n] for n in args.experiments}
     plans, outcomes, found = {n: e.plan(args) for n, e in planned.items()}, {}, []
@@ -314,26 +372,26 @@ def measured(cfg, args, facts, start, bench):
         if e.checked:
             found += records.from_rows(e.figures(cfg, args, outcomes[name], start), settings)
             yield from printers.spaced(e.sheets(found, cfg, args))
-    roofs = limits.through(args, start, machine_speed.roofs)
+    held_to = roofs.through(args, start, machine_speed.roofs)
     for name, e in ((n, e) for n, e in planned.items() if not e.checked):
-        found += records.from_rows(e.figures(cfg, args, outcomes[name], roofs), settings)
+        found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
         yield from printers.spaced(e.sheets(found, cfg, args))
-    found += records.from_rows(limits.summary(outcomes), settings)
-    yield from printers.spaced(limits.summary_sheets(found))
+    found += records.from_rows(summary(outcomes), settings)
+    yield from printers.spaced(summary_sheets(found))
     checked = [(n, o) for n, e in planned.items() if e.checked for o in outcomes[n]]
     if checked:
-        held = limits.held(cfg, checked, roofs, lambda n: b.tables_alone(bench, n))
+        held = limits.held(cfg, checked, held_to, lambda n: b.tables_alone(bench, n))
         found += records.from_rows(limits.held_figures(held), settings)
-        yield from printers.spaced(limits.held_sheets(found, held, roofs, plan.words(
+        yield from printers.spaced(limits.held_sheets(found, held, held_to, plan.words(
             cfg, args.threads), min(args.runs, b.BREAKDOWN_RUNS)))
-        points, ideal = plan.roofline(cfg, checked, roofs), limits.at_the_limits(
-            cfg, args, planned, roofs)
-        yield from (Saved("roofline", points), Saved("roofs", roofs.saved()),
+        points, ideal = plan.roofline(cfg, checked, held_to), plan.at_the_limits(
+            cfg, args, planned, held_to, (summary,))
+        yield from (Saved("roofline", points), Saved("roofs", held_to.saved()),
                     Saved("at_limits", ideal))
     else:
         points, ideal = None, []
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield claims.sheet(found, roofs, ("two_phases",), args, facts["busy"], ideal)
+    yield claims.sheet(found, held_to, ("two_phases",), args, facts["busy"], ideal)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
                     pictures.files(found, points, who, args.quick).items())
@@ -351,49 +409,49 @@ def peak_bytes(args):
 
 
 def build_parser():
-    p = cli.parser(__doc__, runs=5)
+    p = flags.parser(__doc__, runs=5)
     g = p.add_argument_group("two_phases: the experiments (defaults are the post's)")
     g.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=tuple(EXPERIMENTS),
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")
-    g.add_argument("--prompts", nargs="+", type=cli.whole(1, LONGEST), default=PROMPTS,
+    g.add_argument("--prompts", nargs="+", type=flags.whole(1, LONGEST), default=PROMPTS,
                    metavar="T", help="prefill: question lengths in tokens")
-    g.add_argument("--users", nargs="+", type=cli.whole(1, MOST_USERS), default=USERS,
+    g.add_argument("--users", nargs="+", type=flags.whole(1, MOST_USERS), default=USERS,
                    metavar="U", help="decode: users typing one token each in the same trip")
-    g.add_argument("--notes", type=cli.whole(1, LONGEST - 1), default=NOTES,
+    g.add_argument("--notes", type=flags.whole(1, LONGEST - 1), default=NOTES,
                    metavar="N", help="decode and collision: notes already in each typer's notebook")
-    g.add_argument("--typers", type=cli.whole(1, MOST_USERS), default=TYPERS,
+    g.add_argument("--typers", type=flags.whole(1, MOST_USERS), default=TYPERS,
                    metavar="U", help="collision: users typing when the new user arrives")
-    g.add_argument("--question", type=cli.whole(1, LONGEST), default=QUESTION,
+    g.add_argument("--question", type=flags.whole(1, LONGEST), default=QUESTION,
                    metavar="T", help="collision: the new user's question length in tokens")
     dial = g.add_mutually_exclusive_group()
-    dial.add_argument("--chunk", nargs="+", type=cli.whole(1, MOST_USERS), default=DIAL,
+    dial.add_argument("--chunk", nargs="+", type=flags.whole(1, MOST_USERS), default=DIAL,
                       metavar="C",
                       help="collision: the dial, question tokens read per step; a row reading "
                            "the whole question at once is always added")
-    dial.add_argument("--budget", nargs="+", type=cli.whole(2, 2 * MOST_USERS), default=None,
+    dial.add_argument("--budget", nargs="+", type=flags.whole(2, 2 * MOST_USERS), default=None,
                       metavar="B",
                       help="collision: the same dial as vLLM's per-step token budget "
                            "(max_num_batched_tokens): chunk = B - typers")
-    g.add_argument("--depths", nargs="+", type=cli.whole(0, LONGEST - 1), default=DEPTHS,
+    g.add_argument("--depths", nargs="+", type=flags.whole(0, LONGEST - 1), default=DEPTHS,
                    metavar="N", help="depth: notes already in each typer's notebook; its users "
                                      f"are --users, else {' '.join(map(str, DEPTH_USERS))}")
-    g.add_argument("--model", type=cli.checked(predict.config), default="small", metavar="SIZE",
+    g.add_argument("--model", type=flags.checked(predict.config), default="small", metavar="SIZE",
                    help=f"which GPT-2: {', '.join(model.SIZES)} (the post's is small); with "
                         f"--predict, any model: a file of models/ by name, or a JSON file")
-    g.add_argument("--seed", type=cli.whole(0, 2 ** 63 - 1), default=SEED, metavar="S",
+    g.add_argument("--seed", type=flags.whole(0, 2 ** 63 - 1), default=SEED, metavar="S",
                    help="seed of the random tables")
     g.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
                    help="draw the pictures (roofline, dial, decode, depth) into the results "
                         "folder; default: for a full run that saves, not for --quick")
-    limits.add_flags(g)
+    roofs.add_flags(g)
     predict.add_flags(g)
-    b.add_flags(g)
+    tuning.add_flags(g)
     return p
 
 
 def parse_args(argv=None):
     p = build_parser()
-    args = cli.parse(p, argv, QUICK)
+    args = flags.parse(p, argv, QUICK)
     given = args.users is not USERS and args.users is not QUICK["users"]  # argparse makes a list
     args.depth_users = args.users if given else (1, 2) if args.quick else DEPTH_USERS
     dial = "--budget" if args.budget else "--chunk"
@@ -411,11 +469,11 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
                 f"tokens; use a larger {dial} or fewer --notes")
-    limits.check_flags(p, args)
+    roofs.check_flags(p, args)
     args.plot = pictures.wanted(p, args)
     if predict.check_flags(p, args):
         return args  # a prediction: nothing is built, nothing to fit in memory
-    cli.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
+    flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")
     return args
 
@@ -423,10 +481,10 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.predict:
-        return cli.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
+        return runner.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
             block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))
     note(f"estimated peak memory: {peak_bytes(args) / 1e9:.1f} GB")
-    return cli.run("two_phases", args, experiment)
+    return runner.run("two_phases", args, experiment)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,9 @@ the workbench, one typer's idle workbench, batching that pays, and how extreme t
 against the post's own machine. Their verdicts read "predicted: holds"."""
 from harness.printers import sig
 from harness.records import Missing, rows
-from harness.rules import Claim
+from harness.rules import FREEZE, Claim
 
 LONG = 1024  # a long question: the post's "hundreds or thousands of tokens on the trip"
-FREEZE = 10  # a gap this many times the normal one is "one huge freeze" (two_phases.py's)
 
 
 def first_row(found):

@@ -12,15 +12,13 @@ import os
 import re
 
 import model
-from harness import schema
-from harness.models import shown
+from harness import results, roofs, schema
 from harness.speeds import Speeds
-from harness.terminal import note
+from harness.terminal import note, quoted
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARDWARE = os.path.join(HERE, "hardware.json")
-REFERENCES = os.path.join(os.path.dirname(HERE), "references")  # measured machines, shipped
 MATH = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "int8": "int8",
         "int4": "float16"}  # the workbench speed a precision's math runs at: 4-bit tables are
 #                             unpacked to 16 bits for the math, as common 4-bit kernels do
@@ -36,9 +34,13 @@ class Target:
     note_dtype: str
 
     @property
+    def precision(self):
+        """Its precision in words: 'bfloat16', or 'bfloat16/int8 notes'."""
+        return self.dtype + (f"/{self.note_dtype} notes" if self.note_dtype != self.dtype else "")
+
+    @property
     def label(self):
-        return f"{self.name} {self.dtype}" + (f"/{self.note_dtype} notes"
-                                              if self.note_dtype != self.dtype else "")
+        return f"{self.name} {self.precision}"
 
     def config(self, cfg):
         return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype)
@@ -56,7 +58,7 @@ def target(text, dtype, note_dtype, out):
     """The Target a --predict word names: NAME or NAME:PRECISION, NAME from hardware.json or a
     folder under out holding a machine_speed.py result; or raise ValueError in one line."""
     name, colon, asked = text.partition(":")
-    said = shown(text)
+    said = quoted(text, 60)
     dtype = asked if colon else dtype
     if dtype not in model.DTYPE_BYTES:
         raise ValueError(f"{said}: the precision after ':' must be one of "
@@ -73,12 +75,12 @@ def target(text, dtype, note_dtype, out):
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype)
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
-        (os.path.join(where, name) for where in (out, REFERENCES)
+        (os.path.join(where, name) for where in (out, results.REFERENCES)
          if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)
     if folder:  # a machine measured here (or shipped): its own speeds, in float32
         if dtype != "float32" or note_dtype != "float32":
             raise ValueError(f"{said}: {name} was measured in float32, its only precision")
-        if folder.startswith(out) and os.path.isdir(os.path.join(REFERENCES, name)):
+        if folder.startswith(out) and os.path.isdir(os.path.join(results.REFERENCES, name)):
             note(f"--predict {name}: the machine measured in {folder}, not the shipped one")
         try:
             roofs = schema.read_roofs(os.path.join(folder, "machine_speed.json"))
@@ -93,8 +95,7 @@ def target(text, dtype, note_dtype, out):
 
 def targets(args):
     """The machines a prediction is for, in order: the speeds given (if any), then each named."""
-    given = args.roofs or (Speeds(args.forklift * 1e9, args.workbench * 1e9,
-                                  "given on the command line") if args.forklift else None)
+    given = roofs.given(args)
     return [Target(GIVEN, "the speeds given", given, args.dtype, args.note_dtype or args.dtype)
             if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
             for name in args.predict]

@@ -1,5 +1,5 @@
 """The kernels a trip runs where the fastest way depends on the CPU: the paths chosen where the
-suite runs (bench.choose, printed on the line after the machine line), the table products done
+suite runs (tuning.choose, printed on the line after the machine line), the table products done
 in the blocks chosen, and both handed to the model as its `ways` (model.PLAIN names them)."""
 import dataclasses
 import types
@@ -22,11 +22,11 @@ class Block(typing.NamedTuple):
     rows: typing.Optional[int] = None
     depth: typing.Optional[int] = None
 
-    def shown(self):
-        return shown(self.rows, self.depth)
+    def block_words(self):
+        return block_words(self.rows, self.depth)
 
 
-def shown(rows, depth):
+def block_words(rows, depth):
     """A block as the paths line and the saved trials name it: "unblocked", "512" (rows),
     "512x768" (rows x inputs at a time), "all x768" (all of a thread's rows)."""
     if not (rows or depth):
@@ -63,10 +63,10 @@ class Paths:
             return f"attention by {self.attention}; tables unblocked"
         counts = sorted({b.tokens for b in self.blocks})
         sizes = sorted({b.inputs for b in self.blocks})
-        shown = {(b.tokens, b.inputs): b.shown() for b in self.blocks}
+        words = {(b.tokens, b.inputs): b.block_words() for b in self.blocks}
         return (f"attention by {self.attention}; table blocks at {', '.join(map(str, counts))} "
                 "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
-                    f"{i} inputs " + ", ".join(shown.get((n, i), "unblocked") for n in counts)
+                    f"{i} inputs " + ", ".join(words.get((n, i), "unblocked") for n in counts)
                     for i in sizes))
 
 

@@ -52,10 +52,10 @@ def figures(row, per_run, stat="middle", what=""):
     """A row's figures from the seconds of each step of every run: a one-trip row's time; a
     schedule's (the dial's) time to first word, the typers' median and worst gap, and total."""
     if len(row.steps) == 1:
-        return {"time": timing.timing([r[0] for r in per_run], stat, what)}
+        return {"time": timing.taken([r[0] for r in per_run], stat, what)}
 
     def of(figure, words):
-        return timing.timing([figure(r) for r in per_run], stat, f"{what}: {words}")
+        return timing.taken([figure(r) for r in per_run], stat, f"{what}: {words}")
     return {"ttft": of(lambda s: sum(s[:-1]), "time to first word"),
             "gap median": of(statistics.median, "typers' median gap"),
             "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
@@ -94,6 +94,17 @@ def predict(cfg, experiments, args, roofs, settings):
             f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "
             f"some fraction of it)")) for sheet in e.sheets(found, cfg, args)]))
     return out
+
+
+def at_the_limits(cfg, args, experiments, roofs, also=()):
+    """The records a perfect implementation would give on this machine: every planned row of
+    these experiments ({name: Experiment}) with each trip at its limit on these speeds, and the
+    figures each of `also` makes of them ({name: [Outcome]} -> [(Layout, rows)])."""
+    done = {name: predicted(cfg, e.plan(args), roofs) for name, e in experiments.items()}
+    return records.from_rows([*(made for name, e in experiments.items()
+                                for made in e.figures(cfg, args, done[name], roofs)),
+                              *(made for more in also for made in more(done))], {},
+                             predicted=True)
 
 
 def roofline(cfg, outcomes, roofs):

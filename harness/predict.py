@@ -12,9 +12,9 @@ import re
 
 import model
 from harness import claims, pictures, plan, records
-from harness.cli import check_folder
+from harness.flags import check_folder
 from harness.hardware import GIVEN, known, target, targets
-from harness.models import config
+from harness.model_files import config
 from harness.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
@@ -79,7 +79,7 @@ def turning_sheet(cfg, aimed, args, settings):
     """The turning points of every machine asked for, and of the post's machine to compare."""
     post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
                                                                    args.out)]
-    found = [{"name": t.name, "precision": t.label.split(" ", 1)[1],
+    found = [{"name": t.name, "precision": t.precision,
               **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
              for t in [*aimed, *post]]
     return Sheet(TURNING, records.make(TURNING, found, settings, predicted=True),
@@ -121,10 +121,10 @@ def limits_sheet(cfg, aim, notes, settings):
             share = busy(model.bytes_read(cfg, riders), model.trip_flops(cfg, riders), aim.roofs)
             row[f"{t} tokens"] = "workbench" if share >= 1 else f"forklift {sig(100 * share)}%"
         out.append(row)
-    layout = Layout("limits", [c for c in LIMIT_COLUMNS if c.key or int(c.figure.split()[0])
-                               <= cfg.context],
+    layout = Layout("limits", [LIMIT_COLUMNS[0], *(c for t, c in zip(LENGTHS, LIMIT_COLUMNS[1:])
+                                                   if t <= cfg.context)],
                     title=f"Which limit you will hit on {aim.title}, "
-                          f"{aim.label.split(' ', 1)[1]}, predicted")
+                          f"{aim.precision}, predicted")
     return Sheet(layout, records.make(layout, out, settings, predicted=True),
                  settings=f"{cfg}; typing: one token each, with {notes} notes",
                  note="(each trip's limit: the workbench, or the forklift and how busy the "
@@ -138,7 +138,7 @@ LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
 
 def machines_sheet(aimed, settings):
     """The machines predicted for: their speeds at the precision asked, and the sources."""
-    found = [{"name": t.name, "what": t.title, "precision": t.label.split(" ", 1)[1],
+    found = [{"name": t.name, "what": t.title, "precision": t.precision,
               "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
               "balance": t.roofs.balance} for t in aimed]
     return Sheet(MACHINES, records.make(MACHINES, found, settings, predicted=True),
@@ -160,7 +160,7 @@ def words(args):
     aimed = targets(args)
     return ("machine: none: PREDICTED limits, nothing was run; a real engine reaches some "
             "fraction of them | " + "; ".join(
-                f"{t.name} ({t.label.split(' ', 1)[1]}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
+                f"{t.name} ({t.precision}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
                 f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s" for t in aimed))
 
 

@@ -13,20 +13,9 @@ from harness.printers import Column, cell, col, format_table, sig
 from harness.records import rows
 from harness.terminal import printable, warn
 
-SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
             "dial.png": "The chunk-size dial", "depth.png": "How deep the notebooks are"}
 NAME = "report.md"
-
-
-def update(folder):
-    """Make the folder's report anew from its saved full runs; a failure is a warning."""
-    try:
-        runs = saved_runs(folder)
-        if runs:
-            results.replace_together(folder, {NAME: markdown(runs, os.listdir(folder))})
-    except (OSError, ValueError) as e:
-        warn(f"the report {os.path.join(folder, NAME)} was not brought up to date: {e}")
 
 
 def with_run(folder, script, data, names):
@@ -35,7 +24,7 @@ def with_run(folder, script, data, names):
     save, under the folder's lock, so that a result and its report are one save."""
     def write(path):
         runs = {**saved_runs(folder), script: schema.upgrade(data)}
-        runs = {s: runs[s] for s in SCRIPTS if s in runs}  # the post's order
+        runs = {s: runs[s] for s in results.SCRIPTS if s in runs}  # the post's order
         with open(path, "w", encoding="utf-8") as f:
             f.write(markdown(runs, [*os.listdir(folder), *names]))
     return write
@@ -45,7 +34,7 @@ def saved_runs(folder):
     """{script: its saved full run} of the folder, as the last whole save left them."""
     paths, _ = results.as_saved(folder)
     found = {}
-    for script in SCRIPTS:
+    for script in results.SCRIPTS:
         if script + ".json" in paths:
             try:
                 found[script] = schema.load(paths[script + ".json"], script)
@@ -161,7 +150,7 @@ def section(sheet, name, found):
     columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
                       c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
                for c in sheet["columns"]]
-    cells = [[shown(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
+    cells = [[cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
               for c in columns] for keys, figures in rows(found, name).items()]
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
     return [f"### {md(sheet.get('title') or name)}", "",
@@ -179,7 +168,7 @@ def md(text, in_table=False):
     return text.replace("|", "\\|") if in_table else text
 
 
-def shown(v, column):
+def cell_text(v, column):
     """A figure as its column prints it, as text; an older file's column that names no format,
     or names one that does not apply, shows a number to four significant digits."""
     if not column.fmt:

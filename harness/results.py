@@ -14,6 +14,10 @@ import time
 from harness import schema, stopping
 from harness.terminal import note, warn
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
+RESULTS = os.path.join(ROOT, "results")  # the default --out
+REFERENCES = os.path.join(ROOT, "references")  # shipped: no run writes here
+SCRIPTS = ("machine_speed", "two_phases", "cube_bug")  # a folder's results, in the post's order
 SCHEMA_VERSION = 5  # the JSON layout; 4: one record per figure, and the sheets as printed;
 #                    5: a row found by its keys alone, its printed name not among them
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files

@@ -8,6 +8,7 @@ from harness.records import Missing, find, span
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
 ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post means it
+FREEZE = 10  # a gap this many times the typers' normal one is "one huge freeze" (the post's: 40x)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ import time
 
 _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
 _steps = {"weights": [], "done": 0, "start": 0.0}  # a long run's rows, for its progress line
-WARNED = []  # this run's warnings, in order: saved with its results
+_keeping = []  # the lists that keep the warnings said meanwhile (see kept())
 
 
 def plain_streams():
@@ -41,14 +41,34 @@ def printable(text):
     return "".join("?" if unicodedata.category(c)[0] == "C" else c for c in str(text))
 
 
+def quoted(text, most=40):
+    """A value as a message repeats it: on one line, quoted, and cut short if long."""
+    text = printable(text)
+    return repr(text if len(text) <= most else text[:most - 3] + "...")
+
+
 def plural(n, word):
     """The word as it goes after the number n: "run" after 1, "runs" after 5."""
     return word if n == 1 else word + "s"
 
 
 def warn(message):
-    WARNED.append(message)
+    """A warning on stderr, kept by every kept() it is said within."""
+    for warnings in _keeping:
+        warnings.append(message)
     note(f"warning: {message}")
+
+
+@contextlib.contextmanager
+def kept():
+    """Keep the warnings said inside, in order, as a run saves them with its results: -> the
+    list they go into, handed to the caller and to nothing else."""
+    warnings = []
+    _keeping.append(warnings)
+    try:
+        yield warnings
+    finally:
+        _keeping.remove(warnings)
 
 
 def note(message):

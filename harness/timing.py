@@ -31,12 +31,8 @@ class Timing:
     def label(self):
         return f"{self.stat} of {len(self.samples)}"
 
-    @property
-    def sd(self):
-        return statistics.stdev(self.samples) if len(self.samples) > 1 else 0.0
 
-
-def timing(samples, stat="middle", what=""):
+def taken(samples, stat="middle", what=""):
     """A Timing of samples (seconds), with a warning on stderr when they spread widely."""
     t = Timing(tuple(samples), stat)
     if t.spread > NOISE_SPREAD:
@@ -87,7 +83,7 @@ def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="
             min_sample_s=0.0):
     """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely."""
     samples = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s)
-    return timing(samples, stat, what)
+    return taken(samples, stat, what)
 
 
 def best_of(fn, runs, what=""):

@@ -88,3 +88,10 @@ def sheet_of(name, columns, rows, ran=None, layout=None, **kw):
     from harness import printers, records
     layout = printers.Layout(name, columns, **(layout or {}))
     return printers.Sheet(layout, tuple(records.make(layout, rows, ran or {})), **kw)
+
+
+def reported(folder):
+    """The folder's report made anew from its saved full runs, as a run's save makes it."""
+    from harness import report, results
+    runs = report.saved_runs(folder)
+    results.replace_together(folder, {report.NAME: report.markdown(runs, os.listdir(folder))})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import two_phases
-from harness import bench, cli, limits, pool, predict, records
+from harness import bench, flags, pool, predict, records, runner, tuning
 from conftest import script, sheet_of
 from harness.kernels import ATTENTION
 from harness.printers import Sheet, col
@@ -151,7 +151,7 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
 def test_where_the_notes_outweigh_the_tables():
     small = model.SIZES["small"]  # tables: 340 MB, 4,608 notes of 72 KB
     rows = [[16, 0, 30.0], [16, 128, 40.0], [16, 512, 80.0], [1, 0, 15.0], [1, 512, 16.0]]
-    said = limits.outweigh(rows, small)
+    said = two_phases.outweigh(rows, small)
     assert "for 1 user, never within GPT-2's 1,024 notes by the accounting, not up to 512 " \
            "measured" in said
     assert "for 16 users, from 288 notes each by the accounting, from about 320 measured" in said
@@ -171,9 +171,9 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
         seen.append((args.threads, blas()))
         yield sheet_of("demo", [col("threads", "threads", "", "d")], [{"threads": args.threads}],
                        records.settings_of(args))
-    p = cli.parser("demo\n", runs=1)
-    args = cli.parse(p, ["--threads", "2", "1", "--out", str(tmp_path), "--label", "box"], {})
-    assert cli.run("demo", args, body) == 0
+    p = flags.parser("demo\n", runs=1)
+    args = flags.parse(p, ["--threads", "2", "1", "--out", str(tmp_path), "--label", "box"], {})
+    assert runner.run("demo", args, body) == 0
     assert seen == [(1, [1] * len(before)), (2, [2] * len(before))] and blas() == before
     data = json.loads((tmp_path / "box" / "demo.sweep.json").read_text())
     assert list(data["sheets"]) == ["demo @1", "demo @2"]  # each block's sheet, named by its count
@@ -189,8 +189,8 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
 def test_compare_reads_a_sweep_beside_a_plain_run(tmp_path, monkeypatch):
     import cube_bug
     monkeypatch.setattr(sys, "argv", ["cube_bug.py"])
-    for flags in (["--threads", "1", "2"], []):  # in this process: the same run, sooner
-        assert cube_bug.main(["--quick", "--runs", "2", *flags, "--out", str(tmp_path),
+    for threads in (["--threads", "1", "2"], []):  # in this process: the same run, sooner
+        assert cube_bug.main(["--quick", "--runs", "2", *threads, "--out", str(tmp_path),
                               "--label", "box"]) == 0
     os.rename(tmp_path / "box" / "cube_bug.quick.json", tmp_path / "box" / "cube_bug.json")
     os.rename(tmp_path / "box" / "cube_bug.sweep.quick.json",
@@ -326,9 +326,9 @@ def test_the_paths_are_chosen_here_recorded_and_can_be_forced(small_run, medium_
 def test_a_path_asked_for_and_a_path_timed_each_say_so():
     cfg = model.TINY
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
-    chosen, saved = bench.with_paths(tiny, "matmul", "auto")
+    chosen, saved = tuning.with_paths(tiny, "matmul", "auto")
     assert chosen.paths.attention == "matmul"
-    line = bench.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
+    line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
     assert line.startswith("paths: attention by matmul;")
     assert line.endswith("(attention as asked; blocks the fastest here, timed at the start)")
     assert saved["timed"] and "attention" not in saved["timed"]

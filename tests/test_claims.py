@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import claims, limits, records, report, schema
-from conftest import ROOT, made
+from conftest import ROOT, made, reported
 from harness.printers import col
 from harness.records import KEYS
 from harness.speeds import Speeds
@@ -207,7 +207,7 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
     quick = json.load(open(box / "cube_bug.json"))
     quick["quick"], quick["sheets"]["cube"]["title"] = True, "A QUICK RUN'S TABLE"
     (box / "cube_bug.quick.json").write_text(json.dumps(quick))
-    report.update(str(box))
+    reported(str(box))
     text = (box / "report.md").read_text()
     for script in ("machine_speed", "two_phases", "cube_bug"):
         for name, t in json.load(open(box / f"{script}.json"))["sheets"].items():
@@ -278,7 +278,7 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
     data = json.load(open(box / "two_phases.json"))
     data["machine"]["busy"] = ["another run of this suite"]
     (box / "two_phases.json").write_text(json.dumps(data))
-    report.update(str(box))
+    reported(str(box))
     text = (box / "report.md").read_text()
     assert "> **Busy:** `two_phases.py` (another run of this suite) ran while" in text
     assert text.index("**Busy:**") < text.index("## How to read this")

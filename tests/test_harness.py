@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from harness import cli, machine, printers, records, results, timing
+from harness import flags, machine, printers, records, results, runner, timing
 from harness.printers import col
 from harness.records import Measured, timed
 from conftest import made, sheet_of
@@ -59,13 +59,13 @@ def test_short_calls_are_repeated_inside_each_sample():
 
 
 def test_noise_warning_fires_when_samples_spread(capsys):
-    timing.timing([1.0, 1.5, 1.1], what="a noisy figure")
+    timing.taken([1.0, 1.5, 1.1], what="a noisy figure")
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "noisy" in err and "1.50x" in err and "a noisy figure" in err
 
 
 def test_noise_warning_stays_quiet_when_samples_agree(capsys):
-    timing.timing([1.0, 1.1, 1.05])
+    timing.taken([1.0, 1.1, 1.05])
     assert capsys.readouterr().err == ""
 
 
@@ -117,7 +117,7 @@ def test_blas_env_lists_only_blas_variables(monkeypatch):
 # ---- results
 
 def args_for(tmp_path, **kw):
-    p = cli.parser("test\n", runs=3)
+    p = flags.parser("test\n", runs=3)
     args = p.parse_args(["--out", str(tmp_path), "--label", "box"])
     for k, v in kw.items():
         setattr(args, k, v)
@@ -135,7 +135,7 @@ def body(args, facts):
 
 def test_results_round_trip_through_json(tmp_path, capsys):
     args = args_for(tmp_path)
-    assert cli.run("demo", args, body) == 0
+    assert runner.run("demo", args, body) == 0
     printed = capsys.readouterr().out
     folder = tmp_path / "box"
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
@@ -162,9 +162,9 @@ def test_results_round_trip_through_json(tmp_path, capsys):
 
 
 def test_a_quick_run_never_overwrites_a_full_run(tmp_path):
-    cli.run("demo", args_for(tmp_path), body)
+    runner.run("demo", args_for(tmp_path), body)
     full = (tmp_path / "box" / "demo.json").read_text()
-    cli.run("demo", args_for(tmp_path, quick=True), body)
+    runner.run("demo", args_for(tmp_path, quick=True), body)
     assert (tmp_path / "box" / "demo.json").read_text() == full
     assert (tmp_path / "box" / "demo.quick.json").exists()
 
@@ -191,7 +191,7 @@ def test_unwritable_folder_prints_tables_then_one_line_and_exit_1(tmp_path, caps
     blocker.write_text("not a folder")
     args = args_for(tmp_path)
     args.out = str(blocker)
-    assert cli.run("demo", args, body) == 1
+    assert runner.run("demo", args, body) == 1
     out, err = capsys.readouterr()
     assert "time ms" in out
     errors = [line for line in err.splitlines() if line.startswith("error")]
@@ -200,13 +200,13 @@ def test_unwritable_folder_prints_tables_then_one_line_and_exit_1(tmp_path, caps
 
 
 def test_ctrl_c_saves_nothing_and_keeps_earlier_results(tmp_path, capsys):
-    cli.run("demo", args_for(tmp_path), body)
+    runner.run("demo", args_for(tmp_path), body)
     before = (tmp_path / "box" / "demo.json").read_text()
 
     def interrupted(args, facts):
         yield from body(args, facts)
         raise KeyboardInterrupt
-    assert cli.run("demo", args_for(tmp_path), interrupted) == 130
+    assert runner.run("demo", args_for(tmp_path), interrupted) == 130
     assert "interrupted" in capsys.readouterr().err
     assert (tmp_path / "box" / "demo.json").read_text() == before
 
@@ -217,7 +217,7 @@ def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
     def record(args, facts):
         seen.update(threads=[b["threads"] for b in machine.blas_info()], used=args.threads)
         yield "recorded"
-    cli.run("demo", args_for(tmp_path, threads=[1], no_save=True), record)
+    runner.run("demo", args_for(tmp_path, threads=[1], no_save=True), record)
     assert seen["threads"] and set(seen["threads"]) == {1} and seen["used"] == 1
 
 
@@ -316,7 +316,7 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
 
 
 def test_a_run_ends_by_naming_its_report_and_what_to_run_next(tmp_path):
-    from conftest import script, sheet_of
+    from conftest import script
     r = script("two_phases.py", "--predict", "--no-plot", "--forklift", "12", "--workbench",
                "121",
                "--tablefmt", "md", "--out", str(tmp_path), "--label", "p")

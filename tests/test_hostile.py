@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from harness import cli, results, stopping
+from harness import flags, results, runner, stopping
 from conftest import ROOT, compared, one_line, python, script, sheet_of
-from harness.printers import Sheet, col
+from harness.printers import col
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -203,8 +203,8 @@ def test_a_signal_right_after_saving_says_the_results_were_saved(tmp_path, monke
         signal.raise_signal(signum)  # right after the "saved" line
         return done
     monkeypatch.setattr(results, "save", save_then_signal)
-    args = cli.parse(cli.parser("demo\n", runs=1), ["--out", str(tmp_path), "--label", "box"], {})
-    assert cli.run("demo", args, demo) == code
+    args = flags.parse(flags.parser("demo\n", runs=1), ["--out", str(tmp_path), "--label", "box"], {})
+    assert runner.run("demo", args, demo) == code
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == f"{word}: the results were saved just before" and err[-2].startswith("saved")
     assert (tmp_path / "box" / "demo.json").exists()
@@ -217,8 +217,8 @@ def test_two_signals_close_together_give_one_line(tmp_path, capsys):
             signal.raise_signal(signal.SIGTERM)
         finally:
             signal.raise_signal(signal.SIGTERM)  # a second one while the first unwinds
-    args = cli.parse(cli.parser("demo\n", runs=1), ["--no-save"], {})
-    assert cli.run("demo", args, twice) == 143
+    args = flags.parse(flags.parser("demo\n", runs=1), ["--no-save"], {})
+    assert runner.run("demo", args, twice) == 143
     assert capsys.readouterr().err.count("terminated") == 1
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from harness import machine, results, stopping
-from conftest import ROOT, one_line, script
+from conftest import ROOT, one_line, reported, script
 
 PREDICT = ["--predict", "--forklift", "10", "--workbench", "100", "--no-plot"]  # saves in under
 #                                                                                  a second
@@ -375,13 +375,13 @@ def test_escapes_in_a_results_file_never_reach_the_terminal(tmp_path):
 
 def test_your_machine_wins_over_a_shipped_one_of_the_same_name_and_says_so(tmp_path,
                                                                            monkeypatch):
-    from harness import cli
+    from harness import results
     from conftest import compared
     mine = tmp_path / "results"
     planted(mine.parent, lambda d: None).rename(mine.parent / "amd-epyc-2c-copy")
     (mine).mkdir()
     (mine.parent / "amd-epyc-2c-copy").rename(mine / "amd-epyc-2c")
-    monkeypatch.setattr(cli, "RESULTS", str(mine))
+    monkeypatch.setattr(results, "RESULTS", str(mine))
     r = compared("amd-epyc-2c")
     assert r.returncode == 0 and "both a machine of yours" in r.stderr
     assert str(mine / "amd-epyc-2c") in r.stderr and "comparing yours" in r.stderr
@@ -419,8 +419,7 @@ def test_a_prediction_refuses_threads_and_odd_warnings_never_sink_the_report(tmp
 
 
 def test_a_sibling_result_without_settings_never_sinks_the_report(tmp_path):
-    from harness import report
     box = planted(tmp_path, lambda d: d.pop("settings"), "cube_bug.json")
-    report.update(str(box))
+    reported(str(box))
     text = (box / "report.md").read_text()
     assert "### The slow road" in text and "h\\*\\*3 is about 2x slower" in text

@@ -10,14 +10,14 @@ import pytest
 
 import model
 import two_phases
-from harness import claims, hardware, models, predict, records, schema
+from harness import claims, hardware, model_files, predict, records, results, schema
 from harness.printers import sig
 from harness.speeds import Speeds
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
                    family="")
-LLAMA = models.config("llama-3-8b")
+LLAMA = model_files.config("llama-3-8b")
 
 
 def test_a_small_llama_style_model_is_counted_as_worked_out_by_hand():
@@ -45,7 +45,7 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
     path = tmp_path / "gpt2.json"  # Hugging Face's own names for GPT-2 small
     path.write_text(json.dumps({"n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None,
                                 "n_positions": 1024, "activation_function": "gelu_new"}))
-    cfg, small = models.config(str(path)), model.SIZES["small"]
+    cfg, small = model_files.config(str(path)), model.SIZES["small"]
     riders = [(512, 1)] * 4 + [(0, 64)]
     assert model.costs(cfg, riders) == model.costs(small, riders)
     assert model.table_numbers(small) == 84_934_656 and model.note_bytes(small) == 73_728
@@ -79,7 +79,7 @@ def test_a_bad_model_file_says_what_is_wrong(tmp_path, fields, word):
     path = tmp_path / "m.json"
     path.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=word):
-        models.config(str(path))
+        model_files.config(str(path))
 
 
 def test_every_machine_at_hand_gives_a_source_for_each_figure():
@@ -112,7 +112,7 @@ def test_a_machine_is_taken_at_the_precision_asked(tmp_path):
 
 def test_a_measured_machine_is_named_by_its_folder(tmp_path):
     import shutil
-    shutil.copytree(two_phases.cli.REFERENCES + "/amd-epyc-2c", tmp_path / "mine")
+    shutil.copytree(results.REFERENCES + "/amd-epyc-2c", tmp_path / "mine")
     t = hardware.target("mine", "float32", None, str(tmp_path))
     assert t.roofs.bytes_per_s > 0 and "measured" in t.title
     with pytest.raises(ValueError, match="float32"):
@@ -267,18 +267,18 @@ def test_a_model_the_accounting_cannot_count_is_refused(tmp_path, fields, word):
     path = tmp_path / "m.json"
     path.write_text(json.dumps(fields))
     with pytest.raises(ValueError, match=word):
-        models.config(str(path))
+        model_files.config(str(path))
 
 
 def test_a_model_file_too_deep_or_with_a_strange_name_is_one_line(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text('{"layers": 2, "x": ' + "[" * 30000 + "]" * 30000 + "}")
     with pytest.raises(ValueError, match="not JSON"):
-        models.config(str(deep))
+        model_files.config(str(deep))
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps({"name": "\x1b[31mRED\nline", "layers": 2, "width": 8,
                                "heads": 4}))
-    cfg = models.config(str(odd))
+    cfg = model_files.config(str(odd))
     assert "\n" not in str(cfg) and "\x1b" not in str(cfg)
     args = two_phases.parse_args(["--predict", "post", "--model", str(odd), "--out",
                                   str(tmp_path)])

@@ -12,9 +12,9 @@ import pytest
 import cube_bug
 import machine_speed
 import two_phases
-from harness import cli, machine, results, timing
+from harness import flags, machine, results, runner, timing
 from conftest import ROOT, compared, one_line, python, script, started, sheet_of
-from harness.printers import Picture, Sheet, col
+from harness.printers import Picture, col
 from harness.records import timed
 
 
@@ -24,9 +24,9 @@ def demo(args, facts):
                    [{"n": 1, "time": timed(t.seconds * 1e3, t)}], layout={"timed": ("time",)})
 
 
-def args_for(tmp_path, *flags):
-    return cli.parse(cli.parser("demo\n", runs=3),
-                     ["--out", str(tmp_path), "--label", "box", *flags], {})
+def args_for(tmp_path, *given):
+    return flags.parse(flags.parser("demo\n", runs=3),
+                       ["--out", str(tmp_path), "--label", "box", *given], {})
 
 
 def saved(tmp_path):
@@ -128,7 +128,7 @@ def numbered(n):
 
 
 def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, capsys):
-    cli.run("demo", args_for(tmp_path), numbered(1))
+    runner.run("demo", args_for(tmp_path), numbered(1))
     real = os.replace
 
     def replace(a, b):
@@ -136,7 +136,7 @@ def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, cap
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between the two files' renames
         real(a, b)
     monkeypatch.setattr(results.os, "replace", replace)
-    assert cli.run("demo", args_for(tmp_path), numbered(2)) == 130
+    assert runner.run("demo", args_for(tmp_path), numbered(2)) == 130
     files = saved(tmp_path)
     assert [r["value"] for r in json.loads(files["demo.json"])["records"]] == [2]
     assert files["demo.txt"].splitlines()[1:3] == ["run", "  2"]  # the same run's, whole
@@ -148,7 +148,7 @@ def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, cap
 def test_a_killed_runs_temps_are_removed_by_the_next_save_and_ignored_by_git(tmp_path):
     (tmp_path / "box").mkdir()
     (tmp_path / "box" / ".tmp-abc123.json").write_text("{half")
-    assert cli.run("demo", args_for(tmp_path), demo) == 0
+    assert runner.run("demo", args_for(tmp_path), demo) == 0
     assert sorted(saved(tmp_path)) == ["demo.json", "demo.txt"]
     for name in (".tmp-abc123.json", ".replacing.json", ".lock", "x.quick.png"):
         r = subprocess.run(["git", "check-ignore", "-q", f"results/box/{name}"], cwd=ROOT)
@@ -218,7 +218,7 @@ def test_a_failed_save_leaves_no_empty_folder(tmp_path, monkeypatch):
     def no_space(*a, **k):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(results, "_write_temp", no_space)
-    assert cli.run("demo", args_for(tmp_path), demo) == 1
+    assert runner.run("demo", args_for(tmp_path), demo) == 1
     assert not (tmp_path / "box").exists()
 
 
@@ -318,20 +318,20 @@ def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
 # ---- 9, 12, 13, 15: bad values: see BAD in test_scripts.py; and the memory margin
 
 def test_memory_is_refused_without_a_margin(monkeypatch):
-    p = cli.parser("demo\n", runs=1)
+    p = flags.parser("demo\n", runs=1)
     monkeypatch.setattr(machine, "available_memory_bytes", lambda: 24.9e9)
-    cli.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
+    flags.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
     with pytest.raises(SystemExit):
-        cli.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
+        flags.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
 
 
 def test_threads_above_the_cpus_run_only_when_asked(capsys):
     more = str((os.cpu_count() or 1) + 1)
-    p = cli.parser("demo\n", runs=1)
+    p = flags.parser("demo\n", runs=1)
     with pytest.raises(SystemExit):
-        cli.parse(p, ["--threads", more, "--no-save"], {})
+        flags.parse(p, ["--threads", more, "--no-save"], {})
     assert "--oversubscribe" in capsys.readouterr().err
-    args = cli.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
+    args = flags.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
     assert args.threads == [int(more)] and "take turns" in capsys.readouterr().err
 
 
@@ -361,7 +361,7 @@ def test_ctrl_c_while_the_script_loads_is_one_line():
 
 @pytest.mark.parametrize("where", ["_write_temp", "picture"])
 def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, capsys, where):
-    cli.run("demo", args_for(tmp_path), demo)
+    runner.run("demo", args_for(tmp_path), demo)
     before = saved(tmp_path)
 
     def ctrl_c(*a, **k):
@@ -372,7 +372,7 @@ def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, cap
         yield Picture("picture.png", ctrl_c)
     if where == "_write_temp":
         monkeypatch.setattr(results, "_write_temp", ctrl_c)
-    assert cli.run("demo", args_for(tmp_path), with_picture) == 130
+    assert runner.run("demo", args_for(tmp_path), with_picture) == 130
     assert "interrupted: nothing saved, earlier results untouched" in capsys.readouterr().err
     assert saved(tmp_path) == before
 
@@ -380,8 +380,8 @@ def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, cap
 # ---- 16. results go beside the scripts, wherever they are run from, and compare.py looks there
 
 def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_path):
-    assert cli.parser("demo\n", runs=1).get_default("out") == cli.RESULTS
-    assert os.path.isabs(cli.RESULTS) and os.path.dirname(cli.RESULTS) == ROOT
+    assert flags.parser("demo\n", runs=1).get_default("out") == results.RESULTS
+    assert os.path.isabs(results.RESULTS) and os.path.dirname(results.RESULTS) == ROOT
     r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
     assert r.returncode == 0 and r.stdout.startswith("post: ")  # then results/ or references/
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from harness import report, schema
+from harness import report, results, schema
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -15,7 +15,7 @@ NOTES = ("runs per", "spread slowest/fastest", "(predicted", "sources:")  # text
 
 
 def shipped():
-    return {s: schema.load(os.path.join(SHIPPED, f"{s}.json"), s) for s in report.SCRIPTS}
+    return {s: schema.load(os.path.join(SHIPPED, f"{s}.json"), s) for s in results.SCRIPTS}
 
 
 def rendered(text):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cube_bug
-from harness import cli, records, schema
+from harness import flags, records, schema
 from conftest import ROOT, script
 
 
@@ -178,8 +178,8 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_quick_keeps_a_size_the_user_asked_for():
-    assert cli.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
-    assert cli.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
+    assert flags.parse(cube_bug.build_parser(), ["--quick"], cube_bug.QUICK).tokens == 16
+    assert flags.parse(cube_bug.build_parser(), ["--quick", "--tokens", "32"],
                         cube_bug.QUICK).tokens == 32
 
 

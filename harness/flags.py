@@ -1,32 +1,17 @@
-"""The command line: the flags every script shares, their checks before anything is measured,
-and a run from its machine line to its saved result, printed as it goes.
-
-A script's body(args, machine) measures, makes its records, and yields what the run prints and
-keeps: a Sheet (its records, saved, and the table rendered from them), a str (a line printed and
-kept in the .txt), a Saved (kept in the JSON) or a Picture (a file beside the result). The run
-loop alone prints and saves; nothing it is handed is changed or handed back.
-"""
+"""The flags every script shares and their checks, all before anything is measured: argparse
+types that refuse a bad value in one line naming what is allowed, the shared parser, and the
+results folder and the memory a run will need."""
 import argparse
 import contextlib
-import dataclasses
 import math
 import os
 import re
 import secrets
-import shlex
-import signal
-import sys
-import time
 
-from harness import exports, machine, report, results, stopping
-from harness.printers import Picture, Saved, Sheet, entry, render
-from harness.terminal import WARNED, note, plain_streams, plural, show, steps, warn
+from harness import exports, machine, results
+from harness.terminal import plain_streams, quoted, warn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
-RESULTS = os.path.join(ROOT, "results")  # the default --out
-REFERENCES = os.path.join(os.path.dirname(RESULTS), "references")  # shipped: no run writes here
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
 
 
@@ -62,14 +47,10 @@ def whole(lo, hi, words=()):
         if value is None or not lo <= value <= hi:
             raise argparse.ArgumentTypeError(
                 f"must be {''.join(w + ', ' for w in words)}a whole number from {lo:,} to "
-                f"{hi:,}, got {shown(text)}")
+                f"{hi:,}, got {quoted(text)}")
         return value
     return parse
 
-
-def shown(text, most=40):
-    """A value as a message repeats it: quoted, and cut short if long."""
-    return repr(text if len(text) <= most else text[:most - 3] + "...")
 
 
 LABEL_MAX = 100  # characters: a folder name any file system takes
@@ -84,7 +65,7 @@ def finite(allowed, ok):
         except ValueError:
             value = math.nan
         if not math.isfinite(value) or not ok(value):
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {shown(text)}")
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {quoted(text)}")
         return value
     return parse
 
@@ -128,7 +109,7 @@ def label(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(
             f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-' (a folder name), "
-            f"got {shown(text)}")
+            f"got {quoted(text)}")
     return text
 
 
@@ -141,7 +122,7 @@ def tablefmt(text):
         return "github"
     if text not in tabulate_formats:
         raise argparse.ArgumentTypeError(f"must be a tabulate format such as plain, github, "
-                                         f"simple or grid, got {shown(text)}")
+                                         f"simple or grid, got {quoted(text)}")
     return text
 
 
@@ -171,7 +152,7 @@ def parser(doc, runs):
     g.add_argument("--spread", action="store_true",
                    help="a range column beside each timed figure: its slowest and fastest "
                         "counted run (the post's own layouts give way to tables)")
-    g.add_argument("--out", type=folder, default=RESULTS, metavar="DIR",
+    g.add_argument("--out", type=folder, default=results.RESULTS, metavar="DIR",
                    help="folder for results, the same wherever the scripts are run from")
     g.add_argument("--label", type=label, default=None, metavar="NAME",
                    help="results subfolder; default: a slug of the CPU model and core count")
@@ -214,8 +195,8 @@ def check_folder(p, args):
     if args.no_save:
         return
     if shipped(folder_of(args)):
-        p.error(f"argument --out: {REFERENCES} holds the shipped reference results, which no run "
-                f"replaces; save elsewhere (the default is {RESULTS})")
+        p.error(f"argument --out: {results.REFERENCES} holds the shipped reference results, "
+                f"which no run replaces; save elsewhere (the default is {results.RESULTS})")
     stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
                                            else "") + (".quick" if args.quick else "")
     problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt"])
@@ -226,7 +207,7 @@ def check_folder(p, args):
 
 def shipped(path):
     """Whether path is the shipped references/ folder or inside it, wherever links lead."""
-    real, references = os.path.realpath(path), os.path.realpath(REFERENCES)
+    real, references = os.path.realpath(path), os.path.realpath(results.REFERENCES)
     return real == references or real.startswith(references.rstrip(os.sep) + os.sep)
 
 
@@ -282,124 +263,3 @@ def need_memory(p, need_bytes, what, flag):
     if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
         p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
                 f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
-
-
-def run(script, args, body, headline=None):
-    """Measure under each chosen thread count: the machine line, then what body yields, printed
-    as it comes; then save, and bring the folder's report up to date. headline: the line to show
-    instead of the machine line, for a run that measures nothing (a prediction). Returns the
-    exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
-    or SIGTERM (143), with nothing saved and earlier results untouched."""
-    plain_streams()
-    stopping.begin()
-    WARNED.clear()
-    steps(())  # a run counts its own steps, if any
-    start, out = time.perf_counter(), Output(args)
-    try:
-        with stopping.stoppable():
-            with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
-                facts = each_thread_count(args, body, busy, out, headline)
-            wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
-            note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
-                                              else ""))
-            if args.export:
-                show(exports.run(args.export, script, facts, out.records, headline))
-            if args.no_save:
-                return 0
-            made = {"version": version(), "command": command(), "warnings": list(WARNED)}
-            data = {"schema_version": results.SCHEMA_VERSION, "script": script,
-                    "quick": args.quick, "machine": facts, "settings": out.settings,
-                    "records": out.records, "sheets": out.tables, "sweep": out.sweep,
-                    "pictures": sorted(out.pictures),
-                    **out.kept, "wall_s": wall,
-                    "peak_rss_bytes": peak, "made": made}
-            text = [*out.text, "", f"(made by the suite at {made['version']}: "
-                                   f"{made['command']})", *(f"warning: {w}" for w in WARNED)]
-            stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
-            files = results.files(stem, data, text, out.pictures, args.quick)
-            if not (args.quick or out.sweep) and script in report.SCRIPTS:  # one save with it
-                files[report.NAME] = report.with_run(folder, script, data, list(files))
-            saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
-            if saved == 0:
-                note(next_steps(folder, report.NAME in files, args.quick))
-            return saved
-    except (stopping.Stopped, KeyboardInterrupt) as e:
-        signum = getattr(e, "signum", signal.SIGINT)
-        note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
-        return 128 + signum
-
-
-def each_thread_count(args, body, busy, out, headline):
-    """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
-    block's sheets named with its count. -> the machine's facts, as the first block found it."""
-    from threadpoolctl import threadpool_limits
-    facts = None
-    for n in args.threads or [None]:
-        with threadpool_limits(n) if n else contextlib.nullcontext():
-            if facts is None:
-                facts = machine.facts(busy, out.sweep)
-                out.show(headline or machine.line(facts))
-            n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
-            if out.sweep:
-                out.show(f"\n{n} {plural(n, 'thread')}:")
-            out.settings.setdefault("threads_used", []).append(n)
-            block = argparse.Namespace(**{**vars(args), "threads": n})
-            for item in body(block, facts):
-                out.take(item, f" @{n}" if out.sweep else "")
-    return facts
-
-
-class Output:
-    """What a run prints and keeps, as body yields it: the .txt's lines, every sheet's records
-    (made by the body as it measured) and its presentation, other entries, the pictures."""
-
-    def __init__(self, args):
-        self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
-        self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
-        self.settings = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
-                         for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
-        self.text, self.tables, self.kept, self.pictures, self.records = [], {}, {}, {}, []
-
-    def show(self, line):
-        """A line of the .txt, printed unless an export takes stdout's place."""
-        if not self.quiet:
-            show(line)
-        self.text.append(line)
-
-    def take(self, item, suffix):
-        if isinstance(item, Sheet):
-            self.show(render(item, self.fmt, self.spread))
-            self.tables[item.name + suffix] = entry(item)
-            self.records += list(item.records) if item.recorded else []
-        elif isinstance(item, Saved):
-            self.kept[item.key + suffix] = item.value
-        elif isinstance(item, Picture):
-            self.pictures[item.name] = item.draw
-        else:
-            self.show(item)
-
-
-def next_steps(folder, reported, quick):
-    """The run's last line: where its report is, and what to run next."""
-    if quick:
-        return "a quick run, kept apart: run without --quick for the report and compare.py"
-    mine = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
-    return ((f"the report: {os.path.join(mine, 'report.md')}; " if reported else "")
-            + f"next: python compare.py post {shlex.quote(mine)}")
-
-
-def version():
-    """The suite's version: its git commit when run from a checkout ('+' if changed since)."""
-    here = ROOT
-    commit = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "rev-parse", "--short",
-                                                       "HEAD"))
-    if commit is None:
-        return "an unknown version (not a git checkout)"
-    changed = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "status",
-                                                        "--porcelain", "--untracked-files=no"))
-    return f"commit {commit}" + (" with changes" if changed else "")
-
-
-def command():
-    """The command line as typed: python, then the script and its flags."""
-    return "python " + shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])

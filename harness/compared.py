@@ -2,10 +2,9 @@
 save left them, each described in one line with the settings its figures were measured with."""
 import os
 
-from harness import cli, machine, results, schema
+from harness import machine, results, schema
 from harness.terminal import note
 
-SCRIPTS = ("machine_speed", "two_phases", "cube_bug")
 
 
 
@@ -14,25 +13,25 @@ def machine_folders(names, problems):
     name of a shipped reference or of a machine under results/ ('post', 'amd-epyc-2c'). With no
     name: the post's figures, then every machine under results/ (the shipped ones if none)."""
     if not names:
-        mine = machines_in(cli.RESULTS)
-        return [os.path.join(cli.REFERENCES, "post")] + (mine or [
-            f for f in machines_in(cli.REFERENCES) if os.path.basename(f) != "post"])
+        mine = machines_in(results.RESULTS)
+        return [os.path.join(results.REFERENCES, "post")] + (mine or [
+            f for f in machines_in(results.REFERENCES) if os.path.basename(f) != "post"])
     found = []
     for name in names:
         if not name:
             problems.append("'': not a folder's name; give a results folder, or a name")
             continue
-        mine, shipped = os.path.join(cli.RESULTS, name), os.path.join(cli.REFERENCES, name)
+        mine, shipped = os.path.join(results.RESULTS, name), os.path.join(results.REFERENCES, name)
         if not os.path.isdir(name) and os.path.isdir(mine) and os.path.isdir(shipped):
             note(f"compare.py: {name} is both a machine of yours ({mine}) and a shipped "
                  f"reference ({shipped}): comparing yours; give references/{name} for the other")
-        where = [name, mine, shipped, os.path.join(os.path.dirname(cli.RESULTS), name)]
+        where = [name, mine, shipped, os.path.join(os.path.dirname(results.RESULTS), name)]
         folder = next((w for w in where if os.path.isdir(w)), None)  # yours before shipped
         if folder is None and os.path.exists(name):
             problems.append(f"{name}: is a file, not a results folder")
         elif folder is None:
             problems.append(f"{name}: no such results folder, nor a shipped reference or a "
-                            f"machine under {cli.RESULTS} of that name")
+                            f"machine under {results.RESULTS} of that name")
         elif holds_results(folder, quick=True):
             found.append(folder)
         else:
@@ -47,7 +46,7 @@ def machine_folders(names, problems):
 
 def holds_results(folder, quick=False):
     """Whether folder holds a full run's result (or, with quick, a quick run's)."""
-    return any(os.path.isfile(os.path.join(folder, s + e)) for s in SCRIPTS
+    return any(os.path.isfile(os.path.join(folder, s + e)) for s in results.SCRIPTS
                for e in (".json", ".sweep.json", *[".quick.json"] * quick))
 
 
@@ -74,7 +73,7 @@ def read_machine(folder, problems):
         return None
     if half_done:
         note(f"compare.py: {half_done}")
-    for script in SCRIPTS:
+    for script in results.SCRIPTS:
         for stem in (script, script + ".sweep"):
             if stem + ".json" in paths:
                 try:
@@ -89,7 +88,7 @@ def read_machine(folder, problems):
         problems.append(f"{folder}: " + (
             f"holds only quick runs ({', '.join(quick)}), which compare.py leaves out: run "
             f"the scripts without --quick" if quick
-            else f"no result files of {', '.join(SCRIPTS)}"))
+            else f"no result files of {', '.join(results.SCRIPTS)}"))
     return found
 
 

@@ -9,18 +9,12 @@ import os
 import stat
 
 import model
-from harness.terminal import printable
+from harness.terminal import printable, quoted
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
 MIXTURE = ("num_local_experts", "num_experts", "n_routed_experts")  # Hugging Face's names for a
 #                                                                     mixture of experts
-
-
-def shown(text, most=60):
-    """A name or path as a message repeats it: on one line, quoted, cut short if long."""
-    text = printable(text)
-    return repr(text if len(text) <= most else text[:most - 3] + "...")
 ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
            "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
            "ffn": ("intermediate_size", "n_inner"), "head": ("head_dim",),
@@ -41,19 +35,21 @@ def config(text):
     if not os.path.isfile(path):
         raise ValueError(f"must be a GPT-2 size ({', '.join(model.SIZES)}), a model under "
                          f"models/ ({', '.join(shipped_models())}) or a JSON file, got "
-                         f"{shown(text)}")
+                         f"{quoted(text, 60)}")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place does not block
     with os.fdopen(fd, "rb") as f:
         raw = f.read(FILE_MAX + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     if not raw or len(raw) > FILE_MAX:
-        raise ValueError(f"{shown(path)} is not a model file of 1 to {FILE_MAX:,} bytes")
+        raise ValueError(f"{quoted(path, 60)} is not a model file of 1 to {FILE_MAX:,} "
+                         f"bytes")
     try:
         found = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        raise ValueError(f"{shown(path)} is not JSON (or nested too deeply)") from None
+        raise ValueError(f"{quoted(path, 60)} is not JSON (or nested too deeply)") from None
     if not isinstance(found, dict):
-        raise ValueError(f"{shown(path)} must hold a JSON object, not a {type(found).__name__}")
-    return shape(found, shown(path))
+        raise ValueError(f"{quoted(path, 60)} must hold a JSON object, not a "
+                         f"{type(found).__name__}")
+    return shape(found, quoted(path, 60))
 
 
 def shape(found, path):

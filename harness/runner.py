@@ -1,0 +1,143 @@
+"""A run, from its machine line to its saved result, printed as it goes.
+
+A script's body(args, machine) measures, makes its records, and yields what the run prints and
+keeps: a Sheet (its records, saved, and the table rendered from them), a str (a line printed and
+kept in the .txt), a Saved (kept in the JSON) or a Picture (a file beside the result). The run
+loop alone prints and saves; nothing it is handed is changed or handed back.
+"""
+import argparse
+import contextlib
+import dataclasses
+import os
+import shlex
+import signal
+import sys
+import time
+
+from harness import exports, machine, report, results, stopping
+from harness.flags import folder_of
+from harness.printers import Picture, Saved, Sheet, entry, render
+from harness.results import ROOT
+from harness.terminal import kept, note, plain_streams, plural, show, steps
+
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
+
+
+def run(script, args, body, headline=None):
+    """Measure under each chosen thread count: the machine line, then what body yields, printed
+    as it comes; then save, and bring the folder's report up to date. headline: the line to show
+    instead of the machine line, for a run that measures nothing (a prediction). Returns the
+    exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
+    or SIGTERM (143), with nothing saved and earlier results untouched."""
+    plain_streams()
+    stopping.begin()
+    steps(())  # a run counts its own steps, if any
+    start, out = time.perf_counter(), Output(args)
+    try:
+        with stopping.stoppable(), kept() as warned:
+            with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
+                facts = each_thread_count(args, body, busy, out, headline)
+            wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
+            note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
+                                              else ""))
+            if args.export:
+                show(exports.run(args.export, script, facts, out.records, headline))
+            if args.no_save:
+                return 0
+            made = {"version": version(), "command": command(), "warnings": list(warned)}
+            data = {"schema_version": results.SCHEMA_VERSION, "script": script,
+                    "quick": args.quick, "machine": facts, "settings": out.settings,
+                    "records": out.records, "sheets": out.tables, "sweep": out.sweep,
+                    "pictures": sorted(out.pictures),
+                    **out.kept, "wall_s": wall,
+                    "peak_rss_bytes": peak, "made": made}
+            text = [*out.text, "", f"(made by the suite at {made['version']}: "
+                                   f"{made['command']})", *(f"warning: {w}" for w in warned)]
+            stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
+            files = results.files(stem, data, text, out.pictures, args.quick)
+            if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
+                files[report.NAME] = report.with_run(folder, script, data, list(files))
+            saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
+            if saved == 0:
+                note(next_steps(folder, report.NAME in files, args.quick))
+            return saved
+    except (stopping.Stopped, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
+        return 128 + signum
+
+
+def each_thread_count(args, body, busy, out, headline):
+    """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
+    block's sheets named with its count. -> the machine's facts, as the first block found it."""
+    from threadpoolctl import threadpool_limits
+    facts = None
+    for n in args.threads or [None]:
+        with threadpool_limits(n) if n else contextlib.nullcontext():
+            if facts is None:
+                facts = machine.facts(busy, out.sweep)
+                out.show(headline or machine.line(facts))
+            n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
+            if out.sweep:
+                out.show(f"\n{n} {plural(n, 'thread')}:")
+            out.settings.setdefault("threads_used", []).append(n)
+            block = argparse.Namespace(**{**vars(args), "threads": n})
+            for item in body(block, facts):
+                out.take(item, f" @{n}" if out.sweep else "")
+    return facts
+
+
+class Output:
+    """What a run prints and keeps, as body yields it: the .txt's lines, every sheet's records
+    (made by the body as it measured) and its presentation, other entries, the pictures."""
+
+    def __init__(self, args):
+        self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
+        self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
+        self.settings = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+                         for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
+        self.text, self.tables, self.kept, self.pictures, self.records = [], {}, {}, {}, []
+
+    def show(self, line):
+        """A line of the .txt, printed unless an export takes stdout's place."""
+        if not self.quiet:
+            show(line)
+        self.text.append(line)
+
+    def take(self, item, suffix):
+        if isinstance(item, Sheet):
+            self.show(render(item, self.fmt, self.spread))
+            self.tables[item.name + suffix] = entry(item)
+            self.records += list(item.records) if item.recorded else []
+        elif isinstance(item, Saved):
+            self.kept[item.key + suffix] = item.value
+        elif isinstance(item, Picture):
+            self.pictures[item.name] = item.draw
+        else:
+            self.show(item)
+
+
+def next_steps(folder, reported, quick):
+    """The run's last line: where its report is, and what to run next."""
+    if quick:
+        return "a quick run, kept apart: run without --quick for the report and compare.py"
+    mine = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
+    return ((f"the report: {os.path.join(mine, 'report.md')}; " if reported else "")
+            + f"next: python compare.py post {shlex.quote(mine)}")
+
+
+def version():
+    """The suite's version: its git commit when run from a checkout ('+' if changed since)."""
+    here = ROOT
+    commit = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "rev-parse", "--short",
+                                                       "HEAD"))
+    if commit is None:
+        return "an unknown version (not a git checkout)"
+    changed = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "status",
+                                                        "--porcelain", "--untracked-files=no"))
+    return f"commit {commit}" + (" with changes" if changed else "")
+
+
+def command():
+    """The command line as typed: python, then the script and its flags."""
+    return "python " + shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
