@@ -65,13 +65,21 @@ def wait_until(condition, seconds=60, what="the condition"):
 def quick_run(tmp_path_factory):
     """One quick run of two_phases.py as a user runs it, every experiment, --runs 2, the
     pictures drawn, into a folder where a full run's roofline picture already is: shared by the
-    tests that read what such a run prints and saves. -> (the process, its saved JSON, the
-    folder)"""
-    out = tmp_path_factory.mktemp("quick")
-    (out / "box").mkdir()
-    (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
-    r = script("two_phases.py", "--quick", "--runs", "2", "--plot", "--out", str(out), "--label",
-               "box")
+    tests that read what such a run prints and saves, and made once however many processes run
+    the tests (pytest -n). -> (the process, its saved JSON, the folder)"""
+    import fcntl
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every test process
+    out, said = shared / "quick", shared / "quick.said.json"
+    with open(shared / "quick.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first process runs it, the others wait for it
+        if not said.exists():
+            (out / "box").mkdir(parents=True)
+            (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
+            r = script("two_phases.py", "--quick", "--runs", "2", "--plot", "--out", str(out),
+                       "--label", "box")
+            said.write_text(json.dumps({"returncode": r.returncode, "stdout": r.stdout,
+                                        "stderr": r.stderr}))
+    r = types.SimpleNamespace(**json.loads(said.read_text()))
     assert r.returncode == 0, r.stderr
     with open(out / "box" / "two_phases.quick.json") as f:
         return r, json.load(f), out / "box"

@@ -1,5 +1,5 @@
 """Records are the data: renaming every printed header and row changes no record, no claim,
-no picture point, no compared figure and no export; a figure and its samples never part; the exports are tidy."""
+no picture point, no compared figure and no export; a figure and its samples never part."""
 import dataclasses
 import json
 
