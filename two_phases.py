@@ -6,8 +6,9 @@ with notebooks of several depths; every timing is then held to the machine's lim
     python two_phases.py --quick --no-save  # a smoke run of a few seconds
     python two_phases.py --predict h100-sxm --dtype bfloat16  # runs nothing: limits only
 """
-# Each experiment is declared once, below: the rows it plans (what rides each trip), how it
-# measures them, and the sheets it prints; --predict and the memory check read the same plans.
+# The post's sections in its order, each experiment declared once: the rows it plans (what rides
+# each trip), how it measures them, the figures its records hold, and the sheets they print;
+# --predict and the memory check read the same plans.
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
     from harness import stopping
     stopping.stop_quietly()
@@ -116,76 +117,6 @@ DECODE_TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
                            col("math speed", "GFLOP/s", "GFLOP/s", ".1f"),
                            col("bytes read", "MB read", "MB", ".0f")],
                 timed=("step",), title="Phase 2, typing (decode)")
-
-
-# ---------------------------------------------------------------------------------------------
-# Beyond the post: how deep the notebooks are. A typing trip fetches the tables once and every
-# user's notes: with few notes the tables dominate and batching is nearly free, with many the notes
-# dominate and batching stops helping.
-
-
-def depth_plan(args):
-    return [Row({"users": u, "notes": n}, f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}",
-                [[(n, 1)] * u]) for u in args.depth_users for n in args.depths]
-
-
-def depth_measure(bench, args, rows):
-    firsts = {n: b.read_question(bench, n, SEED + 1) for n in args.depths}
-    for row in rows:
-        u, n = row.key
-        yield b.one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
-                         f"typing for {row.label}", record=False)
-
-
-def depth_figures(cfg, args, outcomes, roofs):
-    rows = []
-    for r in outcomes:
-        (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
-        fetched = model.bytes_read(cfg, riders)
-        limit_s, _ = model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
-        rows.append({"users": u, "notes": n, "step": ms(t),
-                     "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
-                     "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
-                     "x limit": timed(t.seconds / limit_s, t)})
-    return [(DEPTH_TABLE, rows)]
-
-
-def depth_sheets(found, cfg, args):
-    steps = [(r["keys"]["users"], r["keys"]["notes"], r["value"] / 1e3)
-             for r in records.of(found, DEPTH_TABLE.name) if r["figure"] == "step"]
-    return [sheet(DEPTH_TABLE, found,
-                  settings=f"one token for each user; {plan.words(cfg, args.threads)}",
-                  note="; x limit as in the check; " + outweigh(steps, cfg))]
-
-
-DEPTH_TABLE = Layout("depth", [col("users", "users", "users", "d", key=True),
-                         col("notes", "notes", "notes", "d", key=True),
-                         col("step", "step ms", "ms", ".1f", compared=True),
-                         col("tokens per second", "tokens/s", "tokens/s", ".1f"),
-                         col("bytes read", "MB read", "MB", ".0f"),
-                         col("notes share", "notes % of bytes", "%", ".0f"),
-                         col("x limit", "x limit", "x", ".2f")],
-               timed=("step",), title="Beyond the post: how deep the notebooks are")
-
-
-def outweigh(rows, cfg):
-    """Where the notes outweigh the tables, for each user count: predicted, where the notes
-    weigh as much as the tables; measured, where a step takes twice its time with no notes.
-    rows: [(users, notes, step seconds)]."""
-    words, tables, note_bytes = [], model.table_bytes(cfg), model.note_bytes(cfg)
-    for u in sorted({row[0] for row in rows}):
-        steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
-        predicted = tables / (u * note_bytes)
-        said = (f"from {predicted:,.0f} notes each" if predicted < cfg.context
-                else f"never within {cfg.family or 'the model'}'s {cfg.context:,} notes")
-        measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
-                         for (a, ta), (b, tb) in zip(steps, steps[1:])
-                         if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
-        found = f"from about {measured:,.0f}" if measured is not None else \
-            f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
-        words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
-                     f"(where a step takes twice its time with no notes)")
-    return "the notes outweigh the tables: " + "; ".join(words)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,6 +264,76 @@ SUMMARY = Layout("summary", [col("reading per token", "reading ms/token", "ms", 
 
 
 # ---------------------------------------------------------------------------------------------
+# Beyond the post: how deep the notebooks are. A typing trip fetches the tables once and every
+# user's notes: with few notes the tables dominate and batching is nearly free, with many the notes
+# dominate and batching stops helping.
+
+
+def depth_plan(args):
+    return [Row({"users": u, "notes": n}, f"{u} {plural(u, 'user')} at {n} {plural(n, 'note')}",
+                [[(n, 1)] * u]) for u in args.depth_users for n in args.depths]
+
+
+def depth_measure(bench, args, rows):
+    firsts = {n: b.read_question(bench, n, SEED + 1) for n in args.depths}
+    for row in rows:
+        u, n = row.key
+        yield b.one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
+                         f"typing for {row.label}", record=False)
+
+
+def depth_figures(cfg, args, outcomes, roofs):
+    rows = []
+    for r in outcomes:
+        (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
+        fetched = model.bytes_read(cfg, riders)
+        limit_s, _ = model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
+        rows.append({"users": u, "notes": n, "step": ms(t),
+                     "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
+                     "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
+                     "x limit": timed(t.seconds / limit_s, t)})
+    return [(DEPTH_TABLE, rows)]
+
+
+def depth_sheets(found, cfg, args):
+    steps = [(r["keys"]["users"], r["keys"]["notes"], r["value"] / 1e3)
+             for r in records.of(found, DEPTH_TABLE.name) if r["figure"] == "step"]
+    return [sheet(DEPTH_TABLE, found,
+                  settings=f"one token for each user; {plan.words(cfg, args.threads)}",
+                  note="; x limit as in the check; " + outweigh(steps, cfg))]
+
+
+DEPTH_TABLE = Layout("depth", [col("users", "users", "users", "d", key=True),
+                         col("notes", "notes", "notes", "d", key=True),
+                         col("step", "step ms", "ms", ".1f", compared=True),
+                         col("tokens per second", "tokens/s", "tokens/s", ".1f"),
+                         col("bytes read", "MB read", "MB", ".0f"),
+                         col("notes share", "notes % of bytes", "%", ".0f"),
+                         col("x limit", "x limit", "x", ".2f")],
+               timed=("step",), title="Beyond the post: how deep the notebooks are")
+
+
+def outweigh(rows, cfg):
+    """Where the notes outweigh the tables, for each user count: predicted, where the notes
+    weigh as much as the tables; measured, where a step takes twice its time with no notes.
+    rows: [(users, notes, step seconds)]."""
+    words, tables, note_bytes = [], model.table_bytes(cfg), model.note_bytes(cfg)
+    for u in sorted({row[0] for row in rows}):
+        steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
+        predicted = tables / (u * note_bytes)
+        said = (f"from {predicted:,.0f} notes each" if predicted < cfg.context
+                else f"never within {cfg.family or 'the model'}'s {cfg.context:,} notes")
+        measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
+                         for (a, ta), (b, tb) in zip(steps, steps[1:])
+                         if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
+        found = f"from about {measured:,.0f}" if measured is not None else \
+            f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
+        words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
+                     f"(where a step takes twice its time with no notes)")
+    return "the notes outweigh the tables: " + "; ".join(words)
+
+
+# ---------------------------------------------------------------------------------------------
 # the experiments, declared once: the plan, how it is measured, the sheets
 
 EXPERIMENTS = {
@@ -341,6 +342,7 @@ EXPERIMENTS = {
     "collision": Experiment(collision_plan, collision_measure, collision_figures,
                             collision_sheets),
     "depth": Experiment(depth_plan, depth_measure, depth_figures, depth_sheets, checked=False)}
+#   depth comes last: its x limit needs the speeds at the end of the run
 
 
 def experiment(args, facts):
@@ -361,19 +363,17 @@ def measured(cfg, args, facts, start, bench):
     bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
     yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
     settings = records.settings_of(args, paths=str(bench.paths))
-    planned = {n: EXPERIMENTS[n] for n in args.experiments}
+    planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
     plans, outcomes, found = {n: e.plan(args) for n, e in planned.items()}, {}, []
     steps(plan.weights(cfg, plans.values(), start))
-    for name, e in planned.items():  # the unchecked (depth) wait for the speeds at the end
+    held_to = start  # until the last experiment is measured: then the speeds through the run
+    for i, (name, e) in enumerate(planned.items()):
         outcomes[name] = []
         for outcome in e.measure(bench, args, plans[name]):
             outcomes[name].append(outcome)
             step()
-        if e.checked:
-            found += records.from_rows(e.figures(cfg, args, outcomes[name], start), settings)
-            yield from printers.spaced(e.sheets(found, cfg, args))
-    held_to = roofs.through(args, start, machine_speed.roofs)
-    for name, e in ((n, e) for n, e in planned.items() if not e.checked):
+        if i == len(planned) - 1:
+            held_to = roofs.through(args, start, machine_speed.roofs)
         found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
         yield from printers.spaced(e.sheets(found, cfg, args))
     found += records.from_rows(summary(outcomes), settings)
