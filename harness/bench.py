@@ -47,8 +47,8 @@ def trip_of(bench, x, segments, watch=None):
 
 
 def time_trip(bench, x, segments, what):
-    """--runs trips, each starting with every notebook as it is now, and left so: -> the seconds
-    of each counted run, as [[seconds]] (a schedule of one step)."""
+    """--runs clean trips, each starting with every notebook as it is now, and left so: -> Runs
+    of a schedule of one step."""
     setup = restore(segments)
     per_run = timing.time_steps([trip_of(bench, x, segments)], bench.runs, setup, what=what)
     setup()
@@ -70,9 +70,10 @@ def record_trip(bench, x, segments, what):
     def recorded_trip():
         trip_of(bench, x, segments, watch)()
         recorded.append(dict(watch))
-    timing.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded")
+    done = timing.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded")
     setup()
-    middle = sorted(recorded[1:], key=lambda w: w["trip"])[(runs - 1) // 2]  # [0] warmed up
+    kept = [recorded[1 + i] for i in done.kept]  # [0] warmed up
+    middle = sorted(kept, key=lambda w: w["trip"])[(len(kept) - 1) // 2]
     return {"riders": riders, "parts": middle}
 
 
@@ -151,12 +152,13 @@ class Server:
         return x, [(self.typers, 1), (self.newcomer, s.stop - s.start)]
 
     def schedule(self, steps, what):
-        """Every step of a schedule, timed --runs times from the start: -> (the seconds of each
-        step per run, the trip of the step that was slowest in the middle of the runs, with the
-        notebooks set to where it starts, to be recorded)"""
+        """Every step of a schedule, timed --runs times from the start: -> (its Runs, the trip
+        of the step that was slowest in the middle of the runs, with the notebooks set to where
+        it starts, to be recorded)"""
         trips = [self.trip(s) for s in steps]
         per_run = timing.time_steps([trip_of(self.bench, *t) for t in trips], self.bench.runs,
                                     setup=lambda: self.before(0, slice(0, 0)), what=what)
-        worst = max(range(len(trips)), key=lambda i: statistics.median(r[i] for r in per_run))
+        worst = max(range(len(trips)),
+                    key=lambda i: statistics.median(r[i] for r in per_run.steps))
         self.before(worst, steps[worst])
         return per_run, trips[worst]

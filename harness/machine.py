@@ -18,7 +18,6 @@ try:
 except ImportError:
     fcntl = None
 
-BUSY_LOAD = 0.5  # cores busy per core above which the machine is too busy to measure (pyperf's)
 NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
 BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
 
@@ -107,17 +106,44 @@ def load_average():
     return round(os.getloadavg()[0], 2)
 
 
-def cores_busy_now(seconds=0.2):
-    """How many cores' worth of work other processes did while this one slept for `seconds`
-    (Linux's /proc/stat). Unlike the load average, it forgets a run that just ended."""
-    def ticks():
+TICK = quietly(lambda: os.sysconf("SC_CLK_TCK"), 100)  # /proc/stat counts in these, per second
+TICKS_MIN = 10  # a sample spanning fewer of them (over all cores) is judged by PSI, if any
+
+
+def counters():
+    """What the machine's counters say now: (wall seconds, this process's CPU seconds, the
+    system's busy ticks on all cores or None, the microseconds some task waited for a core
+    (Linux PSI) or None)."""
+    def busy_ticks():
         with open("/proc/stat") as f:
             fields = [int(v) for v in f.readline().split()[1:]]
-        return sum(fields) - fields[3] - fields[4], sum(fields)  # busy (not idle, iowait), all
-    busy0, all0 = ticks()
-    time.sleep(seconds)
-    busy1, all1 = ticks()
-    return (busy1 - busy0) / max(all1 - all0, 1) * (os.cpu_count() or 1)
+        return sum(fields) - fields[3] - fields[4]  # not idle, not waiting on a disk
+    def waited_us():
+        with open("/proc/pressure/cpu") as f:
+            return int(f.readline().rsplit("total=", 1)[1])
+    return (time.perf_counter(), time.process_time(), quietly(busy_ticks), quietly(waited_us))
+
+
+def others(before, after, cores=None):
+    """The share of the cores other processes took between two counters(): the system's busy
+    time less this process's own, over the cores; for a span too short for the system's ticks
+    to tell, the share of the time some task waited for a core. -> 0 to 1, or None: unknown."""
+    cores = cores or os.cpu_count() or 1
+    wall, own = after[0] - before[0], after[1] - before[1]
+    if wall <= 0:
+        return None
+    if before[2] is not None and after[2] is not None and wall * cores * TICK >= TICKS_MIN:
+        return min(max((after[2] - before[2]) / TICK - own, 0.0) / (wall * cores), 1.0)
+    if before[3] is not None and after[3] is not None:
+        return min((after[3] - before[3]) / 1e6 / wall, 1.0)
+    return None
+
+
+def watch():
+    """Start watching the machine: -> a function that says the share of the cores other work
+    took since (see others())."""
+    before = counters()
+    return lambda: others(before, counters())
 
 
 def facts(busy=(), sweep=None):
@@ -171,14 +197,9 @@ def quiet_line(m):
 @contextlib.contextmanager
 def measuring():
     """Hold a machine-wide mark for as long as a run measures. -> what else was measuring when
-    it started: another run of this suite, or a load above BUSY_LOAD per core (in words)."""
+    it started: another run of this suite (in words). Other work is watched sample by sample
+    (watch())."""
     busy = []
-    cores = os.cpu_count() or 1
-    now = quietly(cores_busy_now)
-    load = now if now is not None else quietly(load_average)  # where /proc/stat is not there
-    if load is not None and load > BUSY_LOAD * cores:
-        busy.append(f"{load:.1f} of {cores} cores busy with other work" if now is not None
-                    else f"load {load:.1f} on {cores} cores")
     fd = own_mark(mark_path()) if fcntl else None  # no such marks without fcntl (Windows)
     try:
         if fd is not None and not first_mark(fd):

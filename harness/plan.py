@@ -48,14 +48,15 @@ class Experiment:
     checked: bool = True
 
 
-def figures(row, per_run, stat="middle", what=""):
-    """A row's figures from the seconds of each step of every run: a one-trip row's time; a
-    schedule's (the dial's) time to first word, the typers' median and worst gap, and total."""
+def figures(row, runs, stat="middle", what=""):
+    """A row's figures from its Runs, the seconds of each step of every run: a one-trip row's
+    time; a schedule's (the dial's) time to first word, the typers' median and worst gap, and
+    total."""
     if len(row.steps) == 1:
-        return {"time": timing.taken([r[0] for r in per_run], stat, what)}
+        return {"time": timing.taken([r[0] for r in runs.steps], stat, what, runs)}
 
     def of(figure, words):
-        return timing.taken([figure(r) for r in per_run], stat, f"{what}: {words}")
+        return timing.taken([figure(r) for r in runs.steps], stat, f"{what}: {words}", runs)
     return {"ttft": of(lambda s: sum(s[:-1]), "time to first word"),
             "gap median": of(statistics.median, "typers' median gap"),
             "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
@@ -64,8 +65,9 @@ def figures(row, per_run, stat="middle", what=""):
 def predicted(cfg, rows, roofs):
     """Each row with every trip at its limit on the given speeds: one "run" of limits."""
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
-    return [Outcome(row, figures(row, [[model.limit(cfg, riders, bw, fl)[0]
-                                       for riders in row.steps]], "limit")) for row in rows]
+    return [Outcome(row, figures(row, timing.Runs([[model.limit(cfg, riders, bw, fl)[0]
+                                                    for riders in row.steps]], [None]), "limit"))
+            for row in rows]
 
 
 def memory_bytes(cfg, rows):

@@ -1,22 +1,43 @@
-"""Timing: setup outside the timer, one warm-up run not counted, every counted sample kept, and
-the statistic that makes one figure of them named with it."""
+"""Timing: setup outside the timer, one warm-up run not counted, every counted sample kept with
+how much of the cores other work took while it ran, a disturbed sample measured again, and the
+statistic that makes one figure of them named with it."""
 import dataclasses
 import math
 import statistics
 import time
 
+from harness import machine
 from harness.terminal import progress, warn
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
+DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is
+#                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
+#                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
+AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...
+AGAIN_S = 2.0  # ... in at most this many seconds, or as long as its own runs took if longer ...
+PAUSE_S = 0.1  # ... each after this pause, so that the samples again fall in the other work's gaps
 STATS = {"best": min, "middle": statistics.median,  # best of N: peaks; middle of N: experiments
          "limit": min}  # a prediction: one "sample", the limit itself
 
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-    """One figure's seconds: every counted sample, and the statistic that makes the figure."""
+    """One figure's seconds: every counted sample, the statistic that makes the figure, and the
+    samples' conditions: others, the share of the cores other work took during each (None where
+    the OS does not say); again, how many samples were measured again because other work
+    disturbed them; disturbed, whether too few were clean even so, and the figure backs no
+    verdict."""
     samples: tuple
     stat: str = "middle"
+    others: tuple = ()
+    again: int = 0
+    disturbed: bool = False
+
+    @property
+    def share(self):
+        """The most of the cores other work took during any kept sample, or None: unknown."""
+        known = [o for o in self.others if o is not None]
+        return max(known) if known else None
 
     @property
     def seconds(self):
@@ -32,36 +53,84 @@ class Timing:
         return f"{self.stat} of {len(self.samples)}"
 
 
-def taken(samples, stat="middle", what=""):
-    """A Timing of samples (seconds), with a warning on stderr when they spread widely."""
-    t = Timing(tuple(samples), stat)
-    if t.spread > NOISE_SPREAD:
+def taken(samples, stat="middle", what="", runs=None):
+    """A Timing of samples (seconds), with their conditions from runs (a Runs, where they were
+    watched); a warning on stderr when they spread widely, or when other work disturbed them."""
+    t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed)
+                                       if runs is not None else ()))
+    if t.disturbed:
+        warn(f"disturbed: {what or 'samples'}: other work took up to {t.share:.0%} of the cores "
+             f"during its runs, even measured again {t.again} times: it backs no verdict")
+    elif t.spread > NOISE_SPREAD:
         warn(f"noisy machine: {what or 'samples'} spread {t.spread:.2f}x "
              f"(fastest {min(t.samples) * 1e3:.3g} ms, slowest {max(t.samples) * 1e3:.3g} ms)")
     return t
 
 
-def time_steps(steps, runs, setup=None, clock=time.perf_counter, what=""):
-    """Run a schedule (a list of calls) once to warm up, then `runs` times; return, for each
-    counted run, the seconds of every step. setup runs before each whole schedule, untimed."""
-    counted = []
-    for i in range(runs + 1):
+@dataclasses.dataclass(frozen=True)
+class Runs:
+    """A schedule's counted runs: the seconds of every step in each, the share of the cores
+    other work took during each (None: unknown), how many runs were measured again in place of
+    disturbed ones, and whether too few were clean even so."""
+    steps: list
+    others: list
+    again: int = 0
+    disturbed: bool = False
+    kept: list = ()  # which of the counted runs these are, in order
+
+
+def disturbed(share):
+    return share is not None and share > DISTURBED
+
+
+def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=None):
+    """Run a schedule (a list of calls) once to warm up, then until `runs` runs were clean:
+    each run disturbed by other work (watch(): a function that, called after the run, says the
+    share of the cores other work took since; the machine's own by default) is measured again,
+    at most AGAIN x runs times, each after PAUSE_S, for at most AGAIN_S seconds or twice the
+    time the first runs took.
+    -> Runs: the first `runs` clean runs; or, where too few were, the least disturbed, so
+    marked. setup runs before each whole schedule, untimed."""
+    watch = watch or machine.watch
+    counted, shares, began, spent = [], [], None, 0.0
+    while True:
+        n = len(counted)
+        if n >= runs:
+            time.sleep(PAUSE_S)  # a run again: let the other work's moment pass
         if setup is not None:
             setup()
-        progress(f"{what}: {'warm-up' if i == 0 else f'run {i} of {runs}'}" if what else "")
-        seconds = []
+        progress((f"{what}: " + ("warm-up" if began is None else f"run {n + 1} of {runs}" if
+                                 n < runs else f"again, a run was disturbed ({n - runs + 1} of "
+                                               f"{AGAIN * runs} at most)")) if what else "")
+        done, seconds = watch(), []
         for step in steps:
             start = clock()
             step()
             seconds.append(clock() - start)
-        if i > 0:
-            counted.append(seconds)
+        share = done()
+        if began is None:  # the warm-up: not counted
+            began = time.monotonic()
+            continue
+        counted.append(seconds)
+        shares.append(share)
+        spent += sum(seconds) if len(counted) <= runs else 0.0
+        clean = [i for i, o in enumerate(shares) if not disturbed(o)]
+        again = len(counted) - runs
+        if len(clean) >= runs or (again >= 0 and (
+                again >= AGAIN * runs or time.monotonic() - began > max(AGAIN_S, 2 * spent))):
+            break
     progress("")
-    return counted
+    kept = clean[:runs] if len(clean) >= runs else sorted(
+        clean + sorted((i for i in range(len(counted)) if i not in clean),
+                       key=lambda i: shares[i])[:runs - len(clean)])
+    return Runs([counted[i] for i in kept], [shares[i] for i in kept], max(again, 0),
+                len(clean) < runs, kept)
 
 
-def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample_s=0.0):
-    """Call fn once to warm up (not counted), then `runs` times; return the counted seconds.
+def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample_s=0.0,
+              watch=None):
+    """Call fn once to warm up (not counted), then until `runs` calls were clean (see
+    time_steps): -> Runs of one step each, its seconds per call.
 
     setup, if given, runs before every call (warm-up included) and is never inside the timer.
     A call shorter than min_sample_s is repeated inside each sample, as timeit does, and the
@@ -76,14 +145,17 @@ def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample
     def sample():
         for _ in range(number):
             fn()
-    return [s[0] / number for s in time_steps([sample], runs, setup, clock, what)]
+    done = time_steps([sample], runs, setup, clock, what, watch)
+    return dataclasses.replace(done, steps=[[s[0] / number] for s in done.steps])
 
 
 def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="",
-            min_sample_s=0.0):
-    """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely."""
-    samples = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s)
-    return taken(samples, stat, what)
+            min_sample_s=0.0, watch=None):
+    """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely or
+    other work disturbed them."""
+    done = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s,
+                     watch=watch)
+    return taken([s[0] for s in done.steps], stat, what, done)
 
 
 def best_of(fn, runs, what=""):

@@ -87,7 +87,7 @@ def tries(bench):
 
 def best(fn, runs):
     """The best of `runs` calls after a warm-up, in seconds."""
-    return min(timing.time_runs(fn, runs))
+    return min(s[0] for s in timing.time_runs(fn, runs).steps)
 
 
 def typing_attention(bench, how):

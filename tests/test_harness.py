@@ -16,11 +16,16 @@ def fake_clock(times):
     return lambda: next(it)
 
 
+def quiet():
+    """A machine where no other work ever runs: every sample clean."""
+    return lambda: 0.0
+
+
 def test_best_and_middle_ignore_the_warm_up():
     # start/stop pairs: warm-up 10 s (not counted), then 1, 3, 2
     times = [0, 10, 10, 11, 11, 14, 14, 16]
-    best = timing.measure(lambda: None, 3, "best", clock=fake_clock(times))
-    middle = timing.measure(lambda: None, 3, "middle", clock=fake_clock(times))
+    best = timing.measure(lambda: None, 3, "best", clock=fake_clock(times), watch=quiet)
+    middle = timing.measure(lambda: None, 3, "middle", clock=fake_clock(times), watch=quiet)
     assert best.samples == middle.samples == (1, 3, 2)
     assert best.seconds == 1 and best.label == "best of 3"
     assert middle.seconds == 2 and middle.label == "middle of 3"
@@ -41,7 +46,7 @@ def test_setup_runs_before_every_call_outside_the_timer():
     def fn():
         calls.append("fn")
 
-    t = timing.measure(fn, 2, setup=setup, clock=clock)
+    t = timing.measure(fn, 2, setup=setup, clock=clock, watch=quiet)
     assert calls == ["setup", "fn"] * 3
     assert t.samples == (1, 1)
 
@@ -52,10 +57,11 @@ def test_short_calls_are_repeated_inside_each_sample():
     def clock():  # every reading moves the clock by 1 ms: a call "takes" 1 ms
         now[0] += 0.001
         return now[0]
-    t = timing.time_runs(lambda: calls.append(1), 3, clock=clock, min_sample_s=0.01)
+    t = timing.time_runs(lambda: calls.append(1), 3, clock=clock, min_sample_s=0.01,
+                         watch=quiet)
     # one call to calibrate (1 ms, so 10 calls per sample), then a warm-up and 3 samples of 10
     assert len(calls) == 1 + (1 + 3) * 10
-    assert t == pytest.approx([0.0001] * 3)  # each sample is the time per call
+    assert [s[0] for s in t.steps] == pytest.approx([0.0001] * 3)  # the time per call
 
 
 def test_noise_warning_fires_when_samples_spread(capsys):
@@ -71,8 +77,8 @@ def test_noise_warning_stays_quiet_when_samples_agree(capsys):
 
 def test_time_steps_keeps_every_step_of_every_counted_run():
     times = [0, 5, 5, 9,  10, 11, 11, 13,  20, 22, 22, 23]  # warm-up run, then 2 counted runs
-    runs = timing.time_steps([lambda: None] * 2, 2, clock=fake_clock(times))
-    assert runs == [[1, 2], [2, 1]]
+    runs = timing.time_steps([lambda: None] * 2, 2, clock=fake_clock(times), watch=quiet)
+    assert runs.steps == [[1, 2], [2, 1]] and not runs.disturbed and runs.again == 0
 
 
 # ---- the machine line

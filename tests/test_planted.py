@@ -140,7 +140,6 @@ def test_a_machine_mark_that_is_a_link_is_never_followed(tmp_path):
 def test_a_machine_mark_that_is_not_this_users_file_is_not_used(tmp_path, monkeypatch, capsys,
                                                                plant):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(machine, "cores_busy_now", lambda seconds=0.2: 0.0)
     mark = tmp_path / os.path.basename(machine.mark_path())
     if plant == "a folder":
         mark.mkdir()
@@ -165,24 +164,25 @@ def test_saving_into_the_references_folder_itself_is_refused(tmp_path, out, labe
     assert snapshot(os.path.join(ROOT, "references")) == before
 
 
-# ---- 6. a signal in the first fraction of a second: the load probe
+# ---- 6. a signal in the first fraction of a second: while the machine's facts are read
 
-SLOW_PROBE = ("import runpy, sys\nfrom harness import machine\n"
-              "real = machine.cores_busy_now\n"
-              "def probe(seconds=0.2):\n"
+SLOW_PROBE = ("import runpy, sys, time\nfrom harness import machine\n"
+              "real = machine.facts\n"
+              "def probe(*args, **kw):\n"
               "    print('probing', flush=True)\n"
-              "    return real(5)\n"
-              "machine.cores_busy_now = probe\n"
+              "    time.sleep(5)\n"
+              "    return real(*args, **kw)\n"
+              "machine.facts = probe\n"
               "sys.argv = ['cube_bug.py', '--quick', '--runs', '1', '--out', sys.argv[1]]\n"
               "runpy.run_path('cube_bug.py', run_name='__main__')\n")
 
 
 @pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"),
                                               (signal.SIGTERM, 143, "terminated")])
-def test_a_signal_during_the_load_probe_stops_the_run(tmp_path, signum, code, word):
+def test_a_signal_while_the_machine_is_read_stops_the_run(tmp_path, signum, code, word):
     run = subprocess.Popen([sys.executable, "-c", SLOW_PROBE, str(tmp_path / "r")], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert run.stdout.readline() == "probing\n"  # the run sleeps in its load probe
+    assert run.stdout.readline() == "probing\n"  # the run reads the machine, slowly
     run.send_signal(signum)
     out, err = run.communicate(timeout=60)
     assert run.returncode == code and err == f"{word}: {stopping.NOTHING_SAVED}\n", err
