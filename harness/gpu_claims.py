@@ -54,21 +54,21 @@ GPU_CLAIMS = [
     Claim("two_phases", "On a GPU the problem is the same, only more extreme: a few hundred math "
           "steps per byte, not 10", "a few hundred", "a balance of 100 FLOPs per byte or more",
           steps_per_byte,
-          measured=False, predicted=True),
+          basis="accounting", predicted=True),
     Claim("two_phases", "On a GPU, reading a long question still keeps the workbench busy",
           "hundreds or thousands of tokens", f"reading turns workbench-bound at {LONG:,} tokens "
-          "or fewer", long_reads, measured=False, predicted=True),
+          "or fewer", long_reads, basis="accounting", predicted=True),
     Claim("two_phases", "Typing for one user leaves a GPU's workbench idle more than 99% of the "
           "time", "idle > 99%", "one typer keeps the workbench busy under 1% of the time",
-          one_typer_idle, measured=False, predicted=True),
+          one_typer_idle, basis="accounting", predicted=True),
     Claim("two_phases", "Batching is the only way the chip pays for itself", "batching pays",
           "some batch of typers (with their notes) reaches half the workbench", batching_pays,
           why="each typer's notes are bytes no batch shares: with fewer notes (--notes), or "
               "fewer key/value heads (a Llama-style --model), batching pays sooner",
-          measured=False, predicted=True),
+          basis="accounting", predicted=True),
     Claim("two_phases", "Reading a long question at once is one huge freeze for the typers",
           "about 40x", f"at least {FREEZE}x the typers' normal gap, as at the post's machine's "
-                       "limits", huge_freeze, measured=False, predicted=True,
+                       "limits", huge_freeze, basis="accounting", predicted=True,
           why="the freeze is the question's math against the typers' fetch, over the balance: "
               "the faster the workbench against the forklift, the shorter the freeze, and the "
               "less chunking matters"),

@@ -83,8 +83,38 @@ def make(layout, rows, settings, predicted=False):
                         "unit": c.unit,
                         "statistic": STATISTIC[v.timing.stat] if measured else COMPUTED,
                         "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
+                        **(conditions(v) if measured else {}),
                         "predicted": predicted, "settings": settings})
     return out
+
+
+def conditions(m):
+    """How the runs behind a measured figure went: {"others": the most of the cores other work
+    took during any of them (None: unknown), "again": how many were measured again because
+    other work disturbed them, "disturbed": whether too few were clean even so}."""
+    shares = [t.share for _, t in m.parts if t.share is not None]
+    return {"others": max(shares) if shares else None,
+            "again": sum(t.again for _, t in m.parts),
+            "disturbed": any(t.disturbed for _, t in m.parts)}
+
+
+def disturbance(found):
+    """How disturbed a run was, from its records: {"figures": the measured figures, "disturbed":
+    how many of them other work disturbed beyond measuring again, "again": the runs measured
+    again, "others": the most of the cores other work took in any kept run (None: unknown)}."""
+    timed = [r for r in found if r.get("samples") and not r.get("predicted")]
+    shares = [r["others"] for r in timed if isinstance(r.get("others"), (int, float))]
+    return {"figures": len(timed), "disturbed": sum(r.get("disturbed") is True for r in timed),
+            "again": sum(r["again"] for r in timed if type(r.get("again")) is int),
+            "others": max(shares) if shares else None}
+
+
+class Seen(list):
+    """Records as a judge reads them, keeping each record it found (find())."""
+
+    def __init__(self, found):
+        super().__init__(found)
+        self.used = []
 
 
 def from_rows(made, settings, predicted=False):
@@ -118,11 +148,18 @@ class Figure:
     def spread(self):
         return self.hi / self.lo if self.lo > 0 else math.inf
 
+    def __format__(self, spec):
+        return format(self.value, spec)
+
     def __mul__(self, other):
         o = span(other)
         return Figure(self.value * o.value, self.lo * o.lo, self.hi * o.hi)
 
     __rmul__ = __mul__
+
+    def __sub__(self, other):
+        o = span(other)
+        return Figure(self.value - o.value, self.lo - o.hi, self.hi - o.lo)
 
     def __truediv__(self, other):
         o = span(other)
@@ -155,6 +192,8 @@ def find(records, experiment, figure, /, **keys):
         said = " ".join(f"{k} {v}" for k, v in keys.items())
         raise Missing(f"{experiment}: {figure}" + (f" at {said}" if said else ""))
     r = found[0]
+    if isinstance(records, Seen):
+        records.used.append(r)
     if isinstance(r["value"], str):
         return Figure(r["value"], r["value"], r["value"], r)
     lo, hi = noise(r)

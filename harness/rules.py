@@ -1,9 +1,10 @@
-"""The rules a claim's judge applies to figures over their runs: about, above, below, more.
-Each holds (True) where the figure's runs' range holds, fails (False) where all of it fails,
-and cannot tell (None) where it straddles the margin."""
+"""The rules a claim's judge applies to figures over their runs: about, above, below, more, within.
+Each holds (True) where the figure's runs' range holds, fails (a Fails, saying which way) where
+all of it fails, and cannot tell (None) where it straddles the margin."""
 import dataclasses
+import types
 
-from harness.records import Missing, find, span
+from harness.records import Figure, Missing, find, span
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
@@ -13,10 +14,13 @@ FREEZE = 10  # a gap this many times the typers' normal one is "one huge freeze"
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """script: whose sheets tell; says: the post's words; post: the post's figure; rule: when it
-    holds, in words; judge(records, roofs) -> (this machine's figure in words, True, False, or
-    None for cannot tell); rows: the check table's rows that say why when it does not hold,
-    each (experiment, its keys)."""
+    """script: whose sheets tell; says: the post's words; post: the post's figure; rule: the
+    claim as judged, in words (where it differs from the post's words, it says why); judge(
+    records, roofs) -> (this machine's figure in words, True, a Fails, or None for cannot tell);
+    rows: the check table's rows whose distance from their limits say why it does not hold,
+    each (experiment, its keys); explain(records) -> why it does not hold, where its rows'
+    distances alone would mislead (a ratio of two rows: which of them is further over its
+    limit)."""
     script: str
     says: str
     post: str
@@ -25,8 +29,27 @@ class Claim:
     rows: tuple = ()
     why: str = ""  # why it may not hold, where no row of the check table says
     needs: tuple = ()  # the flags the post's figure was measured with: (flag, value)
-    measured: bool = True  # its verdict rests on timings (not on the accounting alone)
+    basis: str = "timings"  # what its verdict rests on: the run's timings; "accounting", the
+    #                         model's counts alone (the same on every machine); or "speeds",
+    #                         the counts at this machine's two speeds
     predicted: bool = False  # judged on a prediction (--predict), and only there
+    effect: str = ""  # a "because": the claim (says) it explains, judged only where that holds
+    explain: object = None
+    construction: bool = False  # at the machine's limits it holds by how the limit is made
+
+    @property
+    def measured(self):
+        """Whether its verdict rests on the run's timings."""
+        return self.basis == "timings"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fails:
+    """A rule that does not hold, and which way: 'below the post's 14 by more than 1.5x'."""
+    way: str
+
+    def __bool__(self):
+        return False
 
 
 def figure(found, experiment, name, /, **keys):
@@ -40,40 +63,61 @@ def value(found, experiment, name, /, **keys):
 
 
 def speeds(r):
-    """The machine's Speeds the figures are held to, or Missing where the run saved none."""
+    """The machine's speeds the figures are held to: each a Figure that spans the speeds
+    measured at the start and the end of the run, where it kept both (a rule whose margin the
+    machine's own drift crosses cannot tell); Missing where the run saved none."""
     if r is None:
         raise Missing("the machine's speeds")
-    return r
+    if r.start is None or r.end is None:
+        return r
+    moved = {k: Figure(getattr(r, k), min(getattr(r.start, k), getattr(r.end, k)),
+                       max(getattr(r.start, k), getattr(r.end, k)))
+             for k in ("bytes_per_s", "flops_per_s")}
+    return types.SimpleNamespace(**moved, balance=moved["flops_per_s"] / moved["bytes_per_s"])
 
 
-def tri(holds, fails):
-    """A verdict: True where the runs' range holds, False where it all fails, else None."""
-    return True if holds else False if fails else None
+def tri(holds, fails, way):
+    """A verdict: True where the runs' range holds, a Fails where it all fails, else None."""
+    return True if holds else Fails(way) if fails else None
 
 
 def about(x, post, factor=ABOUT):
     """x is about the post's figure: within `factor` of it either way, over its runs' range."""
     x = span(x)
-    return tri(post / factor <= x.lo and x.hi <= post * factor,
-               x.hi < post / factor or x.lo > post * factor)
+    if x.hi < post / factor:
+        return Fails(f"below the post's {post:g} by more than {factor:g}x")
+    return tri(post / factor <= x.lo and x.hi <= post * factor, x.lo > post * factor,
+               f"above the post's {post:g} by more than {factor:g}x")
 
 
 def above(x, bound):
     x = span(x)
-    return tri(x.lo > bound, x.hi <= bound)
+    return tri(x.lo > bound, x.hi <= bound, f"not above {bound:g}")
 
 
 def below(x, bound):
     x = span(x)
-    return tri(x.hi < bound, x.lo >= bound)
+    return tri(x.hi < bound, x.lo >= bound, f"not below {bound:g}")
+
+
+def within(x, lo, hi):
+    """lo < x < hi over its runs' range; fails, saying which side, where all of it is out."""
+    x = span(x)
+    if x.hi <= lo:
+        return Fails(f"not above {lo:g}")
+    return tri(lo < x.lo and x.hi < hi, x.lo >= hi, f"not below {hi:g}")
 
 
 def more(a, b):
-    """Figure a is more than figure b: True, False (no more, not even equal figures with no
+    """Figure a is more than figure b: True, a Fails (no more, not even equal figures with no
     spread, as a limit's are), or None when their runs' ranges overlap."""
-    return tri(a.lo > b.hi, a.hi <= b.lo)
+    return tri(a.lo > b.hi, a.hi <= b.lo, "no more")
 
 
 def every(*verdicts):
-    """All of the verdicts: False if any fails, None if any cannot tell, else True."""
-    return False if False in verdicts else None if None in verdicts else True
+    """All of the verdicts: the first that fails if any does (a plain False among them fails
+    too), None if any cannot tell, else True."""
+    for v in verdicts:
+        if v is not None and not v:
+            return v if isinstance(v, Fails) else Fails("")
+    return None if None in verdicts else True

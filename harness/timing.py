@@ -13,6 +13,7 @@ NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine l
 DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is
 #                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
 #                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
+MIN_RUNS = 3  # fewer counted runs than this back no verdict: their figure is not measured again
 AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...
 AGAIN_S = 2.0  # ... in at most this many seconds, or as long as its own runs took if longer ...
 PAUSE_S = 0.1  # ... each after this pause, so that the samples again fall in the other work's gaps
@@ -88,7 +89,7 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
     each run disturbed by other work (watch(): a function that, called after the run, says the
     share of the cores other work took since; the machine's own by default) is measured again,
     at most AGAIN x runs times, each after PAUSE_S, for at most AGAIN_S seconds or twice the
-    time the first runs took.
+    time the first runs took (never for fewer than MIN_RUNS runs, which back no verdict).
     -> Runs: the first `runs` clean runs; or, where too few were, the least disturbed, so
     marked. setup runs before each whole schedule, untimed."""
     watch = watch or machine.watch
@@ -117,7 +118,8 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
         clean = [i for i, o in enumerate(shares) if not disturbed(o)]
         again = len(counted) - runs
         if len(clean) >= runs or (again >= 0 and (
-                again >= AGAIN * runs or time.monotonic() - began > max(AGAIN_S, 2 * spent))):
+                runs < MIN_RUNS or again >= AGAIN * runs
+                or time.monotonic() - began > max(AGAIN_S, 2 * spent))):
             break
     progress("")
     kept = clean[:runs] if len(clean) >= runs else sorted(

@@ -61,28 +61,47 @@ def wait_until(condition, seconds=60, what="the condition"):
         time.sleep(0.02)
 
 
+QUICK_RUN = ("two_phases.py", "--quick", "--runs", "2", "--plot", "--label", "box")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_run_started(tmp_path_factory, request):
+    """The quick run of two_phases.py the tests share, started once in the background as the
+    tests begin, where a test needs it, however many processes run them (pytest -n): the tests
+    go on meanwhile. -> the folder where it saves, and says how it ended"""
+    import fcntl
+    if not any("quick_run" in item.fixturenames for item in request.session.items):
+        return None
+    shared = tmp_path_factory.getbasetemp()  # this session's: under pytest -n, a process's own,
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # within the session's, shared by every process
+        shared = shared.parent
+    with open(shared / "quick.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "quick").exists():
+            (shared / "quick" / "box").mkdir(parents=True)
+            (shared / "quick" / "box" / "roofline.png").write_bytes(b"the full run's picture")
+            command = [sys.executable, os.path.join(ROOT, QUICK_RUN[0]), *QUICK_RUN[1:],
+                       "--out", str(shared / "quick")]
+            subprocess.Popen(["sh", "-c", '"$@" > "$0/stdout" 2> "$0/stderr"; echo $? > "$0/rc"',
+                              str(shared), *command], cwd=ROOT, start_new_session=True)
+    return shared
+
+
 @pytest.fixture(scope="session")
-def quick_run(tmp_path_factory):
+def quick_run(quick_run_started):
     """One quick run of two_phases.py as a user runs it, every experiment, --runs 2, the
     pictures drawn, into a folder where a full run's roofline picture already is: shared by the
-    tests that read what such a run prints and saves, and made once however many processes run
-    the tests (pytest -n). -> (the process, its saved JSON, the folder)"""
-    import fcntl
-    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every test process
-    out, said = shared / "quick", shared / "quick.said.json"
-    with open(shared / "quick.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the first process runs it, the others wait for it
-        if not said.exists():
-            (out / "box").mkdir(parents=True)
-            (out / "box" / "roofline.png").write_bytes(b"the full run's picture")
-            r = script("two_phases.py", "--quick", "--runs", "2", "--plot", "--out", str(out),
-                       "--label", "box")
-            said.write_text(json.dumps({"returncode": r.returncode, "stdout": r.stdout,
-                                        "stderr": r.stderr}))
-    r = types.SimpleNamespace(**json.loads(said.read_text()))
+    tests that read what such a run prints and saves. -> (the process, its saved JSON, the
+    folder)"""
+    shared = quick_run_started
+    wait_until(lambda: (shared / "rc").exists() and (shared / "rc").read_text().strip(), 300,
+               "the shared quick run")
+    r = types.SimpleNamespace(returncode=int((shared / "rc").read_text()),
+                              stdout=(shared / "stdout").read_text(),
+                              stderr=(shared / "stderr").read_text())
     assert r.returncode == 0, r.stderr
-    with open(out / "box" / "two_phases.quick.json") as f:
-        return r, json.load(f), out / "box"
+    with open(shared / "quick" / "box" / "two_phases.quick.json") as f:
+        return r, json.load(f), shared / "quick" / "box"
 
 
 def made(name, columns, rows, settings=None, **layout):

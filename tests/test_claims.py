@@ -75,6 +75,7 @@ FAILS = [  # (the claim, as the post says it), then one figure changed so that i
     ("The workbench outpaces the forklift", ("machine_speed", "balance", None, 0.5)),
     ("A trip needs about 20 tokens", ("machine_speed", "tokens a trip needs", None, 300)),
     ("A 1-token question costs about", ("prefill", "time", {"prompt": 1}, 100.0)),
+    ("Reading needs about 20 tokens", ("prefill", "time per token", {"prompt": 16}, 3.0)),
     ("At 64 to 256 tokens each token costs under 3 ms",
      ("prefill", "time per token", {"prompt": 256}, 9.0)),
     ("... running at about half", ("prefill", "math speed", {"prompt": 64}, 20.0,
@@ -118,6 +119,24 @@ def breakdown(**rows):
                           + parts, [{"experiment": experiment, KEYS: keys, **ms}])]
 
 
+def depth(none, full):
+    """Depth records of one user typing with no notes and with 1,023: each step in ms; the MB
+    read, 340 and 415: 6.25 ms more at the post's 12 GB/s."""
+    return made("depth", [col("users", "users", "users", "d", key=True),
+                          col("notes", "notes", "notes", "d", key=True),
+                          col("step", "step ms", "ms", ".1f"),
+                          col("bytes read", "MB read", "MB", ".0f")],
+                [{"users": 1, "notes": 0, "step": none, "bytes read": 340.0},
+                 {"users": 1, "notes": 1023, "step": full, "bytes read": 415.0}])
+
+
+def negative(percent):
+    """The bug's record of how many of the numbers the model cubes are negative."""
+    return made("bug", [col("trip", "trip", "", "s", key=True),
+                        col("negative share", "negative %", "%", ".0f")],
+                [{"trip": "reading", "negative share": percent}])
+
+
 IN_WORDS = [  # the claims the post makes in words only: hand-made records that hold, then not
     ("... because the notebook's part grows faster",
      breakdown(a=("prefill", {"prompt": 256}, {"trip": 290.0, "tables": 200.0, "attention": 38.0}),
@@ -129,6 +148,8 @@ IN_WORDS = [  # the claims the post makes in words only: hand-made records that 
     ("... so at 64 users the forklift mostly carries notebooks",
      breakdown(a=("decode", {"users": 64}, {"trip": 220.0, "tables": 91.0, "attention": 116.0})),
      breakdown(a=("decode", {"users": 64}, {"trip": 220.0, "tables": 130.0, "attention": 80.0}))),
+    ("A faster forklift, or fewer bytes", depth(33.0, 40.0), depth(33.0, 34.0)),
+    ("About half the numbers in a real model are negative", negative(50.0), negative(20.0)),
 ]
 
 
@@ -158,25 +179,34 @@ def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables
                   unprinted=limits.BREAKDOWN.unprinted)
     c, here, said, why = verdict(found, "More than 80% of the typing time is the forklift")
     assert said == claims.FAILS and here == "31%"
-    assert why == ("decode users 1: 3.10x its limit, 10.3 ms over it: attention +3.5, "
-                   "our tables +2.8 ms")  # every part with a fifth of the excess or more
+    assert why == ("not above 0.8; decode users 1: 3.10x its limit, 10.3 ms over it: "
+                   "attention +3.5, our tables +2.8 ms")  # which way, then every part with a
+    #                                                      fifth of the excess or more
 
 
 def test_each_claim_is_judged_as_measured_and_at_this_machines_limits():
-    measured = changed("decode", "step", {"users": 1}, 100.0)  # the suite slow: 31% forklift
-    ideal = changed("decode", "step", {"users": 1}, 33.0)  # at the limits: 95% forklift
-    says = "More than 80% of the typing time is the forklift"
+    measured = changed("decode", "math speed", {"users": 1}, 15.0)  # the suite: 12% busy
+    ideal = changed("decode", "math speed", {"users": 1}, 6.0)  # at the limits: 5% busy
+    says = "One typing user uses under 4% of the workbench"
     found = {c.says: rest for c, *rest in claims.both(measured, ROOFS, ("two_phases",), None,
                                                       (), ideal)}
     here, said, why, at = found[says]
-    assert said == claims.FAILS and at == ("95%", claims.HOLDS)
+    assert said == claims.FAILS and at == ("5.0%", claims.HOLDS)
     assert why.startswith("it holds at this machine's limits: the suite's distance from them")
-    slow = changed("decode", "step", {"users": 1}, 100.0)  # the limits too: the machine is why
     here, said, why, at = {c.says: rest for c, *rest in claims.both(
-        measured, ROOFS, ("two_phases",), None, (), slow)}[says]
+        measured, ROOFS, ("two_phases",), None, (), measured)}[says]  # the limits too
     assert at[1] == claims.FAILS and why.startswith("it fails at this machine's limits too")
     assert {c.says: rest for c, *rest in claims.both(measured, ROOFS, ("two_phases",), None)}[
         says][3] is None  # no rows at the limits (the post's own figures): no second verdict
+    # a claim true at the limits by how a limit is made (100% forklift) blames neither
+    slow = changed("decode", "step", {"users": 1}, 100.0)
+    forklift = "More than 80% of the typing time is the forklift"
+    here, said, why, at = {c.says: rest for c, *rest in claims.both(
+        slow, ROOFS, ("two_phases",), None, (), changed("decode", "step", {"users": 1},
+                                                         31.4))}[forklift]
+    assert said == claims.FAILS and at[1] == claims.HOLDS and why.startswith("not above 0.8")
+    forklift_claim = next(c for c in claims.CLAIMS if c.says == forklift)
+    assert claims.limited(at, forklift_claim).endswith("holds by construction")
 
 
 def test_a_claim_measured_with_other_settings_or_within_the_noise_cannot_be_told():
@@ -252,7 +282,7 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
     assert text.splitlines()[0].startswith("BUSY: the machine was busy while this ran (1.9 of")
     assert "rerun on a quiet machine, with more --runs, or with fewer --threads" in text
     said = [line for line in text.splitlines()[1:] if not line.startswith(" ")]
-    accounting = [c.says for c in claims.CLAIMS if not c.measured]  # the same busy or not
+    accounting = [c.rule for c in claims.CLAIMS if not c.measured]  # the same busy or not
     assert said and all(line.startswith(claims.UNKNOWN) or any(a in line for a in accounting)
                         for line in said)
 
