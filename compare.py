@@ -17,8 +17,8 @@ import argparse
 from harness import exports, flags, records, results
 from harness.compared import (describe, machine_folders, read_machine, short_names,
                               unlike_settings)
-from harness.differences import (CONFIDENCE, MIN_CHANGE, geometric_mean, judged, speedup,
-                              verdict)
+from harness.differences import (BETWEEN, CONFIDENCE, MIN_CHANGE, between_runs, geometric_mean, judged,
+                                  speedup, verdict)
 from harness.terminal import note, plain_streams, plural, printable, show
 
 
@@ -65,12 +65,24 @@ def figures(found, section):
                 f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
                 values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"],
-                                                r["settings"])
+                                                r["settings"], doubt(r, data),
+                                                between_runs(r, data, unlike_settings))
                 if experiment == "breakdown":  # the parts of the same block's trip
                     words[(label, r["figure"])] = parts(
                         [p for p in data["records"] if p["settings"].get("threads") == n],
                         r["keys"])
     return values, words
+
+
+def doubt(r, data):
+    """Why a figure backs no verdict, in a few words, or '': its runs disturbed by other work,
+    or run beside another run of this suite."""
+    if r.get("disturbed") is True:
+        share = r.get("others")
+        return "its runs disturbed by other work" + (
+            f" (up to {share:.0%} of the cores)" if isinstance(share, (int, float)) else "")
+    busy = data["machine"].get("busy")
+    return f"run while the machine was busy ({'; '.join(map(str, busy))})" if busy else ""
 
 
 def parts(found, keys):
@@ -110,10 +122,18 @@ def compared(names, machines, section, min_change):
                 row.update(reference=names[ref], verdict="not compared",
                            said=f"not compared: {unlike}" + (f" (vs {names[ref]})" if ref else ""))
             elif i > ref and i in have:
-                j = judged(*speedup(per[ref][0][key], values[key], f"{label} {figure}"), unit,
-                           min_change)
-                row.update(j, reference=names[ref],
-                           said=verdict(j, unit) + (f" (vs {names[ref]})" if ref else ""))
+                (*first, why_a, apart_a), (*other, why_b, apart_b) = per[ref][0][key], values[key]
+                apart = max(apart_a, apart_b, key=lambda a: a[0])
+                j = judged(*speedup(first, other, f"{label} {figure}"), unit, min_change,
+                           apart[0])
+                why = why_a and f"{names[ref]}: {why_a}" or why_b and f"{names[i]}: {why_b}"
+                said = verdict(j, unit) + (f" (vs {names[ref]})" if ref else "")
+                if why:  # the ratio, but no verdict
+                    j = {**j, "verdict": "not judged"}
+                    said = f"{verdict({**j, 'low': None}, unit)[:-2]}, no verdict: {why}"
+                elif j["verdict"] == "no change" and apart[0] > 1 + min_change / 100:
+                    said += f"; runs here differ up to {apart[0]:.2f}x ({apart[1]})"
+                row.update(j, reference=names[ref], said=said)
             rows.append(row)
     return rows
 
@@ -284,9 +304,11 @@ def main(argv=None):
         if len(machines) > 1:
             show(f"(vs: how much faster or slower each figure is than {names[0]}'s; a verdict "
                  f"from a {CONFIDENCE:.0%} bootstrap interval of the ratio, from the runs behind "
-                 f"both figures: within the noise when it holds 1, no change under "
-                 f"{args.min_change:g}%; * one side's figure has no samples behind it, so no "
-                 f"verdict)")
+                 f"both figures: within the noise when it holds 1; no change under "
+                 f"{args.min_change:g}% or under how far separate runs of the same machine "
+                 f"differ (the runs each folder's history keeps, else its run's own drift, else "
+                 f"{BETWEEN:g}x, measured once); no verdict where one side's runs were disturbed "
+                 f"or the machine busy; * one side's figure has no samples behind it)")
         for title, headers, rows in sheets:
             show(f"\n{printable(title)}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else

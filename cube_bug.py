@@ -105,8 +105,11 @@ def experiment(args, facts):
     if args.in_model:
         bug, phases = in_the_model(args)
         found += records.from_rows([(BUG, bug)], settings)
+        negative = next(r["value"] for r in found if r["figure"] == "negative share")
         yield from (sheet(BUG, found, labels=phases, settings=f"GPT-2 {args.model}, "
-                          f"{args.threads} {plural(args.threads, 'thread')}"), "")
+                          f"{args.threads} {plural(args.threads, 'thread')}",
+                          note=f"; {negative:.0f}% of the numbers its first floor cubes reading "
+                               f"the question are negative"), "")
     yield claims.sheet(found, None, ("cube_bug",), args, facts["busy"])
 
 
@@ -131,9 +134,17 @@ def in_the_model(args):
         rows.append({KEYS: keys, "power": ms(way["power"]), "product": ms(way["product"]),
                      "ratio": Measured(way["power"].seconds / way["product"].seconds,
                                        ((1, way["power"]), (-1, way["product"])))})
+    rows[0]["negative share"] = negative_share(bench, b.tokens(cfg, args.tokens, 2))
     if bench.pool:
         bench.pool["helpers"].shutdown()
     return rows, phases
+
+
+def negative_share(bench, x):
+    """How many of the numbers the model cubes are negative, in percent: its first floor's
+    feed-forward inputs to GELU, reading x. x: (width, tokens)"""
+    h = bench.floors[0]["up"] @ model.norm(x.copy())  # (4 width, tokens)
+    return 100.0 * float(np.mean(h < 0))
 
 
 BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
@@ -141,6 +152,7 @@ BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
                      col("product", "h*h*h ms", "ms", ".1f", compared=True),
                      col("ratio", "slower by", "x", ".2f")],
              timed=("power", "product"),
+             unprinted=(col("negative share", "negative %", "%", ".0f"),),
              title="The bug in the model: a trip with the cube written each way")
 
 

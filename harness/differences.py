@@ -7,9 +7,12 @@ import numpy as np
 
 from harness import schema
 
-MIN_CHANGE = 10.0  # percent: a smaller change is no change (pyperf's idea). The runs inside one
-#                   process see only part of the noise: two runs in a row on one quiet 2-core
-#                   Xeon differed by up to 8% (its math speed) while each run's own spread was 1%
+MIN_CHANGE = 10.0  # percent: a smaller change is no change (pyperf's idea), whatever else says
+BETWEEN = 1.5  # how far two runs of the same script on the same quiet machine may differ when
+#                neither side keeps earlier runs to tell: measured, two runs in a row on a quiet
+#                2-core Xeon and EPYC differed by up to 1.48x (cube_bug's in-model typing) while
+#                each run's own spread was 1.1x: the runs inside one process see only part of
+#                the noise
 RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
 
@@ -35,9 +38,35 @@ def speedup(first, other, label):
     return ratio, ratio * (resampled(other[1]) / resampled(first[1])) ** power
 
 
-def judged(ratio, draws, unit, min_change):
+def between_runs(r, data, alike):
+    """How far separate runs of this figure on this machine differ, and how that is known:
+    (factor, words). From the runs its folder's history keeps (alike(a, b): '' where two
+    records' settings match), else from how far its own run's speeds moved from start to end,
+    else BETWEEN, measured once."""
+    same = [e["value"] for found in data.get("earlier") or [] for e in found
+            if (e["experiment"], e["figure"], e["keys"]) == (r["experiment"], r["figure"],
+                                                             r["keys"])
+            and isinstance(e["value"], (int, float)) and e["value"] > 0
+            and not alike(e["settings"], r["settings"])]
+    if same:
+        values = [r["value"], *same]
+        return max(values) / min(values), f"{len(values)} runs of it here"
+    roofs = data.get("roofs") if isinstance(data.get("roofs"), dict) else {}
+    start, end = roofs.get("start"), roofs.get("end")
+    if isinstance(start, dict) and isinstance(end, dict):
+        moved = [max(end[k] / start[k], start[k] / end[k]) for k in ("bytes_per_s", "flops_per_s")
+                 if schema.number(start.get(k), 0) and schema.number(end.get(k), 0)
+                 and start[k] > 0 and end[k] > 0]
+        if moved and max(moved) > 1:
+            return max(moved), "its run's speeds, start to end"
+    return BETWEEN, "measured once here"
+
+
+def judged(ratio, draws, unit, min_change, between=1.0):
     """A ratio's verdict as fields: {"ratio", "low", "high" (its CONFIDENCE interval, None
-    without samples), "verdict": faster, slower, higher, lower, within the noise, no change}."""
+    without samples), "verdict": faster, slower, higher, lower, within the noise, no change}.
+    A change under min_change percent, or within `between` (how far separate runs of it
+    differ), is no change."""
     up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
     out = {"ratio": ratio, "low": None, "high": None, "verdict": up if ratio >= 1 else down}
     if draws is None:
@@ -46,7 +75,7 @@ def judged(ratio, draws, unit, min_change):
         draws, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2]))
     if out["low"] <= 1 <= out["high"]:
         out["verdict"] = "within the noise"
-    elif abs(math.log(ratio)) < math.log(1 + min_change / 100):
+    elif abs(math.log(ratio)) < math.log(max(1 + min_change / 100, between)):
         out["verdict"] = "no change"
     return out
 

@@ -190,8 +190,22 @@ def quiet_line(m):
              " ".join(filter(None, [f"{f['mhz']:.0f} MHz" if f.get("mhz") else "",
                                     f"(max {f['max_mhz']:.0f})" if f.get("max_mhz") else "",
                                     f"governor {f['governor']}" if f.get("governor") else ""])),
-             *(f"BUSY: {b}" for b in m.get("busy") or [])]
+             *(f"BUSY: {b}" for b in m.get("busy") or []), disturbed_words(m.get("disturbance"))]
     return "".join(f" | {p}" for p in parts if p)
+
+
+def disturbed_words(d):
+    """How much other work disturbed a run, in a few words for its machine line, or '' for a
+    run with no sample disturbed. d: records.disturbance()'s, as saved."""
+    if not isinstance(d, dict) or not all(type(d.get(k)) is int for k in
+                                          ("figures", "disturbed", "again")):
+        return ""
+    share = d.get("others")
+    took = f", other work up to {share:.0%} of the cores" if type(share) in (int, float) and \
+        0 <= share <= 1 else ""
+    if d["disturbed"]:
+        return f"DISTURBED: {d['disturbed']} of {d['figures']} figures{took}"
+    return f"{d['again']} runs measured again, disturbed by other work" if d["again"] else ""
 
 
 @contextlib.contextmanager

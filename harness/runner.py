@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 
-from harness import exports, machine, report, results, stopping
+from harness import exports, machine, records, report, results, stopping
 from harness.flags import folder_of
 from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.results import ROOT
@@ -37,6 +37,11 @@ def run(script, args, body, headline=None):
         with stopping.stoppable(), kept() as warned:
             with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
                 facts = each_thread_count(args, body, busy, out, headline)
+            if not headline:  # how disturbed the run was as a whole, saved with the machine
+                facts["disturbance"] = records.disturbance(out.records)
+                said = machine.disturbed_words(facts["disturbance"])
+                if said:
+                    note(f"{said}: the machine line saved with the results says so")
             wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
