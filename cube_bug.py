@@ -50,12 +50,14 @@ def largest_relative_difference(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), np.finfo(np.float32).tiny)))
 
 
-def race(h, runs, label):
+def race(h, runs, label, again=timing.AGAIN):
     """Both ways on the same numbers; checks they agree before timing them."""
     diff = largest_relative_difference(h ** 3, h * h * h)
     assert diff <= SAME, f"{label}: h**3 and h*h*h differ by {diff:.1e}"
-    power = timing.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S)
-    product = timing.measure(lambda: h * h * h, runs, what=f"{label} h*h*h", min_sample_s=SAMPLE_S)
+    power = timing.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S,
+                           again=again)
+    product = timing.measure(lambda: h * h * h, runs, what=f"{label} h*h*h",
+                             min_sample_s=SAMPLE_S, again=again)
     return power, product, diff
 
 
@@ -84,7 +86,8 @@ def experiment(args, facts):
     each from them."""
     tokens, width, rows = args.tokens, mlp(args.model), []
     for label, make in CASES:
-        power, product, diff = race(inputs(tokens, make, width=width), args.runs, label)
+        power, product, diff = race(inputs(tokens, make, width=width), args.runs, label,
+                                    timing.again_for(args))
         rows.append({"numbers": label, "power": ms(power), "product": ms(product),
                      "ratio": Measured(power.seconds / product.seconds,
                                        ((1, power), (-1, product))),
@@ -118,7 +121,8 @@ def in_the_model(args):
     user typing with the post's notes, each trip timed with the cube written both ways. -> (the
     rows of figures, {keys: the row's name})"""
     cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
-    bench = b.Bench(cfg, model.floors(cfg, 0), pool.workers(args.threads), args.runs)
+    bench = b.Bench(cfg, model.floors(cfg, 0), pool.workers(args.threads), args.runs,
+                    again=timing.again_for(args))
     rows, phases = [], {}
     for phase, trip in ((f"reading {args.tokens} {plural(args.tokens, 'token')}",
                          lambda: (b.tokens(cfg, args.tokens, 2),

@@ -17,7 +17,7 @@ import argparse
 
 from harness import bench as b
 from harness import (claims, flags, limits, pictures, plan, pool, predict, printers, records,
-                     roofs, runner, speeds, tuning)
+                     roofs, runner, speeds, timing, tuning)
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Layout, Picture, Saved, col, sheet
 from harness.records import Measured, ms, timed
@@ -351,7 +351,8 @@ def experiment(args, facts):
     the claims and pictures."""
     cfg, start = model.SIZES[args.model], roofs.speeds(args, machine_speed.roofs)
     progress("making the tables (random weights)")
-    bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs)
+    bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs,
+                    again=timing.again_for(args))
     try:
         yield from measured(cfg, args, facts, start, bench)
     finally:

@@ -23,6 +23,7 @@ class Bench:
     pool: object  # pool.workers(threads), or None for one thread
     runs: int
     paths: Paths = Paths()  # how the work is done, chosen on this machine
+    again: int = timing.AGAIN  # disturbed runs measured again, x runs (0 in a quick run)
 
 
 def tokens(cfg, t, seed):
@@ -50,7 +51,8 @@ def time_trip(bench, x, segments, what):
     """--runs clean trips, each starting with every notebook as it is now, and left so: -> Runs
     of a schedule of one step."""
     setup = restore(segments)
-    per_run = timing.time_steps([trip_of(bench, x, segments)], bench.runs, setup, what=what)
+    per_run = timing.time_steps([trip_of(bench, x, segments)], bench.runs, setup, what=what,
+                                again=bench.again)
     setup()
     return per_run
 
@@ -70,7 +72,8 @@ def record_trip(bench, x, segments, what):
     def recorded_trip():
         trip_of(bench, x, segments, watch)()
         recorded.append(dict(watch))
-    done = timing.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded")
+    done = timing.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded",
+                            again=bench.again)
     setup()
     kept = [recorded[1 + i] for i in done.kept]  # [0] warmed up
     middle = sorted(kept, key=lambda w: w["trip"])[(len(kept) - 1) // 2]
@@ -100,7 +103,7 @@ def tables_alone(bench, n):
     return timing.measure(products_alone(bench.floors, n),
                           min(bench.runs, BREAKDOWN_RUNS), stat="best",
                           what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
-                               f"each")
+                               f"each", again=bench.again)
 
 
 def read_question(bench, notes, seed):
@@ -157,7 +160,8 @@ class Server:
         it starts, to be recorded)"""
         trips = [self.trip(s) for s in steps]
         per_run = timing.time_steps([trip_of(self.bench, *t) for t in trips], self.bench.runs,
-                                    setup=lambda: self.before(0, slice(0, 0)), what=what)
+                                    setup=lambda: self.before(0, slice(0, 0)), what=what,
+                                    again=self.bench.again)
         worst = max(range(len(trips)),
                     key=lambda i: statistics.median(r[i] for r in per_run.steps))
         self.before(worst, steps[worst])

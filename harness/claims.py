@@ -10,7 +10,7 @@ from harness.records import EXCESS, Missing, Seen, disturbance, label, rows
 from harness.gpu_claims import GPU_CLAIMS
 from harness.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, about, above, below, every,
                            figure, more, speeds, value, within)
-from harness.timing import MIN_RUNS
+from harness.timing import MIN_RUNS, WILD
 
 PROMPTS = (1, 16, 64, 256, 1024)  # the post's question lengths, and its users typing together
 USERS = (1, 4, 16, 64)
@@ -412,7 +412,8 @@ def one(c, found, roofs, settings, busy, said):
 
 def doubts(used):
     """Why the records a judge read back no verdict, in words, or '': one other work disturbed
-    beyond measuring again, or one of fewer than MIN_RUNS runs."""
+    beyond measuring again, one whose runs spread beyond WILD, or one of fewer than MIN_RUNS
+    runs."""
     for r in used:
         if r.get("disturbed") is True:
             share = r.get("others")
@@ -420,6 +421,11 @@ def doubts(used):
                     else "the cores")
             return (f"disturbed: other work took {took} during the runs of {named(r)}, even "
                     f"measured again: rerun when the machine is quieter")
+    for r in used:
+        runs = r.get("samples")
+        if runs and min(runs) > 0 and max(runs) / min(runs) > WILD:
+            return (f"the runs of {named(r)} spread {max(runs) / min(runs):.1f}x, beyond "
+                    f"{WILD:g}x: they were not measuring one thing; rerun")
     for r in used:
         if r.get("samples") and type(r.get("runs")) is int and r["runs"] < MIN_RUNS:
             return (f"{r['runs']} {'run' if r['runs'] == 1 else 'runs'} behind {named(r)}: "

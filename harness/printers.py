@@ -3,7 +3,8 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
-from harness.records import ROW, value
+from harness.records import ROW, label, value
+from harness.timing import WILD
 from harness.terminal import plural
 
 
@@ -187,15 +188,25 @@ STATISTIC_WORDS = {"median": "middle", "best": "best", "limit": "limit"}  # as t
 
 
 def spread_note(timed, per, note=""):
-    """The line under a table that names the statistic and shows how far the samples spread.
-    timed: the records of its timed figures."""
+    """The line under a table that names the statistic and shows how far the samples spread,
+    and flags what backs no verdict: a figure other work disturbed, one whose runs spread
+    beyond WILD. timed: the records of its timed figures."""
     spreads = [max(r["samples"]) / min(r["samples"]) if min(r["samples"]) > 0 else math.inf
                for r in timed]
     span = (f"{spreads[0]:.2f}x" if len(spreads) == 1
             else f"{min(spreads):.2f}x to {max(spreads):.2f}x")
     first, n = timed[0], len(timed[0]["samples"])
+    flags = [f"{named(r)} disturbed by other work" for r in timed if r.get("disturbed") is True]
+    flags += [f"{named(r)} spread {s:.1f}x" for r, s in zip(timed, spreads)
+              if s > WILD and r.get("disturbed") is not True]
+    flagged = (f"; FLAGGED, no verdict rests on them: {', '.join(flags)}" if flags else "")
     return (f"({STATISTIC_WORDS.get(first['statistic'], first['statistic'])} of {n} "
-            f"{plural(n, 'run')} per {per}; spread slowest/fastest {span}{note})")
+            f"{plural(n, 'run')} per {per}; spread slowest/fastest {span}{note}{flagged})")
+
+
+def named(r):
+    """A record's row and figure in a few words: 'users 1 notes 512 step'."""
+    return " ".join(filter(None, [label(r["keys"]), r["figure"]]))
 
 
 def entry(sheet):

@@ -14,6 +14,8 @@ DISTURBED = 0.1  # a sample during which other work took more than this share of
 #                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
 #                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
 MIN_RUNS = 3  # fewer counted runs than this back no verdict: their figure is not measured again
+WILD = 2.0  # a figure whose slowest kept run took this many times its fastest backs no verdict,
+#             and is flagged where it prints: such runs were not measuring one thing
 AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...
 AGAIN_S = 2.0  # ... in at most this many seconds, or as long as its own runs took if longer ...
 PAUSE_S = 0.1  # ... each after this pause, so that the samples again fall in the other work's gaps
@@ -84,12 +86,14 @@ def disturbed(share):
     return share is not None and share > DISTURBED
 
 
-def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=None):
+def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=None,
+               again=AGAIN):
     """Run a schedule (a list of calls) once to warm up, then until `runs` runs were clean:
     each run disturbed by other work (watch(): a function that, called after the run, says the
     share of the cores other work took since; the machine's own by default) is measured again,
-    at most AGAIN x runs times, each after PAUSE_S, for at most AGAIN_S seconds or twice the
-    time the first runs took (never for fewer than MIN_RUNS runs, which back no verdict).
+    at most `again` x runs times (AGAIN; 0: never, as in a quick run), each after PAUSE_S, for
+    at most AGAIN_S seconds or twice the time the first runs took (never for fewer than MIN_RUNS
+    runs, which back no verdict).
     -> Runs: the first `runs` clean runs; or, where too few were, the least disturbed, so
     marked. setup runs before each whole schedule, untimed."""
     watch = watch or machine.watch
@@ -102,7 +106,7 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
             setup()
         progress((f"{what}: " + ("warm-up" if began is None else f"run {n + 1} of {runs}" if
                                  n < runs else f"again, a run was disturbed ({n - runs + 1} of "
-                                               f"{AGAIN * runs} at most)")) if what else "")
+                                               f"{again * runs} at most)")) if what else "")
         done, seconds = watch(), []
         for step in steps:
             start = clock()
@@ -116,21 +120,21 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
         shares.append(share)
         spent += sum(seconds) if len(counted) <= runs else 0.0
         clean = [i for i, o in enumerate(shares) if not disturbed(o)]
-        again = len(counted) - runs
-        if len(clean) >= runs or (again >= 0 and (
-                runs < MIN_RUNS or again >= AGAIN * runs
+        extra = len(counted) - runs
+        if len(clean) >= runs or (extra >= 0 and (
+                runs < MIN_RUNS or extra >= again * runs
                 or time.monotonic() - began > max(AGAIN_S, 2 * spent))):
             break
     progress("")
     kept = clean[:runs] if len(clean) >= runs else sorted(
         clean + sorted((i for i in range(len(counted)) if i not in clean),
                        key=lambda i: shares[i])[:runs - len(clean)])
-    return Runs([counted[i] for i in kept], [shares[i] for i in kept], max(again, 0),
+    return Runs([counted[i] for i in kept], [shares[i] for i in kept], max(extra, 0),
                 len(clean) < runs, kept)
 
 
 def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample_s=0.0,
-              watch=None):
+              watch=None, again=AGAIN):
     """Call fn once to warm up (not counted), then until `runs` calls were clean (see
     time_steps): -> Runs of one step each, its seconds per call.
 
@@ -147,21 +151,26 @@ def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample
     def sample():
         for _ in range(number):
             fn()
-    done = time_steps([sample], runs, setup, clock, what, watch)
+    done = time_steps([sample], runs, setup, clock, what, watch, again)
     return dataclasses.replace(done, steps=[[s[0] / number] for s in done.steps])
 
 
 def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="",
-            min_sample_s=0.0, watch=None):
+            min_sample_s=0.0, watch=None, again=AGAIN):
     """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely or
     other work disturbed them."""
     done = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s,
-                     watch=watch)
+                     watch=watch, again=again)
     return taken([s[0] for s in done.steps], stat, what, done)
 
 
-def best_of(fn, runs, what=""):
+def best_of(fn, runs, what="", again=AGAIN):
     """The post's best_of: fn timed `runs` times after a warm-up, the fastest kept (a limit is
     what the machine can do, and only disturbance makes it slower). -> Timing; .seconds is the
     best."""
-    return measure(fn, runs, stat="best", what=what)
+    return measure(fn, runs, stat="best", what=what, again=again)
+
+
+def again_for(args):
+    """How many disturbed runs a run's figures measure again: none for a quick (smoke) run."""
+    return 0 if args.quick else AGAIN

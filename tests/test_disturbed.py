@@ -1,0 +1,185 @@
+"""Every figure vouched for, sample by sample: a sample knows how much of the cores other work
+took while it ran, a disturbed one is measured again, a figure left disturbed backs no verdict,
+and neither do too few runs, runs that spread wildly, or speeds that moved across a margin. The
+machine's conditions here are made by hand: no test needs the machine idle or busy."""
+import json
+
+import pytest
+
+from harness import claims, machine, records, timing
+from harness.records import Measured, timed
+from harness.speeds import Speeds
+from conftest import made
+from harness.printers import col
+from test_claims import IN_WORDS, ROOFS, changed, the_posts_figures, verdict
+
+
+def shares(*seen):
+    """A watch of the machine that sees these shares of the cores taken by other work, run by
+    run (the warm-up first), then quiet."""
+    it = iter(seen)
+    return lambda: (lambda: next(it, 0.0))
+
+
+def steps(seconds):
+    """A clock for time_steps: each run of one step takes the next of `seconds`."""
+    it = iter(t for s in seconds for t in (0.0, s))
+    return lambda: next(it)
+
+
+def test_a_sample_knows_the_share_of_the_cores_other_work_took():
+    before = (10.0, 1.0, 1000, 0)  # wall s, own CPU s, busy ticks, waited us
+    after = (11.0, 2.0, 1000 + 3 * machine.TICK, 0)  # 3 s of busy cores, 1 of them ours
+    assert machine.others(before, after, cores=4) == pytest.approx(0.5)  # 2 s of 4 cores x 1 s
+    short = (10.01, 1.01, 1000 + 1, 4000)  # 10 ms: too few ticks to tell; PSI: 4 ms waited
+    assert machine.others(before, short, cores=2) == pytest.approx(0.4)
+    assert machine.others(before, (10.01, 1.01, None, None), cores=2) is None  # unknown
+    done = machine.watch()  # the machine's own counters, read twice: a share, or unknown
+    share = done()
+    assert share is None or 0.0 <= share <= 1.0
+
+
+def test_a_disturbed_sample_is_measured_again_and_the_clean_ones_kept():
+    runs = timing.time_steps([lambda: None], 3, watch=shares(0.0, 0.0, 0.6, 0.0, 0.0),
+                             clock=steps([1.0, 1.0, 5.0, 1.0, 1.0]))
+    assert runs.steps == [[1.0], [1.0], [1.0]] and runs.again == 1 and not runs.disturbed
+    assert runs.kept == [0, 2, 3] and runs.others == [0.0, 0.0, 0.0]  # the slow one left out
+
+
+def test_a_figure_without_enough_clean_samples_is_marked_disturbed(monkeypatch):
+    monkeypatch.setattr(timing, "PAUSE_S", 0.0)
+    runs = timing.time_steps([lambda: None], 3, watch=shares(*[0.5] * 4, 0.3, *[0.5] * 10))
+    assert runs.disturbed and runs.again == 2 * 3  # measured again at most AGAIN x runs
+    assert len(runs.steps) == 3 and 0.3 in runs.others  # the least disturbed kept
+    t = timing.taken([s[0] for s in runs.steps], runs=runs, what="a figure")
+    assert t.disturbed and t.share == 0.5
+    figure = records.make(records_layout(), [{"time": timed(1.0, t)}], {})[0]
+    assert figure["disturbed"] is True and figure["others"] == 0.5 and figure["again"] == 6
+
+
+def records_layout():
+    from harness.printers import Layout
+    return Layout("demo", [col("time", "time ms", "ms", ".1f")])
+
+
+def test_a_quick_run_and_a_run_of_fewer_than_3_runs_measure_nothing_again(monkeypatch):
+    monkeypatch.setattr(timing, "PAUSE_S", 0.0)
+    never = timing.time_steps([lambda: None], 3, watch=shares(*[0.9] * 20), again=0)
+    assert never.again == 0 and never.disturbed
+    few = timing.time_steps([lambda: None], 2, watch=shares(*[0.9] * 20))
+    assert few.again == 0 and few.disturbed
+    assert timing.again_for(type("A", (), {"quick": True})) == 0
+
+
+def with_figure(found, experiment, figure, keys, **fields):
+    r = next(r for r in found if records.matches(r, experiment, figure, keys or {}))
+    r.update(fields)
+    return found
+
+
+def test_a_verdict_on_a_disturbed_figure_cannot_be_told_and_one_on_clean_ones_stays_firm():
+    says = "Batching 16 users gives about 3.7x the tokens per second"
+    clean = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
+                        samples=[97.0, 98.5, 99.0], runs=3, others=0.02, disturbed=False)
+    assert verdict(clean, says)[2] == claims.HOLDS
+    noisy = with_figure(clean, "decode", "tokens per second", {"users": 16}, others=0.45,
+                        disturbed=True)
+    c, here, said, why = verdict(noisy, says)
+    assert said == claims.UNKNOWN and why == (
+        "disturbed: other work took up to 45% of the cores during the runs of decode users 16: "
+        "tokens per second, even measured again: rerun when the machine is quieter")
+    accounting = "At 64 users the notebooks outweigh the tables, 7x over"  # no timing behind it
+    assert verdict(noisy, accounting)[2] == claims.HOLDS
+
+
+def test_fewer_than_3_runs_or_runs_that_spread_wildly_back_no_verdict():
+    says = "Batching 16 users gives about 3.7x the tokens per second"
+    two = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
+                      samples=[98.0, 99.0], runs=2)
+    c, here, said, why = verdict(two, says)
+    assert said == claims.UNKNOWN and why.startswith("2 runs behind decode users 16") \
+        and "rerun with --runs 3 or more" in why
+    wild = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
+                       samples=[40.0, 98.5, 99.0], runs=3)
+    c, here, said, why = verdict(wild, says)
+    assert said == claims.UNKNOWN and "spread 2.5x, beyond 2x" in why
+
+
+def test_speeds_that_moved_across_a_rules_margin_cannot_tell_and_say_so():
+    says = "One typing user uses under 4% of the workbench"
+    found = changed("decode", "math speed", {"users": 1}, 11.0)  # 11 GFLOP/s of the workbench
+    steady = Speeds(12e9, 120.9e9, "", Speeds(12e9, 120.9e9), Speeds(12e9, 120.9e9))
+    assert claims.one(next(c for c in claims.CLAIMS if c.says == says), found, steady, None,
+                      (), {})[1] == claims.HOLDS  # 9.1%: under 10%
+    moved = Speeds(12e9, 120.9e9, "", Speeds(12e9, 100e9), Speeds(12e9, 120.9e9))
+    here, said, why = claims.one(next(c for c in claims.CLAIMS if c.says == says), found,
+                                 moved, None, (), {})
+    assert said == claims.UNKNOWN and why.startswith("the machine's speeds moved during the run")
+    assert "the workbench 100.0 to 120.9 GFLOP/s" in why  # 11 of 100 is 11%: over the margin
+
+
+def test_a_claim_that_does_not_hold_says_which_way():
+    says = "Reading is about 14 times cheaper per token than typing"
+    high = verdict(changed("summary", "times cheaper", None, 32.0), says)
+    low = verdict(changed("summary", "times cheaper", None, 3.0), says)
+    assert high[2] == low[2] == claims.FAILS
+    assert high[3].startswith("above the post's 14 by more than 1.5x")
+    assert low[3].startswith("below the post's 14 by more than 1.5x")
+    assert all(why for _, _, said, why in claims.verdicts(
+        changed("summary", "times cheaper", None, 3.0), ROOFS, ("two_phases",))
+        if said != claims.HOLDS)  # a verdict other than holds always says why
+
+
+def test_a_ratio_that_does_not_hold_names_the_row_further_over_its_limit():
+    found = changed("prefill", "time per token", {"prompt": 1024}, 2.0)  # 1,024 now cheaper
+    keys = [col("experiment", "experiment", "", "s", key=True),
+            col("prompt", "prompt", "tokens", "d", key=True)]
+    found += made("check", [*keys, col("measured", "measured", "ms", ".1f"),
+                            col("limit", "limit", "ms", ".1f")],
+                  [{"experiment": "prefill", "prompt": 256, "measured": 726.4, "limit": 150.0},
+                   {"experiment": "prefill", "prompt": 1024, "measured": 2048.0,
+                    "limit": 1400.0}])
+    c, here, said, why = verdict(found, "At 1,024 tokens each token costs more than at 256")
+    assert said == claims.FAILS and why.startswith("no more; 1,024 tokens: 2.00 ms a token")
+    assert why.endswith("256 tokens is further over its limit, which shrinks 1,024 tokens's "
+                        "lead: the suite's distance from the limits, not the machine")
+    found += IN_WORDS[0][1]  # the breakdown's parts, as a run records them
+    because = verdict(found, "... because the notebook's part grows faster than the question")
+    assert because[2] == claims.UNKNOWN and "does not hold here: nothing to explain" in because[3]
+
+
+def test_the_chunks_of_128_claim_without_128_on_the_dial_says_so():
+    found = changed("collision", "chunk", None, 16)
+    c, here, said, why = verdict(found, "Chunks of 128 give 8 small bumps instead")
+    assert said == claims.UNKNOWN and why == (
+        "not measured here (collision: chunks of 128 (the dial's chunk here is 16))")
+
+
+def test_typing_barely_slower_is_not_judged_on_a_faster_h3():
+    said = verdict(changed("bug", "ratio", {"trip": "typing"}, 0.86),
+                   "... and typing barely slower")
+    assert said[2] == claims.FAILS and "noise between the trips" in said[3]
+
+
+def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
+    quiet = {"figures": 40, "disturbed": 0, "again": 0, "others": 0.03}
+    assert machine.disturbed_words(quiet) == ""
+    assert machine.disturbed_words({**quiet, "again": 3}) == (
+        "3 runs measured again, disturbed by other work")
+    assert machine.disturbed_words({**quiet, "disturbed": 2, "others": 0.45}) == (
+        "DISTURBED: 2 of 40 figures, other work up to 45% of the cores")
+    assert machine.disturbed_words({"figures": "x"}) == ""  # a planted one says nothing
+    found = with_figure(the_posts_figures(), "decode", "step", {"users": 1},
+                        samples=[37.0, 37.5, 38.0], runs=3, others=0.4, disturbed=True)
+    assert records.disturbance(found)["disturbed"] == 1
+    assert claims.banner(found)[0].startswith("DISTURBED: other work took up to 40% of the "
+                                              "cores while 1 of ")
+
+
+def test_a_timed_figure_keeps_its_runs_conditions_in_its_record():
+    t = timing.Timing((0.01, 0.011, 0.012), others=(0.0, 0.05, None), again=2)
+    r = records.make(records_layout(), [{"time": timed(11.0, t)}], {})[0]
+    assert (r["others"], r["again"], r["disturbed"]) == (0.05, 2, False)
+    both = Measured(2.0, ((1, t), (-1, timing.Timing((0.005,) * 3, disturbed=True))))
+    assert records.conditions(both)["disturbed"] is True
+    json.dumps(r)  # saved as it is
