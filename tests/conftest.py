@@ -65,7 +65,20 @@ QUICK_RUN = ("two_phases.py", "--quick", "--runs", "2", "--plot", "--label", "bo
 
 
 @pytest.fixture(scope="session", autouse=True)
-def quick_run_started(tmp_path_factory, request):
+def own_temp_folder(tmp_path_factory):
+    """This test process's own temp folder, for it and every run it starts: the machine-wide
+    mark a run holds (another run of this suite measuring) lives there, so that the tests
+    running beside each other (pytest -n) do not see each other's runs as such."""
+    import tempfile
+    folder = tmp_path_factory.mktemp("temp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(folder))
+        patch.setattr(tempfile, "tempdir", str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_run_started(own_temp_folder, tmp_path_factory, request):
     """The quick run of two_phases.py the tests share, started once in the background as the
     tests begin, where a test needs it, however many processes run them (pytest -n): the tests
     go on meanwhile. -> the folder where it saves, and says how it ended"""
