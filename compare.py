@@ -127,13 +127,14 @@ def compared(names, machines, section, min_change):
                 j = judged(*speedup(first, other, f"{label} {figure}"), unit, min_change,
                            apart[0])
                 why = why_a and f"{names[ref]}: {why_a}" or why_b and f"{names[i]}: {why_b}"
-                said = verdict(j, unit) + (f" (vs {names[ref]})" if ref else "")
+                said = verdict(j, unit)
                 if why:  # the ratio, but no verdict
                     j = {**j, "verdict": "not judged"}
                     said = f"{verdict({**j, 'low': None}, unit)[:-2]}, no verdict: {why}"
                 elif j["verdict"] == "no change" and apart[0] > 1 + min_change / 100:
                     said += f"; runs here differ up to {apart[0]:.2f}x ({apart[1]})"
-                row.update(j, reference=names[ref], said=said)
+                row.update(j, reference=names[ref],
+                           said=said + (f" (vs {names[ref]})" if ref else ""))
             rows.append(row)
     return rows
 

@@ -5,14 +5,10 @@ import zlib
 
 import numpy as np
 
-from harness import schema
+from harness import schema, timing
 
 MIN_CHANGE = 10.0  # percent: a smaller change is no change (pyperf's idea), whatever else says
-BETWEEN = 1.5  # how far two runs of the same script on the same quiet machine may differ when
-#                neither side keeps earlier runs to tell: measured, two runs in a row on a quiet
-#                2-core Xeon and EPYC differed by up to 1.48x (cube_bug's in-model typing) while
-#                each run's own spread was 1.1x: the runs inside one process see only part of
-#                the noise
+BETWEEN = timing.BETWEEN  # how far separate runs differ where neither side keeps earlier runs
 RESAMPLES, CONFIDENCE, SEED = 2000, 0.95, 0  # the bootstrap behind every verdict
 
 
@@ -39,27 +35,27 @@ def speedup(first, other, label):
 
 
 def between_runs(r, data, alike):
-    """How far separate runs of this figure on this machine differ, and how that is known:
-    (factor, words). From the runs its folder's history keeps (alike(a, b): '' where two
-    records' settings match), else from how far its own run's speeds moved from start to end,
-    else BETWEEN, measured once."""
+    """How far separate runs of this figure on this machine may differ, and how that is known:
+    (factor, words). The most of: how far the runs its folder's history keeps differ (alike(a,
+    b): '' where two records' settings match), else BETWEEN, measured once; and how far its own
+    run's speeds moved from start to end."""
     same = [e["value"] for found in data.get("earlier") or [] for e in found
             if (e["experiment"], e["figure"], e["keys"]) == (r["experiment"], r["figure"],
                                                              r["keys"])
             and isinstance(e["value"], (int, float)) and e["value"] > 0
             and not alike(e["settings"], r["settings"])]
-    if same:
-        values = [r["value"], *same]
-        return max(values) / min(values), f"{len(values)} runs of it here"
+    values = [r["value"], *same]
+    known = [(max(values) / min(values), f"{len(values)} runs of it here") if same
+             else (BETWEEN, "measured once here")]
     roofs = data.get("roofs") if isinstance(data.get("roofs"), dict) else {}
     start, end = roofs.get("start"), roofs.get("end")
     if isinstance(start, dict) and isinstance(end, dict):
         moved = [max(end[k] / start[k], start[k] / end[k]) for k in ("bytes_per_s", "flops_per_s")
                  if schema.number(start.get(k), 0) and schema.number(end.get(k), 0)
                  and start[k] > 0 and end[k] > 0]
-        if moved and max(moved) > 1:
-            return max(moved), "its run's speeds, start to end"
-    return BETWEEN, "measured once here"
+        if moved:
+            known.append((max(moved), "its run's speeds, start to end"))
+    return max(known, key=lambda k: k[0])
 
 
 def judged(ratio, draws, unit, min_change, between=1.0):

@@ -99,13 +99,20 @@ def conditions(m):
 
 
 def disturbance(found):
-    """How disturbed a run was, from its records: {"figures": the measured figures, "disturbed":
-    how many of them other work disturbed beyond measuring again, "again": the runs measured
-    again, "others": the most of the cores other work took in any kept run (None: unknown)}."""
+    """How disturbed a run was, from its records, row by row (a row's figures share its runs):
+    {"figures": the measured rows, "disturbed": how many of them other work disturbed beyond
+    measuring again, "again": the runs measured again, "others": the most of the cores other
+    work took in any kept run (None: unknown)}."""
     timed = [r for r in found if r.get("samples") and not r.get("predicted")]
+    by_row = {}
+    for r in timed:
+        by_row.setdefault((r["experiment"], tuple(r["keys"].items())), []).append(r)
     shares = [r["others"] for r in timed if isinstance(r.get("others"), (int, float))]
-    return {"figures": len(timed), "disturbed": sum(r.get("disturbed") is True for r in timed),
-            "again": sum(r["again"] for r in timed if type(r.get("again")) is int),
+    return {"figures": len(by_row),
+            "disturbed": sum(any(r.get("disturbed") is True for r in row)
+                             for row in by_row.values()),
+            "again": sum(max([r["again"] for r in row if type(r.get("again")) is int] or [0])
+                         for row in by_row.values()),
             "others": max(shares) if shares else None}
 
 
@@ -143,6 +150,7 @@ class Figure:
     lo: float
     hi: float
     record: dict = None
+    measured: bool = False  # a timing is behind it, not only counts or limits
 
     @property
     def spread(self):
@@ -153,17 +161,25 @@ class Figure:
 
     def __mul__(self, other):
         o = span(other)
-        return Figure(self.value * o.value, self.lo * o.lo, self.hi * o.hi)
+        return Figure(self.value * o.value, self.lo * o.lo, self.hi * o.hi, None,
+                      self.measured or o.measured)
 
     __rmul__ = __mul__
 
+    def __add__(self, other):
+        o = span(other)
+        return Figure(self.value + o.value, self.lo + o.lo, self.hi + o.hi, None,
+                      self.measured or o.measured)
+
     def __sub__(self, other):
         o = span(other)
-        return Figure(self.value - o.value, self.lo - o.hi, self.hi - o.lo)
+        return Figure(self.value - o.value, self.lo - o.hi, self.hi - o.lo, None,
+                      self.measured or o.measured)
 
     def __truediv__(self, other):
         o = span(other)
-        return Figure(self.value / o.value, self.lo / o.hi, self.hi / o.lo)
+        return Figure(self.value / o.value, self.lo / o.hi, self.hi / o.lo, None,
+                      self.measured or o.measured)
 
     def __rtruediv__(self, other):
         return span(other) / self
@@ -197,7 +213,8 @@ def find(records, experiment, figure, /, **keys):
     if isinstance(r["value"], str):
         return Figure(r["value"], r["value"], r["value"], r)
     lo, hi = noise(r)
-    return Figure(r["value"], min(lo, r["value"]), max(hi, r["value"]), r)
+    measured = bool(r.get("samples")) and not r.get("predicted") and r["statistic"] != "limit"
+    return Figure(r["value"], min(lo, r["value"]), max(hi, r["value"]), r, measured)
 
 
 def noise(r):

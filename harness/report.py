@@ -63,6 +63,14 @@ def markdown(runs, names):
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
                   "back no verdict, so its claims read 'cannot tell here'. Rerun on a quiet "
                   "machine, with more `--runs`, or with fewer `--threads`.", ""]
+    disturbed = [f"`{s}.py` ({md(machine.disturbed_words(d['machine'].get('disturbance')))})"
+                 for s, d in runs.items()
+                 if machine.disturbed_words(d["machine"].get("disturbance")).startswith("DIST")]
+    if disturbed:
+        lines += [f"> **Disturbed:** {', '.join(disturbed)}: other work took the cores while "
+                  "some figures were measured, even measured again; the claims that rest on "
+                  "them read 'cannot tell here'. Rerun when the machine is quieter (close what "
+                  "else runs), or with more `--runs`.", ""]
     lines += HOW_TO_READ + (["Every figure here is a limit, the fastest each machine allows: "
                              "max(bytes / the forklift, FLOPs / the workbench). Nothing was "
                              "run; a real engine reaches some fraction of it.", ""]

@@ -5,11 +5,13 @@ import dataclasses
 import types
 
 from harness.records import Figure, Missing, find, span
+from harness.timing import BETWEEN
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
 ABOUT = 1.5  # "about X" holds within this factor of X either way: as the post means it
 FREEZE = 10  # a gap this many times the typers' normal one is "one huge freeze" (the post's: 40x)
+APART = BETWEEN ** 0.5  # a measured figure's range, widened either way (see figure())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,14 @@ def figure(found, experiment, name, /, **keys):
     return find(found, experiment, name, **keys)
 
 
+def apart(x):
+    """x's range as a rule weighs it: a measured one widened either way by how far separate
+    runs of it may differ (BETWEEN's square root), since what one run shows, another run on the
+    same machine may not; a count, a limit or a word as it is."""
+    x = span(x)
+    return Figure(x.value, x.lo / APART, x.hi * APART, x.record, True) if x.measured else x
+
+
 def value(found, experiment, name, /, **keys):
     """A figure of the records with no runs behind it: a count, the accounting, a word."""
     return find(found, experiment, name, **keys).value
@@ -83,7 +93,7 @@ def tri(holds, fails, way):
 
 def about(x, post, factor=ABOUT):
     """x is about the post's figure: within `factor` of it either way, over its runs' range."""
-    x = span(x)
+    x = apart(x)
     if x.hi < post / factor:
         return Fails(f"below the post's {post:g} by more than {factor:g}x")
     return tri(post / factor <= x.lo and x.hi <= post * factor, x.lo > post * factor,
@@ -91,18 +101,18 @@ def about(x, post, factor=ABOUT):
 
 
 def above(x, bound):
-    x = span(x)
+    x = apart(x)
     return tri(x.lo > bound, x.hi <= bound, f"not above {bound:g}")
 
 
 def below(x, bound):
-    x = span(x)
+    x = apart(x)
     return tri(x.hi < bound, x.lo >= bound, f"not below {bound:g}")
 
 
 def within(x, lo, hi):
     """lo < x < hi over its runs' range; fails, saying which side, where all of it is out."""
-    x = span(x)
+    x = apart(x)
     if x.hi <= lo:
         return Fails(f"not above {lo:g}")
     return tri(lo < x.lo and x.hi < hi, x.lo >= hi, f"not below {hi:g}")
@@ -110,8 +120,10 @@ def within(x, lo, hi):
 
 def more(a, b):
     """Figure a is more than figure b: True, a Fails (no more, not even equal figures with no
-    spread, as a limit's are), or None when their runs' ranges overlap."""
-    return tri(a.lo > b.hi, a.hi <= b.lo, "no more")
+    spread, as a limit's are), or None when their runs' ranges overlap (measured, as far apart
+    as separate runs may be: see apart())."""
+    r = apart(span(a) / span(b))
+    return tri(r.lo > 1, r.hi <= 1, "no more")
 
 
 def every(*verdicts):

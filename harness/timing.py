@@ -14,6 +14,13 @@ DISTURBED = 0.1  # a sample during which other work took more than this share of
 #                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
 #                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
 MIN_RUNS = 3  # fewer counted runs than this back no verdict: their figure is not measured again
+BETWEEN = 1.5  # how far two runs of the same script on the same quiet machine may differ: two
+#                runs in a row on a quiet 2-core EPYC differed by up to 1.46x (the freeze's
+#                ratio; cube_bug's in-model typing 1.48x on a Xeon) while each run's own spread
+#                was 1.1x: the runs inside one process see only part of the noise. A verdict
+#                spans each measured figure by its square root either way, so that two runs
+#                this far apart never give opposite verdicts, and compare.py calls no smaller
+#                difference a change
 WILD = 2.0  # a figure whose slowest kept run took this many times its fastest backs no verdict,
 #             and is flagged where it prints: such runs were not measuring one thing
 AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...

@@ -34,6 +34,8 @@ def test_a_sample_knows_the_share_of_the_cores_other_work_took():
     short = (10.01, 1.01, 1000 + 1, 4000)  # 10 ms: too few ticks to tell; PSI: 4 ms waited
     assert machine.others(before, short, cores=2) == pytest.approx(0.4)
     assert machine.others(before, (10.01, 1.01, None, None), cores=2) is None  # unknown
+    coarse = (10.1, 1.1, 1000 + int(0.2 * machine.TICK), None)  # no PSI: the ticks, coarse
+    assert machine.others(before, coarse, cores=2) == pytest.approx(0.5)
     done = machine.watch()  # the machine's own counters, read twice: a share, or unknown
     share = done()
     assert share is None or 0.0 <= share <= 1.0
@@ -167,7 +169,7 @@ def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
     assert machine.disturbed_words({**quiet, "again": 3}) == (
         "3 runs measured again, disturbed by other work")
     assert machine.disturbed_words({**quiet, "disturbed": 2, "others": 0.45}) == (
-        "DISTURBED: 2 of 40 figures, other work up to 45% of the cores")
+        "DISTURBED: 2 of 40 rows, other work up to 45% of the cores")
     assert machine.disturbed_words({"figures": "x"}) == ""  # a planted one says nothing
     found = with_figure(the_posts_figures(), "decode", "step", {"users": 1},
                         samples=[37.0, 37.5, 38.0], runs=3, others=0.4, disturbed=True)
