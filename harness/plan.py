@@ -55,9 +55,10 @@ def figures(row, runs, stat="middle", what=""):
     if len(row.steps) == 1:
         return {"time": timing.taken([r[0] for r in runs.steps], stat, what, runs)}
 
-    def of(figure, words):
-        return timing.taken([figure(r) for r in runs.steps], stat, f"{what}: {words}", runs)
-    return {"ttft": of(lambda s: sum(s[:-1]), "time to first word"),
+    def of(figure, words, said=True):  # a schedule's runs are warned about once
+        return timing.taken([figure(r) for r in runs.steps], stat, f"{what}: {words}", runs,
+                            said)
+    return {"ttft": of(lambda s: sum(s[:-1]), "time to first word", said=False),
             "gap median": of(statistics.median, "typers' median gap"),
             "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
 

@@ -63,11 +63,14 @@ class Timing:
         return f"{self.stat} of {len(self.samples)}"
 
 
-def taken(samples, stat="middle", what="", runs=None):
+def taken(samples, stat="middle", what="", runs=None, said=False):
     """A Timing of samples (seconds), with their conditions from runs (a Runs, where they were
-    watched); a warning on stderr when they spread widely, or when other work disturbed them."""
+    watched); a warning on stderr when they spread widely, or when other work disturbed them
+    (said: already said for these runs)."""
     t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed)
                                        if runs is not None else ()))
+    if said:
+        return t
     if t.disturbed:
         warn(f"disturbed: {what or 'samples'}: other work took up to {t.share:.0%} of the cores "
              f"during its runs, even measured again {t.again} times: it backs no verdict")
