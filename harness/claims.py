@@ -10,7 +10,7 @@ from harness.records import EXCESS, Missing, Seen, disturbance, label, rows
 from harness.gpu_claims import GPU_CLAIMS
 from harness.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, about, above, below, every,
                            figure, more, speeds, value, within)
-from harness.timing import MIN_RUNS, WILD
+from harness.timing import BETWEEN, MIN_RUNS, WILD
 
 PROMPTS = (1, 16, 64, 256, 1024)  # the post's question lengths, and its users typing together
 USERS = (1, 4, 16, 64)
@@ -403,7 +403,8 @@ def one(c, found, roofs, settings, busy, said):
         return here, UNKNOWN, doubt
     if holds is None:
         return here, UNKNOWN, drifted(c, found, roofs) or (
-            "noisy: the runs spread across the rule's margin")
+            f"noisy: the runs spread across the rule's margin, as far apart as two runs of one "
+            f"machine may be ({BETWEEN:g}x)")
     if holds:
         return here, HOLDS, ""
     way = holds.way if isinstance(holds, Fails) else ""
