@@ -59,18 +59,18 @@ def target(text, dtype, note_dtype, out):
     folder under out holding a machine_speed.py result; or raise ValueError in one line."""
     name, colon, asked = text.partition(":")
     said = quoted(text, 60)
-    dtype = asked if colon else dtype
+    dtype = asked if colon else dtype or served(name)
     if dtype not in model.DTYPE_BYTES:
         raise ValueError(f"{said}: the precision after ':' must be one of "
                          f"{', '.join(model.DTYPE_BYTES)}")
     note_dtype = note_dtype or dtype
     if name in known():
         entry, math_dtype = known()[name], MATH[dtype]
-        bench = entry["workbench"].get(math_dtype) or entry["workbench"].get(
-            "bfloat16" if math_dtype == "float16" else "")
+        bench = entry["workbench"].get(math_dtype)
         if bench is None:
             raise ValueError(f"{said}: hardware.json gives {name} no {math_dtype} math speed; "
-                             f"it has {', '.join(entry['workbench'])} (name it {name}:PRECISION)")
+                             f"it has {', '.join(entry['workbench'])}" + (
+                                 "" if colon else f" (name it {name}:PRECISION)"))
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype)
@@ -93,9 +93,20 @@ def target(text, dtype, note_dtype, out):
                        f"holding machine_speed.json")
 
 
+def served(name):
+    """The precision a machine is predicted at when none is named: a GPU's 16-bit tensor rate
+    (bfloat16, or float16 where it has no bfloat16), the precision it serves models in; any
+    other machine's float32."""
+    entry = known().get(name)
+    if entry and "GPU" in entry["kind"]:
+        return next((p for p in ("bfloat16", "float16") if p in entry["workbench"]), "float32")
+    return "float32"
+
+
 def targets(args):
     """The machines a prediction is for, in order: the speeds given (if any), then each named."""
     given = roofs.given(args)
-    return [Target(GIVEN, "the speeds given", given, args.dtype, args.note_dtype or args.dtype)
+    return [Target(GIVEN, "the speeds given", given, args.dtype or "float32",
+                   args.note_dtype or args.dtype or "float32")
             if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
             for name in args.predict]

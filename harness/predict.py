@@ -15,6 +15,7 @@ from harness import claims, pictures, plan, records
 from harness.flags import check_folder
 from harness.hardware import GIVEN, known, target, targets
 from harness.model_files import config
+from harness.terminal import note
 from harness.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
@@ -176,10 +177,11 @@ def add_flags(g):
                         "NAME:PRECISION for its own precision), or on --forklift and "
                         "--workbench, or --roofs; the first one's tables, every one's turning "
                         "points and roofline; any --model")
-    g.add_argument("--dtype", choices=model.DTYPE_BYTES, default="float32", metavar="PRECISION",
+    g.add_argument("--dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
                    help="with --predict: a table number's precision, "
                         f"{', '.join(model.DTYPE_BYTES)}; the math runs at that precision's "
-                        "speed (int4's at 16 bits); a measured run is float32")
+                        "speed (int4's at 16 bits); default: a GPU's 16-bit tensor rate "
+                        "(bfloat16), any other machine's float32; a measured run is float32")
     g.add_argument("--note-dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
                    help="with --predict: a note's precision; default: --dtype's")
 
@@ -190,11 +192,12 @@ def check_flags(p, args):
     folder after them. -> whether the run is a prediction"""
     if args.predict is None:
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
-                                ("--dtype", args.dtype, args.dtype == "float32"),
+                                ("--dtype", args.dtype, args.dtype in (None, "float32")),
                                 ("--note-dtype", args.note_dtype, args.note_dtype is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
                         f"in float32, the model the post built; {value} is for --predict")
+        args.dtype = "float32"  # what a measured run's records say it ran in
         return False
     if args.threads:
         p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
@@ -208,6 +211,9 @@ def check_flags(p, args):
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
     args.predict = [t.name if t.name == GIVEN else f"{t.name}:{t.dtype}" for t in aimed]  # once
+    served = [f"{t.name} at {t.dtype}" for t in aimed if t.dtype != "float32"] \
+        if args.dtype is None else []  # none named: each at the precision it serves models in
+    args.dtype = args.dtype or aimed[0].dtype
     cfg, rides = config(args.model), riders(args)
     if rides > MOST_RIDERS:
         p.error(f"argument --typers: a prediction of {rides:,} users' trips is more than "
@@ -215,6 +221,9 @@ def check_flags(p, args):
     if args.label is None:
         args.label = label(cfg, aimed)
     check_folder(p, args)
+    if served:
+        note(f"--predict: no --dtype named, so {', '.join(served)}: a GPU's 16-bit tensor rate, "
+             f"as GPUs serve models; --dtype float32 for their float32 rate")
     return True
 
 
