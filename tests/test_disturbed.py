@@ -185,3 +185,28 @@ def test_a_timed_figure_keeps_its_runs_conditions_in_its_record():
     both = Measured(2.0, ((1, t), (-1, timing.Timing((0.005,) * 3, disturbed=True))))
     assert records.conditions(both)["disturbed"] is True
     json.dumps(r)  # saved as it is
+
+
+def test_a_disturbed_runs_report_opens_with_it_and_what_to_do(tmp_path):
+    import shutil
+    from conftest import ROOT, reported
+    box = tmp_path / "box"
+    shutil.copytree(f"{ROOT}/references/amd-epyc-2c", box)
+    data = json.loads((box / "two_phases.json").read_text())
+    data["machine"]["disturbance"] = {"figures": 57, "disturbed": 24, "again": 40,
+                                      "others": 0.53}
+    (box / "two_phases.json").write_text(json.dumps(data))
+    reported(str(box))
+    text = (box / "report.md").read_text()
+    assert ("> **Disturbed:** `two_phases.py` (DISTURBED: 24 of 57 rows, other work up to 53% "
+            "of the cores)") in text and "Rerun when the machine is quieter" in text
+    assert "| DISTURBED: 24 of 57 rows" in text  # on its machine line too
+
+
+def test_a_measured_runs_records_keep_their_runs_conditions(quick_run):
+    _, data, _ = quick_run
+    timed = [r for r in data["records"] if r.get("samples")]
+    assert timed and all(type(r["again"]) is int and type(r["disturbed"]) is bool
+                         and (r["others"] is None or 0 <= r["others"] <= 1) for r in timed)
+    assert all(r["again"] == 0 for r in timed)  # a quick run measures nothing again
+    assert isinstance(data["machine"]["disturbance"]["figures"], int)
