@@ -26,12 +26,14 @@ MATH = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "int
 @dataclasses.dataclass(frozen=True)
 class Target:
     """One machine at one precision: the name asked for, its title, its two speeds at that
-    precision (with their sources) and the precision of a table number and of a note."""
+    precision (with their sources), the precision of a table number and of a note, and its
+    memory ([bytes, source]; None where none is published)."""
     name: str
     title: str
     roofs: Speeds
     dtype: str
     note_dtype: str
+    memory: tuple = None
 
     @property
     def precision(self):
@@ -71,9 +73,11 @@ def target(text, dtype, note_dtype, out):
             raise ValueError(f"{said}: hardware.json gives {name} no {math_dtype} math speed; "
                              f"it has {', '.join(entry['workbench'])}" + (
                                  "" if colon else f" (name it {name}:PRECISION)"))
+        memory = entry.get("memory")
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
-            f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype)
+            f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype,
+            (memory[0] * 1e9, memory[1]) if memory else None)
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
         (os.path.join(where, name) for where in (out, results.REFERENCES)
          if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)

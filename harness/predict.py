@@ -137,6 +137,55 @@ LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
     col(f"{t} tokens", "typing" if t == 1 else f"reading {t:,}", "", "s") for t in LENGTHS]
 
 
+def fits(cfg, aimed, args, settings, experiments):
+    """Whether the plan fits each machine's memory: what it needs (the tables, the fullest row's
+    notes, the working space of its biggest trip), what the machine has, and, where one does not
+    hold it, how many of them would (each holding its share, as tensor parallelism splits the
+    tables and the notes by heads)."""
+    rows = []
+    for t in aimed:
+        c = t.config(cfg)
+        need = plan_bytes(c, args, experiments)
+        total = sum(need.values())
+        row = {"name": t.name, "precision": t.precision, "tables": need["tables"] / 1e9,
+               "notes": need["notes"] / 1e9, "working": need["working"] / 1e9,
+               "needs": total / 1e9}
+        if t.memory:
+            have = t.memory[0]
+            row.update(has=have / 1e9, fits="fits" if total <= have else
+                       f"does not fit (needs {total / 1e9:,.0f} of {have / 1e9:,.0f} GB)",
+                       devices=-(-int(total) // int(have)))
+        rows.append(row)
+    return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
+                 settings=f"{cfg}; the fullest planned row", note=(
+                     "(needs: the tables at their precision, every user's notes at their longest "
+                     "in the fullest planned row, and the working space of its biggest trip; "
+                     "devices: how many such machines would hold it, each its share; memory as "
+                     "published: " + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed
+                                               if t.memory) + ")"))
+
+
+def plan_bytes(cfg, args, experiments):
+    """{"tables", "notes", "working"} in bytes for the plan's fullest row (see fits());
+    experiments: {name: Experiment}."""
+    rows = [row for e in experiments.values() for row in e.plan(args)]
+    fullest = max(rows, key=lambda row: sum(n + t for n, t in row.steps[-1]))
+    notes = model.note_bytes(cfg) * sum(n + t for n, t in fullest.steps[-1])
+    working = max(model.trip_scratch_bytes(cfg, riders) for row in rows for riders in row.steps)
+    return {"tables": model.table_bytes(cfg), "notes": notes, "working": working}
+
+
+FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
+                       col("precision", "precision", "", "s", key=True),
+                       col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
+                       col("working", "working GB", "GB", SIG),
+                       col("needs", "needs GB", "GB", SIG), col("has", "has GB", "GB", SIG,
+                                                                empty="unknown"),
+                       col("fits", "fits", "", "s", empty="unknown"),
+                       col("devices", "devices needed", "devices", "d", empty="")],
+              title="Does it fit: the memory the plan holds at once, predicted")
+
+
 def machines_sheet(aimed, settings):
     """The machines predicted for: their speeds at the precision asked, and the sources."""
     found = [{"name": t.name, "what": t.title, "precision": t.precision,
@@ -265,7 +314,8 @@ def items(args, experiments):
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
     settings = records.settings_of(args)
     yield Saved("predicted", words(args))
-    yield from spaced([machines_sheet(aimed, settings)])
+    yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
+                                                             experiments)])
     found = []
     for made, sheets in plan.predict(cfg, experiments.values(), argparse.Namespace(
             **{**vars(args), "threads": None}), first_roofs, settings):

@@ -135,3 +135,9 @@ def reported(folder):
     from harness import report, results
     runs = report.saved_runs(folder)
     results.replace_together(folder, {report.NAME: report.markdown(runs, os.listdir(folder))})
+
+
+def pytest_collection_modifyitems(items):
+    """The tests that read the shared quick run go last, so that the other tests keep every
+    process busy while it runs in the background."""
+    items.sort(key=lambda item: any(f in item.fixturenames for f in ("quick_run", "small_run")))

@@ -66,6 +66,7 @@ def medium_run(tmp_path_factory):
             code = two_phases.main(["--quick", "--runs", "1", "--model", "medium",
                                     "--experiments", "decode", "--users", "1", "2",
                                     "--attention", "einsum", "--blocks", "128", *GIVEN,
+                                    "--threads", "1",  # beside other tests: no spinning
                                     "--out", str(out), "--label", "box"])
     assert code == 0, said.getvalue()
     data = json.loads((out / "box" / "two_phases.quick.json").read_text())
@@ -241,8 +242,8 @@ def test_a_prediction_builds_no_model():
                   if isinstance(s, Sheet)]
     finally:
         model.floors = real
-    assert sheets == ["machines", "prefill", "decode", "collision", "dial", "depth", "limits",
-                      "turning points", "claims"]
+    assert sheets == ["machines", "fits", "prefill", "decode", "collision", "dial", "depth",
+                      "limits", "turning points", "claims"]
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,

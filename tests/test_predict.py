@@ -358,3 +358,22 @@ def test_a_gpu_with_no_precision_named_is_predicted_at_its_16_bit_rate_and_its_c
     assert {row["verdict"] for row in sheet.rows} == {"predicted: holds"}
     measured = two_phases.parse_args(["--no-save", "--quick"])
     assert measured.dtype == "float32"  # what a measured run's records say it ran in
+
+
+def test_a_prediction_says_what_the_plan_needs_and_whether_it_fits():
+    args = two_phases.parse_args(["--predict", "h100-sxm", "post", "--model", "llama-3-70b",
+                                  "--no-save"])
+    sheet = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+                 if getattr(s, "name", "") == "fits")
+    h100 = {r["figure"]: r["value"] for r in sheet.records if r["keys"]["name"] == "h100-sxm"}
+    seventy = model_files.config("llama-3-70b")
+    tables = model.table_numbers(seventy) * 2 / 1e9  # bfloat16: 2 bytes a number
+    assert h100["tables"] == pytest.approx(tables) and h100["has"] == 80.0
+    assert h100["fits"] == f"does not fit (needs {h100['needs']:,.0f} of 80 GB)"
+    assert h100["devices"] == 2 and h100["needs"] > 80 and h100["needs"] <= 160
+    post = {r["figure"] for r in sheet.records if r["keys"]["name"] == "post"}
+    assert "fits" not in post  # its memory is not published: unknown, never a guess
+    small = two_phases.parse_args(["--predict", "rtx-4090", "--no-save"])
+    fits = next(s for s in predict.items(small, two_phases.EXPERIMENTS)
+                if getattr(s, "name", "") == "fits")
+    assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
