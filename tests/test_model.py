@@ -85,9 +85,15 @@ def test_one_pass_matches_reference_gpt2(paths):
     np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG.heads).T, **TOL)
 
 
-def test_full_size_spot_check_matches_reference():
+@pytest.fixture(scope="module")
+def small_floors():
+    """GPT-2 small's tables, drawn once for the tests that need them at full size."""
+    return model.floors(SMALL, 0)
+
+
+def test_full_size_spot_check_matches_reference(small_floors):
     """One full GPT-2-small spot check: 12 floors of width 768, a short prompt, on every path."""
-    layers, x = model.floors(SMALL, 0), tokens(6, width=SMALL.width)
+    layers, x = small_floors, tokens(6, width=SMALL.width)
     reference = ref_gpt2(x.T, layers, SMALL.heads).T
     for path in [*PATHS.values(), Paths("einsum", ((8, 768, 128, None),
                                                           (8, 3072, 256, 768)))]:
@@ -242,8 +248,8 @@ def test_a_trip_stays_float32(monkeypatch):
                     ("norm", "gelu", "exp_shifted", "attend", "attention", "table")}
 
 
-def test_table_shapes_and_post_sizes():
-    layers = model.floors(SMALL, 0)
+def test_table_shapes_and_post_sizes(small_floors):
+    layers = small_floors
     assert len(layers) == 12
     assert {k: v.shape for k, v in layers[0].items()} == {
         "qkv": (2304, 768), "out": (768, 768), "up": (3072, 768), "down": (768, 3072)}
