@@ -3,11 +3,11 @@ whatever state the files are in, and exported on request."""
 import csv
 import io
 import json
-import sys
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
