@@ -6,7 +6,7 @@ that does not hold says why, from the check and breakdown tables."""
 import dataclasses
 
 from harness.printers import Layout, Sheet, col
-from harness.records import EXCESS, Missing, Seen, disturbance, label, rows
+from harness.records import EXCESS, Missing, Seen, disturbance, label, named, rows
 from harness.gpu_claims import GPU_CLAIMS
 from harness.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, about, above, below, every,
                            figure, more, speeds, value, within)
@@ -436,12 +436,6 @@ def doubts(used):
                     f"fewer than {MIN_RUNS} back no verdict; rerun with --runs {MIN_RUNS} or "
                     f"more")
     return ""
-
-
-def named(r):
-    """A record's figure in words: 'decode users 1: step'."""
-    keys = label(r["keys"])
-    return f"{r['experiment']}{' ' + keys if keys else ''}: {r['figure']}"
 
 
 def drifted(c, found, roofs):

@@ -141,8 +141,10 @@ def earlier(folder, stem, script):
     user's); a link is never followed."""
     history, out = os.path.join(folder, results.HISTORY), []
     try:
-        entries = sorted((e for e in os.listdir(history) if e.startswith(stem + ".")),
-                         reverse=True)
+        if os.path.islink(history):  # a link leads elsewhere: read nothing through it
+            return out
+        entries = sorted((e for e in os.listdir(history) if e.startswith(stem + ".")
+                          and not os.path.islink(os.path.join(history, e))), reverse=True)
     except OSError:
         return out
     for entry in entries[:results.KEPT]:

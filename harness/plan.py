@@ -72,13 +72,19 @@ def predicted(cfg, rows, roofs):
 
 
 def memory_bytes(cfg, rows):
-    """The most memory an experiment's rows hold at once, beyond the tables: the first notebooks
-    the typers copy (one per depth they start at), then the fullest row's notebooks and the
-    scratch of its biggest trip."""
+    """The most memory an experiment's rows hold at once, beyond the tables."""
+    return sum(held(cfg, rows))
+
+
+def held(cfg, rows):
+    """What an experiment's rows hold at once beyond the tables, in bytes: (the notes: the first
+    notebooks the typers copy, one per depth they start at, and the fullest row's notebooks;
+    the working space: the scratch of that row's biggest trip), for the row holding the most."""
     firsts = sum({n for row in rows for n, _ in row.steps[0]})
-    return model.note_bytes(cfg) * firsts + max(
-        model.note_bytes(cfg) * sum(n + t for n, t in row.steps[-1])
-        + max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps) for row in rows)
+    notes, working = max(((model.note_bytes(cfg) * sum(n + t for n, t in row.steps[-1]),
+                           max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps))
+                          for row in rows), key=sum)
+    return model.note_bytes(cfg) * firsts + notes, working
 
 
 def predict(cfg, experiments, args, roofs, settings):

@@ -157,21 +157,19 @@ def fits(cfg, aimed, args, settings, experiments):
                        devices=-(-int(total) // int(have)))
         rows.append(row)
     return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
-                 settings=f"{cfg}; the fullest planned row", note=(
-                     "(needs: the tables at their precision, every user's notes at their longest "
-                     "in the fullest planned row, and the working space of its biggest trip; "
+                 settings=f"{cfg}; the most the plan holds at once", note=(
+                     "(needs: the tables at their precision, and, for the planned row that holds "
+                     "the most, every user's notes at their longest and its biggest trip's "
+                     "working space; "
                      "devices: how many such machines would hold it, each its share; memory as "
                      "published: " + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed
                                                if t.memory) + ")"))
 
 
 def plan_bytes(cfg, args, experiments):
-    """{"tables", "notes", "working"} in bytes for the plan's fullest row (see fits());
-    experiments: {name: Experiment}."""
-    rows = [row for e in experiments.values() for row in e.plan(args)]
-    fullest = max(rows, key=lambda row: sum(n + t for n, t in row.steps[-1]))
-    notes = model.note_bytes(cfg) * sum(n + t for n, t in fullest.steps[-1])
-    working = max(model.trip_scratch_bytes(cfg, riders) for row in rows for riders in row.steps)
+    """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
+    hold at most at once, as a measured run's memory check counts them (plan.held)."""
+    notes, working = max((plan.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
     return {"tables": model.table_bytes(cfg), "notes": notes, "working": working}
 
 

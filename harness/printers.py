@@ -3,7 +3,7 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
-from harness.records import ROW, label, value
+from harness.records import ROW, named, value
 from harness.timing import WILD
 from harness.terminal import plural
 
@@ -202,11 +202,6 @@ def spread_note(timed, per, note=""):
     flagged = (f"; FLAGGED, no verdict rests on them: {', '.join(flags)}" if flags else "")
     return (f"({STATISTIC_WORDS.get(first['statistic'], first['statistic'])} of {n} "
             f"{plural(n, 'run')} per {per}; spread slowest/fastest {span}{note}{flagged})")
-
-
-def named(r):
-    """A record's row and figure in a few words: 'users 1 notes 512 step'."""
-    return " ".join(filter(None, [label(r["keys"]), r["figure"]]))
 
 
 def entry(sheet):

@@ -238,6 +238,12 @@ def rows(records, experiment):
     return out
 
 
+def named(r):
+    """A record's figure in words: 'decode users 1: step'."""
+    keys = label(r["keys"])
+    return f"{r['experiment']}{' ' + keys if keys else ''}: {r['figure']}"
+
+
 def label(keys):
     """A row's keys in words: 'prompt 256', 'users 16 notes 512'; a text key as it is."""
     return " ".join(str(v) if isinstance(v, str) else f"{k} {v}" for k, v in keys.items())

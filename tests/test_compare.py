@@ -437,3 +437,20 @@ def test_the_same_machine_twice_calls_nothing_faster_or_slower(tmp_path):
     r = run(SHIPPED, str(tmp_path / "again"))
     for title in ("Phase 2, typing (decode)", "The slow road: h**3 against h*h*h, by sign"):
         assert set(verdicts(r.stdout, title).values()) <= {"no change", "within the noise"}, title
+
+
+def test_a_history_that_is_a_link_is_never_read_through(tmp_path):
+    from harness import compared as machines_read
+    elsewhere = tmp_path / "elsewhere" / "cube_bug.2026-01-01T000000"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(SHIPPED + "/cube_bug.json", elsewhere / "cube_bug.json")
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "history").symlink_to(tmp_path / "elsewhere")
+    assert machines_read.earlier(str(box), "cube_bug", "cube_bug") == []
+    (box / "history").unlink()
+    (box / "history").mkdir()
+    (box / "history" / elsewhere.name).symlink_to(elsewhere)  # an entry that is a link
+    assert machines_read.earlier(str(box), "cube_bug", "cube_bug") == []
+    shutil.copytree(elsewhere, box / "history" / "cube_bug.2026-01-02T000000")
+    assert len(machines_read.earlier(str(box), "cube_bug", "cube_bug")) == 1  # a real one reads

@@ -253,7 +253,7 @@ def test_spread_puts_a_range_column_beside_each_timed_figure():
     assert out[0].split() == ["n", "time", "ms", "time", "ms", "range"]
     assert out[1].split() == ["1", "2000.0", "1000.0", "to", "3000.0"]  # its runs, in ms
     assert out[2] == ("(middle of 3 runs per row; spread slowest/fastest 3.00x; FLAGGED, no "
-                      "verdict rests on them: n 1 time spread 3.0x)")  # beyond WILD
+                      "verdict rests on them: demo n 1: time spread 3.0x)")  # beyond WILD
     assert printers.render(sheet).splitlines()[0] == "the post's own layout"
 
 
