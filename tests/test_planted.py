@@ -180,8 +180,9 @@ SLOW_PROBE = ("import runpy, sys, time\nfrom harness import machine\n"
 @pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"),
                                               (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_while_the_machine_is_read_stops_the_run(tmp_path, signum, code, word):
+    alone = dict(os.environ, TMPDIR=str(tmp_path))  # its own mark: a quick run beside it is not
     run = subprocess.Popen([sys.executable, "-c", SLOW_PROBE, str(tmp_path / "r")], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=alone)
     assert run.stdout.readline() == "probing\n"  # the run reads the machine, slowly
     run.send_signal(signum)
     out, err = run.communicate(timeout=60)
