@@ -5,7 +5,8 @@ FLOPs and bytes of one trip, part by part. It needs NumPy alone.
     python -c "import model; print(model.table_numbers(model.SIZES['small']), model.NOTE_BYTES)"
 
 Tokens are columns: x is (width, tokens) and every table is applied as W @ x, as in the post.
-No token embedding and no LM head: like the post, we count the 12 floors only.
+The model runs the 12 floors only, like the post; a prediction counts the token embedding
+and the LM head too (Config.vocab), and a mixture of experts, and a model split over devices.
 """
 import contextlib
 import dataclasses
@@ -17,8 +18,12 @@ import types
 import numpy as np
 
 
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
-#               bytes per number: what a table number or a note weighs, by its precision
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "int8": 1,
+               "int8-weights": 1, "int4-weights": 0.5}
+#   bytes per number: what a table number or a note weighs, by its precision. int8 is 8-bit
+#   math on 8-bit activations; int8-weights and int4-weights keep only the tables that small,
+#   the math at 16 bits (as most engines run a quantized model); fp8 is e4m3
+NOTE_DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8")  # what a note can be kept in
 CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 
 
@@ -40,6 +45,11 @@ class Config:
     dtype: str = "float32"  # a table number's precision; the model runs in float32 only
     note_dtype: str = "float32"  # a note's
     family: str = "GPT-2"
+    vocab: int = 0  # the LM head's rows, and the embedding's; 0: neither counted (the post's)
+    tied: bool = True  # the embedding is the head's own table (GPT-2's), not a second one
+    experts: int = 0  # a mixture of experts: feed-forwards per floor (0: one, a dense model)
+    active: int = 0  # the experts each token is routed to, of `experts`
+    devices: int = 1  # tensor parallel: each device holds 1/devices of every table and note
 
     @property
     def runnable(self):
@@ -51,9 +61,15 @@ class Config:
         shape = [f"{self.layers} floors", f"width {self.width}"]
         if self.kv_heads != self.heads:
             shape.append(f"{self.kv_heads} key/value heads of {self.heads}")
+        if self.experts:
+            shape.append(f"{self.active} of {self.experts} experts a token")
         if self.dtype != "float32" or self.note_dtype != "float32":
             shape.append(self.dtype if self.dtype == self.note_dtype
                          else f"{self.dtype} tables, {self.note_dtype} notes")
+        if self.vocab:
+            shape.append(f"head of {self.vocab:,} words")
+        if self.devices > 1:
+            shape.append(f"split over {self.devices} devices")
         return f"{self.family} {self.name}".strip() + f" ({', '.join(shape)})"
 
 
@@ -351,18 +367,38 @@ def riders(segments):
 # accounting: what a trip must fetch and compute. riders: [(notes before, new tokens)] per user.
 
 
+def attention_numbers(cfg):
+    """One floor's attention tables: the queries' (width, heads x head), the keys' and values'
+    (width, kv_heads x head) each, and out (heads x head, width)."""
+    return cfg.width * cfg.head * (2 * cfg.heads + 2 * cfg.kv_heads)
+
+
+def ffn_numbers(cfg):
+    """One feed-forward's tables (one expert's, in a mixture): up and down (width, ffn) each,
+    and the gate's where there is one."""
+    return (3 if cfg.gated else 2) * cfg.width * cfg.ffn
+
+
 def table_numbers(cfg):
-    """Numbers in the tables, per floor: the queries' (width, heads x head), the keys' and
-    values' (width, kv_heads x head) each, out (heads x head, width), then up and down (width,
-    ffn) each, and the gate's where there is one. GPT-2: 3 w*w + w*w + 4 w*w + 4 w*w."""
-    attention = cfg.width * cfg.head * (2 * cfg.heads + 2 * cfg.kv_heads)
-    return cfg.layers * (attention + (3 if cfg.gated else 2) * cfg.width * cfg.ffn)
-    #      84,934,656 for GPT-2 small
+    """Numbers in the floors' tables, every expert's and the router's among them. GPT-2:
+    (3 w*w + w*w + 4 w*w + 4 w*w) per floor."""
+    return cfg.layers * (attention_numbers(cfg) + max(cfg.experts, 1) * ffn_numbers(cfg)
+                         + cfg.width * cfg.experts)  # 84,934,656 for GPT-2 small
+
+
+def head_numbers(cfg):
+    """The LM head's (vocab, width) and, untied, the token embedding's own (vocab, width)."""
+    return cfg.vocab * cfg.width * (1 if cfg.tied else 2)
 
 
 def table_bytes(cfg):
-    """What the tables weigh at their precision: 340 MB for GPT-2 small in float32."""
+    """What the floors' tables weigh at their precision: 340 MB for GPT-2 small in float32."""
     return table_numbers(cfg) * DTYPE_BYTES[cfg.dtype]
+
+
+def held_bytes(cfg):
+    """What one device holds of every table, the head and the embedding among them."""
+    return (table_numbers(cfg) + head_numbers(cfg)) * DTYPE_BYTES[cfg.dtype] / cfg.devices
 
 
 def note_bytes(cfg):
@@ -374,9 +410,34 @@ def note_bytes(cfg):
 NOTE_BYTES = note_bytes(SIZES["small"])  # 73,728: the post's 72 KB a note
 
 
+def notes_share(cfg):
+    """The share of every note one device keeps: split by key/value heads, a head per device at
+    least (with more devices than heads, a head's notes are kept on each that needs them)."""
+    return -(-cfg.kv_heads // cfg.devices) / cfg.kv_heads
+
+
+def experts_read(cfg, tokens):
+    """The feed-forwards a trip of `tokens` tokens reads per floor: one in a dense model; in a
+    mixture, the experts at least one token is routed to, expected with routing at random:
+    experts x (1 - (1 - active/experts)^tokens), every expert once enough tokens ride."""
+    if not cfg.experts:
+        return 1
+    return cfg.experts * (1 - (1 - cfg.active / cfg.experts) ** tokens)
+
+
+def tables_read(cfg, tokens):
+    """Bytes of the floors' tables a trip of `tokens` tokens brings, on one device."""
+    numbers = cfg.layers * (attention_numbers(cfg) + cfg.width * cfg.experts
+                            + experts_read(cfg, tokens) * ffn_numbers(cfg))
+    return numbers * DTYPE_BYTES[cfg.dtype] / cfg.devices
+
+
 def table_flops(cfg, tokens):
-    """Each table number meets each token once: one multiply and one add."""
-    return FLOPS_PER_NUMBER * table_numbers(cfg) * tokens
+    """Each table number meets each token once, one multiply and one add: every token meets the
+    attention tables, the router's and its own experts' feed-forwards."""
+    per_token = cfg.layers * (attention_numbers(cfg) + cfg.width * cfg.experts
+                              + max(cfg.active, 1) * ffn_numbers(cfg))
+    return FLOPS_PER_NUMBER * per_token * tokens / cfg.devices
 
 
 NORM_FLOPS, GELU_FLOPS, ADD_FLOPS = 5, 9, 1  # per number: a norm's mean, subtract, square,
@@ -385,11 +446,11 @@ NORM_FLOPS, GELU_FLOPS, ADD_FLOPS = 5, 9, 1  # per number: a norm's mean, subtra
 
 
 def elementwise_flops(cfg, tokens):
-    """Two norms and two adds over the width, the activation over the feed-forward (and, gated,
-    its product with the gate)."""
+    """Two norms and two adds over the width, the activation over each routed feed-forward
+    (and, gated, its product with the gate), split over the devices."""
     per_token = ((2 * NORM_FLOPS + 2 * ADD_FLOPS) * cfg.width
-                 + (GELU_FLOPS + cfg.gated) * cfg.ffn)
-    return cfg.layers * per_token * tokens
+                 + (GELU_FLOPS + cfg.gated) * cfg.ffn * max(cfg.active, 1))
+    return cfg.layers * per_token * tokens / cfg.devices
 
 
 def attended_pairs(riders):
@@ -397,21 +458,69 @@ def attended_pairs(riders):
     return sum(t * n0 + t * (t + 1) // 2 for n0, t in riders)
 
 
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """All the accounting needs of what rides a trip: the new tokens, the notes already kept,
+    the (token, note) pairs attention reads, and the users."""
+    tokens: int
+    notes: int
+    pairs: int
+    users: int
+
+
+def load(riders):
+    """The Load of riders ([(notes before, new tokens)], or a Load already)."""
+    if isinstance(riders, Load):
+        return riders
+    return Load(sum(t for _, t in riders), sum(n0 for n0, _ in riders), attended_pairs(riders),
+                len(riders))
+
+
+def typing_load(notes, users):
+    """`users` users typing one token each, with `notes` notes each, counted without a list of
+    them: a prediction's turning point may lie at billions of users."""
+    return Load(users, notes * users, (notes + 1) * users, users)
+
+
 def attention_flops(cfg, riders):
     """Scores q.k and the weighted sum of v: 2 FLOPs per number of every query head, for every
     allowed pair (a shared key/value head saves bytes, not math)."""
-    return cfg.layers * 4 * cfg.heads * cfg.head * attended_pairs(riders)
+    return cfg.layers * 4 * cfg.heads * cfg.head * load(riders).pairs / cfg.devices
+
+
+def head_costs(cfg, riders):
+    """The LM head on a trip: its table once, and, untied, the embedding rows of the new tokens;
+    the words of each user's last new token (2 FLOPs a head number). -> (bytes, FLOPs)"""
+    ride = load(riders)
+    rows = 0 if cfg.tied else ride.tokens * cfg.width
+    return ((cfg.vocab * cfg.width + rows) * DTYPE_BYTES[cfg.dtype] / cfg.devices,
+            FLOPS_PER_NUMBER * cfg.vocab * cfg.width * ride.users / cfg.devices)
 
 
 def costs(cfg, riders):
-    """What each part of a trip must fetch and compute: {part: (bytes, FLOPs)}. The forklift
-    brings the tables once and every note already in the notebooks the trip reads; the
-    activations, and the notes written on this trip, are read back while still close by."""
-    tokens = sum(t for _, t in riders)
-    return {"tables": (table_bytes(cfg), table_flops(cfg, tokens)),
-            "attention": (note_bytes(cfg) * sum(n0 for n0, _ in riders),
-                          attention_flops(cfg, riders)),
-            "elementwise": (0, elementwise_flops(cfg, tokens))}
+    """What each part of a trip must fetch and compute, on one device: {part: (bytes, FLOPs)}.
+    The forklift brings the tables once (those the trip's tokens are routed to) and every note
+    already in the notebooks the trip reads; the activations, and the notes written on this
+    trip, are read back while still close by. The head, where counted, is a part of its own.
+    riders: a list, or their Load."""
+    ride = load(riders)
+    parts = {"tables": (tables_read(cfg, ride.tokens), table_flops(cfg, ride.tokens)),
+             "attention": (note_bytes(cfg) * notes_share(cfg) * ride.notes,
+                           attention_flops(cfg, ride)),
+             "elementwise": (0, elementwise_flops(cfg, ride.tokens))}
+    return {**parts, "head": head_costs(cfg, ride)} if cfg.vocab else parts
+
+
+ALL_REDUCES = 2  # per floor, split over devices: after attention's out, after the feed-forward's
+
+
+def link_bytes(cfg, riders):
+    """What each device sends over the link on a trip split over cfg.devices (tensor parallel):
+    a ring all-reduce of the new tokens' (width,) activations, at 16 bits (32 in float32),
+    twice a floor, sends 2 (devices - 1) / devices of it. 0 on one device."""
+    tokens, n = load(riders).tokens, cfg.devices
+    size = tokens * cfg.width * (4 if cfg.dtype == "float32" else 2)
+    return cfg.layers * ALL_REDUCES * size * 2 * (n - 1) / n
 
 
 def bytes_read(cfg, riders):
@@ -424,14 +533,17 @@ def trip_flops(cfg, riders):
     return sum(f for _, f in costs(cfg, riders).values())
 
 
-def limit(cfg, riders, bytes_per_s, flops_per_s):
-    """The fastest a trip can be on a machine: max(fetching / forklift, math / workbench).
+def limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf):
+    """The fastest a trip can be on a machine: max(fetching / forklift, math / workbench), and,
+    split over devices, sending / the link between them (bandwidth alone, no latency).
 
-    -> (seconds, "forklift" or "workbench"): whichever job is slower bounds the trip.
+    -> (seconds, "forklift", "workbench" or "link"): whichever job is slowest bounds the trip.
     """
-    fetch = bytes_read(cfg, riders) / bytes_per_s
-    work = trip_flops(cfg, riders) / flops_per_s
-    return (fetch, "forklift") if fetch >= work else (work, "workbench")
+    jobs = {"forklift": bytes_read(cfg, riders) / bytes_per_s,
+            "workbench": trip_flops(cfg, riders) / flops_per_s,
+            "link": link_bytes(cfg, riders) / link_per_s if cfg.devices > 1 else 0}
+    bound = max(jobs, key=jobs.get)
+    return jobs[bound], bound
 
 
 def part_limits(cfg, riders, bytes_per_s, flops_per_s):
@@ -445,4 +557,4 @@ def trip_scratch_bytes(cfg, riders):
     tokens = sum(t for _, t in riders)
     scores = max(cfg.heads * (n0 + t) * t for n0, t in riders) * BYTES * 2  # scores + causal bias
     activations = 12 * cfg.width * tokens * BYTES  # qkv (3w), up/gelu (2 x 4w), residuals
-    return scores + activations
+    return (scores + activations) / cfg.devices

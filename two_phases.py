@@ -472,7 +472,7 @@ def parse_args(argv=None):
                 f"tokens; use a larger {dial} or fewer --notes")
     roofs.check_flags(p, args)
     args.plot = pictures.wanted(p, args)
-    if predict.check_flags(p, args):
+    if predict.check_flags(p, args, {n: EXPERIMENTS[n] for n in args.experiments}):
         return args  # a prediction: nothing is built, nothing to fit in memory
     flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes or --depths")

@@ -19,21 +19,31 @@ from harness.terminal import note, quoted
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARDWARE = os.path.join(HERE, "hardware.json")
-MATH = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "int8": "int8",
-        "int4": "float16"}  # the workbench speed a precision's math runs at: 4-bit tables are
-#                             unpacked to 16 bits for the math, as common 4-bit kernels do
+WEIGHTS_ONLY = ("int8-weights", "int4-weights")  # tables kept small, unpacked to 16 bits for
+#   the math, as most engines run a quantized model: its math runs at the machine's 16-bit rate
+
+
+def math_of(dtype, workbench):
+    """The precision a table's math runs at, of those a machine's workbench names: its own, or,
+    weights only, the 16-bit rate (bfloat16's, else float16's, else float32's)."""
+    if dtype not in WEIGHTS_ONLY:
+        return dtype
+    return next((p for p in ("bfloat16", "float16") if p in workbench), "float32")
+
 
 @dataclasses.dataclass(frozen=True)
 class Target:
     """One machine at one precision: the name asked for, its title, its two speeds at that
     precision (with their sources), the precision of a table number and of a note, and its
-    memory ([bytes, source]; None where none is published)."""
+    memory ([bytes, source]; None where none is published), and how many of it the model is
+    split over (tensor parallel), their link's speed among the roofs."""
     name: str
     title: str
     roofs: Speeds
     dtype: str
     note_dtype: str
     memory: tuple = None
+    devices: int = 1
 
     @property
     def precision(self):
@@ -42,10 +52,21 @@ class Target:
 
     @property
     def label(self):
-        return f"{self.name} {self.precision}"
+        return f"{self.name}{self.times} {self.precision}"
+
+    @property
+    def times(self):
+        """' x2' for a model split over two of it; '' on one."""
+        return f" x{self.devices}" if self.devices > 1 else ""
+
+    @property
+    def linked(self):
+        """Whether several of it can hold one model: a link between them is published."""
+        return self.roofs.link_per_s < float("inf")
 
     def config(self, cfg):
-        return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype)
+        return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype,
+                                   devices=self.devices)
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,18 +86,21 @@ def target(text, dtype, note_dtype, out):
     if dtype not in model.DTYPE_BYTES:
         raise ValueError(f"{said}: the precision after ':' must be one of "
                          f"{', '.join(model.DTYPE_BYTES)}")
-    note_dtype = note_dtype or dtype
-    if name in known():
-        entry, math_dtype = known()[name], MATH[dtype]
+    entry = known().get(name)
+    math_dtype = math_of(dtype, entry["workbench"] if entry else ("float32",))
+    note_dtype = note_dtype or (math_dtype if dtype in WEIGHTS_ONLY else dtype)
+    if entry:
         bench = entry["workbench"].get(math_dtype)
         if bench is None:
             raise ValueError(f"{said}: hardware.json gives {name} no {math_dtype} math speed; "
                              f"it has {', '.join(entry['workbench'])}" + (
                                  "" if colon else f" (name it {name}:PRECISION)"))
-        memory = entry.get("memory")
+        memory, link = entry.get("memory"), entry.get("link")
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
-            f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"), dtype, note_dtype,
+            f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"
+            + (f"; link: {link[1]}" if link else ""),
+            link_per_s=link[0] * 1e9 if link else float("inf")), dtype, note_dtype,
             (memory[0] * 1e9, memory[1]) if memory else None)
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
         (os.path.join(where, name) for where in (out, results.REFERENCES)
@@ -108,9 +132,13 @@ def served(name):
 
 
 def targets(args):
-    """The machines a prediction is for, in order: the speeds given (if any), then each named."""
+    """The machines a prediction is for, in order: the speeds given (if any), then each named,
+    each split over as many devices as args.devices says (once resolved: see predict)."""
     given = roofs.given(args)
-    return [Target(GIVEN, "the speeds given", given, args.dtype or "float32",
-                   args.note_dtype or args.dtype or "float32")
-            if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
-            for name in args.predict]
+    dtype = args.dtype or "float32"
+    found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or (
+                        "bfloat16" if dtype in WEIGHTS_ONLY else dtype))
+             if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
+             for name in args.predict]
+    devices = getattr(args, "devices", None) or [1] * len(found)
+    return [dataclasses.replace(t, devices=n) for t, n in zip(found, devices)]

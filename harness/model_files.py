@@ -4,6 +4,8 @@ width and a gated feed-forward. Hugging Face's config.json names are read too.
 
     python two_phases.py --predict h100-sxm --model llama-3-8b
 """
+import dataclasses
+import difflib
 import json
 import os
 import stat
@@ -13,29 +15,35 @@ from harness.terminal import printable, quoted
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
-MIXTURE = ("num_local_experts", "num_experts", "n_routed_experts")  # Hugging Face's names for a
-#                                                                     mixture of experts
 ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
            "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
            "ffn": ("intermediate_size", "n_inner"), "head": ("head_dim",),
-           "context": ("max_position_embeddings", "n_positions", "n_ctx")}
+           "context": ("max_position_embeddings", "n_positions", "n_ctx"),
+           "vocab": ("vocab_size", "n_vocab"),
+           "experts": ("num_local_experts", "num_experts", "n_routed_experts"),
+           "active": ("num_experts_per_tok", "moe_topk")}
 BOUNDS = {"layers": (1, 1000), "width": (1, 10 ** 6), "heads": (1, 10 ** 4),
           "kv_heads": (1, 10 ** 4), "ffn": (1, 10 ** 7), "head": (1, 10 ** 5),
-          "context": (1, 10 ** 8)}
+          "context": (1, 10 ** 8), "vocab": (1, 10 ** 7), "experts": (1, 10 ** 4),
+          "active": (1, 10 ** 4)}
+GPT2_VOCAB = 50257  # GPT-2's words, its head tied to its embedding (Radford et al. 2019)
 
 
 def config(text):
     """The model --model names: a GPT-2 size, a file under models/ by its name, or a JSON file
     with layers, width, heads and, for a Llama-style model, kv_heads, ffn, gated (Hugging Face's
     config.json names are read too). -> Config, or raise ValueError in one line."""
-    if text in model.SIZES:
-        return model.SIZES[text]
+    if text in model.SIZES:  # predicted with its head, which the measured model does not run
+        return dataclasses.replace(model.SIZES[text], vocab=GPT2_VOCAB)
     path = os.path.join(MODELS, text + ".json") if os.path.isfile(
         os.path.join(MODELS, text + ".json")) else text
     if not os.path.isfile(path):
+        near = difflib.get_close_matches(text.lower(), [*model.SIZES, *shipped_models()], n=1)
+        if near and near[0] == text.lower():
+            return config(near[0])  # a name is a name in any case: Llama-3-8B is llama-3-8b
         raise ValueError(f"must be a GPT-2 size ({', '.join(model.SIZES)}), a model under "
                          f"models/ ({', '.join(shipped_models())}) or a JSON file, got "
-                         f"{quoted(text, 60)}")
+                         f"{quoted(text, 60)}" + (f" (did you mean {near[0]}?)" if near else ""))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place does not block
     with os.fdopen(fd, "rb") as f:
         raw = f.read(FILE_MAX + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
@@ -66,23 +74,34 @@ def shape(found, path):
     if not fields["head"] and fields["heads"] > fields["width"]:
         raise ValueError(f"{path}: 'heads' ({fields['heads']}) must be at most 'width' "
                          f"({fields['width']}), or give 'head', the numbers per head")
-    if any(k in found for k in MIXTURE):
-        raise ValueError(f"{path}: a mixture of experts is not modelled here (each token "
-                         f"reads only some tables); give a dense model")
+    if bool(fields["experts"]) != bool(fields["active"]) or fields["active"] > fields["experts"]:
+        raise ValueError(f"{path}: a mixture of experts needs 'experts' and 'active' (or "
+                         f"'num_experts_per_tok'), the experts each token is routed to, at most "
+                         f"'experts'; got {fields['experts'] or 'no'} experts, "
+                         f"{fields['active'] or 'none'} a token")
+    ffn = found.get("moe_intermediate_size") if fields["experts"] else None
+    if ffn is not None:  # an expert's own width (Qwen's, DeepSeek's), not the dense layers'
+        if type(ffn) is not int or not 1 <= ffn <= BOUNDS["ffn"][1]:
+            raise ValueError(f"{path}: 'moe_intermediate_size' must be a whole number from 1 to "
+                             f"{BOUNDS['ffn'][1]:,}")
+        fields["ffn"] = ffn
     if fields["kv_heads"] and fields["heads"] % fields["kv_heads"]:
         raise ValueError(f"{path}: 'kv_heads' ({fields['kv_heads']}) must divide 'heads' "
                          f"({fields['heads']})")
     gated = found.get("gated", found.get("hidden_act") in ("silu", "swiglu")
                       or str(found.get("model_type", "")).startswith("gemma"))
-    if type(gated) is not bool:
-        raise ValueError(f"{path}: 'gated' must be true or false")
+    tied = found.get("tied", found.get("tie_word_embeddings", True))  # Hugging Face's default
+    if type(gated) is not bool or type(tied) is not bool:
+        raise ValueError(f"{path}: 'gated' and 'tied' must be true or false")
     name = next((n for n in (found.get("name"), found.get("_name_or_path"))
                  if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))
     gpt2 = model.gpt2("", fields["layers"], fields["width"], fields["heads"])
     return model.Config(printable(name)[:60], fields["layers"], fields["width"], fields["heads"],
                         kv_heads=fields["kv_heads"] or gpt2.kv_heads, ffn=fields["ffn"] or gpt2.ffn,
                         head=fields["head"] or gpt2.head, gated=gated,
-                        context=fields["context"] or model.CONTEXT, family="")
+                        context=fields["context"] or model.CONTEXT, family="",
+                        vocab=fields["vocab"], tied=tied, experts=fields["experts"],
+                        active=fields["active"])
 
 
 def shipped_models():

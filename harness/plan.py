@@ -6,7 +6,7 @@ import statistics
 
 import model
 from harness import records, timing
-from harness.printers import SIG, sig
+from harness.printers import SIG, col, sig
 from harness.terminal import plural
 
 
@@ -65,8 +65,7 @@ def figures(row, runs, stat="middle", what=""):
 
 def predicted(cfg, rows, roofs):
     """Each row with every trip at its limit on the given speeds: one "run" of limits."""
-    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
-    return [Outcome(row, figures(row, timing.Runs([[model.limit(cfg, riders, bw, fl)[0]
+    return [Outcome(row, figures(row, timing.Runs([[roofs.limit(cfg, riders)[0]
                                                     for riders in row.steps]], [None]), "limit"))
             for row in rows]
 
@@ -80,29 +79,63 @@ def held(cfg, rows):
     """What an experiment's rows hold at once beyond the tables, in bytes: (the notes: the first
     notebooks the typers copy, one per depth they start at, and the fullest row's notebooks;
     the working space: the scratch of that row's biggest trip), for the row holding the most."""
+    note = model.note_bytes(cfg) * model.notes_share(cfg)  # one token's, on one device
     firsts = sum({n for row in rows for n, _ in row.steps[0]})
-    notes, working = max(((model.note_bytes(cfg) * sum(n + t for n, t in row.steps[-1]),
+    notes, working = max(((note * sum(n + t for n, t in row.steps[-1]),
                            max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps))
                           for row in rows), key=sum)
-    return model.note_bytes(cfg) * firsts + notes, working
+    return note * firsts + notes, working
 
 
-def predict(cfg, experiments, args, roofs, settings):
+def predict(cfg, experiments, args, roofs, settings, memory=None):
     """Each experiment's records and sheets with every trip of every planned row at its limit:
-    [(records, [Sheet])]."""
+    [(records, [Sheet])]. memory: what one device has ([bytes, source], or None where unknown):
+    each row says whether it fits there, its time never alone."""
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     out = []
     for e in experiments:
-        found = records.from_rows(e.figures(cfg, args, predicted(cfg, e.plan(args), roofs), roofs),
-                                  settings, predicted=True)
+        rows = e.plan(args)
+        fitting = {tuple(row.keys.items()): fits(cfg, row, memory) for row in rows}
+        made = [(with_memory(layout), [{**r, "memory": fitting.get(tuple(
+                    (k, r[k]) for k in row_keys(layout)))} for r in found])
+                for layout, found in e.figures(cfg, args, predicted(cfg, rows, roofs), roofs)]
+        found = records.from_rows(made, settings, predicted=True)
         out.append((found, [dataclasses.replace(sheet, text=None, layout=dataclasses.replace(
-            sheet.layout, timed=(), title=f"{sheet.title}, PREDICTED", columns=[
+            with_memory(sheet.layout), timed=(), title=f"{sheet.title}, PREDICTED", columns=[
                 c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
-                for c in sheet.columns]), note=(
+                for c in with_memory(sheet.layout).columns]), note=(
             f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
-            f"FLOPs / {sig(fl / 1e9)} GFLOP/s); nothing was run, and a real engine reaches "
-            f"some fraction of it)")) for sheet in e.sheets(found, cfg, args)]))
+            f"FLOPs / {sig(fl / 1e9)} GFLOP/s"
+            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s" if cfg.devices > 1 else "")
+            + "); nothing was run, and a real engine reaches some fraction of it"
+            + ("" if memory else "; the machine's memory is unknown, so whether a row fits is "
+               "too") + ")")) for sheet in e.sheets(found, cfg, args)]))
     return out
+
+
+def fits(cfg, row, memory):
+    """'fits', or 'does not fit (needs X of Y GB)': the tables, and what the row holds at
+    once, on one device; None where the memory is unknown."""
+    if not memory:
+        return None
+    need = model.held_bytes(cfg) + sum(held(cfg, [row]))
+    return "fits" if need <= memory[0] else \
+        f"does not fit (needs {need / 1e9:,.1f} of {memory[0] / 1e9:,.0f} GB)"
+
+
+def row_keys(layout):
+    """The figures that key a layout's rows."""
+    return [c.figure for c in layout.columns if c.key and c.figure != records.ROW]
+
+
+def with_memory(layout):
+    """The layout with a last column saying whether each row fits (once)."""
+    if any(c.figure == "memory" for c in layout.columns):
+        return layout
+    return dataclasses.replace(layout, columns=[*layout.columns, *MEMORY])
+
+
+MEMORY = [col("memory", "memory", "", "s", empty="")]  # a predicted row: fits, or does not
 
 
 def at_the_limits(cfg, args, experiments, roofs, also=()):
@@ -140,7 +173,7 @@ def weights(cfg, plans, roofs):
 def peak_bytes(cfg, plans, speeds_bytes):
     """The most a run holds at once: the tables, plus the most that measuring the speeds or any
     experiment's rows (plans: [[Row]]) hold."""
-    return model.table_bytes(cfg) + max(
+    return model.held_bytes(cfg) + max(
         speeds_bytes, *(memory_bytes(cfg, rows) for rows in plans))
 
 

@@ -8,19 +8,20 @@ reaches some fraction of it.
     python two_phases.py --predict h100-sxm rtx-4090:int4 post --model llama-3-8b
 """
 import argparse
+import dataclasses
+import functools
 import re
 
 import model
 from harness import claims, pictures, plan, records
-from harness.flags import check_folder
+from harness.flags import check_folder, whole
 from harness.hardware import GIVEN, known, target, targets
 from harness.model_files import config
 from harness.terminal import note
 from harness.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
-LENGTHS = (1, 16, 64, 256, 1024, 4096, 16384, 65536)  # new tokens each: 1 is typing; more,
-#                                                       reading a question (up to the context)
+MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's
 MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
 MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few seconds' work
 
@@ -29,19 +30,10 @@ MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few 
 # the turning points: where each phase turns from the forklift to the workbench
 
 
-def typing_costs(cfg, notes, users):
-    """(bytes, FLOPs) of a trip typing one token for each of `users` users with `notes` notes
-    each: the tables once, and each user's notes and math. Linear in users, so a turning point
-    is found in a few steps however far away it is."""
-    one = model.costs(cfg, [(notes, 1)])
-    per_user = sum(b for b, _ in one.values()) - model.table_bytes(cfg)
-    return model.table_bytes(cfg) + users * per_user, users * sum(f for _, f in one.values())
-
-
-def busy(nbytes, flops, roofs):
+def busy(cfg, riders, roofs):
     """The share of the time the workbench works on a trip at its limit: 1 when it binds."""
-    work = flops / roofs.flops_per_s
-    return work / max(nbytes / roofs.bytes_per_s, work)
+    work = model.trip_flops(cfg, riders) / roofs.flops_per_s
+    return work / roofs.limit(cfg, riders)[0]
 
 
 def first(holds, hi=MOST):
@@ -55,23 +47,17 @@ def first(holds, hi=MOST):
     return lo
 
 
-def reading(cfg, prompt):
-    """(bytes, FLOPs) of reading one question of `prompt` tokens into an empty notebook."""
-    return model.bytes_read(cfg, [(0, prompt)]), model.trip_flops(cfg, [(0, prompt)])
-
-
 def turning(cfg, roofs, notes, typers, question):
     """One machine's turning points and shares, as a sheet row. -> {figure: value}"""
-    typed = [typing_costs(cfg, notes, u) for u in (1, MOST)]
-    normal = model.limit(cfg, [(notes, 1)] * typers, roofs.bytes_per_s, roofs.flops_per_s)[0]
-    at_once = model.limit(cfg, [(notes, 1)] * typers + [(0, question)], roofs.bytes_per_s,
-                          roofs.flops_per_s)[0]
+    typing = functools.partial(model.typing_load, notes)  # users -> their trip's Load
+    normal = roofs.limit(cfg, typing(typers))[0]
+    at_once = roofs.limit(cfg, [(notes, 1)] * typers + [(0, question)])[0]
     return {"balance": roofs.balance,
-            "reads turn": first(lambda p: busy(*reading(cfg, p), roofs) >= 1),
-            "types turn": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 1),
-            "half bench": first(lambda u: busy(*typing_costs(cfg, notes, u), roofs) >= 0.5),
-            "one typer": 100 * busy(*typed[0], roofs),
-            "typing ceiling": 100 * busy(*typed[1], roofs),
+            "reads turn": first(lambda p: busy(cfg, [(0, p)], roofs) >= 1),
+            "types turn": first(lambda u: busy(cfg, typing(u), roofs) >= 1),
+            "half bench": first(lambda u: busy(cfg, typing(u), roofs) >= 0.5),
+            "one typer": 100 * busy(cfg, typing(1), roofs),
+            "typing ceiling": 100 * busy(cfg, typing(MOST), roofs),
             "notes outweigh": model.table_bytes(cfg) / model.note_bytes(cfg),
             "freeze": at_once / normal}
 
@@ -80,7 +66,7 @@ def turning_sheet(cfg, aimed, args, settings):
     """The turning points of every machine asked for, and of the post's machine to compare."""
     post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
                                                                    args.out)]
-    found = [{"name": t.name, "precision": t.precision,
+    found = [{"name": t.name + t.times, "precision": t.precision,
               **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
              for t in [*aimed, *post]]
     return Sheet(TURNING, records.make(TURNING, found, settings, predicted=True),
@@ -111,84 +97,135 @@ TURNING = Layout("turning points", [
     title="Which limit you will hit: the turning points, predicted")
 
 
-def limits_sheet(cfg, aim, notes, settings):
-    """For one machine: the limit each trip hits, users down, new tokens each across (1: typing
-    one token with `notes` notes each; more: reading a question of that length each)."""
-    out = []
+def grid_sheet(cfg, aim, settings):
+    """For one machine: the limit each typing trip hits, users down, each one's notes across
+    (the notebook depth): the workbench, the forklift (and how busy the workbench is meanwhile),
+    the link, or does not fit; and, under them, the most users that fit at each depth."""
+    depths = [d for d in DEPTHS if d < cfg.context]
+    rows = []
     for u in BATCHES:
         row = {"users": u}
-        for t in (t for t in LENGTHS if t <= cfg.context):
-            riders = [(notes, 1) if t == 1 else (0, t)] * u
-            share = busy(model.bytes_read(cfg, riders), model.trip_flops(cfg, riders), aim.roofs)
-            row[f"{t} tokens"] = "workbench" if share >= 1 else f"forklift {sig(100 * share)}%"
-        out.append(row)
-    layout = Layout("limits", [LIMIT_COLUMNS[0], *(c for t, c in zip(LENGTHS, LIMIT_COLUMNS[1:])
-                                                   if t <= cfg.context)],
-                    title=f"Which limit you will hit on {aim.title}, "
-                          f"{aim.precision}, predicted")
-    return Sheet(layout, records.make(layout, out, settings, predicted=True),
-                 settings=f"{cfg}; typing: one token each, with {notes} notes",
-                 note="(each trip's limit: the workbench, or the forklift and how busy the "
-                      "workbench is meanwhile; reading: each user's question of that many tokens, "
-                      "on one trip)")
+        for d in depths:
+            need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
+            row[f"{d} notes"] = (
+                f"does not fit ({gb(need)} GB)" if aim.memory and need > aim.memory[0]
+                else "workbench" if aim.roofs.limit(cfg, ride)[1] == "workbench"
+                else f"{aim.roofs.limit(cfg, ride)[1]} {sig(100 * busy(cfg, ride, aim.roofs))}%")
+        rows.append(row)
+    if aim.memory:
+        rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.memory[0])
+                                                 for d in depths}})
+    layout = Layout("grid", [GRID_COLUMNS[0], *(GRID_COLUMNS[1 + DEPTHS.index(d)]
+                                                for d in depths)],
+                    title=f"Which limit typing hits on {aim.title}{aim.times}, {aim.precision}, "
+                          f"predicted")
+    return Sheet(layout, records.make(layout, rows, settings, predicted=True),
+                 settings=f"{cfg}; each user types one token, with that many notes",
+                 note="(each trip's limit: the workbench, the forklift and how busy the workbench "
+                      "is meanwhile, or the link between devices; does not fit: the tables, "
+                      "every user's notes and the trip's working space need more than the "
+                      "memory" + (f" ({gb(aim.memory[0])} GB" + (" each" if aim.devices > 1
+                                                                    else "") + ")"
+                                  if aim.memory else " (unknown here: every cell is a limit)")
+                      + "; most that fit: the most users who type together at that depth)")
 
 
-LIMIT_COLUMNS = [col("users", "users", "users", "d", key=True)] + [
-    col(f"{t} tokens", "typing" if t == 1 else f"reading {t:,}", "", "s") for t in LENGTHS]
+DEPTHS = (0, 1024, 4096, 16384, 65536, 131072)  # notes each typer keeps, in the grid (up to the
+#                                                 model's context)
+GRID_COLUMNS = [col("users", "users", "users", "s", key=True)] + [
+    col(f"{d} notes", f"{d:,} notes", "", "s") for d in DEPTHS]
+
+
+def typing_memory(cfg, notes, users):
+    """What `users` typers with `notes` notes each hold on one device as they type: the tables,
+    every user's notes (the new one among them) and the trip's working space."""
+    kept = model.note_bytes(cfg) * model.notes_share(cfg) * users * (notes + 1)
+    one, two = (model.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
+    working = one + (users - 1) * (two - one)  # the scores of one user at a time, and every
+    #                                            user's activations
+    return model.held_bytes(cfg) + kept + working
+
+
+def most_users(cfg, notes, memory):
+    """The most users typing together, `notes` notes each, that fit in memory: 0 if one does
+    not."""
+    over = first(lambda u: typing_memory(cfg, notes, u) > memory)
+    return f"{MOST if over is None else over - 1:,}"
+
+
+def gb(n):
+    return f"{n / 1e9:,.0f}" if n >= 10e9 else sig(n / 1e9)
 
 
 def fits(cfg, aimed, args, settings, experiments):
-    """Whether the plan fits each machine's memory: what it needs (the tables, the fullest row's
-    notes, the working space of its biggest trip), what the machine has, and, where one does not
-    hold it, how many of them would (each holding its share, as tensor parallelism splits the
-    tables and the notes by heads)."""
+    """Whether the plan fits each machine's memory: what each device needs (its share of the
+    tables, of the fullest row's notes, of the working space of its biggest trip), what it has,
+    and the fewest devices that hold it, each its share, as tensor parallelism splits them."""
     rows = []
     for t in aimed:
-        c = t.config(cfg)
-        need = plan_bytes(c, args, experiments)
+        need = plan_bytes(t.config(cfg), args, experiments)
         total = sum(need.values())
-        row = {"name": t.name, "precision": t.precision, "tables": need["tables"] / 1e9,
-               "notes": need["notes"] / 1e9, "working": need["working"] / 1e9,
-               "needs": total / 1e9}
+        row = {"name": t.name, "precision": t.precision, "devices": t.devices,
+               **{k: v / 1e9 for k, v in need.items()}, "needs": total / 1e9}
         if t.memory:
-            have = t.memory[0]
-            row.update(has=have / 1e9, fits="fits" if total <= have else
-                       f"does not fit (needs {total / 1e9:,.0f} of {have / 1e9:,.0f} GB)",
-                       devices=-(-int(total) // int(have)))
+            least = fewest(cfg, t, args, experiments)
+            row.update(has=t.memory[0] / 1e9, fits=verdict(total, t.memory[0]),
+                       least=least or f"more than {MOST_DEVICES}")
         rows.append(row)
     return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
-                 settings=f"{cfg}; the most the plan holds at once", note=(
-                     "(needs: the tables at their precision, and, for the planned row that holds "
-                     "the most, every user's notes at their longest and its biggest trip's "
-                     "working space; "
-                     "devices: how many such machines would hold it, each its share; memory as "
-                     "published: " + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed
-                                               if t.memory) + ")"))
-
-
-def plan_bytes(cfg, args, experiments):
-    """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
-    hold at most at once, as a measured run's memory check counts them (plan.held)."""
-    notes, working = max((plan.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
-    return {"tables": model.table_bytes(cfg), "notes": notes, "working": working}
+                 settings=f"{cfg}; the most the plan holds at once, on each device", note=(
+                     "(needs: the tables at their precision, the head and the embedding among "
+                     "them, and, for the planned row that holds the most, every user's notes at "
+                     "their longest and its biggest trip's working space, each device its share "
+                     "(tensor parallel: the tables split, the notes split by key/value heads); "
+                     "fewest: the fewest such devices that hold it; memory as published: "
+                     + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed if t.memory) + ")"))
 
 
 FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
                        col("precision", "precision", "", "s", key=True),
+                       col("devices", "devices", "devices", "d", key=True),
                        col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
                        col("working", "working GB", "GB", SIG),
                        col("needs", "needs GB", "GB", SIG), col("has", "has GB", "GB", SIG,
                                                                 empty="unknown"),
                        col("fits", "fits", "", "s", empty="unknown"),
-                       col("devices", "devices needed", "devices", "d", empty="")],
+                       col("least", "fewest devices", "devices", "s", empty="unknown")],
               title="Does it fit: the memory the plan holds at once, predicted")
+
+
+def verdict(need, have):
+    """'fits', or 'does not fit (needs X of Y GB)'."""
+    return "fits" if need <= have else f"does not fit (needs {gb(need)} of {gb(have)} GB)"
+
+
+def plan_bytes(cfg, args, experiments):
+    """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
+    hold at most at once on one device, as a measured run's memory check counts them
+    (plan.held)."""
+    notes, working = max((plan.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
+    return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
+
+
+def fewest(cfg, aim, args, experiments):
+    """The fewest devices of this machine, 1 to MOST_DEVICES splitting the heads evenly, whose
+    memory holds the plan, each its share; None where none does (or the machine's memory is
+    unknown, or more than one of it has no published link)."""
+    for n in range(1, MOST_DEVICES + 1):
+        if n > 1 and (not aim.linked or cfg.heads % n):
+            continue
+        c = dataclasses.replace(aim, devices=n).config(cfg)
+        if aim.memory and sum(plan_bytes(c, args, experiments).values()) <= aim.memory[0]:
+            return n
+    return None
 
 
 def machines_sheet(aimed, settings):
     """The machines predicted for: their speeds at the precision asked, and the sources."""
     found = [{"name": t.name, "what": t.title, "precision": t.precision,
               "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
-              "balance": t.roofs.balance} for t in aimed]
+              "balance": t.roofs.balance,
+              "link": t.roofs.link_per_s / 1e9 if t.linked else None} for t in aimed]
     return Sheet(MACHINES, records.make(MACHINES, found, settings, predicted=True),
                  settings="their speeds as published (hardware.json), measured, or given",
                  note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
@@ -199,7 +236,8 @@ MACHINES = Layout("machines", [col("name", "machine", "", "s", key=True),
                                col("precision", "precision", "", "s", key=True),
                                col("forklift", "forklift GB/s", "GB/s", SIG),
                                col("workbench", "workbench GFLOP/s", "GFLOP/s", SIG),
-                               col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG)],
+                               col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG),
+                               col("link", "link GB/s each way", "GB/s", SIG, empty="none")],
                   title="The machines predicted for")
 
 
@@ -208,8 +246,10 @@ def words(args):
     aimed = targets(args)
     return ("machine: none: PREDICTED limits, nothing was run; a real engine reaches some "
             "fraction of them | " + "; ".join(
-                f"{t.name} ({t.precision}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
-                f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s" for t in aimed))
+                f"{t.name}{t.times} ({t.precision}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
+                f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s"
+                + (f", linked at {sig(t.roofs.link_per_s / 1e9)} GB/s" if t.devices > 1 else "")
+                for t in aimed))
 
 
 
@@ -227,20 +267,28 @@ def add_flags(g):
     g.add_argument("--dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
                    help="with --predict: a table number's precision, "
                         f"{', '.join(model.DTYPE_BYTES)}; the math runs at that precision's "
-                        "speed (int4's at 16 bits); default: a GPU's 16-bit tensor rate "
+                        "speed (int8-weights' and int4-weights' at 16 bits: weights only); "
+                        "default: a GPU's 16-bit tensor rate "
                         "(bfloat16), any other machine's float32; a measured run is float32")
-    g.add_argument("--note-dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
-                   help="with --predict: a note's precision; default: --dtype's")
+    g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
+                   help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
+                        "default: --dtype's (16 bits for weights only)")
+    g.add_argument("--gpus", type=whole(1, MOST_DEVICES), default=None, metavar="N",
+                   help="with --predict: split the model over N of each GPU named, as tensor "
+                        "parallelism does (each holds 1/N of the tables and of the notes, and "
+                        "the devices add up their work over the published link); default: the "
+                        f"fewest, up to {MOST_DEVICES}, whose memory holds the plan")
 
 
-def check_flags(p, args):
+def check_flags(p, args, experiments):
     """Refuse, in one line, what a measured run cannot do (another model or precision) and what
     a prediction cannot (threads); for a prediction, resolve its machines now and name its
     folder after them. -> whether the run is a prediction"""
     if args.predict is None:
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
                                 ("--dtype", args.dtype, args.dtype in (None, "float32")),
-                                ("--note-dtype", args.note_dtype, args.note_dtype is None)):
+                                ("--note-dtype", args.note_dtype, args.note_dtype is None),
+                                ("--gpus", args.gpus, args.gpus is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
                         f"in float32, the model the post built; {value} is for --predict")
@@ -265,6 +313,7 @@ def check_flags(p, args):
     if rides > MOST_RIDERS:
         p.error(f"argument --typers: a prediction of {rides:,} users' trips is more than "
                 f"{MOST_RIDERS:,}; use fewer --users or --typers, or larger --chunk")
+    args.devices = [split(p, args, cfg, t, experiments) for t in aimed]
     if args.label is None:
         args.label = label(cfg, aimed)
     check_folder(p, args)
@@ -272,6 +321,32 @@ def check_flags(p, args):
         note(f"--predict: no --dtype named, so {', '.join(served)}: a GPU's 16-bit tensor rate, "
              f"as GPUs serve models; --dtype float32 for their float32 rate")
     return True
+
+
+def split(p, args, cfg, aim, experiments):
+    """How many of a machine the model is split over: --gpus where it has a link (one device
+    without), or the fewest that hold the plan (said on stderr when more than one)."""
+    if args.gpus is not None:
+        if args.gpus > 1 and not aim.linked:
+            p.error(f"argument --gpus: {aim.name} has no published link between devices, so "
+                    f"it predicts on one; leave --gpus out, or name a GPU with one")
+        if cfg.heads % args.gpus:
+            p.error(f"argument --gpus: tensor parallelism splits {cfg.name}'s {cfg.heads} heads "
+                    f"evenly, so N must divide {cfg.heads}; got {args.gpus}")
+        return args.gpus
+    need = sum(plan_bytes(aim.config(cfg), args, experiments).values())
+    if not aim.memory or need <= aim.memory[0]:
+        return 1
+    n = fewest(cfg, aim, args, experiments)
+    if n is None:
+        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {gb(need)} of "
+             f"{gb(aim.memory[0])} GB), nor split over up to {MOST_DEVICES} of it: predicted "
+             f"on one, marked as not fitting")
+        return 1
+    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs {gb(need)} of "
+         f"{gb(aim.memory[0])} GB); {n} of it hold it, so predicted split over {n} (tensor "
+         f"parallel; --gpus N for another count)")
+    return n
 
 
 def check_range(p, args):
@@ -316,10 +391,10 @@ def items(args, experiments):
                                                              experiments)])
     found = []
     for made, sheets in plan.predict(cfg, experiments.values(), argparse.Namespace(
-            **{**vars(args), "threads": None}), first_roofs, settings):
+            **{**vars(args), "threads": None}), first_roofs, settings, aimed[0].memory):
         found += made
         yield from spaced(sheets)
-    more = [limits_sheet(cfg, aimed[0], args.notes, settings),
+    more = [grid_sheet(cfg, aimed[0], settings),
             turning_sheet(base, aimed, args, settings)]
     found += [r for sheet in more for r in sheet.records]
     yield from spaced(more)

@@ -7,7 +7,6 @@ loop alone prints and saves; nothing it is handed is changed or handed back.
 """
 import argparse
 import contextlib
-import dataclasses
 import os
 import shlex
 import signal
@@ -18,6 +17,7 @@ from harness import exports, machine, records, report, results, stopping
 from harness.flags import folder_of
 from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.results import ROOT
+from harness.speeds import Speeds
 from harness.terminal import kept, note, plain_streams, plural, show, steps
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
@@ -99,7 +99,7 @@ class Output:
     def __init__(self, args):
         self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
-        self.settings = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+        self.settings = {k: v.saved() if isinstance(v, Speeds) else v
                          for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
         self.text, self.tables, self.kept, self.pictures, self.records = [], {}, {}, {}, []
 

@@ -1,7 +1,9 @@
 """The machine's two limits, the forklift (memory speed) and the workbench (math speed), as a
 run holds its timings to them or predicts with them; machine_speed.py measures them."""
 import dataclasses
+import math
 
+import model
 from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
@@ -18,6 +20,11 @@ class Speeds:
     source: str = ""
     start: "Speeds" = None
     end: "Speeds" = None
+    link_per_s: float = math.inf  # between devices, each way, for a model split over them
+
+    def limit(self, cfg, riders):
+        """The fastest a trip can be at these speeds: (seconds, what bounds it)."""
+        return model.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s)
 
     @property
     def balance(self):
@@ -28,6 +35,8 @@ class Speeds:
         """As a result keeps it: {"bytes_per_s", "flops_per_s", "source", "start", "end"}."""
         out = {"bytes_per_s": self.bytes_per_s, "flops_per_s": self.flops_per_s,
                "source": self.source}
+        if math.isfinite(self.link_per_s):
+            out["link_per_s"] = self.link_per_s
         for when in ("start", "end"):
             if getattr(self, when) is not None:
                 s = getattr(self, when)
@@ -41,7 +50,9 @@ def read(saved):
         return None
     at = {when: Speeds(saved[when]["bytes_per_s"], saved[when]["flops_per_s"])
           for when in ("start", "end") if isinstance(saved.get(when), dict)}
-    return Speeds(saved["bytes_per_s"], saved["flops_per_s"], saved.get("source", ""), **at)
+    link = saved.get("link_per_s")
+    return Speeds(saved["bytes_per_s"], saved["flops_per_s"], saved.get("source", ""), **at,
+                  link_per_s=link if type(link) in (int, float) and link > 0 else math.inf)
 
 
 def memory_bytes(size, matmul):

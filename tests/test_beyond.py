@@ -1,6 +1,7 @@
 """Beyond the post's rows: notebook depth, thread sweeps, GPT-2's four sizes, and predictions."""
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import two_phases
-from harness import bench, flags, pool, predict, records, runner, tuning
+from harness import bench, flags, model_files, pool, predict, records, runner, tuning
 from conftest import script, sheet_of
 from harness.kernels import ATTENTION
 from harness.printers import Sheet, col
@@ -220,7 +221,8 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
                                "reaches some fraction of them | given (float32): 3,350 GB/s, "
                                "989,000 GFLOP/s\n")
     assert r.stdout.count("(predicted: every figure is its trip's limit") == 5
-    xl, found = model.SIZES["xl"], data["records"]
+    xl, found = model_files.config("xl"), data["records"]  # predicted with its head
+    assert xl.vocab == 50257 and xl.tied
     for p in two_phases.PROMPTS:
         assert records.find(found, "prefill", "time", prompt=p).value == pytest.approx(
             model.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
@@ -243,7 +245,7 @@ def test_a_prediction_builds_no_model():
     finally:
         model.floors = real
     assert sheets == ["machines", "fits", "prefill", "decode", "collision", "dial", "depth",
-                      "limits", "turning points", "claims"]
+                      "grid", "turning points", "claims"]
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,
@@ -256,11 +258,17 @@ def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, 
     assert [r["keys"] for r in checked] == [
         {"experiment": "prefill", "prompt": p} for p in (1, 16, 64)] + [
         {"experiment": "decode", "users": u} for u in (1, 4)]
-    for r in checked:  # each check row's limit: the prediction of the same row
-        keys = {k: v for k, v in r["keys"].items() if k != "experiment"}
-        figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]
+    ran, headed = model.SIZES["small"], model_files.config("small")
+    assert headed == dataclasses.replace(ran, vocab=50257)  # a prediction counts the LM head
+    bw, fl = (measured["roofs"][k] for k in ("bytes_per_s", "flops_per_s"))
+    for r in checked:  # each check row's limit and the prediction of the same row: one
+        keys = {k: v for k, v in r["keys"].items() if k != "experiment"}  # accounting, the
+        figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]  # head apart
+        riders = [(0, keys["prompt"])] if "prompt" in keys else \
+            [(measured["settings"]["notes"], 1)] * keys["users"]
+        assert r["value"] == pytest.approx(model.limit(ran, riders, bw, fl)[0] * 1e3)
         assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys).value \
-            == pytest.approx(r["value"])
+            == pytest.approx(model.limit(headed, riders, bw, fl)[0] * 1e3)
     predicted_rows = [keys for name in ("prefill", "decode")
                       for keys in records.rows(guess["records"], name)]
     assert len(predicted_rows) == len(checked)

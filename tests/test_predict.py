@@ -10,7 +10,7 @@ import pytest
 
 import model
 import two_phases
-from harness import claims, hardware, model_files, predict, records, results, schema
+from harness import claims, hardware, model_files, plan, predict, records, results, schema
 from harness.printers import sig
 from harness.speeds import Speeds
 
@@ -52,13 +52,15 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
     assert small.runnable and not cfg.gated and not LLAMA.runnable
 
 
-@pytest.mark.parametrize("dtype,share", [("bfloat16", 2), ("float16", 2), ("int8", 4),
-                                         ("int4", 8)])
+@pytest.mark.parametrize("dtype,share", [("bfloat16", 2), ("float16", 2), ("fp8", 4),
+                                         ("int8", 4), ("int8-weights", 4),
+                                         ("int4-weights", 8)])
 def test_precision_divides_the_bytes_and_leaves_the_math(dtype, share):
     for cfg in (model.SIZES["small"], LLAMA):
-        low = hardware.Target("x", "x", None, dtype, dtype).config(cfg)
+        notes = dtype if dtype in model.NOTE_DTYPES else "bfloat16"
+        low = hardware.Target("x", "x", None, dtype, notes).config(cfg)
         assert model.table_bytes(low) * share == model.table_bytes(cfg)
-        assert model.note_bytes(low) * share == model.note_bytes(cfg)
+        assert model.note_bytes(low) * 4 / model.DTYPE_BYTES[notes] == model.note_bytes(cfg)
         riders = [(100, 1)] * 3
         assert model.trip_flops(low, riders) == model.trip_flops(cfg, riders)
 
@@ -84,7 +86,10 @@ def test_a_bad_model_file_says_what_is_wrong(tmp_path, fields, word):
 
 def test_every_machine_at_hand_gives_a_source_for_each_figure():
     found = hardware.known()
-    assert {"h100-sxm", "a100-sxm", "rtx-4090", "m1-max", "post"} <= set(found)
+    assert {"h100-sxm", "a100-sxm", "rtx-4090", "m1-max", "post", "h200-sxm", "h100-pcie", "b200",
+            "l40s", "a100-40gb", "m2-max", "m3-max", "m4-max", "epyc-9654"} <= set(found)
+    assert all("memory" in e for n, e in found.items() if n != "post")  # the post gives none
+    assert all("link" in e for e in found.values() if "data-centre GPU" in e["kind"])
     kinds = {entry["kind"] for entry in found.values()}
     assert any("data-centre GPU" in k for k in kinds) and any("consumer GPU" in k for k in kinds)
     assert any("CPU" in k for k in kinds)
@@ -93,7 +98,11 @@ def test_every_machine_at_hand_gives_a_source_for_each_figure():
         assert speed > 0 and len(source) > 20, name
         assert "float32" in entry["workbench"], name
         for precision, (speed, source) in entry["workbench"].items():
-            assert precision in hardware.MATH.values() and speed > 0 and len(source) > 20
+            assert precision in model.DTYPE_BYTES and speed > 0 and len(source) > 20
+            assert precision not in hardware.WEIGHTS_ONLY  # their math is another's
+        for figure in ("memory", "link"):  # where published: each with its source
+            if figure in entry:
+                assert entry[figure][0] > 0 and len(entry[figure][1]) > 20, (name, figure)
     assert found["post"]["forklift"][0] == 12.0 and found["post"]["workbench"]["float32"][0] \
         == 120.9  # the post's own machine_speed.py figures
 
@@ -102,8 +111,13 @@ def test_a_machine_is_taken_at_the_precision_asked(tmp_path):
     h100 = hardware.target("h100-sxm", "bfloat16", None, str(tmp_path))
     assert h100.roofs.flops_per_s == 989.5e12 and h100.roofs.bytes_per_s == 3.35e12
     assert "1,979 teraFLOPS" in h100.roofs.source and "3.35 TB/s" in h100.roofs.source
-    four = hardware.target("rtx-4090:int4", "float32", None, str(tmp_path))
-    assert four.dtype == "int4" and four.roofs.flops_per_s == 165.2e12  # unpacked to 16 bits
+    four = hardware.target("rtx-4090:int4-weights", "float32", None, str(tmp_path))
+    assert four.dtype == "int4-weights" and four.roofs.flops_per_s == 165.2e12  # 16-bit math
+    assert four.note_dtype == "bfloat16"  # and 16-bit notes, as weight-only engines keep them
+    eight = hardware.target("h100-sxm:fp8", None, None, str(tmp_path))
+    assert eight.roofs.flops_per_s == 1979e12 and eight.note_dtype == "fp8"
+    with pytest.raises(ValueError, match="no fp8 math speed"):
+        hardware.target("a100-sxm:fp8", None, None, str(tmp_path))  # Ampere has none
     with pytest.raises(ValueError, match="did you mean h100-sxm"):
         hardware.target("h100", "float32", None, str(tmp_path))
     with pytest.raises(ValueError, match="no bfloat16 math speed"):
@@ -136,8 +150,7 @@ def test_each_turning_point_is_the_first_where_the_workbench_binds():
     bound = [model.limit(cfg, [(512, 1)] * n, roofs.bytes_per_s, roofs.flops_per_s)[1]
              for n in (u - 1, u)]
     assert bound == ["forklift", "workbench"]
-    assert predict.typing_costs(cfg, 512, 5) == (
-        model.bytes_read(cfg, [(512, 1)] * 5), model.trip_flops(cfg, [(512, 1)] * 5))
+    assert model.costs(cfg, model.typing_load(512, 5)) == model.costs(cfg, [(512, 1)] * 5)
     assert found["notes outweigh"] == model.table_bytes(cfg) / model.note_bytes(cfg)
     assert 0 < found["one typer"] < 1 and found["half bench"] < u
 
@@ -204,14 +217,20 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
     assert out.startswith("machine: none: PREDICTED limits, nothing was run; a real engine "
                           "reaches some fraction of them | h100-sxm (bfloat16): 3,350 GB/s, "
                           "990,000 GFLOP/s; a100-sxm (bfloat16)")
-    for title in ("Phase 1, reading (prefill), PREDICTED", "Which limit you will hit on NVIDIA "
+    for title in ("Phase 1, reading (prefill), PREDICTED", "Which limit typing hits on NVIDIA "
                   "H100", "Which limit you will hit: the turning points, predicted",
                   "The post's claims about a GPU, predicted for h100-sxm"):
         assert title in out, title
     assert out.count("predicted: holds") >= 3 and "Llama 3 8B (32 floors" in out
     folder = tmp_path / "predicted-llama-3-8b-h100-sxm-bfloat16-and-2-more"
     found = schema.load(str(folder / "two_phases.json"), "two_phases")["records"]  # whole
-    assert records.find(found, "turning points", "half bench", name="h100-sxm").value == 477
+    L, W, H, KV, D, F, V = 32, 4096, 32, 8, 128, 14336, 128256  # Llama 3 8B, by hand
+    tables, head = L * (W * D * (2 * H + 2 * KV) + 3 * W * F), V * W  # and its head
+    fetched = lambda u: (tables + head + u * W) * 2 + u * 512 * L * 2 * KV * D * 2  # noqa: E731
+    math = lambda u: (2 * (tables + head) + L * 4 * H * D * 513  # noqa: E731
+                      + L * (12 * W + 10 * F)) * u  # norms and adds; SiLU and the gate
+    half = next(u for u in range(1, 10 ** 4) if math(u) / 989.5e12 >= fetched(u) / 3.35e12 / 2)
+    assert records.find(found, "turning points", "half bench", name="h100-sxm").value == half
     with pytest.raises(records.Missing):  # never: no figure, "never" printed
         records.find(found, "turning points", "types turn", name="h100-sxm")
     assert "never" in out
@@ -360,19 +379,46 @@ def test_a_gpu_with_no_precision_named_is_predicted_at_its_16_bit_rate_and_its_c
     assert measured.dtype == "float32"  # what a measured run's records say it ran in
 
 
-def test_a_prediction_says_what_the_plan_needs_and_whether_it_fits():
-    args = two_phases.parse_args(["--predict", "h100-sxm", "post", "--model", "llama-3-70b",
-                                  "--no-save"])
-    sheet = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hold_it(capsys):
+    seventy = model_files.config("llama-3-70b")
+    held = (model.table_numbers(seventy) + 2 * 128256 * 8192) * 2  # tables, head, embedding
+    assert held == 141_104_775_168  # 70.55 billion numbers in bfloat16
+    one = two_phases.parse_args(["--predict", "h100-sxm", "post", "--model", "llama-3-70b",
+                                 "--gpus", "1", "--no-save"])
+    sheet = next(s for s in predict.items(one, two_phases.EXPERIMENTS)
                  if getattr(s, "name", "") == "fits")
     h100 = {r["figure"]: r["value"] for r in sheet.records if r["keys"]["name"] == "h100-sxm"}
-    seventy = model_files.config("llama-3-70b")
-    tables = model.table_numbers(seventy) * 2 / 1e9  # bfloat16: 2 bytes a number
-    assert h100["tables"] == pytest.approx(tables) and h100["has"] == 80.0
+    assert h100["tables"] == pytest.approx(held / 1e9) and h100["has"] == 80.0
     assert h100["fits"] == f"does not fit (needs {h100['needs']:,.0f} of 80 GB)"
-    assert h100["devices"] == 2 and h100["needs"] > 80 and h100["needs"] <= 160
+    assert h100["least"] == 2 and {r["keys"]["devices"] for r in sheet.records} == {1}
     post = {r["figure"] for r in sheet.records if r["keys"]["name"] == "post"}
     assert "fits" not in post  # its memory is not published: unknown, never a guess
+    rows = [s for s in predict.items(one, two_phases.EXPERIMENTS)
+            if getattr(s, "name", "") == "decode"][0].records
+    assert {r["value"] for r in rows if r["figure"] == "memory"} == {
+        f"does not fit (needs {n:,.1f} of 80 GB)" for n in [
+            (held + sum(plan.held(dataclasses_replace(seventy, "bfloat16"), [row]))) / 1e9
+            for row in two_phases.decode_plan(one)]}  # every row marked, with its own need
+    capsys.readouterr()
+    auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
+                                  "--no-save"])
+    assert auto.devices == [2] and "2 of it hold it" in capsys.readouterr().err
+    items = list(predict.items(auto, two_phases.EXPERIMENTS))
+    fits = next(s for s in items if getattr(s, "name", "") == "fits")
+    assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
+    split = hardware.targets(auto)[0].config(seventy)
+    assert model.held_bytes(split) == held / 2 and split.devices == 2
+    decode = next(s for s in items if getattr(s, "name", "") == "decode").records
+    step = records.find(decode, "decode", "step", users=1).value / 1e3
+    ride = [(512, 1)]  # two all-reduces a floor of 8,192 bfloat16 numbers, half of it sent
+    assert model.link_bytes(split, ride) == 80 * 2 * 8192 * 2 * 2 * (2 - 1) / 2
+    fetched = held / 2 + 80 * 2 * 4 * 128 * 2 * 512  # half the tables, half of the 8 kv heads
+    assert model.bytes_read(split, ride) == fetched - 2 * 128256 * 8192 / 2 + 8192 * 2 / 2
+    #        the embedding is held, not read: only the new token's row
+    assert step == pytest.approx(max(model.bytes_read(split, ride) / 3350e9,
+                                     model.link_bytes(split, ride) / 450e9))
+
+
     small = two_phases.parse_args(["--predict", "rtx-4090", "--no-save"])
     fits = next(s for s in predict.items(small, two_phases.EXPERIMENTS)
                 if getattr(s, "name", "") == "fits")

@@ -9,12 +9,12 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
-from harness import claims, exports, limits, pictures, predict, records, speeds, timing
+from harness import claims, exports, limits, pictures, plan, predict, records, speeds, timing
 from harness.printers import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, limits, claims, predict)
+SCRIPTS = (two_phases, machine_speed, cube_bug, limits, claims, predict, plan)
 
 
 def renamed(monkeypatch):
