@@ -418,7 +418,7 @@ def build_parser():
                    metavar="T", help="prefill: question lengths in tokens")
     g.add_argument("--users", nargs="+", type=flags.whole(1, MOST_USERS), default=USERS,
                    metavar="U", help="decode: users typing one token each in the same trip")
-    g.add_argument("--notes", type=flags.whole(1, LONGEST - 1), default=NOTES,
+    g.add_argument("--notes", type=flags.whole(0, LONGEST - 1), default=NOTES,
                    metavar="N", help="decode and collision: notes already in each typer's notebook")
     g.add_argument("--typers", type=flags.whole(1, MOST_USERS), default=TYPERS,
                    metavar="U", help="collision: users typing when the new user arrives")
@@ -472,6 +472,9 @@ def parse_args(argv=None):
                 f"tokens; use a larger {dial} or fewer --notes")
     roofs.check_flags(p, args)
     args.plot = pictures.wanted(p, args)
+    if args.notes == 0 and args.predict is None:
+        p.error("argument --notes: a measured run's typers have read a question, at least 1 "
+                "note each; an empty notebook is for --predict")
     if predict.check_flags(p, args, {n: EXPERIMENTS[n] for n in args.experiments}):
         return args  # a prediction: nothing is built, nothing to fit in memory
     flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",

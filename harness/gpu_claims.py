@@ -6,7 +6,8 @@ from harness.printers import sig
 from harness.records import Missing, rows
 from harness.rules import FREEZE, Claim
 
-LONG = 1024  # a long question: the post's "hundreds or thousands of tokens on the trip"
+LONG = 4096  # a long question: the post's "hundreds or thousands of tokens on the trip", up
+#              to a few thousand (a mixture of experts reads more tables a token, so turns later)
 GAIN = 5  # batching pays: a batch uses the workbench this many times as much as one typer (the
 #           post's CPU measured 5.2x the tokens per second at 64 users)
 

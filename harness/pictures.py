@@ -52,7 +52,8 @@ def files(found, roofline, who, quick, predicted=False):
     makers = {"roofline.png": (roofline_figure, roofline),
               "dial.png": (dial_figure, rows_of(found, "dial")),
               "decode.png": (decode_figure, rows_of(found, "decode")),
-              "depth.png": (depth_figure, rows_of(found, "depth"))}
+              "depth.png": (depth_figure, rows_of(found, "depth")),
+              "grid.png": (grid_figure, rows_of(found, "grid"))}
     mark = PREDICTED if predicted else QUICK if quick else ""
     return {name: (lambda path, make=make, data=data: save(make, data, who, mark, path))
             for name, (make, data) in makers.items()
@@ -75,11 +76,11 @@ def figure(plt, make, data, who, mark=""):
     """One picture: make(ax, data) draws it and returns its title and the points to label; a
     prediction's or a quick run's says so across it, and every picture says when it was drawn."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
+    ax.grid(True, which="both", alpha=0.3)  # make() may take it away
     what, points = make(ax, data)
     ax.margins(0.12)
     title = ("PREDICTED: " if mark == PREDICTED else "") + what
     ax.set_title("\n".join([title] + textwrap.wrap(who, 110)), fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend() is None:
         ax.legend(fontsize=8, loc="best")
     if mark:
@@ -100,7 +101,7 @@ def rows_of(found, experiment):
 def roofline_figure(ax, data):
     """The forklift's slope rising to the workbench's flat roof, and every prefill and decode
     row at its arithmetic intensity (all the trip's math, per byte fetched). A prediction may
-    hold several machines: each its roof and its rows, in its own colour; the first's labelled.
+    hold several machines: each its roof and its rows, in its own colour, every row labelled.
     The axes hold every row and every roof."""
     machines = data.get("machines") or [{"name": "", **data}]
     many = len(machines) > 1
@@ -128,12 +129,20 @@ def roofline_figure(ax, data):
                            s=40, zorder=3, color=f"C{i}" if many else None,
                            label=None if i else words + (" (shape)" if many else ""))
                 ys += [p[3] / 1e9 for p in mine]
-                points += [(p[2], p[3] / 1e9, p[1]) for p in mine] if i == 0 else []
-    ridge, at = machines[0]["flops_per_s"] / machines[0]["bytes_per_s"], ax.get_xaxis_transform()
-    ax.text(ridge / 1.3, 0.97, "memory-bound: stuck on the forklift", ha="right", va="top",
-            fontsize=8, color="dimgrey", transform=at)
-    ax.text(ridge * 1.3, 0.97, "compute-bound: stuck on the workbench", ha="left", va="top",
-            fontsize=8, color="dimgrey", transform=at)
+                points += [(p[2], p[3] / 1e9, p[1] if not many else f"{m['name'].split()[0]}: "
+                            f"{p[1]}") for p in mine]
+    if many:  # each machine's own ridge: the words at the two ends, under every machine's
+        ax.text(0.01, 0.97, "left of a ridge: memory-bound, stuck on the forklift", ha="left",
+                va="top", fontsize=8, color="dimgrey", transform=ax.transAxes)
+        ax.text(0.99, 0.03, "right of it: compute-bound, stuck on the workbench", ha="right",
+                va="bottom", fontsize=8, color="dimgrey", transform=ax.transAxes)
+    else:
+        ridge, at = machines[0]["flops_per_s"] / machines[0]["bytes_per_s"], \
+            ax.get_xaxis_transform()
+        ax.text(ridge / 1.3, 0.97, "memory-bound: stuck on the forklift", ha="right", va="top",
+                fontsize=8, color="dimgrey", transform=at)
+        ax.text(ridge * 1.3, 0.97, "compute-bound: stuck on the workbench", ha="left",
+                va="top", fontsize=8, color="dimgrey", transform=at)
     if many:  # the machines' legend under the axes, clear of every point
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     ax.set_xlim(lo, hi)
@@ -155,7 +164,10 @@ def dial_figure(ax, rows):
 
 
 def decode_figure(ax, rows):
-    """Users growing: the machine's tokens per second against the gap each user feels."""
+    """Users growing: the machine's tokens per second against the gap each user feels, both
+    axes from zero (neither can be less)."""
+    ax.set_xlim(0, max(r["step"] for r in rows) * 1.15)
+    ax.set_ylim(0, max(r["tokens per second"] for r in rows) * 1.15)
     return ("Batching: more tokens per second for the machine, a slower typist for each user",
             trade(ax, rows, "step", "tokens per second", "s-", "users typing in the same trip",
                   "the gap each user feels between words (ms)",
@@ -170,6 +182,39 @@ def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return list(zip(xs, ys, labels))
+
+
+LIMITS = {"forklift": "tab:blue", "workbench": "tab:orange", "link": "tab:purple",
+          "does not fit": "lightgrey"}  # a grid cell's colour, by the limit its words name
+
+
+def grid_figure(ax, rows):
+    """A prediction's grid: users down, notebook depth across, each cell coloured by its limit
+    and holding its words; the row of the most users that fit, uncoloured, last."""
+    depths = [k for k in rows[0] if k.endswith(" notes")]
+    for i, row in enumerate(rows):
+        for j, d in enumerate(depths):
+            words = str(row.get(d, ""))
+            limit = next((k for k in LIMITS if words.startswith(k)), None)
+            ax.add_patch(matplotlib_rectangle((j, i), LIMITS.get(limit, "white")))
+            ax.text(j + 0.5, i + 0.5, words.replace(" (", "\n("), ha="center", va="center",
+                    fontsize=7)
+    ax.set_xlim(0, len(depths))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(depths))], [f"{d.split()[0]}" for d in depths])
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], [str(r["users"]) for r in rows])
+    ax.set_xlabel("notes each user already has (the notebook's depth)")
+    ax.set_ylabel("users typing together")
+    for name, colour in LIMITS.items():
+        ax.scatter([], [], marker="s", s=60, color=colour, label=name)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+    ax.grid(False)
+    return "Which limit typing hits: users against notebook depth", []
+
+
+def matplotlib_rectangle(at, colour):
+    from matplotlib.patches import Rectangle
+    return Rectangle(at, 1, 1, facecolor=colour, edgecolor="white", alpha=0.6)
 
 
 def depth_figure(ax, rows):

@@ -272,9 +272,10 @@ def test_the_predicted_roofline_holds_every_machine_and_says_predicted():
         assert all(x0 < x < x1 and y0 < y < y1 for x, y in drawn)  # every point in sight
         labels = [t for t in ax.texts if t.get_text().endswith(("token", "tokens", "user",
                                                                "users"))]
+        every = [(m["name"].split()[0], p) for m in data["machines"] for p in m["points"]]
         assert sorted(t.get_text() for t in labels) == sorted(
-            p[1] for p in data["machines"][0]["points"])
-        assert all(t.xy in [(p[2], p[3] / 1e9) for p in data["machines"][0]["points"]]
+            f"{name}: {p[1]}" for name, p in every)  # every machine's points, each its name
+        assert all(t.xy in [(p[2], p[3] / 1e9) for _, p in every]
                    for t in labels)  # each label is anchored at its own point
     finally:
         plt.close(fig)
