@@ -12,7 +12,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
-
+import os
 
 from harness import exports, flags, records, results
 from harness.compared import (describe, machine_folders, read_machine, short_names,
@@ -255,6 +255,30 @@ def limit_of(found, word):
                        and key != "spread" and v), default=None)
 
 
+UNUSABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def usable(folder, found, min_change, problems):
+    """The machine's files that every reader below can use: each is read through them alone,
+    against itself, before it is compared with anything; one whose numbers they cannot use (a
+    figure that divides by zero, text where a number must be) is left out with one line, and
+    the others compare as ever."""
+    for stem, data in list((found or {}).items()):
+        alone = {stem: data}
+        try:
+            for s in sections([alone]):
+                comparison(["a", "b"], [alone, alone], s, min_change)
+                exports.write("json", compared(["a", "b"], [alone, alone], s, min_change))
+            limits(["a", "b"], [alone, alone])
+            summary(["a", "b"], [alone, alone])
+            describe("a", alone)
+        except UNUSABLE as e:
+            found.pop(stem)
+            problems.append(f"{os.path.join(folder, stem + '.json')}: its figures cannot be "
+                            f"compared ({type(e).__name__}: {str(e)[:80]}); left out")
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # the command line
 
@@ -285,7 +309,7 @@ def main(argv=None):
     from tabulate import tabulate
     problems, found = [], []
     for folder in machine_folders(args.folders, problems):
-        data = read_machine(folder, problems)
+        data = usable(folder, read_machine(folder, problems), args.min_change, problems)
         if data:
             found.append((folder, data))
     names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]

@@ -5,6 +5,9 @@ stdout, and the saved files are the same."""
 import csv
 import io
 import json
+import math
+
+from harness.text import for_csv
 
 FORMATS = ("csv", "json", "jsonl")
 MACHINE = ("cpu", "cores", "os", "python", "numpy", "date", "load")  # the machine's columns
@@ -38,6 +41,7 @@ def plain(v):
 def write(fmt, rows):
     """Flat rows (dicts) in fmt: a JSON list, one JSON object a line, or csv with every field
     any row has as a column."""
+    rows = [{k: finite(v) for k, v in r.items()} for r in rows]
     if fmt == "json":
         return json.dumps(rows, indent=1, allow_nan=False)
     if fmt == "jsonl":
@@ -45,9 +49,14 @@ def write(fmt, rows):
     fields = list(dict.fromkeys(k for r in rows for k in r))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
+    writer.writerow({k: for_csv(k) for k in fields})
+    writer.writerows({k: for_csv(v) for k, v in r.items()} for r in rows)
     return out.getvalue().rstrip("\n")
+
+
+def finite(v):
+    """A number JSON can hold: an infinite or undefined ratio is no figure (null, an empty cell)."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def run(fmt, script, facts, found, headline=None):

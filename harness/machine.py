@@ -182,7 +182,7 @@ def line(m):
     cache = f", L3 {m['llc_bytes'] / 2 ** 20:.0f} MiB" if m.get("llc_bytes") else ""
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
     sweep = f" | a sweep of {', '.join(map(str, m['sweep']))} threads" if m.get("sweep") else ""
-    return (f"machine: {m['cpu']}, {m['cores'] or '?'} cores{cache} | {m['os']} | "
+    return (f"machine: {m['cpu']}, {m.get('cores') or '?'} cores{cache} | {m['os']} | "
             f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
             f"{m['date'][:10]}{quiet_line(m)}{sweep}")
 
@@ -270,7 +270,7 @@ def own_mark(path):
 def machine_id(m):
     """A readable folder name: the CPU model and core count, e.g. amd-epyc-2c."""
     cpu = re.sub(r"\((r|tm|c)\)|\bcpu\b|@.*$", " ", m["cpu"].lower())
-    return (re.sub(r"[^a-z0-9]+", "-", cpu).strip("-") or "unknown") + f"-{m['cores'] or 0}c"
+    return (re.sub(r"[^a-z0-9]+", "-", cpu).strip("-") or "unknown") + f"-{m.get('cores') or 0}c"
 
 
 def peak_rss_bytes():

@@ -46,7 +46,7 @@ def wanted(p, args):
 
 
 def files(found, roofline, who, quick, predicted=False):
-    """{file name: draw(path)} for every picture this run's records can make. roofline: the
+    """{file name: draw(f), f a binary file to draw into} for every picture this run's records can make. roofline: the
     speeds and the points (or None); who: the model and the machine, for the titles; quick,
     predicted: mark each picture as a quick run's, or a prediction's."""
     makers = {"roofline.png": (roofline_figure, roofline),
@@ -55,19 +55,20 @@ def files(found, roofline, who, quick, predicted=False):
               "depth.png": (depth_figure, rows_of(found, "depth")),
               "grid.png": (grid_figure, rows_of(found, "grid"))}
     mark = PREDICTED if predicted else QUICK if quick else ""
-    return {name: (lambda path, make=make, data=data: save(make, data, who, mark, path))
+    return {name: (lambda f, make=make, data=data: save(make, data, who, mark, f))
             for name, (make, data) in makers.items()
             if data and (data.get("points") or data.get("machines") if isinstance(data, dict)
                          else data)}
 
 
-def save(make, data, who, mark, path):
+def save(make, data, who, mark, f):
+    """Draw the picture into f, a binary file open for writing."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig = figure(plt, make, data, who, mark)
     try:
-        fig.savefig(path, dpi=110, format="png", bbox_inches="tight")
+        fig.savefig(f, dpi=110, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
 

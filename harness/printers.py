@@ -231,6 +231,6 @@ class Saved:
 
 @dataclasses.dataclass(frozen=True)
 class Picture:
-    """A file beside the result: draw(path) writes it."""
+    """A file beside the result: draw(f) writes it into f, a binary file open for it."""
     name: str
     draw: object

@@ -12,6 +12,7 @@ from harness import claims, machine, results, schema, speeds
 from harness.printers import Column, cell, col, format_table, sig
 from harness.records import rows
 from harness.terminal import printable, warn
+from harness.text import for_markdown
 
 PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
             "dial.png": "The chunk-size dial", "depth.png": "How deep the notebooks are"}
@@ -22,12 +23,35 @@ def with_run(folder, script, data, names):
     """A writer of the folder's report as it will be once this run's files (names) are in:
     the folder's saved full runs, this script's replaced by data. It runs inside the run's own
     save, under the folder's lock, so that a result and its report are one save."""
-    def write(path):
+    def write(f):  # f: the new file, open, binary
         runs = {**saved_runs(folder), script: schema.upgrade(data)}
         runs = {s: runs[s] for s in results.SCRIPTS if s in runs}  # the post's order
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(markdown(runs, [*os.listdir(folder), *names]))
+        f.write(made(runs, script, [*os.listdir(folder), *names]).encode("utf-8"))
     return write
+
+
+UNUSABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def made(runs, script, names):
+    """The report of these runs; an earlier run whose figures it cannot use (one that divides by
+    zero, text where a number must be) is left out with one line, so that no saved file ever
+    keeps a run from saving its own result; and if even this run's own cannot be reported, the
+    report says so in place of it."""
+    for other in [s for s in runs if s != script]:
+        try:
+            markdown({other: runs[other]}, names)
+        except UNUSABLE as e:
+            warn(f"the report leaves out {other}.json: its figures cannot be reported "
+                 f"({type(e).__name__}: {str(e)[:80]})")
+            runs = {s: d for s, d in runs.items() if s != other}
+    for tried in (runs, {script: runs[script]}):
+        try:
+            return markdown(tried, names)
+        except UNUSABLE as e:
+            why = f"{type(e).__name__}: {str(e)[:80]}"
+    warn(f"the report could not be made ({why}); this run's own files are saved")
+    return f"# Prefill vs Decode\n\nThe report could not be made from these results ({md(why)}).\n"
 
 
 def saved_runs(folder):
@@ -155,7 +179,7 @@ def heading(script, data):
 def section(sheet, name, found):
     """One sheet as Markdown: its title, its settings, its rows (from the records) as a table,
     and the note under it as text."""
-    columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
+    columns = [Column(c["figure"], md(c.get("header") or c["figure"]), c.get("unit", ""),
                       c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
                for c in sheet["columns"]]
     cells = [[cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
@@ -169,11 +193,9 @@ def section(sheet, name, found):
 
 
 def md(text, in_table=False):
-    """Text from a results file as Markdown shows it, character for character: nothing in it
-    makes emphasis, a link, markup or (in a table's cell) a table's edge, and it stays on its
-    line. An underscore inside a word (KMP_DUPLICATE_LIB_OK) is left as it is: it makes none."""
-    text = re.sub(r"([\\`*<>\[\]#]|(?<!\w)_|_(?!\w))", r"\\\1", printable(text))
-    return text.replace("|", "\\|") if in_table else text
+    """Text from a results file as Markdown shows it, character for character (text.for_markdown:
+    a '|' never ends a table's cell either)."""
+    return for_markdown(text)
 
 
 def cell_text(v, column):

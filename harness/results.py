@@ -12,7 +12,7 @@ import sys
 import time
 
 from harness import schema, stopping
-from harness.terminal import note, warn
+from harness.terminal import note, printable, warn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
 RESULTS = os.path.join(ROOT, "results")  # the default --out
@@ -143,24 +143,56 @@ def as_saved(folder):
         return paths, f"{e}; the files are read as they are"
     paths.update({name: os.path.join(folder, temp) for name, temp in pending.items()})
     return paths, (f"{folder}: a save was cut short; read as the next save will finish it "
-                   f"({', '.join(sorted(pending))})" if pending else None)
+                   f"({', '.join(printable(n) for n in sorted(pending))})" if pending else None)
 
 
-def _write_temp(folder, name, content):
-    """content (text, or a function that writes at a path) in a new temp file: -> its name."""
+def _write_temp(folder, name, content, identities=None):
+    """content (text, or a function that writes into the binary file it is given) in a new
+    temp file, written through the descriptor that made it, never reopened by its name (which
+    another process could have swapped for a link meanwhile): -> its name. identities: a dict
+    to keep the new file's (device, inode) in, under its name, to check before it is renamed."""
     while True:  # made as open() makes a file, with the umask's permissions (mkstemp's are 0600)
         path = os.path.join(folder, TEMP + secrets.token_hex(8) + os.path.splitext(name)[1])
         with contextlib.suppress(FileExistsError):
             fd = os.open(path, NEW, 0o666)
             break
-    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+    with os.fdopen(fd, "wb") as f:
+        if identities is not None:
+            st = os.fstat(fd)
+            identities[os.path.basename(path)] = (st.st_dev, st.st_ino)
+        made(path)
         if callable(content):
-            content(path)
+            content(f)
         else:
-            f.write(content)
+            f.write(content.encode("utf-8", errors="surrogateescape"))
         f.flush()
         os.fsync(f.fileno())
     return os.path.basename(path)
+
+
+def made(path):
+    """A temp file is made (and open): where a test swaps it for a link, as a race could."""
+
+
+def moved(folder, name, identity):
+    """After a rename: what now holds the name must be the file this save wrote; anything
+    swapped in at the last instant is taken out again, and the save fails."""
+    try:
+        unchanged(folder, name, identity)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))  # a link is removed, never followed
+        raise
+
+
+def unchanged(folder, temp, identity):
+    """Raise OSError unless the temp file is still the regular file this save made (another
+    process may have swapped a link, or another file, in its place): never renamed into the
+    result."""
+    st = os.lstat(os.path.join(folder, temp))
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != identity:
+        raise OSError(f"{os.path.join(folder, temp)} was replaced by something else while "
+                      f"this run wrote it; nothing is saved through it")
 
 
 def replace_together(folder, files, stem=None, busy=(), the_result=True):
@@ -175,16 +207,20 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
     with locked(folder):
         finish_replacing(folder)
         kept = keep_earlier(folder, files, stem) if stem else None
-        temps, replacing = {}, False
+        temps, identities, replacing = {}, {}, False
         try:
             for name, content in files.items():
-                temps[name] = _write_temp(folder, name, content)
-            journal = _write_temp(folder, JOURNAL, json.dumps(temps))
+                temps[name] = _write_temp(folder, name, content, identities)
+            for temp in temps.values():
+                unchanged(folder, temp, identities[temp])
+            journal = _write_temp(folder, JOURNAL, json.dumps(temps), identities)
+            unchanged(folder, journal, identities[journal])
             with stopping.held_signals():  # the renames and history's trimming: all or none
                 os.replace(os.path.join(folder, journal), os.path.join(folder, JOURNAL))
                 replacing = True  # from here on the renames are done, by this save or the next
                 for name, temp in temps.items():
                     os.replace(os.path.join(folder, temp), os.path.join(folder, name))
+                    moved(folder, name, identities[temp])
                 os.unlink(os.path.join(folder, JOURNAL))
                 if kept:
                     trim(os.path.dirname(kept[0]), stem)

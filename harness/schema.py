@@ -10,6 +10,7 @@ import re
 import stat
 
 from harness.speeds import Speeds
+from harness.terminal import printable
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
 READABLE = (1, 2, 3, 4, 5)  # the schema versions read; older layouts are brought to the newest
@@ -40,8 +41,22 @@ def load(path, script, follow=False):
         raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
     except (RecursionError, UnicodeDecodeError):
         raise ValueError("is not JSON (nested too deeply, or not text)") from None
+    data = cleaned(data)
     check(data, script)
     return upgrade(data)
+
+
+def cleaned(data):
+    """Every text of a result, keys among them, with each control or format character but a
+    line's end as '?': whatever a file holds, no message, table or export made of it steers a
+    terminal."""
+    if isinstance(data, str):
+        return "\n".join(printable(line) for line in data.split("\n"))
+    if isinstance(data, list):
+        return [cleaned(v) for v in data]
+    if isinstance(data, dict):
+        return {cleaned(k): cleaned(v) for k, v in data.items()}
+    return data
 
 
 def check(data, script):
@@ -89,10 +104,15 @@ def check(data, script):
 FIGURE_MAX = 1e30  # no figure of the suite comes near; larger ones only overflow what reads them
 
 
+FIGURE_MIN = 1e-30  # nor so small: a tiny figure's inverse, or a ratio over it, overflows
+
+
 def number(v, low=-math.inf):
-    """A finite int or float (not a bool) of at least low and at most FIGURE_MAX either way."""
+    """A finite int or float (not a bool) of at least low, and 0 or from FIGURE_MIN to
+    FIGURE_MAX either way."""
     try:
-        return type(v) in (int, float) and low <= float(v) and abs(float(v)) <= FIGURE_MAX
+        return type(v) in (int, float) and low <= float(v) and (
+            FIGURE_MIN <= abs(float(v)) <= FIGURE_MAX or v == 0)
     except OverflowError:  # an integer beyond any float
         return False
 
@@ -236,8 +256,8 @@ def check_speeds(speeds, key):
             raise ValueError(f"has {key!r}{when} without speeds")
         for name, (low, high, what_, unit) in SPEEDS.items():
             value = at.get(name)
-            if not (number(value, 0) and value > 0
-                    or type(value) is float and math.isfinite(value) and value > 1):
+            if not (number(value, 0) and value > 0 or type(value) is float
+                    and math.isfinite(value) and value > 0):  # tiny: refused by the range
                 raise ValueError(f"has {key!r}{when} without finite speeds above 0")
             if not low <= value <= high:
                 raise ValueError(f"holds a {what_} of {value / 1e9:g} {unit}{when}: it must be "

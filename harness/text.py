@@ -1,0 +1,38 @@
+"""One cleaning step for text that comes from a file (a results file, a journal, a folder's
+name) on its way out, for each place it goes: the terminal, Markdown, a CSV cell. What a file
+holds never steers the screen, never becomes markup, and never becomes a spreadsheet formula."""
+import re
+
+from harness.terminal import printable
+
+INLINE = re.compile(r"([\\`*<>\[\]#~|&]|(?<!\w)_|_(?!\w))")  # what makes emphasis, code, links,
+#   HTML, headings, strikethrough, a table's edge or an entity: each escaped, shown as itself
+LINE_START = re.compile(r"^(\d+)([.)])|^([=+\-])")  # what makes a list, a rule or a heading
+#   at a line's start (the other block marks are escaped inline above)
+BARE_LINK = re.compile(r"(?i)(www)\.|(https?|ftp)(:)")  # GFM's autolinks: never one
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+
+
+def for_terminal(text):
+    """Text as the terminal may show it: every control or format character as '?'."""
+    return printable(text)
+
+
+def for_markdown(text):
+    """Text as Markdown shows it, character for character, on one line: nothing in it makes
+    emphasis, a link, markup, a table's edge, a list, a rule, a heading or a code block. An
+    underscore inside a word (KMP_DUPLICATE_LIB_OK) is left as it is: it makes none."""
+    text = INLINE.sub(r"\\\1", printable(text))
+    text = BARE_LINK.sub(lambda m: f"{m[1]}\\." if m[1] else f"{m[2]}\\:", text)
+    text = LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
+    spaces = len(text) - len(text.lstrip(" "))
+    return "&#32;" * spaces + text[spaces:]  # leading spaces shown, never a code block
+
+
+def for_csv(value):
+    """A CSV cell: a number as it is; text as the terminal shows it, and, where it would start a
+    formula in a spreadsheet, led by a quote (the cell then reads as text)."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text.startswith(FORMULA) else text
