@@ -15,7 +15,7 @@ import argparse
 import os
 
 from harness import exports, flags, records, results
-from harness.compared import (describe, machine_folders, read_machine, short_names,
+from harness.compared import (MADE, describe, machine_folders, read_machine, short_names,
                               unlike_settings)
 from harness.differences import (BETWEEN, CONFIDENCE, MIN_CHANGE, between_runs, geometric_mean, judged,
                                   speedup, verdict)
@@ -65,7 +65,8 @@ def figures(found, section):
                 f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
                 values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"],
-                                                r["settings"], doubt(r, data),
+                                                {**r["settings"], MADE: r["predicted"]},
+                                                doubt(r, data),
                                                 between_runs(r, data, unlike_settings))
                 if experiment == "breakdown":  # the parts of the same block's trip
                     words[(label, r["figure"])] = parts(

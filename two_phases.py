@@ -470,6 +470,7 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
                 f"tokens; use a larger {dial} or fewer --notes")
+    predict.check_riders(p, args)  # before any plan is made: a plan can be too big to make
     roofs.check_flags(p, args)
     args.plot = pictures.wanted(p, args)
     if args.notes == 0 and args.predict is None:
@@ -478,7 +479,7 @@ def parse_args(argv=None):
     if predict.check_flags(p, args, {n: EXPERIMENTS[n] for n in args.experiments}):
         return args  # a prediction: nothing is built, nothing to fit in memory
     flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
-                    "--model, --users, --prompts, --notes or --depths")
+                    "--model, --users, --prompts, --notes, --depths, --typers or --chunk")
     return args
 
 

@@ -55,7 +55,13 @@ def machines_in(folder, quick=False):
     unless quick)."""
     if not os.path.isdir(folder):
         return []
-    return sorted(os.path.join(folder, d) for d in os.listdir(folder)
+    try:
+        names = os.listdir(folder)
+    except OSError as e:  # a folder this user cannot list: its machines are not found
+        note(f"compare.py: {folder}: cannot be listed ({e.strerror or e}); its machines are "
+             f"left out")
+        return []
+    return sorted(os.path.join(folder, d) for d in names
                   if os.path.isdir(os.path.join(folder, d)) and holds_results(
                       os.path.join(folder, d), quick))
 
@@ -130,7 +136,7 @@ def short_names(folders):
 
 
 ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict",
-         "dtype", "note_dtype")
+         "dtype", "note_dtype", "devices")
 #         the settings two figures must share to be compared: what they measured, not how
 
 
@@ -158,6 +164,12 @@ def earlier(folder, stem, script):
 
 def unlike_settings(a, b):
     """How two figures' settings differ, in a few words ('--notes 128 against 512'), or ''.
-    A setting one side did not save is no difference (the post's own figures keep few)."""
+    A setting one side did not save is no difference (the post's own figures keep few); a
+    prediction and a measurement always differ (MADE: whether each was predicted)."""
+    if a.get(MADE, False) != b.get(MADE, False):
+        return "a prediction against a measurement: a limit is no timing"
     return ", ".join(f"--{k} {b[k]} against {a[k]}" for k in ALIKE
                      if k in a and k in b and a[k] != b[k])
+
+
+MADE = " predicted"  # in the settings a figure is compared with: its record's own flag

@@ -176,11 +176,11 @@ def parse(p, argv, quick):
         value = getattr(args, action.dest, None)
         if action.nargs == "+" and isinstance(value, list):  # given: defaults are tuples
             setattr(args, action.dest, list(dict.fromkeys(value)))
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     if args.threads and max(args.threads) > cpus:
         if not args.oversubscribe:
-            p.error(f"argument --threads: must be at most {cpus}, this machine's logical CPUs, "
-                    f"got {max(args.threads)} (add --oversubscribe to run more anyway)")
+            p.error(f"argument --threads: must be at most {cpus}, the logical CPUs this run may "
+                    f"use, got {max(args.threads)} (add --oversubscribe to run more anyway)")
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
@@ -189,11 +189,28 @@ def parse(p, argv, quick):
     return args
 
 
+def usable_cpus():
+    """The logical CPUs this process may run on: its affinity where the system says (taskset, a
+    container's cpuset), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+SYSTEM = ("/dev", "/proc", "/sys", "/etc", "/bin", "/sbin", "/usr", "/boot", "/lib", "/lib64",
+          "/run", "/var/run")  # the system's own folders: never a results folder's home
+
+
 def check_folder(p, args):
     """Refuse, in one line, a results folder a run must not or cannot save into: the shipped
     references, a link, or one where its files cannot be made."""
     if args.no_save:
         return
+    real = os.path.realpath(args.out)
+    if real == os.sep or any(real == s or real.startswith(s + os.sep) for s in SYSTEM):
+        p.error(f"argument --out: {args.out} is {'the root' if real == os.sep else 'a system'} "
+                f"folder; save into a folder of your own (the default is {results.RESULTS})")
     if shipped(folder_of(args)):
         p.error(f"argument --out: {results.REFERENCES} holds the shipped reference results, "
                 f"which no run replaces; save elsewhere (the default is {results.RESULTS})")
@@ -241,7 +258,7 @@ def unwritable(folder, names=()):
                 return f"{there} is a link, not a file"
             if os.path.lexists(there) and not os.path.isfile(there):
                 return f"{there} is not a file"
-        problem = results.refusal(path)
+        problem = results.refusal(path, names)
         if problem:
             return problem
         probe = os.path.join(path, results.TEMP + "probe-" + secrets.token_hex(8))

@@ -111,7 +111,7 @@ def target(text, dtype, note_dtype, out):
         if folder.startswith(out) and os.path.isdir(os.path.join(results.REFERENCES, name)):
             note(f"--predict {name}: the machine measured in {folder}, not the shipped one")
         try:
-            roofs = schema.read_roofs(os.path.join(folder, "machine_speed.json"))
+            roofs = schema.read_roofs(os.path.join(folder, "machine_speed.json"), follow=False)
         except ValueError as e:
             raise ValueError(f"{said}: its machine_speed.json {e}") from None
         return Target(name, f"{name} (measured)", roofs, dtype, note_dtype)

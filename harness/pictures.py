@@ -23,7 +23,38 @@ QUICK = "quick run: small sizes, not the post's experiment"
 PREDICTED = "predicted: limits, nothing was run"
 
 
+_config = {"made": None}  # the folder made for matplotlib's settings and font cache, if any
+
+
+def own_config():
+    """Where the user's own matplotlib folder cannot be written (an unwritable HOME), give it a
+    temp folder of this run's, removed again by tidy(): matplotlib would make one of its own,
+    left behind by the run's quick exit, and say so in a warning of many lines."""
+    import os
+    import tempfile
+    if "MPLCONFIGDIR" in os.environ or _config["made"]:
+        return
+    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    mine = os.path.join(home, "matplotlib")
+    if os.access(mine if os.path.isdir(mine) else home if os.path.isdir(home)
+                 else os.path.dirname(home), os.W_OK):
+        return
+    _config["made"] = tempfile.mkdtemp(prefix="prefill-vs-decode-matplotlib-")
+    os.environ["MPLCONFIGDIR"] = _config["made"]
+
+
+def tidy():
+    """Remove the temp folder own_config() made, if it made one."""
+    import os
+    import shutil
+    if _config["made"]:
+        shutil.rmtree(_config["made"], ignore_errors=True)
+        os.environ.pop("MPLCONFIGDIR", None)
+        _config["made"] = None
+
+
 def available():
+    own_config()  # before matplotlib is first imported
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -63,6 +94,7 @@ def files(found, roofline, who, quick, predicted=False):
 
 def save(make, data, who, mark, f):
     """Draw the picture into f, a binary file open for writing."""
+    own_config()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -309,10 +309,7 @@ def check_flags(p, args, experiments):
     served = [f"{t.name} at {t.dtype}" for t in aimed if t.dtype != "float32"] \
         if args.dtype is None else []  # none named: each at the precision it serves models in
     args.dtype = args.dtype or aimed[0].dtype
-    cfg, rides = config(args.model), riders(args)
-    if rides > MOST_RIDERS:
-        p.error(f"argument --typers: a prediction of {rides:,} users' trips is more than "
-                f"{MOST_RIDERS:,}; use fewer --users or --typers, or larger --chunk")
+    cfg = config(args.model)
     args.devices = [split(p, args, cfg, t, experiments) for t in aimed]
     if args.label is None:
         args.label = label(cfg, aimed)
@@ -364,9 +361,27 @@ def check_range(p, args):
 
 
 def riders(args):
-    """How many (user, trip) pairs the experiments' plans hold, counted before they are made."""
+    """How many (user, trip) pairs the experiments' plans hold, counted before they are made:
+    {the flags that set them: how many}."""
     steps = sum(-(-args.question // c) + 1 for c in args.chunk)
-    return (args.typers + 1) * (steps + 1) + sum(args.users) * (1 + len(args.depths))
+    made = {"--prompts": len(args.prompts) * ("prefill" in args.experiments),
+            "--users": sum(args.users) * ("decode" in args.experiments),
+            "--typers, --question and --chunk": (args.typers + 1) * (steps + 1) * (
+                "collision" in args.experiments),
+            "--users, at every --depths": sum(args.depth_users) * len(args.depths) * (
+                "depth" in args.experiments)}
+    return made
+
+
+def check_riders(p, args):
+    """Refuse, in one line naming the flags that plan the most, a plan too big to make: checked
+    before any row is made, for a measured run as for a prediction."""
+    made = riders(args)
+    if sum(made.values()) > MOST_RIDERS:
+        most = max(made, key=made.get)
+        p.error(f"argument {most.split(',')[0]}: these experiments plan {sum(made.values()):,} "
+                f"users' trips, more than {MOST_RIDERS:,}, {made[most]:,} of them from {most}; "
+                f"use smaller values")
 
 
 def label(cfg, aimed):

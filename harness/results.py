@@ -108,6 +108,11 @@ def journal(folder):
             and not name.startswith(".") for name, temp in renames.items()):
         raise ValueError(f"{path}: a journal entry names something other than a file of "
                          f"this folder; refused and left as it is (remove it to save here)")
+    for temp in renames.values():  # what a rename would move must be a file the suite made
+        there = os.path.join(folder, temp)
+        if os.path.lexists(there) and not stat.S_ISREG(os.lstat(there).st_mode):
+            raise ValueError(f"{path}: a journal entry names {printable(temp)}, which is not a "
+                             f"file; refused and left as it is (remove the journal to save here)")
     return renames
 
 
@@ -227,13 +232,13 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
                 if the_result:
                     stopping.saved()
         except BaseException:
-            if kept and not replacing:  # the earlier result is still in place: a copy for nothing
-                discard(kept[0])
+            if kept and kept[2] and not replacing:  # the earlier result is still in place: the
+                discard(kept[0])  #                      copy this save made is for nothing
             raise
         finally:
             finish_replacing(folder)  # nothing half done is left: temps of a failed save go
     if kept:
-        say_kept(stem, *kept, busy)
+        say_kept(stem, *kept[:2], busy)
 
 
 def save(folder, files, stem=None, busy=()):
@@ -256,12 +261,21 @@ def save(folder, files, stem=None, busy=()):
     return 0
 
 
-def refusal(folder):
+def refusal(folder, names=()):
     """Why a save into folder, as it is now, would be refused, in a few words, or None: its
-    history/ is a link or not a folder, or its journal names something other than its files."""
+    history/ is a link, not a folder, or one this user cannot use; an earlier result among
+    `names` that cannot be read (so it could not be kept before being replaced); or its journal
+    names something other than its files."""
     history = os.path.join(folder, HISTORY)
     if os.path.lexists(history) and not stat.S_ISDIR(os.lstat(history).st_mode):
         return f"{history} is a link or not a folder, so no earlier result can be kept there"
+    if os.path.isdir(history) and not os.access(history, os.R_OK | os.W_OK | os.X_OK):
+        return f"{history} cannot be used by this user, so no earlier result can be kept there"
+    for name in names:
+        there = os.path.join(folder, name)
+        if os.path.isfile(there) and not os.path.islink(there) and not os.access(there, os.R_OK):
+            return (f"{there} cannot be read, so it could not be kept in history before this "
+                    f"run replaced it; make it readable, or move it")
     try:
         journal(folder)
     except ValueError as e:
@@ -278,7 +292,8 @@ COPIES = 100  # entries of one date at most: <stem>.<stamp>, then .2 to .100
 
 def keep_earlier(folder, files, stem):
     """Copy the result that `files` replace into a new folder of history/, named for its date:
-    -> (that folder, the earlier result's machine facts), or None if there is none: no
+    -> (that folder, the earlier result's machine facts, whether this save made it: a save
+    stopped before its renames made it already), or None if there is none: no
     regular <stem>.json (a link is not followed). history/ must be a real folder, never a
     link; only regular files are copied, and into files this makes."""
     facts = earlier_facts(os.path.join(folder, stem + ".json"))
@@ -290,6 +305,10 @@ def keep_earlier(folder, files, stem):
     if not stat.S_ISDIR(os.lstat(history).st_mode):
         raise ValueError(f"{history} is a link or not a folder, so the earlier result cannot "
                          f"be kept there; remove it to save here")
+    newest = (entries(history, stem) or [None])[-1]
+    if newest and same_file(os.path.join(folder, stem + ".json"),
+                            os.path.join(newest, stem + ".json")):
+        return newest, facts, False  # kept already, by a save stopped before its renames
     keep = new_entry(history, f"{stem}.{stamp(facts.get('date'))}")
     try:
         for name in files:
@@ -297,14 +316,32 @@ def keep_earlier(folder, files, stem):
     except BaseException:
         discard(keep)
         raise
-    return keep, facts
+    return keep, facts, True
+
+
+def same_file(a, b):
+    """Whether two regular files (never through a link) hold the same bytes."""
+    try:
+        with os.fdopen(os.open(a, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as f, \
+                os.fdopen(os.open(b, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as g:
+            return (stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+                    and stat.S_ISREG(os.fstat(g.fileno()).st_mode)
+                    and f.read(schema.FILE_MAX + 1) == g.read(schema.FILE_MAX + 1))
+    except OSError:
+        return False
 
 
 def earlier_facts(path):
     """The machine facts of the result at path: {} if they cannot be read; None if path is not
-    a regular file (a link, say, which is never followed). Read only up to schema.FILE_MAX."""
+    a regular file (a link, say, which is never followed). Read only up to schema.FILE_MAX. A
+    regular file that cannot be read is an error: it would be replaced without being kept."""
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+    except PermissionError:
+        if os.path.isfile(path) and not os.path.islink(path):
+            raise ValueError(f"{path} cannot be read, so it cannot be kept in history before "
+                             f"this run replaces it; make it readable, or move it") from None
+        return None
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:

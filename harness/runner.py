@@ -7,13 +7,14 @@ loop alone prints and saves; nothing it is handed is changed or handed back.
 """
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import signal
 import sys
 import time
 
-from harness import exports, machine, records, report, results, stopping
+from harness import exports, machine, pictures, records, report, results, schema, stopping
 from harness.flags import folder_of
 from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.results import ROOT
@@ -59,6 +60,12 @@ def run(script, args, body, headline=None):
             text = [*out.text, "", f"(made by the suite at {made['version']}: "
                                    f"{made['command']})", *(f"warning: {w}" for w in warned)]
             stem, folder = script + (".sweep" if out.sweep else ""), folder_of(args)
+            try:  # what is saved must read back: the reader's own check, before the save
+                schema.check(json.loads(json.dumps(data, allow_nan=False)), script)
+            except ValueError as e:
+                note(f"error: could not save results to {folder}/: the result would not read "
+                     f"back (it {e}); use fewer --runs or --threads")
+                return 1
             files = results.files(stem, data, text, out.pictures, args.quick)
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
                 files[report.NAME] = report.with_run(folder, script, data, list(files))
@@ -70,6 +77,8 @@ def run(script, args, body, headline=None):
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
         return 128 + signum
+    finally:
+        pictures.tidy()  # matplotlib's temp folder, where this run had to make one
 
 
 def each_thread_count(args, body, busy, out, headline):
@@ -127,8 +136,22 @@ def next_steps(folder, reported, quick):
     if quick:
         return "a quick run, kept apart: run without --quick for the report and compare.py"
     mine = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
-    return ((f"the report: {os.path.join(mine, 'report.md')}; " if reported else "")
-            + f"next: python compare.py post {shlex.quote(mine)}")
+    return ((f"the report: {pasteable(os.path.join(mine, 'report.md'))}; " if reported else "")
+            + f"next: python compare.py post {pasteable(mine)}")
+
+
+def pasteable(path):
+    """A path as a shell takes it back when pasted: quoted; and where the terminal cannot show
+    a character of it (an ASCII terminal, a name in UTF-8), in bash's $'...' with each such
+    byte as \\xNN, never a '?' that names another file."""
+    encoding = getattr(sys.stderr, "encoding", None) or "ascii"
+    try:
+        path.encode(encoding)
+        return shlex.quote(path)
+    except UnicodeEncodeError:
+        raw = path.encode("utf-8", "surrogateescape")  # the name's own bytes, as on disk
+        return "$'" + "".join(chr(b) if 32 <= b < 127 and chr(b) not in "'\\" else f"\\x{b:02x}"
+                              for b in raw) + "'"
 
 
 def version():
@@ -138,8 +161,9 @@ def version():
                                                        "HEAD"))
     if commit is None:
         return "an unknown version (not a git checkout)"
-    changed = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "status",
-                                                        "--porcelain", "--untracked-files=no"))
+    changed = machine.quietly(lambda: machine.run_quiet(  # read only: no optional lock, so
+        "git", "--no-optional-locks", "-C", here, "status",  # git never rewrites its index
+        "--porcelain", "--untracked-files=no"))
     return f"commit {commit}" + (" with changes" if changed else "")
 
 

@@ -43,7 +43,11 @@ def load(path, script, follow=False):
         raise ValueError("is not JSON (nested too deeply, or not text)") from None
     data = cleaned(data)
     check(data, script)
-    return upgrade(data)
+    try:
+        return upgrade(data)
+    except (ArithmeticError, TypeError, KeyError, IndexError) as e:  # checked, yet its figures
+        raise ValueError(f"cannot be brought to the newest layout ({type(e).__name__})") \
+            from None  # are beyond what the upgrade's arithmetic can hold
 
 
 def cleaned(data):
@@ -470,10 +474,12 @@ SPEEDS = {"bytes_per_s": (1e6, 1e15, "memory speed", "GB/s"),  # 1 MB/s to 1 PB/
           "flops_per_s": (1e6, 1e18, "math speed", "GFLOP/s")}  # 1 MFLOP/s to 1 EFLOP/s
 
 
-def read_roofs(path):
+def read_roofs(path, follow=True):
     """The two speeds of a saved machine_speed.json (of a sweep, its most threads'): Speeds; or
-    raise ValueError saying why not."""
-    data = load(path, "machine_speed")
+    raise ValueError saying why not. follow: the path is the user's own (--roofs), which may
+    be a link; one found inside a results folder is not followed (hardware's measured
+    machines)."""
+    data = load(path, "machine_speed", follow)
     found = sorted((k for k in data if k.split(" @")[0] == "roofs"),
                    key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
     if not found:

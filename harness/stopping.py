@@ -1,4 +1,4 @@
-"""How a run ends on Ctrl-C (SIGINT) or a kill (SIGTERM): the same way at any moment from its
+"""How a run ends on Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal (SIGHUP): the same way at any moment from its
 first line to its exit, in one true line, with 128 + the signal's number; never with the
 results half saved."""
 import contextlib
@@ -6,7 +6,9 @@ import os
 import signal
 import sys
 
-STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated",
+         **({signal.SIGHUP: "hung up"} if hasattr(signal, "SIGHUP") else {})}  # the terminal
+#   closed: a stop like the others, never a save cut short
 NOTHING_SAVED = "nothing saved, earlier results untouched"
 SAVED = "the results were saved just before"
 _now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None}  # the process's one state
@@ -88,6 +90,6 @@ def leave(code):
     """Exit with code now: what is printed is flushed, and no signal can come between the
     run's last line and the exit (os._exit skips the interpreter's shutdown)."""
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: started closed
             stream.flush()
     os._exit(code)

@@ -43,9 +43,10 @@ def entries(box):
     return sorted(p.name for p in (box / results.HISTORY).iterdir())
 
 
-def result(date):
-    """The files of a result of STEM made at `date`, as results.save takes them."""
-    return results.files(STEM, {"machine": {"date": date}}, [date], {}, quick=False)
+def result(date, run=0):
+    """The files of a result of STEM made at `date` (the run-th of that date), as results.save
+    takes them."""
+    return results.files(STEM, {"machine": {"date": date}, "run": run}, [date], {}, quick=False)
 
 
 # ---- 1. history/ that is a link (or not a folder): refused before measuring, nothing touched
@@ -202,8 +203,8 @@ def test_a_missing_machine_fact_is_quiet_but_a_stop_is_not(stop):
 # ---- 7. history: an entry per earlier result, trimmed by age, only the suite's own removed
 
 def test_results_saved_within_one_second_each_keep_an_entry(tmp_path):
-    for _ in range(5):
-        assert results.save(str(tmp_path), result("2026-01-01T00:00:00+00:00"), STEM) == 0
+    for run in range(5):
+        assert results.save(str(tmp_path), result("2026-01-01T00:00:00+00:00", run), STEM) == 0
     assert [n.split(".", 1)[1] for n in entries(tmp_path)] == [
         "2026-01-01T00-00-00+00-00", *(f"2026-01-01T00-00-00+00-00.{n}" for n in (2, 3, 4))]
 
