@@ -94,6 +94,8 @@ def parts(found, keys):
         most = records.find(found, "breakdown", "most excess", **keys).value
     except records.Missing:
         return None
+    if not all(numeric(v) for v in ms):
+        return None  # a part that is not a number of milliseconds: no cell of parts
     return f"{' + '.join(f'{v:.1f}' for v in ms)}; most excess {most}"
 
 
@@ -189,6 +191,8 @@ def speeds_of(found):
             f = records.find(measured, "machine_speed", figure)
         except records.Missing:
             continue
+        if not numeric(f.value):
+            continue  # a speed that is not a number: none measured
         out[(f"{word}: machine_speed", key)] = f.value
         runs = f.record.get("samples")
         out[(word, "spread")] = max(runs) / min(runs) if runs else None
@@ -240,7 +244,7 @@ def bounds(found):
     for what, experiment in (("reading", "prefill"), ("typing", "decode")):
         rows = records.rows([r for r in check if r["experiment"] == "check"
                              and r["keys"].get("experiment") == experiment], "check")
-        said = [f for f in rows.values() if "bound by" in f and "x limit" in f]
+        said = [f for f in rows.values() if "bound by" in f and numeric(f.get("x limit"))]
         if said:
             bound = max({f["bound by"] for f in said}, key=[f["bound by"] for f in said].count)
             ratio = sorted(f["x limit"] for f in said)[len(said) // 2]
@@ -256,6 +260,11 @@ def limit_of(found, word):
                        and key != "spread" and v), default=None)
 
 
+def numeric(v):
+    """A figure a reader computes with: a number above 0 (never text, nor a bool)."""
+    return type(v) in (int, float) and v > 0
+
+
 UNUSABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
@@ -268,15 +277,25 @@ def usable(folder, found, min_change, problems):
         alone = {stem: data}
         try:
             for s in sections([alone]):
-                comparison(["a", "b"], [alone, alone], s, min_change)
-                exports.write("json", compared(["a", "b"], [alone, alone], s, min_change))
-            limits(["a", "b"], [alone, alone])
-            summary(["a", "b"], [alone, alone])
+                values, words = figures(alone, s)
+                exports.write("json", [{"value": v[0], "words": words.get(k)}
+                                       for k, v in values.items()])
+                for value, runs, *_ in values.values():  # what a ratio and its runs take
+                    (1.0 / value) ** -1 * (max(runs) / min(runs) if runs else 1)
+            limits(["a"], [alone])
+            bounds(alone)
             describe("a", alone)
         except UNUSABLE as e:
             found.pop(stem)
             problems.append(f"{os.path.join(folder, stem + '.json')}: its figures cannot be "
                             f"compared ({type(e).__name__}: {str(e)[:80]}); left out")
+    try:  # its files together: the speeds one measured against those another saw
+        limits(["a"], [found or {}])
+        [limit_of(speeds_of(found or {}), w) for w in ("forklift", "workbench")]
+    except UNUSABLE as e:
+        problems.append(f"{folder}: its files' figures cannot be compared together "
+                        f"({type(e).__name__}: {str(e)[:80]}); left out")
+        return None
     return found
 
 

@@ -7,8 +7,9 @@ import signal
 
 import pytest
 
+import two_phases
 from harness import flags, results, runner, stopping
-from conftest import ROOT, compared, one_line, python, script, sheet_of
+from conftest import ROOT, compared, in_process, one_line, python, script, sheet_of
 from harness.printers import col
 
 POST = os.path.join(ROOT, "references", "post")
@@ -85,7 +86,7 @@ EXTREME = [
 @pytest.mark.parametrize("flags,flag", EXTREME, ids=[" ".join(f)[:50] for f, _ in EXTREME])
 def test_extreme_values_are_one_line_before_measuring(tmp_path, flags, flag):
     extra = [] if "--out" in flags else ["--out", str(tmp_path)]
-    r = script("two_phases.py", *flags, *extra)
+    r = in_process(two_phases.parse_args, *flags, *extra)  # refused before anything runs
     one_line(r, 2, flag)
     assert r.stdout == "" and len(r.stderr) < 300 and not any(tmp_path.iterdir())
 

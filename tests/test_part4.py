@@ -10,7 +10,7 @@ import pytest
 
 import model
 import two_phases
-from conftest import one_line, script
+from conftest import in_process, one_line
 from harness import hardware, model_files, predict
 
 LLAMA_8B = (32, 4096, 32, 8, 128, 14336, 128256)  # layers, width, heads, kv heads, head, ffn,
@@ -151,15 +151,15 @@ def run(*flags):
     (["--predict", "a100-sxm:fp8"], "no fp8 math speed"),
     (["--notes", "0"], "--predict")])
 def test_a_bad_flag_of_part_4_is_one_line(flags, words):
-    one_line(script("two_phases.py", *flags, "--no-save"), 2, words)
+    one_line(in_process(two_phases.parse_args, *flags, "--no-save"), 2, words)
 
 
 def test_a_mixture_with_more_experts_a_token_than_experts_is_one_line(tmp_path):
     path = tmp_path / "moe.json"
     path.write_text(json.dumps({"layers": 2, "width": 8, "heads": 2, "num_local_experts": 4,
                                 "num_experts_per_tok": 5}))
-    one_line(script("two_phases.py", "--predict", "h100-sxm", "--model", str(path),
-                    "--no-save"), 2, "--model", "at most 'experts'")
+    one_line(in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", str(path),
+                        "--no-save"), 2, "--model", "at most 'experts'")
     with pytest.raises(ValueError, match="needs 'experts' and 'active'"):
         path.write_text(json.dumps({"layers": 2, "width": 8, "heads": 2, "experts": 4}))
         model_files.config(str(path))
