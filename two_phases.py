@@ -250,7 +250,9 @@ def summary_sheets(found):
     said = {r["figure"]: r["value"] for r in records.of(found, SUMMARY.name)}
     if not said:
         return []
-    return [sheet(SUMMARY, found, text=(
+    return [sheet(SUMMARY, found, settings="the cheapest reading per token of Phase 1 against "
+                  "one user's typing step of Phase 2", note="(each figure is its table's "
+                  "above, with its runs' spread there)", text=(
         f"reading costs {said['reading per token']:.2f} ms per token (at {said['at prompt']} "
         f"tokens) and typing {said['typing per token']:.1f} ms (one user), so reading is about "
         f"{said['typing per token'] / said['reading per token']:.0f} times cheaper per token"))]
@@ -326,11 +328,11 @@ def outweigh(rows, cfg):
         measured = next((a + (b - a) * (2 * steps[0][1] - ta) / (tb - ta)
                          for (a, ta), (b, tb) in zip(steps, steps[1:])
                          if ta < 2 * steps[0][1] <= tb), None) if steps[0][0] == 0 else None
-        found = f"from about {measured:,.0f}" if measured is not None else \
+        found = f"about {measured:,.0f}" if measured is not None else \
             f"not up to {steps[-1][0]:,}" if steps[0][0] == 0 else "unknown without depth 0"
-        words.append(f"for {u} {plural(u, 'user')}, {said} by the accounting, {found} measured "
-                     f"(where a step takes twice its time with no notes)")
-    return "the notes outweigh the tables: " + "; ".join(words)
+        words.append(f"{u} {plural(u, 'user')}: {said}, measured {found}")
+    return ("the notes outweigh the tables (by the accounting; measured: where a step takes "
+            "twice its time with none): " + "; ".join(words))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -86,6 +86,10 @@ def suspect(h):
         "other": f"other: {took['other']:.1f} ms outside every part (splits, Python)"}[h.most()]
 
 
+SLIVER = 0.05  # attention under this share of its trip: its distance from its tiny limit (a
+#               1-token read's few notes) tells nothing, and is not printed
+
+
 def held_figures(held):
     """The check's and the breakdown's figures of every held row: [(Layout, rows)]. A warning
     for each row far above its limit."""
@@ -103,7 +107,8 @@ def held_figures(held):
                       "trip": s["trip"] * 1e3, "tables": s["tables"] * 1e3,
                       "one call": timed(alone * 1e3, h.alone), "x one call": s["tables"] / alone,
                       "attention": s["attention"] * 1e3,
-                      "attention x limit": s["attention"] / h.part_limits["attention"],
+                      "attention x limit": s["attention"] / h.part_limits["attention"]
+                      if s["attention"] >= SLIVER * s["trip"] else None,  # else: a sliver
                       "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
                       "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms",
                       **{f"excess: {part}": max(s, 0) * 1e3 for part, s in who.items()}})
@@ -124,7 +129,8 @@ def held_sheets(found, held, roofs, words, runs):
                        f"apart from the timed ones; one call: the trip's table products, one BLAS "
                        f"call each on the BLAS's own threads, outside the model, best of {runs}; "
                        f"x one call: the tables' time against it, under 1 where the suite's path "
-                       f"beats the library's; attention x limit: attention's against its limit)")]
+                       f"beats the library's; attention x limit: attention's against its limit, "
+                       f"where it is {SLIVER:.0%} of the trip or more)")]
 
 
 CHECK = Layout("check", [col("experiment", "experiment", "", "s", key=True),
@@ -141,7 +147,8 @@ BREAKDOWN = Layout("breakdown", [col("experiment", "experiment", "", "s", key=Tr
                                  col("one call", "one call ms", "ms", ".1f"),
                                  col("x one call", "x one call", "x", ".2f"),
                                  col("attention", "attention ms", "ms", ".1f"),
-                                 col("attention x limit", "attention x limit", "x", ".2f"),
+                                 col("attention x limit", "attention x limit", "x", ".2f",
+                                     empty="a sliver"),
                                  col("elementwise", "elementwise ms", "ms", ".1f"),
                                  col("other", "other ms", "ms", ".1f"),
                                  col("most excess", "most excess", "", "s")],

@@ -113,7 +113,8 @@ def figure(plt, make, data, who, mark=""):
     what, points = make(ax, data)
     ax.margins(0.12)
     title = ("PREDICTED: " if mark == PREDICTED else "") + what
-    ax.set_title("\n".join([title] + textwrap.wrap(who, 110)), fontsize=8)
+    ax.set_title("\n".join([title] + textwrap.wrap(who, 100)), fontsize=10)
+    ax.tick_params(labelsize=8)  # the title larger than the ticks: read first
     if ax.get_legend() is None:
         ax.legend(fontsize=8, loc="best")
     if mark:
@@ -152,7 +153,8 @@ def roofline_figure(ax, data):
                   f"the roof: the forklift's {sig(bw / 1e9)} GB/s, then the workbench's "
                   f"{sig(peak / 1e9)} GFLOP/s")
         ax.axvline(peak / bw, color=f"C{i}" if many else "grey", ls=":",
-                   label=None if many else f"the ridge: {sig(peak / bw)} FLOPs per byte")
+                   label=None if many else f"the ridge: {sig(peak / bw)} FLOPs per byte, at "
+                                           f"the speeds the rows are held to")
         ys += roof
         for kind, words, marker in (("prefill", "reading (prefill)", "o"),
                                     ("decode", "typing (decode)", "s")):

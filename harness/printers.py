@@ -206,9 +206,12 @@ def spread_note(timed, per, note=""):
 
 def entry(sheet):
     """The sheet's presentation as saved beside the records: its title, settings, columns (each
-    with the figure it shows) and the table as printed. Readers take figures from the records."""
+    with the figure it shows), its rows' printed names where its keys are not (labels) and the
+    table as printed. Readers take figures from the records."""
     return {"title": sheet.title, "settings": sheet.settings, "printed": body(sheet),
             "note": under(sheet),
+            **({"labels": [{"keys": dict(keys), "label": label}
+                           for keys, label in sheet.labels.items()]} if sheet.labels else {}),
             "columns": [{"figure": c.figure, "header": c.header, "unit": c.unit, "format": c.fmt,
                          "key": c.key, "compared": c.compared, **({"empty": c.empty} if c.empty
                                                                     else {})}

@@ -9,13 +9,11 @@ import os
 import re
 
 from harness import claims, machine, results, schema, speeds
-from harness.printers import Column, cell, col, format_table, sig
-from harness.records import rows
+from harness.printers import Column, cell, sig
+from harness.records import ROW, label, rows
 from harness.terminal import printable, warn
-from harness.text import for_markdown
+from harness.text import for_cell, for_markdown
 
-PICTURES = {"roofline.png": "The roofline", "decode.png": "Batching's trade",
-            "dial.png": "The chunk-size dial", "depth.png": "How deep the notebooks are"}
 NAME = "report.md"
 
 
@@ -69,18 +67,86 @@ def saved_runs(folder):
 
 def markdown(runs, names):
     """The report's text: GitHub-flavoured Markdown that pastes into a post as it is, and renders
-    on a code-hosting site: each script's section dated, with its command, each table a real
-    table with its title, settings and note as text, the pictures beside the run that drew
-    them; then the claims as a table, their rules in a list, and the runs' warnings."""
-    predicted = [s for s, data in runs.items() if data.get("predicted")]
+    on a code-hosting site as a results section does: the machine in one line, the post's claims
+    with their verdicts first, then each script's tables in the post's words, each picture
+    beside its table with a caption, every table within the page's width; the glossary, each
+    run's command and machine, the rules and the warnings folded at the end."""
+    predicted = bool(runs) and all(data.get("predicted") for data in runs.values())
     lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
-                                         if predicted and len(predicted) == len(runs) else
-                                         "rerun on this machine"), ""]
-    said = {}  # each machine line once, with the scripts it measured
+                                         if predicted else "rerun on this machine"), "",
+             *machine_lines(runs), *banners(runs)]
+    roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
+                        or runs.get("machine_speed", {}).get("roofs"))
+    found = [v for script, data in runs.items()
+             for v in claims.both(data["records"], roofs, (script,), data.get("settings", {}),
+                                  data["machine"].get("busy") or (), data.get("at_limits") or [])]
+    lines += claims_section(found, predicted)
+    for script, data in runs.items():  # each script's sheets in the order its run printed them
+        lines += [f"## {SECTIONS.get(script, script)}", ""]
+        drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
+            else []
+        for name, sheet in data["sheets"].items():
+            if name != "claims":
+                lines += section(sheet, name, data["records"])
+                lines += [picture(n) for n in drawn if PICTURES[n][0] == name.split(" @")[0]]
+        placed = {n for n in drawn for name in data["sheets"]
+                  if PICTURES[n][0] == name.split(" @")[0]}
+        lines += [picture(n) for n in drawn if n not in placed]  # its table not in this run
+    lines += appendix(runs, found)
+    return "\n".join(lines) + "\n"
+
+
+SECTIONS = {"machine_speed": "The forklift and the workbench: memory speed and math speed",
+            "two_phases": "Two phases, two bottlenecks: reading (prefill) and typing (decode)",
+            "cube_bug": "The slow road: h**3 against h*h*h"}  # each script's section, the post's
+#   words
+PICTURES = {"roofline.png": ("check", "The roofline",
+                             "each row at its FLOPs per byte: left of the ridge the forklift "
+                             "binds (typing), right of it the workbench (reading a long "
+                             "question)"),
+            "decode.png": ("decode", "Batching's trade",
+                           "more users on a trip: up, the machine's tokens per second; right, "
+                           "the gap each user waits between words"),
+            "dial.png": ("dial", "The chunk-size dial",
+                         "each chunk size a point: left, the newcomer's first word sooner; "
+                         "down, the typers' worst gap smaller"),
+            "depth.png": ("depth", "How deep the notebooks are",
+                          "the typing step against the notes each user brings: each line rises "
+                          "as the notebooks deepen, the more users the steeper"),
+            "grid.png": ("grid", "Which limit typing hits",
+                         "each cell a batch and a notebook depth, coloured by the limit it hits; "
+                         "grey does not fit the memory")}
+#   {file: (the sheet it goes under, its title, what to look at)}
+VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❔", "not run": "➖"}
+#   a verdict's mark, so that it scans
+
+
+def picture(name):
+    """A picture and its caption, one line saying what to look at."""
+    _, title, look = PICTURES[name]
+    return f"![{title}]({name})\n\n*{title}: {look}.*\n"
+
+
+def machine_lines(runs):
+    """The machine, once where the scripts ran on one (their lines the same but for the load,
+    the clock and the date); else a line per script. A prediction says what it is instead."""
+    said = {}
     for script, data in runs.items():
-        said.setdefault(data.get("predicted") or machine.line(data["machine"]), []).append(script)
-    for line, scripts in said.items():
-        lines += ["- " + ", ".join(f"`{s}.py`" for s in scripts) + f": {md(line)}", ""]
+        said.setdefault(data.get("predicted") or steady(machine.line(data["machine"])),
+                        []).append(script)
+    return [("- " + ", ".join(f"`{s}.py`" for s in scripts) + ": " if len(said) > 1 else "")
+            + md(line) for line, scripts in said.items()] + [""]
+
+
+def steady(line):
+    """A machine line without what changes from run to run on one machine: its date, load,
+    clock and anything after them."""
+    return re.sub(r" \| \d{4}-\d\d-\d\d.*$", "", line)
+
+
+def banners(runs):
+    """The busy and disturbed warnings, above everything else they bear on."""
+    lines = []
     busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
@@ -95,46 +161,68 @@ def markdown(runs, names):
                   "some figures were measured, even measured again; the claims that rest on "
                   "them read 'cannot tell here'. Rerun when the machine is quieter (close what "
                   "else runs), or with more `--runs`.", ""]
-    lines += HOW_TO_READ + (["Every figure here is a limit, the fastest each machine allows: "
-                             "max(bytes / the forklift, FLOPs / the workbench). Nothing was "
-                             "run; a real engine reaches some fraction of it.", ""]
-                            if predicted and len(predicted) == len(runs) else MEASURED)
-    for script, data in runs.items():  # each script's sheets in the order its run printed them
-        lines += heading(script, data)
-        for name, sheet in data["sheets"].items():
-            if name != "claims":
-                lines += section(sheet, name, data["records"])
-        drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
-            else []
-        lines += [f"![{PICTURES[n]}]({n})\n" for n in drawn]
-    roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
-                        or runs.get("machine_speed", {}).get("roofs"))
-    found = [v for script, data in runs.items()
-             for v in claims.both(data["records"], roofs, (script,), data.get("settings", {}),
-                                  data["machine"].get("busy") or (), data.get("at_limits") or [])]
+    return lines
+
+
+def claims_section(found, predicted):
+    """The post's claims, first: a verdict each, marked so it scans, the post's figure and this
+    machine's, the verdict at this machine's limits in a column of its own; the rules folded
+    right under the table."""
     limits = any(at for *_, at in found)
-    lines += ["## The post's claims " + ("about a GPU, predicted" if predicted and len(
-        predicted) == len(runs) else "on this machine"), "",
-              "Each verdict follows its rule, listed below the table; 'about' means within "
-              "1.5x either way, over the middle half of the runs" + (
-                  "; 'at the limits' is the verdict on the rows a perfect implementation would "
-                  "give on this machine: where the two differ, the suite's distance from the "
-                  "limits decides it here, not the machine." if limits else "."), "",
-              format_table(CLAIM_COLUMNS[:5 if limits else 4], [
-                  [md(x, in_table=True) for x in (v, c.says, c.post, h or "-",
-                                                  claims.limited(at))]
-                  for c, h, v, _, at in found], "github"), "",
-              "The rules, and why a claim does not hold or cannot be told:", "",
-              *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
-                for c, _, _, w, _ in found), ""]
+    headers = ["verdict", "the post says", "the post", "here"] + (["at the limits"] * limits)
+    rows = [[marked(v), c.says, c.post, h or "no figure here: " + (w or "not run")[:60]]
+            + ([Raw(f"{marked(at[1])} ({md(at[0], in_table=True)})") if at
+                else "not judged there"] * limits)
+            for c, h, v, w, at in found]
+    return ["## The post's claims " + ("about a GPU, predicted" if predicted
+                                        else "on this machine"), "",
+            "Each verdict follows its rule (folded under the table); 'about' means within 1.5x "
+            "either way, over the middle half of the runs" + (
+                "; 'at the limits' is the verdict on the rows a perfect implementation would "
+                "give on this machine: where the two differ, the suite's distance from the "
+                "limits decides it here, not the machine." if limits else "."), "",
+            gfm(headers, rows), "",
+            "<details><summary>The rule behind each verdict, and why a claim does not hold or "
+            "cannot be told</summary>", "",
+            *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
+              for c, _, _, w, _ in found), "", "</details>", ""] if found else []
+
+
+def marked(verdict):
+    """A verdict with its mark, in bold: '✅ **holds**', '✅ **predicted: holds**' (Markdown
+    already: a table takes it as it is)."""
+    plain = verdict.removeprefix("predicted: ")
+    return Raw(f"{VERDICTS.get(plain, '')} **{md(verdict, in_table=True)}**".strip())
+
+
+class Raw(str):
+    """A cell that is Markdown already, made here of escaped text: gfm() takes it as it is."""
+
+
+def appendix(runs, found):
+    """What a reader looks up rather than reads: the glossary and the columns, each run's
+    command, version and machine, and the warnings; folded."""
+    how = [f"- `{s}.py`, {'predicted' if d.get('predicted') else 'run'} "
+           f"{md(d['machine']['date'][:16].replace('T', ' '))} UTC"
+           + (f": `{printable(d['made']['command']).replace('`', chr(39))}` "
+              f"({md(d['made'].get('version', ''))})" if (d.get("made") or {}).get("command")
+              else "") + f"; {md(d.get('predicted') or machine.line(d['machine']))}"
+           for s, d in runs.items()]
     warned = [f"- `{script}.py`: {md(w)}" for script, data in runs.items()
               for w in condensed(data.get("made", {}).get("warnings", []))]
-    lines += ["## Warnings", "", *(warned or ["None."]), ""]
-    return "\n".join(lines) + "\n"
+    predicted = bool(runs) and all(data.get("predicted") for data in runs.values())
+    return ["## Appendix", "",
+            "<details><summary>How to read this: the post's words, and the columns</summary>",
+            "", *HOW_TO_READ, *(["Every figure here is a limit, the fastest each machine "
+                                 "allows: max(bytes / the forklift, FLOPs / the workbench). "
+                                 "Nothing was run; a real engine reaches some fraction of it.",
+                                 ""] if predicted else MEASURED), "</details>", "",
+            "<details><summary>How each script ran: when, its command, the suite's version and "
+            "the machine</summary>", "", *how, "", "</details>", "",
+            f"<details><summary>Warnings ({len(warned) or 'none'})</summary>", "",
+            *(warned or ["None."]), "", "</details>", ""]
 
 
-CLAIM_COLUMNS = [col(f, f, "", "s") for f in ("verdict", "the post says", "post", "here",
-                                               "at the limits")]
 GLOSSARY = [("forklift", "memory bandwidth (GB/s)"), ("workbench", "peak math (GFLOP/s)"),
             ("balance", "machine balance, FLOPs per byte: the roofline's ridge"),
             ("tables", "the weight matrices"), ("floor", "a layer (transformer block)"),
@@ -148,7 +236,6 @@ GLOSSARY = [("forklift", "memory bandwidth (GB/s)"), ("workbench", "peak math (G
             ("collision", "a long prompt arriving while others decode"),
             ("the accounting", "FLOPs and bytes counted from the model's shapes")]
 HOW_TO_READ = [
-    "## How to read this", "",
     "The post's words, and the terms an engineer searches for:", "",
     "| the post says | engineers say |", "| --- | --- |",
     *(f"| {post} | {term} |" for post, term in GLOSSARY), ""]
@@ -163,39 +250,82 @@ MEASURED = [
     "- **most excess**: whose time is furthest above its limit: the BLAS, our tables, "
     "attention, elementwise, or other (Python).",
     "- **worst x normal**: the typers' worst gap against their gap with no newcomer; **notes % "
-    "of bytes**: the notebooks' share of what a trip fetches.", ""]
-
-
-def heading(script, data):
-    """A script's section: its name, when it ran, and its command."""
-    made = data.get("made") or {}
-    when = data["machine"]["date"][:16].replace("T", " ")
-    return [f"## `{script}.py`, {'predicted' if data.get('predicted') else 'run'} "
-            f"{md(when)} UTC", "", *([f"`{printable(made['command']).replace('`', chr(39))}` "
-                                      f"({md(made.get('version', ''))})", ""]
-                                     if made.get("command") else [])]
+    "of bytes**: the notebooks' share of what a trip fetches.",
+    "- **the ridge**: the roofline's ridge is the balance of the speeds the run held its rows "
+    "to (measured at its start and end); the forklift and workbench table's balance is "
+    "machine_speed's own measurement, a separate run of the same two measurements: on a busy "
+    "or drifting machine the two differ by as much as the speeds moved.", ""]
 
 
 def section(sheet, name, found):
-    """One sheet as Markdown: its title, its settings, its rows (from the records) as a table,
+    """One sheet as Markdown: its title, its settings, its rows (from the records) as one or
+    more tables, each within the page's width (the key columns repeated), numbers right-aligned,
     and the note under it as text."""
-    columns = [Column(c["figure"], md(c.get("header") or c["figure"]), c.get("unit", ""),
+    columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
                       c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
                for c in sheet["columns"]]
-    cells = [[cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
+    labels = {tuple(n["keys"].items()): n["label"] for n in sheet.get("labels") or ()
+              if isinstance(n, dict) and isinstance(n.get("keys"), dict)
+              and isinstance(n.get("label"), str)}
+    cells = [[labels.get(keys) or named(dict(keys)) if c.figure == ROW
+              and c.figure not in dict(keys) else
+              cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
               for c in columns] for keys, figures in rows(found, name).items()]
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
+    headers = [c.header if not c.unit or c.unit in c.header else f"{c.header} ({c.unit})"
+               for c in columns]
+    right = [c.fmt not in ("s", "") or c.unit not in ("", "s") for c in columns]
+    tables = [gfm([headers[i] for i in part], [[row[i] for i in part] for row in cells],
+                  [right[i] for i in part])
+              for part in fitted(headers, cells, [c.key for c in columns])] if cells else [
+        "(no figures kept)"]
     return [f"### {md(sheet.get('title') or name)}", "",
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
-            format_table(columns, [[md(v, in_table=True) for v in row] for row in cells],
-                         "github") if cells else "(no figures kept)",
+            *"\n\n".join(tables).split("\n"),
             "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
 
 
+def named(keys):
+    """A row's name where its sheet prints one (the check's, the breakdown's) and its result
+    saved none: its keys in words, its experiment apart ('prompt 256')."""
+    return label({k: v for k, v in keys.items() if k != "experiment"}) or "its own row"
+
+
+PAGE = 890  # px: GitHub's column for a file's Markdown (its 980-px page less its margins)
+CHAR, PADDING = 7.5, 26  # px: a table cell's character at its 14-px font, and its padding
+
+
+def fitted(headers, cells, keys):
+    """The columns split into groups that each fit the page, each led by the key columns:
+    [[column index]]; one group where all fit."""
+    width = [max(len(h) for h in headers[i].split()) if len(headers) else 0 for i in
+             range(len(headers))]
+    width = [max([width[i], *(len(row[i]) for row in cells)]) * CHAR + PADDING
+             for i in range(len(headers))]
+    lead = [i for i, k in enumerate(keys) if k]
+    groups, current = [], list(lead)
+    for i in (i for i, k in enumerate(keys) if not k):
+        if len(current) > len(lead) and sum(width[j] for j in current + [i]) > PAGE:
+            groups.append(current)
+            current = list(lead)
+        current.append(i)
+    return groups + [current]
+
+
+def gfm(headers, rows, right=None):
+    """A GitHub-flavoured Markdown table: every cell escaped, numbers right-aligned."""
+    right = right or [bool(rows) and all(re.fullmatch(r"[-+]?[\d,.]+%?x?", str(r[i]).strip())
+                                         for r in rows) for i in range(len(headers))]
+    line = lambda cells: "| " + " | ".join(c if isinstance(c, Raw) else for_cell(c)  # noqa: E731
+                                          for c in cells) + " |"
+    return "\n".join([line(headers), "| " + " | ".join("---:" if r else "---" for r in right)
+                      + " |", *(line(row) for row in rows)])
+
+
 def md(text, in_table=False):
-    """Text from a results file as Markdown shows it, character for character (text.for_markdown:
-    a '|' never ends a table's cell either)."""
-    return for_markdown(text)
+    """Text from a results file as Markdown shows it, character for character (in a table's
+    cell, text.for_cell; elsewhere text.for_markdown)."""
+    return for_cell(text) if in_table else for_markdown(text)
 
 
 def cell_text(v, column):
@@ -221,8 +351,18 @@ def drawn_by(data, names):
     return data["pictures"] if isinstance(data.get("pictures"), list) else names
 
 
+FAR = re.compile(r"(.+?) took ([0-9.]+)x its limit")  # a row's warning: far above its limit
+
+
 def condensed(warnings):
-    """A run's warnings, its noisy figures in one line: which, and the widest spread."""
+    """A run's warnings, its noisy figures in one line (which, and the widest spread), and its
+    rows far above their limits in another (the check table above shows each)."""
+    far = [m for m in map(FAR.match, warnings) if m]
+    if len(far) > 1:
+        warnings = [w for w in warnings if not FAR.match(w)] + [
+            f"{len(far)} rows took more than twice their limits, up to "
+            f"{max(float(m[2]) for m in far):.1f}x ({', '.join(m[1] for m in far)}): the check "
+            f"table says which limit binds each, the breakdown where the time goes"]
     noisy = [w for w in warnings if w.startswith("noisy machine: ")]
     if len(noisy) < 2:
         return warnings

@@ -29,6 +29,13 @@ def for_markdown(text):
     return "&#32;" * spaces + text[spaces:]  # leading spaces shown, never a code block
 
 
+def for_cell(text):
+    """Text in a Markdown table's cell: as for_markdown shows it inline (a cell is never a line's
+    start), a '|' never ending the cell."""
+    text = INLINE.sub(r"\\\1", printable(text))
+    return BARE_LINK.sub(lambda m: f"{m[1]}\\." if m[1] else f"{m[2]}\\:", text)
+
+
 def for_csv(value):
     """A CSV cell: a number as it is; text as the terminal shows it, and, where it would start a
     formula in a spreadsheet, led by a quote (the cell then reads as text)."""

@@ -147,16 +147,16 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
     headers = [c["header"] for c in data["sheets"]["depth"]["columns"]]
     assert headers == ["users", "notes", "step ms", "tokens/s", "MB read", "notes % of bytes",
                        "x limit"]
-    assert "the notes outweigh the tables: for 1 user" in r.stdout
+    assert "the notes outweigh the tables (by the accounting; measured: where a step takes " \
+           "twice its time with none): 1 user" in r.stdout
 
 
 def test_where_the_notes_outweigh_the_tables():
     small = model.SIZES["small"]  # tables: 340 MB, 4,608 notes of 72 KB
     rows = [[16, 0, 30.0], [16, 128, 40.0], [16, 512, 80.0], [1, 0, 15.0], [1, 512, 16.0]]
     said = two_phases.outweigh(rows, small)
-    assert "for 1 user, never within GPT-2's 1,024 notes by the accounting, not up to 512 " \
-           "measured" in said
-    assert "for 16 users, from 288 notes each by the accounting, from about 320 measured" in said
+    assert "1 user: never within GPT-2's 1,024 notes, measured not up to 512" in said
+    assert "16 users: from 288 notes each, measured about 320" in said
     #                                                                   30 -> 60 ms: twice
 
 

@@ -247,8 +247,9 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
                 continue
             assert f"### {report.md(t.get('title') or name)}" in text, name
     assert "QUICK" not in text and "## The post's claims on this machine" in text
-    assert text.count("| holds ") + text.count("| does not hold ") + text.count(
-        "| cannot tell here ") == len([c for c in claims.CLAIMS if not c.predicted])
+    assert text.count("| ✅ **holds** ") + text.count("| ❌ **does not hold** ") + text.count(
+        "| ❔ **cannot tell here** ") == len([c for c in claims.CLAIMS if not c.predicted])
+    assert text.index("## The post's claims") < text.index("### ")  # the verdicts first
     assert "![The roofline](roofline.png)" in text
 
 
@@ -301,7 +302,7 @@ def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
     text = (tmp_path / "p" / "report.md").read_text()
     assert text.startswith("# Prefill vs Decode, predicted: every figure a limit")
     assert "machine: none: PREDICTED limits" in text and "given (float32): 12.0 GB/s, 121" in text
-    assert "| predicted: holds " in text and "| holds " not in text
+    assert "| ✅ **predicted: holds** " in text and "**holds**" not in text
 
 
 def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_path):
@@ -313,8 +314,8 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
     reported(str(box))
     text = (box / "report.md").read_text()
     assert "> **Busy:** `two_phases.py` (another run of this suite) ran while" in text
-    assert text.index("**Busy:**") < text.index("## How to read this")
-    assert "| cannot tell here | Batching 16 users" in text
+    assert text.index("**Busy:**") < text.index("## The post's claims")
+    assert "| ❔ **cannot tell here** | Batching 16 users" in text
 
 
 def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):

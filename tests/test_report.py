@@ -46,7 +46,8 @@ def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
         at = seen.index(("h3", title))
         following = [k for k, _ in seen[at + 1:]]
         assert "table" in following and following.index("table") <= 1, title
-    assert [k for k, _ in seen].count("table") == len(sheets) + 2  # and the glossary, the claims
+    assert [k for k, _ in seen].count("table") >= len(sheets) + 2  # and the glossary, the claims
+    #                                                     (a sheet too wide for the page: two)
     cells = [text for kind, text in seen if kind == "cell"]
     assert not [c for c in cells if any(n in c for n in NOTES)]
     assert any(k == "text" and "runs per" in t for k, t in seen)  # each note is text below
@@ -59,7 +60,7 @@ def test_each_script_says_when_it_ran_and_how(tmp_path):
     text = report.markdown(runs, [])
     for script, data in runs.items():
         when = data["machine"]["date"][:16].replace("T", " ")
-        assert f"## `{script}.py`, run {when} UTC" in text
+        assert f"- `{script}.py`, run {when} UTC" in text  # in the appendix
         if data.get("made"):
             assert f"`{data['made']['command']}`" in text
 
@@ -67,7 +68,7 @@ def test_each_script_says_when_it_ran_and_how(tmp_path):
 def test_the_claims_are_a_table_and_their_rules_a_list():
     seen = rendered(report.markdown(shipped(), []))
     cells = [t for k, t in seen if k == "cell"]
-    assert cells[cells.index("verdict"):][:4] == ["verdict", "the post says", "post", "here"]
+    assert cells[cells.index("verdict"):][:4] == ["verdict", "the post says", "the post", "here"]
     assert all(len(c) < 120 for c in cells)  # a claim's row can be scanned
     text = report.markdown(shipped(), [])
     assert ("- **Batching 16 users gives about 3.7x the tokens per second**: 16 users typing "
