@@ -161,7 +161,7 @@ BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=7)
+    p = flags.parser(__doc__, runs=7, prog="cube_bug.py")
     g = p.add_argument_group("cube_bug")
     g.add_argument("--tokens", type=flags.whole(1, 10 ** 8), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "

@@ -123,7 +123,7 @@ def experiment(args, facts):
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=5)
+    p = flags.parser(__doc__, runs=5, prog="machine_speed.py")
     g = p.add_argument_group("machine_speed")
     g.add_argument("--size", type=flags.whole(1, 10 ** 6), default=SIZE, metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")

@@ -412,7 +412,7 @@ def peak_bytes(args):
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=5)
+    p = flags.parser(__doc__, runs=5, prog="two_phases.py")
     g = p.add_argument_group("two_phases: the experiments (defaults are the post's)")
     g.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=tuple(EXPERIMENTS),
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")

@@ -126,10 +126,11 @@ def tablefmt(text):
     return text
 
 
-def parser(doc, runs):
-    """An argument parser with the flags every script shares; `runs` is the post's count."""
+def parser(doc, runs, prog):
+    """An argument parser with the flags every script shares; `runs` is the post's count; prog:
+    the script's file name, however it was started (its messages and its results' names)."""
     from tabulate import tabulate_formats
-    p = Parser(description=doc.strip(), formatter_class=_Help)
+    p = Parser(prog=prog, description=doc.strip(), formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
                    help="counted runs per figure, after one warm-up run that is not counted")

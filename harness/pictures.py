@@ -77,9 +77,9 @@ def wanted(p, args):
 
 
 def files(found, roofline, who, quick, predicted=False):
-    """{file name: draw(f), f a binary file to draw into} for every picture this run's records can make. roofline: the
-    speeds and the points (or None); who: the model and the machine, for the titles; quick,
-    predicted: mark each picture as a quick run's, or a prediction's."""
+    """{file name: draw(f), f a binary file to draw into} for every picture this run's records
+    can make. roofline: the speeds and the points (or None); who: the model and the machine,
+    for the titles; quick, predicted: mark each picture as a quick run's, or a prediction's."""
     makers = {"roofline.png": (roofline_figure, roofline),
               "dial.png": (dial_figure, rows_of(found, "dial")),
               "decode.png": (decode_figure, rows_of(found, "decode")),

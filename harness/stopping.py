@@ -1,6 +1,6 @@
-"""How a run ends on Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal (SIGHUP): the same way at any moment from its
-first line to its exit, in one true line, with 128 + the signal's number; never with the
-results half saved."""
+"""How a run ends on Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal (SIGHUP): the same
+way at any moment from its first line to its exit, in one true line, with 128 + the signal's
+number; never with the results half saved."""
 import contextlib
 import os
 import signal

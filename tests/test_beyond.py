@@ -173,7 +173,7 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
         seen.append((args.threads, blas()))
         yield sheet_of("demo", [col("threads", "threads", "", "d")], [{"threads": args.threads}],
                        records.settings_of(args))
-    p = flags.parser("demo\n", runs=1)
+    p = flags.parser("demo\n", runs=1, prog="demo.py")
     args = flags.parse(p, ["--threads", "2", "1", "--out", str(tmp_path), "--label", "box"], {})
     assert runner.run("demo", args, body) == 0
     assert seen == [(1, [1] * len(before)), (2, [2] * len(before))] and blas() == before

@@ -383,7 +383,8 @@ def test_no_run_writes_into_the_shipped_references(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr and len(r.stderr.splitlines()) == 1
     assert {p: p.stat().st_mtime for p in (ROOT_PATH / "references").rglob("*")} == before
     from harness import flags, results
-    assert flags.parser("x\n", runs=1).get_default("out") == results.RESULTS != results.REFERENCES
+    assert flags.parser("x\n", runs=1, prog="demo.py").get_default("out") == results.RESULTS \
+        != results.REFERENCES
     assert subprocess.run(["git", "check-ignore", "-q", "results/any-machine/cube_bug.json"],
                           cwd=ROOT).returncode == 0  # your runs: git leaves them out
 

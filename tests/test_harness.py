@@ -123,7 +123,7 @@ def test_blas_env_lists_only_blas_variables(monkeypatch):
 # ---- results
 
 def args_for(tmp_path, **kw):
-    p = flags.parser("test\n", runs=3)
+    p = flags.parser("test\n", runs=3, prog="demo.py")
     args = p.parse_args(["--out", str(tmp_path), "--label", "box"])
     for k, v in kw.items():
         setattr(args, k, v)

@@ -103,9 +103,8 @@ def speeds_file(path, text):
                                        ("1e300", "from 0.001 to 1e+06"), ("true", "above 0"),
                                        ("NaN", "above 0"), ('"fast"', "above 0")])
 def test_roofs_files_with_speeds_out_of_range_are_one_line(tmp_path, text, says):
-    r = script("two_phases.py", "--predict", "--no-plot", "--roofs",
-               speeds_file(tmp_path / "s.json", text),
-               "--out", str(tmp_path / "out"))
+    r = in_process(two_phases.parse_args, "--predict", "--no-plot", "--roofs",
+                   speeds_file(tmp_path / "s.json", text), "--out", str(tmp_path / "out"))
     one_line(r, 2, "--roofs", says)
     assert not (tmp_path / "out").exists()
 
@@ -204,7 +203,8 @@ def test_a_signal_right_after_saving_says_the_results_were_saved(tmp_path, monke
         signal.raise_signal(signum)  # right after the "saved" line
         return done
     monkeypatch.setattr(results, "save", save_then_signal)
-    args = flags.parse(flags.parser("demo\n", runs=1), ["--out", str(tmp_path), "--label", "box"], {})
+    args = flags.parse(flags.parser("demo\n", runs=1, prog="demo.py"),
+                       ["--out", str(tmp_path), "--label", "box"], {})
     assert runner.run("demo", args, demo) == code
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == f"{word}: the results were saved just before" and err[-2].startswith("saved")
@@ -218,7 +218,7 @@ def test_two_signals_close_together_give_one_line(tmp_path, capsys):
             signal.raise_signal(signal.SIGTERM)
         finally:
             signal.raise_signal(signal.SIGTERM)  # a second one while the first unwinds
-    args = flags.parse(flags.parser("demo\n", runs=1), ["--no-save"], {})
+    args = flags.parse(flags.parser("demo\n", runs=1, prog="demo.py"), ["--no-save"], {})
     assert runner.run("demo", args, twice) == 143
     assert capsys.readouterr().err.count("terminated") == 1
 

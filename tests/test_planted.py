@@ -12,8 +12,9 @@ import time
 
 import pytest
 
+import two_phases
 from harness import machine, results, stopping
-from conftest import ROOT, one_line, reported, script
+from conftest import ROOT, in_process, one_line, reported, script
 
 PREDICT = ["--predict", "--forklift", "10", "--workbench", "100", "--no-plot"]  # saves in under
 #                                                                                  a second
@@ -21,7 +22,8 @@ STEM = "two_phases"
 
 
 def predict(out, label="box"):
-    return script("two_phases.py", *PREDICT, "--out", str(out), "--label", label)
+    """A prediction saved (it measures nothing), in this process: -> as a finished process."""
+    return in_process(two_phases.main, *PREDICT, "--out", str(out), "--label", label)
 
 
 def snapshot(folder):

@@ -26,7 +26,7 @@ def demo(args, facts):
 
 
 def args_for(tmp_path, *given):
-    return flags.parse(flags.parser("demo\n", runs=3),
+    return flags.parse(flags.parser("demo\n", runs=3, prog="demo.py"),
                        ["--out", str(tmp_path), "--label", "box", *given], {})
 
 
@@ -319,7 +319,7 @@ def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
 # ---- 9, 12, 13, 15: bad values: see BAD in test_scripts.py; and the memory margin
 
 def test_memory_is_refused_without_a_margin(monkeypatch):
-    p = flags.parser("demo\n", runs=1)
+    p = flags.parser("demo\n", runs=1, prog="demo.py")
     monkeypatch.setattr(machine, "available_memory_bytes", lambda: 24.9e9)
     flags.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
     with pytest.raises(SystemExit):
@@ -328,7 +328,7 @@ def test_memory_is_refused_without_a_margin(monkeypatch):
 
 def test_threads_above_the_cpus_run_only_when_asked(capsys):
     more = str((os.cpu_count() or 1) + 1)
-    p = flags.parser("demo\n", runs=1)
+    p = flags.parser("demo\n", runs=1, prog="demo.py")
     with pytest.raises(SystemExit):
         flags.parse(p, ["--threads", more, "--no-save"], {})
     assert "--oversubscribe" in capsys.readouterr().err
@@ -381,7 +381,7 @@ def test_ctrl_c_while_saving_or_drawing_saves_nothing(tmp_path, monkeypatch, cap
 # ---- 16. results go beside the scripts, wherever they are run from, and compare.py looks there
 
 def test_results_and_compare_share_one_default_folder_beside_the_scripts(tmp_path):
-    assert flags.parser("demo\n", runs=1).get_default("out") == results.RESULTS
+    assert flags.parser("demo\n", runs=1, prog="demo.py").get_default("out") == results.RESULTS
     assert os.path.isabs(results.RESULTS) and os.path.dirname(results.RESULTS) == ROOT
     r = script("compare.py", cwd=tmp_path)  # from another folder: the suite's own results
     assert r.returncode == 0 and r.stdout.startswith("post: ")  # then results/ or references/
