@@ -295,13 +295,17 @@ PAGE = 890  # px: GitHub's column for a file's Markdown (its 980-px page less it
 CHAR, PADDING = 7.5, 26  # px: a table cell's character at its 14-px font, and its padding
 
 
+def widths(headers, cells):
+    """Each column's width on the page, in px: its widest cell, or its header's longest word (a
+    header wraps between its words)."""
+    return [max([max(map(len, headers[i].split()), default=0), *(len(row[i]) for row in cells)])
+            * CHAR + PADDING for i in range(len(headers))]
+
+
 def fitted(headers, cells, keys):
     """The columns split into groups that each fit the page, each led by the key columns:
     [[column index]]; one group where all fit."""
-    width = [max(len(h) for h in headers[i].split()) if len(headers) else 0 for i in
-             range(len(headers))]
-    width = [max([width[i], *(len(row[i]) for row in cells)]) * CHAR + PADDING
-             for i in range(len(headers))]
+    width = widths(headers, cells)
     lead = [i for i, k in enumerate(keys) if k]
     groups, current = [], list(lead)
     for i in (i for i, k in enumerate(keys) if not k):

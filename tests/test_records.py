@@ -33,10 +33,10 @@ def renamed(monkeypatch):
                 monkeypatch.setattr(module, name, dataclasses.replace(value, columns=new)
                                     if isinstance(value, Layout) else new)
     for name, e in list(two_phases.EXPERIMENTS.items()):
-        def plan(args, plan=e.plan):
+        def planned(args, plan=e.plan):
             rows = plan(args)
             return [dataclasses.replace(r, label=f"row {i}") for i, r in enumerate(rows)]
-        monkeypatch.setitem(two_phases.EXPERIMENTS, name, dataclasses.replace(e, plan=plan))
+        monkeypatch.setitem(two_phases.EXPERIMENTS, name, dataclasses.replace(e, plan=planned))
         n += 1
     return n
 

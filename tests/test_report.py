@@ -137,3 +137,71 @@ def test_progress_says_the_row_the_time_so_far_and_what_is_left(monkeypatch):
     terminal.step()
     assert terminal.where(start + 90) == ""  # the rows are done: the checks need no count
     terminal.steps(())
+
+
+def github(text):
+    """The report as GitHub renders it (its own parser, cmark-gfm): [(kind, text, cells)] of
+    each heading, paragraph, image and table, in order; a table's cells as rows of text."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from html.parser import HTMLParser
+    html = cmarkgfm.github_flavored_markdown_to_html(text)
+
+    class Blocks(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.out, self.text, self.rows, self.open = [], "", None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.rows = []
+            elif tag == "tr" and self.rows is not None:
+                self.rows.append([])
+            elif tag in ("td", "th", "h1", "h2", "h3", "p", "em"):
+                self.open, self.text = tag, ""
+            elif tag == "img":
+                self.out.append(("img", dict(attrs)["src"], None))
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.rows is not None:
+                self.rows[-1].append(self.text)
+            elif tag == "table":
+                self.out.append(("table", "", self.rows))
+                self.rows = None
+            elif tag in ("h1", "h2", "h3", "p", "em") and self.rows is None:
+                self.out.append((tag, self.text, None))
+
+        def handle_data(self, data):
+            self.text += data
+    blocks = Blocks()
+    blocks.feed(html)
+    return blocks.out
+
+
+def test_a_full_runs_report_as_github_shows_it(quick_run):
+    _, quick, _ = quick_run
+    runs = {**shipped(), "two_phases": schema.upgrade({**quick, "quick": False})}
+    names = ["roofline.png", "dial.png", "decode.png", "depth.png"]
+    runs["two_phases"]["pictures"] = names
+    seen = github(report.markdown(runs, names))
+    tables = [i for i, b in enumerate(seen) if b[0] == "table"]
+    first = seen[tables[0]][2]
+    assert first[0][0] == "verdict" and not any(b[0] == "h3" for b in seen[:tables[0]])
+    assert sum(len(b[1]) for b in seen[:tables[0]]) < 1200  # the verdicts on the first screen
+    for row in first[1:]:  # every claim's cell says something, its verdict marked
+        assert all(c.strip() for c in row) and "(no figure)" not in row
+        assert row[0].split()[0] in ("✅", "❌", "❔", "➖")
+    for i in tables:  # no table wider than GitHub's column
+        rows = seen[i][2]
+        width = sum(report.widths(rows[0], rows[1:]))
+        assert width <= report.PAGE or rows[0][0] == "verdict", rows[0]  # claims wrap their words
+    for at, (kind, src, _) in enumerate(seen):  # each picture under its own table, captioned
+        if kind == "img":
+            heading = next(b[1] for b in reversed(seen[:at]) if b[0] == "h3")
+            sheet = report.PICTURES[src][0]
+            assert heading == runs["two_phases"]["sheets"][sheet]["title"], src
+            caption = next(b for b in seen[at + 1:] if b[0] in ("em", "h3", "table"))
+            assert caption[0] == "em" and caption[1].startswith(report.PICTURES[src][1]), src
+    headers = [c for i in tables for c in seen[i][2][0]]
+    assert "h*h*h ms" in headers and "h**3 ms" in headers  # the cube's headers as written
+    cells = [c for i in tables for r in seen[i][2][1:] for c in r]
+    assert "4891" not in " ".join(cells)
