@@ -15,6 +15,7 @@ import numpy as np
 
 from harness import bench as b
 from harness import claims, flags, pool, records, runner, timing
+from harness.devices import NUMPY, device
 from harness.kernels import Paths
 from harness.printers import ROW, Layout, col, format_table, sheet
 from harness.records import KEYS, Measured, ms
@@ -41,22 +42,23 @@ def mlp(size):
     return 4 * model.SIZES[size].width
 
 
-def inputs(tokens, make, seed=0, width=MLP):
+def inputs(tokens, make, seed=0, width=MLP, on=NUMPY):
     h = np.random.default_rng(seed).standard_normal((tokens, width), dtype=np.float32)
-    return make(h).astype(np.float32, copy=False)  # (tokens, width)
+    return on.asarray(make(h).astype(np.float32, copy=False))  # (tokens, width)
 
 
 def largest_relative_difference(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), np.finfo(np.float32).tiny)))
 
 
-def race(h, runs, label, again=timing.AGAIN):
-    """Both ways on the same numbers; checks they agree before timing them."""
-    diff = largest_relative_difference(h ** 3, h * h * h)
+def race(h, runs, label, again=timing.AGAIN, on=NUMPY):
+    """Both ways on the same numbers (on the device's arrays: whether a GPU has the slow road
+    too); checks they agree before timing them."""
+    diff = largest_relative_difference(on.to_numpy(h ** 3), on.to_numpy(h * h * h))
     assert diff <= SAME, f"{label}: h**3 and h*h*h differ by {diff:.1e}"
-    power = timing.measure(lambda: h ** 3, runs, what=f"{label} h**3", min_sample_s=SAMPLE_S,
-                           again=again)
-    product = timing.measure(lambda: h * h * h, runs, what=f"{label} h*h*h",
+    power = timing.measure(on.synced(lambda: h ** 3), runs, what=f"{label} h**3",
+                           min_sample_s=SAMPLE_S, again=again)
+    product = timing.measure(on.synced(lambda: h * h * h), runs, what=f"{label} h*h*h",
                              min_sample_s=SAMPLE_S, again=again)
     return power, product, diff
 
@@ -84,10 +86,10 @@ CUBE = Layout("cube", [col("numbers", "numbers", "", "s", key=True),
 def experiment(args, facts):
     """Each case raced into records; the post's lines, the bug in the model and the claims,
     each from them."""
-    tokens, width, rows = args.tokens, mlp(args.model), []
+    tokens, width, rows, on = args.tokens, mlp(args.model), [], device(args.device)
     for label, make in CASES:
-        power, product, diff = race(inputs(tokens, make, width=width), args.runs, label,
-                                    timing.again_for(args))
+        power, product, diff = race(inputs(tokens, make, width=width, on=on), args.runs, label,
+                                    timing.again_for(args), on)
         rows.append({"numbers": label, "power": ms(power), "product": ms(product),
                      "ratio": Measured(power.seconds / product.seconds,
                                        ((1, power), (-1, product))),
@@ -97,7 +99,7 @@ def experiment(args, facts):
     cube = sheet(CUBE, found, settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 "
                                        f"{args.model} at {tokens} {plural(tokens, 'token')}; "
                                        f"{args.threads} {plural(args.threads, 'thread')}")
-    version = f"numpy {np.__version__}"
+    version = f"numpy {np.__version__}" if on.numpy else f"{on.name}, " + on.facts()["library"]
     v = {(r["keys"]["numbers"], r["figure"]): r["value"] for r in found}
     text = "\n".join([post_line(label, v[label, "power"], v[label, "product"],
                                 v[label, "largest relative difference"])
@@ -121,12 +123,14 @@ def in_the_model(args):
     user typing with the post's notes, each trip timed with the cube written both ways. -> (the
     rows of figures, {keys: the row's name})"""
     cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
-    bench = b.Bench(cfg, model.floors(cfg, 0), pool.workers(args.threads), args.runs,
-                    again=timing.again_for(args))
+    on = device(args.device)
+    bench = b.Bench(cfg, [{k: on.asarray(t) for k, t in f.items()} for f in model.floors(cfg, 0)],
+                    pool.workers(args.threads) if on.numpy else None, args.runs,
+                    again=timing.again_for(args), on=on)
     rows, phases = [], {}
     for phase, trip in ((f"reading {args.tokens} {plural(args.tokens, 'token')}",
-                         lambda: (b.tokens(cfg, args.tokens, 2),
-                                  [(model.notebook(cfg, 1, args.tokens), args.tokens)])),
+                         lambda: (b.tokens(cfg, args.tokens, 2, on),
+                                  [(b.book(bench, 1, args.tokens), args.tokens)])),
                         (f"typing for 1 user at {notes} notes",
                          lambda: b.typing(bench, b.read_question(bench, notes, 1), 1, 3))):
         runs = {cube: b.time_trip(dataclasses.replace(bench, paths=Paths(cube=cube)), *trip(),
@@ -138,7 +142,7 @@ def in_the_model(args):
         rows.append({KEYS: keys, "power": ms(way["power"]), "product": ms(way["product"]),
                      "ratio": Measured(way["power"].seconds / way["product"].seconds,
                                        ((1, way["power"]), (-1, way["product"])))})
-    rows[0]["negative share"] = negative_share(bench, b.tokens(cfg, args.tokens, 2))
+    rows[0]["negative share"] = negative_share(bench, b.tokens(cfg, args.tokens, 2, on))
     if bench.pool:
         bench.pool["helpers"].shutdown()
     return rows, phases
@@ -147,7 +151,7 @@ def in_the_model(args):
 def negative_share(bench, x):
     """How many of the numbers the model cubes are negative, in percent: its first floor's
     feed-forward inputs to GELU, reading x. x: (width, tokens)"""
-    h = bench.floors[0]["up"] @ model.norm(x.copy())  # (4 width, tokens)
+    h = bench.on.to_numpy(bench.floors[0]["up"] @ model.norm(x))  # (4 width, tokens)
     return 100.0 * float(np.mean(h < 0))
 
 

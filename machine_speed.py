@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from harness import claims, flags, records, runner
+from harness.devices import NUMPY, device
 from harness.printers import Layout, Saved, col, sheet
 from harness.records import Measured, ms, timed
 from harness.speeds import MATMUL, QUICK, SIZE, Speeds, memory_bytes, tokens_a_trip_needs
@@ -26,29 +27,31 @@ CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level ca
 # the post's two measurements (two_phases.py measures the machine with these same two)
 
 
-def forklift(size=SIZE, runs=5, again=AGAIN):
+def forklift(size=SIZE, runs=5, again=AGAIN, on=NUMPY):
     """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
     Every number is used once, for just 2 FLOPs, so this is almost pure fetching."""
-    big = np.ones((size, size), dtype=np.float32)  # (size, size)
-    one = np.ones(size, dtype=np.float32)  # (size,)
-    sec = best_of(lambda: big @ one, runs, what="forklift", again=again)
-    return {"bytes": big.nbytes, "bytes_per_s": big.nbytes / sec.seconds, "timing": sec}
+    big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
+    one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
+    sec = best_of(on.synced(lambda: big @ one), runs, what="forklift", again=again)
+    return {"bytes": size * size * BYTES, "bytes_per_s": size * size * BYTES / sec.seconds,
+            "timing": sec}
 
 
-def workbench(n=MATMUL, runs=5, again=AGAIN):
+def workbench(n=MATMUL, runs=5, again=AGAIN, on=NUMPY):
     """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
     this is almost pure math: n*n outputs, each n multiplies and n adds."""
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    b = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
-    sec = best_of(lambda: a @ b, runs, what="workbench", again=again)
+    a = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
+    b = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
+    sec = best_of(on.synced(lambda: a @ b), runs, what="workbench", again=again)
     return {"flops": 2 * n ** 3, "flops_per_s": 2 * n ** 3 / sec.seconds, "timing": sec}
 
 
-def roofs(size=SIZE, matmul=MATMUL, runs=5, again=AGAIN):
+def roofs(size=SIZE, matmul=MATMUL, runs=5, again=AGAIN, on=NUMPY):
     """Both limits, best of `runs` each (again: how many disturbed runs are measured again, x
-    runs): -> Speeds, and the two measurements behind them."""
-    fork, bench = forklift(size, runs, again), workbench(matmul, runs, again)
+    runs), on the device's arrays (NumPy's: this CPU): -> Speeds, and the two measurements
+    behind them."""
+    fork, bench = forklift(size, runs, again, on), workbench(matmul, runs, again, on)
     return Speeds(fork["bytes_per_s"], bench["flops_per_s"],
                   f"measured in this run by machine_speed ({fork['timing'].label})"), fork, bench
 
@@ -109,7 +112,8 @@ def experiment(args, facts):
     the claims, each from them."""
     if not args.quick:
         warn_if_cached(args.size, facts["llc_bytes"])
-    speeds, fork, bench = roofs(args.size, args.matmul, args.runs, again_for(args))
+    speeds, fork, bench = roofs(args.size, args.matmul, args.runs, again_for(args),
+                                device(args.device))
     found = records.from_rows(figures(fork, bench), records.settings_of(args))
     yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
     yield sheet(SPEEDS, found, text=post_block(found) if args.tablefmt == "plain" else None,

@@ -5,6 +5,8 @@ FLOPs and bytes of one trip, part by part. It needs NumPy alone.
     python -c "import model; print(model.table_numbers(model.SIZES['small']), model.NOTE_BYTES)"
 
 Tokens are columns: x is (width, tokens) and every table is applied as W @ x, as in the post.
+The arrays are NumPy's; the same math runs on PyTorch's or CuPy's (a GPU's) through the array
+API standard (namespace()), the tables and notebooks made there by the caller.
 The model runs the 12 floors only, like the post; a prediction counts the token embedding
 and the LM head too (Config.vocab), and a mixture of experts, and a model split over devices.
 """
@@ -119,16 +121,31 @@ def floors(cfg, seed=0):
 # notebooks (KV caches): arrays set aside up front, filled from the front, plus a length
 
 
-def notebook(cfg, users, capacity):
+def namespace(x):
+    """The array library x belongs to: NumPy itself for a NumPy array (the post's code, as it
+    reads), else its array API namespace (array-api-compat: PyTorch, CuPy), imported only then."""
+    if isinstance(x, np.ndarray):
+        return np
+    import array_api_compat
+    return array_api_compat.array_namespace(x)
+
+
+def notebook(cfg, users, capacity, like=None):
     """The notebooks of `users` users who type together, with room for `capacity` notes each.
 
     As in the post's q @ K and softmax(att) @ V, keys are (layers, users, heads, 64, capacity)
     and values (layers, users, heads, capacity, 64): a new value is written in one piece. All its
-    users have the same number of notes, "len"; another number keeps another notebook.
+    users have the same number of notes, "len"; another number keeps another notebook. like:
+    an array (a table) whose library and device the notebook is made on; NumPy's if None.
     """
     shape = (cfg.layers, users, cfg.heads)
-    return {"k": np.zeros((*shape, cfg.head, capacity), dtype=np.float32),
-            "v": np.zeros((*shape, capacity, cfg.head), dtype=np.float32),
+    if like is None:
+        return {"k": np.zeros((*shape, cfg.head, capacity), dtype=np.float32),
+                "v": np.zeros((*shape, capacity, cfg.head), dtype=np.float32),
+                "len": 0}
+    xp, device = namespace(like), like.device
+    return {"k": xp.zeros((*shape, cfg.head, capacity), dtype=xp.float32, device=device),
+            "v": xp.zeros((*shape, capacity, cfg.head), dtype=xp.float32, device=device),
             "len": 0}
 
 
@@ -148,23 +165,31 @@ def room(book):
 
 def norm(x):
     """LayerNorm over features with no learned scale or shift. x: (width, tokens)."""
-    mu = x.mean(axis=0)  # (tokens,)
-    d = x - mu  # (width, tokens)
-    var = np.einsum("ij,ij->j", d, d) / np.float32(d.shape[0])  # (tokens,)
-    d /= np.sqrt(var + np.float32(EPS))
+    xp = namespace(x)
+    d = x - xp.mean(x, axis=0)  # (width, tokens)
+    var = squares(d) / d.shape[0]  # (tokens,)
+    d /= xp.sqrt(var + EPS)
     return d
+
+
+def squares(d):
+    """Each column's sum of squares: (width, tokens) -> (tokens,). NumPy's einsum does it in one
+    pass (its vecdot along the first axis is many times slower); other libraries sum d * d."""
+    if isinstance(d, np.ndarray):
+        return np.einsum("ij,ij->j", d, d)
+    return namespace(d).sum(d * d, axis=0)
 
 
 def gelu(h, cube="product"):
     """GPT-2's tanh GELU, in place. The cube is h*h*h: h**3 (cube="power", the post's bug, kept
     to measure it) takes a slow road for negative numbers (cube_bug.py)."""
     c = h ** 3 if cube == "power" else h * h * h
-    c *= np.float32(0.044715)
+    c *= 0.044715
     c += h
-    c *= np.float32(math.sqrt(2 / math.pi))
-    np.tanh(c, out=c)
-    c += np.float32(1)
-    h *= np.float32(0.5)
+    c *= math.sqrt(2 / math.pi)
+    c = namespace(h).tanh(c)
+    c += 1
+    h *= 0.5
     h *= c
     return h
 
@@ -173,9 +198,9 @@ def exp_shifted(s):
     """exp(s - max) over the last axis, in place: a softmax before its division by the sum.
     attend() divides after the weighted sum of values, where there are 64 numbers per query to
     divide instead of one per note."""
-    s -= s.max(axis=-1, keepdims=True)
-    np.exp(s, out=s)
-    return s
+    xp = namespace(s)
+    s -= xp.max(s, axis=-1, keepdims=True)
+    return xp.exp(s)
 
 
 @functools.lru_cache(maxsize=None)
@@ -189,7 +214,9 @@ def causal(t):
 def by_head(x, users, heads):
     """(width, users * t) -> (users, heads, 64, t): each user's tokens, split into heads. A view."""
     width, cols = x.shape
-    return x.reshape(heads, width // heads, users, cols // users).transpose(2, 0, 1, 3)
+    xp = namespace(x)
+    return xp.permute_dims(xp.reshape(x, (heads, width // heads, users, cols // users)),
+                           (2, 0, 1, 3))
 
 
 def attend(q, k, v, how="einsum"):
@@ -197,12 +224,14 @@ def attend(q, k, v, how="einsum"):
     heads, 64, n) and v: (users, heads, n, 64), whose last t notes are the queries' own tokens:
     query i reads every note up to its own. how: see product(). -> (users, heads, t, 64)"""
     t, n = q.shape[-2], k.shape[-1]
+    xp = namespace(q)
     s = product(q, k, how)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
-    if t > 1:
-        s[..., n - t:] += causal(t)  # the queries' own tokens: a triangle
+    if t > 1:  # the queries' own tokens: a triangle
+        s[..., n - t:] += causal(t) if xp is np else xp.asarray(causal(t), device=s.device,
+                                                                copy=True)
     w = exp_shifted(s)  # softmax's numerator ...
     o = product(w, v, how)  # (u, h, t, n) @ (u, h, n, 64) -> (u, h, t, 64)
-    return o / w.sum(axis=-1)[..., None]  # ... and its denominator
+    return o / xp.sum(w, axis=-1)[..., None]  # ... and its denominator
 
 
 def product(a, b, how="einsum"):
@@ -210,8 +239,8 @@ def product(a, b, how="einsum"):
     pass over the notes, and the fastest way depends on the CPU: einsum's loop, a batched
     matmul (a small BLAS call per user and head), or "vec", NumPy's vector-matrix products (NumPy
     2.2 and later). With more queries they are real matrix products: BLAS's."""
-    if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]):
-        return a @ b
+    if how == "matmul" or 1 not in (a.shape[-2], b.shape[-1]) or not isinstance(a, np.ndarray):
+        return a @ b  # (another library's own batched product, on its device)
     if how == "vec":
         if a.shape[-2] == 1:  # (u, h, 1, k) @ (u, h, k, n): the query's keys, or values
             return np.vecmat(a[..., 0, :], b)[..., None, :]
@@ -231,8 +260,8 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
     """Every user writes their new notes on this floor, then reads their own notebook.
     q, k, v: (width, tokens), the segments' tokens side by side. -> (width, tokens)"""
     ways = ways or PLAIN
-    scale = np.float32(1 / math.sqrt(q.shape[0] // cfg.heads))
-    out = np.empty_like(q)  # (width, tokens)
+    scale = 1 / math.sqrt(q.shape[0] // cfg.heads)
+    out = namespace(q).empty_like(q)  # (width, tokens)
     books, col = [], 0  # each notebook's notes, and its users' queries, keys, values, answers
     for book, t in segments:
         u, n = readers(book), book["len"] + t
@@ -253,14 +282,14 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
                 oh[:, hs, :, a:b] = attend(qs[:, :, a:b], K[:, hs, :, :n0 + b],
                                            V[:, hs, :n0 + b], ways.attention).swapaxes(-1, -2)
 
-    ways.share(read, cfg.heads, sum(K.size for K, *_ in books))
+    ways.share(read, cfg.heads, sum(math.prod(K.shape) for K, *_ in books))
     return out
 
 
 def mlp(h, ways=None):
     """gelu(h) in place, its rows handed out as the ways share work. h: (4 width, tokens)."""
     ways = ways or PLAIN
-    ways.share(lambda rows: gelu(h[rows], ways.cube), h.shape[0], h.size)
+    ways.share(lambda rows: gelu(h[rows], ways.cube), h.shape[0], math.prod(h.shape))
     return h
 
 
@@ -304,7 +333,8 @@ def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_count
     start = clock()
     with w.threads():
         for i, p in enumerate(floors):
-            q, k, v = np.split(f.table(p["qkv"], f.norm(x)), 3)  # 3 x (width, tokens)
+            qkv = f.table(p["qkv"], f.norm(x))  # (3 width, tokens): q, k, v stacked
+            q, k, v = (qkv[j * cfg.width:(j + 1) * cfg.width] for j in range(3))
             x = f.add(x, f.table(p["out"], f.attention(cfg, q, k, v, segments, i, w)))
             h = f.mlp(f.table(p["up"], f.norm(x)), w)  # (4 width, tokens)
             x = f.add(x, f.table(p["down"], h))
@@ -343,7 +373,7 @@ def timed(ways, watch=None, clock=time.perf_counter):
 
 def validate(cfg, x, segments):
     """Refuse a trip before it changes anything: tokens must match, notebooks must have room."""
-    if x.dtype != np.float32 or x.shape[0] != cfg.width:
+    if x.dtype != namespace(x).float32 or x.shape[0] != cfg.width:
         raise TypeError(f"x must be float32 of {cfg.width} rows, got {x.dtype} {x.shape}")
     if any(t < 1 for _, t in segments):
         raise ValueError(f"every segment needs a new token, got {[t for _, t in segments]}")

@@ -16,8 +16,8 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import (claims, flags, limits, pictures, plan, pool, predict, printers, records,
-                     roofs, runner, speeds, timing, tuning)
+from harness import (claims, devices, flags, limits, pictures, plan, pool, predict, printers,
+                     records, roofs, runner, speeds, timing, tuning)
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Layout, Picture, Saved, col, sheet
 from harness.records import Measured, ms, timed
@@ -53,7 +53,7 @@ def prefill_plan(args):
 def prefill_measure(bench, args, rows):
     for row in rows:
         (p,) = row.key
-        x, book = b.tokens(bench.cfg, p, SEED + 2), model.notebook(bench.cfg, 1, p)
+        x, book = b.tokens(bench.cfg, p, SEED + 2, bench.on), b.book(bench, 1, p)
         yield b.one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
 
 
@@ -353,8 +353,11 @@ def experiment(args, facts):
     the claims and pictures."""
     cfg, start = model.SIZES[args.model], roofs.speeds(args, machine_speed.roofs)
     progress("making the tables (random weights)")
-    bench = b.Bench(cfg, model.floors(cfg, args.seed), pool.workers(args.threads), args.runs,
-                    again=timing.again_for(args))
+    on = devices.device(args.device)
+    bench = b.Bench(cfg, [{k: on.asarray(t) for k, t in f.items()} for f in
+                          model.floors(cfg, args.seed)],
+                    pool.workers(args.threads) if on.numpy else None, args.runs,
+                    again=timing.again_for(args), on=on)
     try:
         yield from measured(cfg, args, facts, start, bench)
     finally:
@@ -363,8 +366,11 @@ def experiment(args, facts):
 
 
 def measured(cfg, args, facts, start, bench):
-    bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
-    yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
+    if bench.on.numpy:
+        bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
+        yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
+    else:  # the library's own products on its device: nothing of this CPU's to choose
+        yield f"paths: {bench.on.name}'s own products, one call each"
     settings = records.settings_of(args, paths=str(bench.paths))
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
     plans, outcomes, found = {n: e.plan(args) for n, e in planned.items()}, {}, []

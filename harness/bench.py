@@ -2,11 +2,12 @@
 start with, and the same table products timed alone, outside the model."""
 import dataclasses
 import statistics
+import types
 
 import numpy as np
 
 import model
-from harness import timing
+from harness import devices, timing
 from harness.kernels import Paths, table, ways
 from harness.plan import Outcome, figures
 from harness.terminal import plural
@@ -24,11 +25,20 @@ class Bench:
     runs: int
     paths: Paths = Paths()  # how the work is done, chosen on this machine
     again: int = timing.AGAIN  # disturbed runs measured again, x runs (0 in a quick run)
+    on: devices.Device = devices.NUMPY  # where the tables, notes and tokens live
 
 
-def tokens(cfg, t, seed):
-    """t tokens' hidden states as they enter the first floor: (width, t) float32, seeded."""
-    return np.random.default_rng(seed).standard_normal((cfg.width, t), dtype=np.float32)
+def tokens(cfg, t, seed, on=devices.NUMPY):
+    """t tokens' hidden states as they enter the first floor: (width, t) float32, seeded, the
+    same numbers on every device."""
+    return on.asarray(np.random.default_rng(seed).standard_normal((cfg.width, t),
+                                                                  dtype=np.float32))
+
+
+def book(bench, users, capacity):
+    """A notebook for `users` users, on the bench's device."""
+    return model.notebook(bench.cfg, users, capacity,
+                          None if bench.on.numpy else bench.floors[0]["qkv"])
 
 
 def restore(segments):
@@ -42,9 +52,19 @@ def restore(segments):
 
 
 def trip_of(bench, x, segments, watch=None):
-    """The trip as a call, built before the timer starts."""
-    how = ways(bench.paths, bench.pool)
-    return lambda: model.trip(bench.cfg, bench.floors, x, segments, how, watch)
+    """The trip as a call, built before the timer starts; on a GPU it returns once the device
+    has done it (a device runs ahead of Python), each part's time too."""
+    if bench.on.numpy:
+        how = ways(bench.paths, bench.pool)
+        return lambda: model.trip(bench.cfg, bench.floors, x, segments, how, watch)
+
+    how = types.SimpleNamespace(**{**vars(model.PLAIN), "cube": bench.paths.cube})
+
+    def synced():
+        model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how, watch,
+                   bench.on.clock)
+        bench.on.sync()
+    return synced
 
 
 def time_trip(bench, x, segments, what):
@@ -80,19 +100,22 @@ def record_trip(bench, x, segments, what):
     return {"riders": riders, "parts": middle}
 
 
-def products_alone(floors, tokens, seed=0):
+def products_alone(floors, tokens, seed=0, on=devices.NUMPY):
     """The table products of a trip of `tokens` tokens, alone, outside the model: every floor's
     four tables times random activations, with the same shapes and layout as the trip, each one
     BLAS call on the BLAS's own threads: what the library does with exactly these products.
     -> a function to time"""
     rng = np.random.default_rng(seed)
     width = floors[0]["qkv"].shape[1]
-    x, h = (rng.standard_normal((n, tokens), dtype=np.float32) for n in (width, 4 * width))
+    x, h = (on.asarray(rng.standard_normal((n, tokens), dtype=np.float32))
+            for n in (width, 4 * width))
+    product = table if on.numpy else (lambda w, a: w @ a)
 
     def products():
         for p in floors:
             for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
-                table(p[name], into)
+                product(p[name], into)
+        on.sync()
     return products
 
 
@@ -100,7 +123,7 @@ def tables_alone(bench, n):
     """The table products of a trip of n tokens, one BLAS call each on the BLAS's own threads,
     outside the model: what the library does with them, the best of the runs, since like the
     forklift and the workbench it is what this machine can do."""
-    return timing.measure(products_alone(bench.floors, n),
+    return timing.measure(products_alone(bench.floors, n, on=bench.on),
                           min(bench.runs, BREAKDOWN_RUNS), stat="best",
                           what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
                                f"each", again=bench.again)
@@ -108,26 +131,26 @@ def tables_alone(bench, n):
 
 def read_question(bench, notes, seed):
     """One user's notebook after the model read a `notes`-token question: the typers' start."""
-    book = model.notebook(bench.cfg, 1, notes)
+    first = book(bench, 1, notes)
     if notes:
-        trip_of(bench, tokens(bench.cfg, notes, seed), [(book, notes)])()
-    return book
+        trip_of(bench, tokens(bench.cfg, notes, seed, bench.on), [(first, notes)])()
+    return first
 
 
 def typing(bench, first, users, seed):
     """`users` users, each with the notes in `first`, type one token: -> (x, segments)."""
-    return tokens(bench.cfg, users, seed), [(copies(bench, first, users, room=1), 1)]
+    return tokens(bench.cfg, users, seed, bench.on), [(copies(bench, first, users, room=1), 1)]
 
 
 def copies(bench, first, users, room):
     """The notebook of `users` users who each hold the notes in `first`, with room for `room`
     more each."""
     n = first["len"]
-    book = model.notebook(bench.cfg, users, n + room)
-    book["k"][..., :n] = first["k"][..., :n]  # one user's notes, copied to every user
-    book["v"][..., :n, :] = first["v"][..., :n, :]
-    book["len"] = n
-    return book
+    theirs = book(bench, users, n + room)
+    theirs["k"][..., :n] = first["k"][..., :n]  # one user's notes, copied to every user
+    theirs["v"][..., :n, :] = first["v"][..., :n, :]
+    theirs["len"] = n
+    return theirs
 
 
 class Server:
@@ -138,10 +161,11 @@ class Server:
     def __init__(self, bench, notes, users, question, room, seeds):
         self.bench, self.notes = bench, notes
         self.typers = copies(bench, read_question(bench, notes, seeds[0]), users, room)
-        self.newcomer = model.notebook(bench.cfg, 1, question + 1)
-        self.xt = tokens(bench.cfg, users, seeds[1])  # (width, typers)
-        self.xn = np.concatenate([tokens(bench.cfg, question, seeds[2]),  # its question, then
-                                  tokens(bench.cfg, 1, seeds[3])], 1)  # its word: (width, q + 1)
+        self.newcomer = book(bench, 1, question + 1)
+        on = bench.on
+        self.xt = tokens(bench.cfg, users, seeds[1], on)  # (width, typers)
+        self.xn = on.concat([tokens(bench.cfg, question, seeds[2], on),  # its question, then
+                             tokens(bench.cfg, 1, seeds[3], on)], 1)  # its word: (width, q + 1)
         self.alone = (self.xt, [(self.typers, 1)])  # the typers' trip with no newcomer
         self.before(0, slice(0, 0))
 
@@ -151,7 +175,7 @@ class Server:
 
     def trip(self, s):
         """A step's trip, built before the timer starts: -> (x, segments)."""
-        x = np.concatenate([self.xt, self.xn[:, s]], 1)  # (width, typers + newcomer's tokens)
+        x = self.bench.on.concat([self.xt, self.xn[:, s]], 1)  # (width, typers + newcomer's)
         return x, [(self.typers, 1), (self.newcomer, s.stop - s.start)]
 
     def schedule(self, steps, what):

@@ -8,7 +8,7 @@ import os
 import re
 import secrets
 
-from harness import exports, machine, results
+from harness import devices, exports, machine, results
 from harness.terminal import plain_streams, quoted, warn
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
@@ -139,6 +139,10 @@ def parser(doc, runs, prog):
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
                         "several (--threads 1 2) sweep them: one block of tables each, saved as "
                         "<script>.sweep; default: the library's own choice")
+    g.add_argument("--device", type=checked(devices.device), default="numpy", metavar="WHERE",
+                   help="where the arrays live: numpy (the post's, this CPU), torch:cpu, "
+                        "torch:cuda, torch:mps (an Apple GPU) or cupy:cuda; PyTorch and CuPy "
+                        f"only when asked ({devices.INSTALL})")
     g.add_argument("--oversubscribe", action="store_true",
                    help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",

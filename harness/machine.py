@@ -184,7 +184,17 @@ def line(m):
     sweep = f" | a sweep of {', '.join(map(str, m['sweep']))} threads" if m.get("sweep") else ""
     return (f"machine: {m['cpu']}, {m.get('cores') or '?'} cores{cache} | {m['os']} | "
             f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
-            f"{m['date'][:10]}{quiet_line(m)}{sweep}")
+            f"{m['date'][:10]}{quiet_line(m)}{sweep}{device_line(m.get('device'))}")
+
+
+def device_line(d):
+    """' | device torch:cuda, NVIDIA H100 80GB HBM3, 85.0 GB, CUDA 12.4, torch 2.13.0', or ''
+    for NumPy's arrays (this CPU, as the line's start says)."""
+    if not isinstance(d, dict):
+        return ""
+    memory = f", {d['memory_bytes'] / 1e9:.1f} GB" if d.get("memory_bytes") else ""
+    driver = f", {d['driver']}" if d.get("driver") else ""
+    return f" | device {d.get('device')}: {d.get('name')}{memory}{driver}, {d.get('library')}"
 
 
 def quiet_line(m):

@@ -296,6 +296,9 @@ def check_flags(p, args, experiments):
         return False
     if args.threads:
         p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
+    if args.device != "numpy":
+        p.error("argument --device: a prediction runs nothing, on no device; name the machine "
+                "to predict with --predict")
     given = [GIVEN] if args.roofs or args.forklift else []
     args.predict = given + [n for n in args.predict if n != GIVEN]
     if not args.predict:

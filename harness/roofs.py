@@ -1,7 +1,7 @@
 """The speeds a run holds its rows to, its roofs: measured at the start and at the end of the run
 (the faster of each), taken from a saved machine_speed result (--roofs), or given (--forklift
 and --workbench); and those flags."""
-from harness import flags, schema, timing
+from harness import devices, flags, schema, timing
 from harness.speeds import Speeds, sizes
 from harness.terminal import warn
 
@@ -21,7 +21,8 @@ def speeds(args, measure):
     """The forklift and workbench speeds: given by the flags, or measured now by measure(size,
     matmul, runs) -> (Speeds, ...) at machine_speed's own sizes (same run, same noise)."""
     return given(args) or measure(**sizes(args.quick), runs=args.runs,
-                                  again=timing.again_for(args))[0]
+                                  again=timing.again_for(args),
+                                  on=devices.device(getattr(args, "device", "numpy")))[0]
 
 
 def add_flags(g):

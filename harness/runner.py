@@ -14,7 +14,8 @@ import signal
 import sys
 import time
 
-from harness import exports, machine, pictures, records, report, results, schema, stopping
+from harness import (devices, exports, machine, pictures, records, report, results, schema,
+                     stopping)
 from harness.flags import folder_of
 from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.results import ROOT
@@ -90,6 +91,7 @@ def each_thread_count(args, body, busy, out, headline):
         with threadpool_limits(n) if n else contextlib.nullcontext():
             if facts is None:
                 facts = machine.facts(busy, out.sweep)
+                facts["device"] = devices.device(getattr(args, "device", "numpy")).facts()
                 out.show(headline or machine.line(facts))
             n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
             if out.sweep:

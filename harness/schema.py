@@ -128,7 +128,11 @@ OPTIONAL = {"cores": lambda v: type(v) is int and v >= 1, "llc_bytes": lambda v:
                 isinstance(v[k], str) if k == "governor" else number(v[k], 0) for k in v),
             "busy": lambda v: isinstance(v, list) and all(isinstance(b, str) for b in v),
             "sweep": lambda v: isinstance(v, list) and all(type(n) is int and n >= 1
-                                                           for n in v)}  # each may be null
+                                                           for n in v),
+            "device": lambda v: isinstance(v, dict) and all(
+                isinstance(v.get(k), str) for k in ("device", "name", "library"))
+            and (v.get("memory_bytes") is None or number(v["memory_bytes"], 0))}
+#   each may be null
 
 
 def check_machine(m):

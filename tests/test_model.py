@@ -1,13 +1,15 @@
 """The model is exact GPT-2 block math: checked against a reference, and against itself across
 the three ways of cutting the same work into trips (cached decode, chunks, batches)."""
+import importlib.util
 import sys
 
 import numpy as np
 import pytest
 
 import model
+from harness import devices, kernels, pool as pool_
 from harness.kernels import ATTENTION, Paths, ways
-from harness import kernels, pool as pool_
+
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
 # float32 against float32 (or float64) with a different order of sums. Measured: the largest
@@ -20,7 +22,9 @@ def floors(seed=0):
 
 
 def book(cap, users=1):
-    return model.notebook(CFG, users, cap)
+    on = ON["now"]
+    return model.notebook(CFG, users, cap,
+                          None if on.numpy else on.asarray(np.zeros(1, np.float32)))
 
 
 def tokens(t, seed=1, width=CFG.width):
@@ -28,7 +32,13 @@ def tokens(t, seed=1, width=CFG.width):
 
 
 def trip(layers, x, segments):
-    return model.trip(CFG, layers, x, segments, ways(PATH["now"]))
+    """A trip on the test's path: NumPy's kernels, or another library's arrays (the tables and
+    tokens copied there, the answer copied back)."""
+    on = ON["now"]
+    if on.numpy:
+        return model.trip(CFG, layers, x, segments, ways(PATH["now"]))
+    there = [{k: on.asarray(t) for k, t in p.items()} for p in layers]
+    return on.to_numpy(model.trip(CFG, there, on.asarray(x), segments))
 
 
 PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must agree
@@ -37,11 +47,25 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
                                                      (64, 64, 32, None))),
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {})}
 PATH = {"now": Paths()}  # the path the trips of a test take
+ON = {"now": devices.NUMPY}  # and the arrays it takes it on
+DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]
+#   every other array library installed here, on this CPU: the same math through the array API
 
 
 @pytest.fixture(params=PATHS)
 def paths(request, monkeypatch):
     """Run the test once on every path."""
+    monkeypatch.setitem(PATH, "now", PATHS[request.param])
+    return PATHS[request.param]
+
+
+@pytest.fixture(params=[*PATHS, *(pytest.param(d, marks=pytest.mark.xdist_group("torch"))
+                                  for d in DEVICES)])
+def every_library(request, monkeypatch):
+    """Run the test once on every path, and on every other array library at hand."""
+    if request.param in DEVICES:
+        monkeypatch.setitem(ON, "now", devices.device(request.param))
+        return Paths()
     monkeypatch.setitem(PATH, "now", PATHS[request.param])
     return PATHS[request.param]
 
@@ -79,7 +103,7 @@ def ref_gpt2(x, layers, n_head):
     return x
 
 
-def test_one_pass_matches_reference_gpt2(paths):
+def test_one_pass_matches_reference_gpt2(every_library):
     layers, x = floors(), tokens(40)
     ours = trip(layers, x, [(book(40), 40)])
     np.testing.assert_allclose(ours, ref_gpt2(x.T, layers, CFG.heads).T, **TOL)
@@ -101,7 +125,7 @@ def test_full_size_spot_check_matches_reference(small_floors):
         np.testing.assert_allclose(ours, reference, **TOL)
 
 
-def test_cached_decode_equals_one_causal_pass(paths):
+def test_cached_decode_equals_one_causal_pass(every_library):
     layers, x = floors(), tokens(24)
     whole = trip(layers, x, [(book(24), 24)])
     b = book(24)
@@ -121,13 +145,20 @@ def test_chunked_prefill_equals_prefill_in_one_go(chunks, paths):
     np.testing.assert_allclose(np.concatenate(outs, 1), whole, **TOL)
 
 
+@pytest.mark.xdist_group("torch")
+@pytest.mark.parametrize("library", DEVICES)
+def test_chunked_prefill_equals_prefill_in_one_go_on_another_library(library, monkeypatch):
+    monkeypatch.setitem(ON, "now", devices.device(library))
+    test_chunked_prefill_equals_prefill_in_one_go((7, 1, 16), Paths())
+
+
 def prefilled(layers, n, seed, cap):
     b = book(cap)
     trip(layers, tokens(n, seed), [(b, n)])
     return b
 
 
-def test_batched_decode_equals_each_user_alone(paths):
+def test_batched_decode_equals_each_user_alone(every_library):
     layers = floors()
     lengths = (3, 9, 1, 17)  # different notebook lengths on one trip: one notebook each
     x = tokens(len(lengths), seed=99)
@@ -415,7 +446,9 @@ def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():
 
 
 def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
-    """model.py stands on NumPy alone: the suite hands it faster kernels, never the reverse."""
+    """model.py stands on NumPy alone (another array library's arrays reach it through the
+    array API, array_api_compat, imported only then): the suite hands it faster kernels, never
+    the reverse."""
     import ast
     tree = ast.parse(open(model.__file__).read())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree)
@@ -423,5 +456,5 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
     assert imported <= {"contextlib", "dataclasses", "functools", "math", "time", "types",
-                        "numpy"}
+                        "numpy", "array_api_compat"}
     assert model.trip(CFG, floors(), tokens(3), [(book(3), 3)]).dtype == np.float32  # plain ways

@@ -1,0 +1,126 @@
+"""The same scripts on another array library's device: --device picks it (NumPy stays the
+default), refuses in one line what is not here, and every timed region waits for the device.
+Here PyTorch on this CPU stands in for a GPU; a test that needs a GPU skips without one."""
+import importlib.util
+import json
+import time
+
+import numpy as np
+import pytest
+
+import cube_bug
+import machine_speed
+import model
+import two_phases
+from conftest import in_process, one_line
+from harness import bench as b, devices
+
+TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
+pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pytest.ini)
+
+
+class Recorder:
+    """A fake library whose device records every wait, and a clock that moves 1 s a call."""
+    __name__ = "fake"
+    __version__ = "0"
+
+    def __init__(self):
+        self.calls = []
+
+
+class FakeDevice(devices.Device):
+    def sync(self):
+        self.library.calls.append("sync")
+
+
+def test_a_timed_region_ends_by_waiting_for_the_device(monkeypatch):
+    fake = FakeDevice("fake:gpu", Recorder(), np, device="gpu")
+    work = fake.synced(lambda: fake.library.calls.append("work") or 7)
+    assert work() == 7 and fake.library.calls == ["work", "sync"]  # the time ends after the wait
+    clock = iter(range(100))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    assert fake.clock() == 0 and fake.library.calls[-1] == "sync"  # each end of a part waits
+    assert devices.NUMPY.synced(len) is len  # NumPy's path: the function itself, no wait
+
+
+def test_a_trip_on_a_device_waits_at_its_end_and_at_each_parts(monkeypatch):
+    fake = FakeDevice("fake:gpu", Recorder(), np, device="gpu")
+    fake.asarray = lambda a: a  # NumPy's arrays stand in for the device's
+    cfg = model.TINY
+    bench = b.Bench(cfg, model.floors(cfg), None, 1, on=fake)
+    monkeypatch.setattr(b, "book", lambda bench, users, cap: model.notebook(cfg, users, cap))
+    x, book = b.tokens(cfg, 3, 1, fake), b.book(bench, 1, 3)
+    watch = {}
+    b.trip_of(bench, x, [(book, 3)], watch)()
+    pieces = cfg.layers * (4 + 2 + 1 + 1 + 2)  # a floor's tables, norms, attention, mlp, adds
+    assert fake.library.calls == ["sync"] * (2 * pieces + 2 + 1)  # each piece's two ends, the
+    #   trip's two, and the wait before the trip's call returns
+    assert watch["trip"] >= sum(watch[p] for p in model.PARTS[:-1])
+
+
+@pytest.mark.parametrize("flag,says", [
+    ("jax", "must be numpy, torch:cpu"), ("torch:tpu", "must be numpy, torch:cpu"),
+    ("cupy:cuda", "cupy"), ("torch:cuda", "cuda")])
+def test_a_device_that_is_not_here_is_one_line(flag, says):
+    if flag == "cupy:cuda" and importlib.util.find_spec("cupy"):
+        pytest.skip("CuPy is installed here")
+    if flag == "torch:cuda" and (not TORCH or __import__("torch").cuda.is_available()):
+        pytest.skip("needs PyTorch without a CUDA device")
+    one_line(in_process(two_phases.parse_args, "--quick", "--device", flag, "--no-save"), 2,
+             "--device", says)
+
+
+def test_a_prediction_runs_on_no_device():
+    one_line(in_process(two_phases.parse_args, "--predict", "h100-sxm", "--device", "torch:cpu",
+                        "--no-save"), 2, "--device", "runs nothing")
+
+
+@needs_torch
+def test_two_phases_prints_every_table_from_the_torch_path(tmp_path, monkeypatch, quick_run):
+    from test_beyond import blank_floors
+    monkeypatch.setattr(model, "floors", blank_floors([]))  # no figure here rests on the numbers
+    r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1", "--users", "1",
+                   "--notes", "4", "--question", "8", "--chunk", "4", "--typers", "1",
+                   "--depths", "0", "--forklift", "10", "--workbench", "100", "--no-plot",
+                   "--device", "torch:cpu", "--out", str(tmp_path), "--label", "t")
+    assert r.returncode == 0, r.stderr
+    torch_run = json.loads((tmp_path / "t" / "two_phases.quick.json").read_text())
+    device = torch_run["machine"]["device"]
+    assert device["device"] == "torch:cpu" and device["library"].startswith("torch ")
+    assert quick_run[1]["machine"]["device"] is None  # NumPy's run: the line as ever
+    figures = [{(r["experiment"], r["figure"]) for r in run["records"]
+                if r["figure"] != "attention x limit"}  # kept where attention is more than a
+               for run in (quick_run[1], torch_run)]  # sliver of its trip: a timing decides
+    assert figures[0] == figures[1]  # every table, every figure, as NumPy's run has them
+    assert r.stdout.startswith("machine: ") and "| device torch:cpu: this CPU, through PyTorch" \
+        in r.stdout.splitlines()[0]
+    assert "paths: torch:cpu's own products, one call each" in r.stdout
+
+
+@needs_torch
+def test_machine_speed_and_cube_bug_run_on_the_torch_path():
+    r = in_process(machine_speed.main, "--quick", "--runs", "1", "--size", "500", "--matmul",
+                   "128", "--device", "torch:cpu", "--no-save")
+    assert r.returncode == 0 and "device torch:cpu" in r.stdout and "memory speed" in r.stdout
+    r = in_process(cube_bug.main, "--quick", "--runs", "1", "--tokens", "4", "--no-in-model",
+                   "--device", "torch:cpu", "--no-save")
+    assert r.returncode == 0 and "torch:cpu, torch" in r.stdout and "all negative" in r.stdout
+
+
+def test_a_gpu_device_when_there_is_one():
+    if not TORCH:
+        pytest.skip("PyTorch is not installed")
+    torch = __import__("torch")
+    kind = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() \
+        else None
+    if kind is None:
+        pytest.skip("no GPU here")
+    on, cfg = devices.device(f"torch:{kind}"), model.TINY
+    assert on.facts()["device"] == f"torch:{kind}"
+    floors, x = model.floors(cfg), b.tokens(cfg, 3, 1)
+    there = [{k: on.asarray(t) for k, t in p.items()} for p in floors]
+    theirs = model.trip(cfg, there, on.asarray(x), [(model.notebook(cfg, 1, 3, there[0]["qkv"]),
+                                                     3)])
+    np.testing.assert_allclose(on.to_numpy(theirs), model.trip(
+        cfg, floors, x, [(model.notebook(cfg, 1, 3), 3)]), rtol=1e-5, atol=1e-5)
