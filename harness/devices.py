@@ -44,6 +44,11 @@ class Device:
         """Arrays joined along an axis, on this device."""
         return np.concatenate(arrays, axis) if self.numpy else self.xp.concat(arrays, axis=axis)
 
+    def threads(self, n):
+        """Hold the library's own CPU threads to n (--threads), where it runs on this CPU."""
+        if n and self.library.__name__ == "torch" and self.device.type == "cpu":
+            self.library.set_num_threads(n)
+
     def synced(self, fn):
         """fn, returning once the device has done it: what a timer may time (NumPy's: fn)."""
         if self.numpy:

@@ -93,6 +93,7 @@ def each_thread_count(args, body, busy, out, headline):
                 facts = machine.facts(busy, out.sweep)
                 facts["device"] = devices.device(getattr(args, "device", "numpy")).facts()
                 out.show(headline or machine.line(facts))
+            devices.device(getattr(args, "device", "numpy")).threads(n)  # PyTorch's on this CPU
             n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
             if out.sweep:
                 out.show(f"\n{n} {plural(n, 'thread')}:")

@@ -13,8 +13,9 @@ import pytest
 
 import compare
 import model
+import two_phases
 from harness import schema
-from conftest import ROOT, compared, script
+from conftest import ROOT, compared, in_process, script
 
 ROOT_PATH = pathlib.Path(ROOT)
 
@@ -391,9 +392,8 @@ def test_no_run_writes_into_the_shipped_references(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "jsonl"])
 def test_a_run_exports_every_row_instead_of_its_tables(tmp_path, fmt):
-    r = script("two_phases.py", "--predict", "--no-plot", "--forklift", "12", "--workbench",
-               "121",
-               "--export", fmt, "--out", str(tmp_path), "--label", "p")
+    r = in_process(two_phases.main, "--predict", "--no-plot", "--forklift", "12",
+                   "--workbench", "121", "--export", fmt, "--out", str(tmp_path), "--label", "p")
     assert r.returncode == 0, r.stderr
     saved = json.loads((tmp_path / "p" / "two_phases.json").read_text())
     rows = parsed(fmt, r.stdout)

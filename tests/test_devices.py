@@ -77,22 +77,28 @@ def test_a_prediction_runs_on_no_device():
 
 
 @needs_torch
-def test_two_phases_prints_every_table_from_the_torch_path(tmp_path, monkeypatch, quick_run):
+def test_two_phases_prints_every_table_from_the_torch_path(tmp_path, monkeypatch):
+    """Reading, and the collision (whose typers are a question read, then copied to each user,
+    as decode's and depth's are), their check and breakdown, as NumPy's run prints them."""
     from test_beyond import blank_floors
     monkeypatch.setattr(model, "floors", blank_floors([]))  # no figure here rests on the numbers
-    r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1", "--users", "1",
-                   "--notes", "4", "--question", "8", "--chunk", "4", "--typers", "1",
-                   "--depths", "0", "--forklift", "10", "--workbench", "100", "--no-plot",
-                   "--device", "torch:cpu", "--out", str(tmp_path), "--label", "t")
-    assert r.returncode == 0, r.stderr
-    torch_run = json.loads((tmp_path / "t" / "two_phases.quick.json").read_text())
-    device = torch_run["machine"]["device"]
+    done = {}
+    for where in ("numpy", "torch:cpu"):
+        r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1", "--users",
+                       "1", "--notes", "2", "--question", "4", "--chunk", "2", "--typers", "1",
+                       "--depths", "0", "--forklift", "10", "--workbench", "100", "--no-plot",
+                       "--attention", "einsum", "--blocks", "off", "--device", where,
+                       "--threads", "1", "--experiments", "prefill", "collision",
+                       "--out", str(tmp_path), "--label", where[:5])
+        assert r.returncode == 0, r.stderr
+        done[where] = json.loads((tmp_path / where[:5] / "two_phases.quick.json").read_text())
+    device = done["torch:cpu"]["machine"]["device"]
     assert device["device"] == "torch:cpu" and device["library"].startswith("torch ")
-    assert quick_run[1]["machine"]["device"] is None  # NumPy's run: the line as ever
-    figures = [{(r["experiment"], r["figure"]) for r in run["records"]
+    assert done["numpy"]["machine"]["device"] is None  # NumPy's run: the line as ever
+    figures = [{(r["experiment"], json.dumps(r["keys"]), r["figure"]) for r in run["records"]
                 if r["figure"] != "attention x limit"}  # kept where attention is more than a
-               for run in (quick_run[1], torch_run)]  # sliver of its trip: a timing decides
-    assert figures[0] == figures[1]  # every table, every figure, as NumPy's run has them
+               for run in done.values()]  # sliver of its trip: a timing decides
+    assert figures[0] == figures[1]  # every table, every row, every figure, as NumPy's
     assert r.stdout.startswith("machine: ") and "| device torch:cpu: this CPU, through PyTorch" \
         in r.stdout.splitlines()[0]
     assert "paths: torch:cpu's own products, one call each" in r.stdout

@@ -65,6 +65,7 @@ def every_library(request, monkeypatch):
     """Run the test once on every path, and on every other array library at hand."""
     if request.param in DEVICES:
         monkeypatch.setitem(ON, "now", devices.device(request.param))
+        ON["now"].threads(1)  # a tiny model: one thread, the other core left to the other tests
         return Paths()
     monkeypatch.setitem(PATH, "now", PATHS[request.param])
     return PATHS[request.param]

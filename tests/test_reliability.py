@@ -14,7 +14,7 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import flags, machine, results, runner, timing
-from conftest import ROOT, compared, one_line, python, script, started, sheet_of
+from conftest import ROOT, compared, in_process, one_line, python, script, started, sheet_of
 from harness.printers import Picture, col
 from harness.records import timed
 
@@ -188,8 +188,8 @@ def test_a_signal_mid_run_ends_it_in_one_line(tmp_path, signum, code, word):
 ])
 def test_a_folder_that_cannot_hold_results_is_refused_before_measuring(tmp_path, flags, flag):
     (tmp_path / "a-file").write_text("not a folder")
-    r = script("cube_bug.py", "--quick", *[f.format(tmp=tmp_path) for f in flags])
-    one_line(r, 2, flag)
+    r = in_process(cube_bug.parse_args, "--quick", *[f.format(tmp=tmp_path) for f in flags])
+    one_line(r, 2, flag)  # refused before anything runs
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
@@ -210,8 +210,8 @@ def test_roofs_that_are_not_finite_positive_speeds_are_refused(tmp_path, speed):
     data = {**RESULT, "script": "machine_speed", "tables": {},
             "roofs": {"bytes_per_s": "SPEED", "flops_per_s": 1e11}}
     path.write_text(json.dumps(data).replace('"SPEED"', speed))
-    one_line(script("two_phases.py", "--quick", "--roofs", str(path), "--out", str(tmp_path)), 2,
-             "--roofs", "above 0")
+    one_line(in_process(two_phases.parse_args, "--quick", "--roofs", str(path), "--out",
+                        str(tmp_path)), 2, "--roofs", "above 0")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["machine_speed.json"]
 
 
