@@ -187,7 +187,7 @@ def gelu(h, cube="product"):
     c *= 0.044715
     c += h
     c *= math.sqrt(2 / math.pi)
-    c = namespace(h).tanh(c)
+    c = in_place("tanh", c)
     c += 1
     h *= 0.5
     h *= c
@@ -198,9 +198,16 @@ def exp_shifted(s):
     """exp(s - max) over the last axis, in place: a softmax before its division by the sum.
     attend() divides after the weighted sum of values, where there are 64 numbers per query to
     divide instead of one per note."""
-    xp = namespace(s)
-    s -= xp.max(s, axis=-1, keepdims=True)
-    return xp.exp(s)
+    s -= namespace(s).max(s, axis=-1, keepdims=True)
+    return in_place("exp", s)
+
+
+def in_place(name, a):
+    """xp.<name>(a) written over a where the library can (NumPy's out=: no new array), else a
+    new array (the array API has no out=)."""
+    if isinstance(a, np.ndarray):
+        return getattr(np, name)(a, out=a)
+    return getattr(namespace(a), name)(a)
 
 
 @functools.lru_cache(maxsize=None)
