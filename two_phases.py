@@ -16,8 +16,8 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import bench as b
-from harness import (claims, devices, flags, limits, pictures, plan, pool, predict, printers,
-                     records, roofs, runner, speeds, timing, tuning)
+from harness import (claims, devices, flags, hardware, limits, pictures, plan, pool, predict,
+                     printers, records, roofs, runner, speeds, timing, tuning)
 from harness.plan import Experiment, Outcome, Row, figures
 from harness.printers import Layout, Picture, Saved, col, sheet
 from harness.records import Measured, ms, timed
@@ -393,6 +393,10 @@ def measured(cfg, args, facts, start, bench):
         found += records.from_rows(limits.held_figures(held), settings)
         yield from printers.spaced(limits.held_sheets(found, held, held_to, plan.words(
             cfg, args.threads), min(args.runs, b.BREAKDOWN_RUNS)))
+        preset = hardware.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
+        if preset:
+            found += records.from_rows(limits.datasheet_figures(cfg, checked, preset), settings)
+            yield from printers.spaced(limits.datasheet_sheets(found, checked, preset))
         points, ideal = plan.roofline(cfg, checked, held_to), plan.at_the_limits(
             cfg, args, planned, held_to, (summary,))
         yield from (Saved("roofline", points), Saved("roofs", held_to.saved()),

@@ -121,6 +121,16 @@ def target(text, dtype, note_dtype, out):
                        f"holding machine_speed.json")
 
 
+def preset_of(device):
+    """The preset of the device a run measured on ({"name": the driver's name, ...}, or None):
+    the hardware.json machine one of whose device_names is in it, at float32 (what a measured
+    run computes in); None where none is (a CPU, an unknown GPU)."""
+    said = (device or {}).get("name") or ""
+    found = [n for n, e in known().items() if any(d.lower() in said.lower()
+                                                  for d in e.get("device_names", ()))]
+    return target(found[0], "float32", None, results.RESULTS) if len(found) == 1 else None
+
+
 def served(name):
     """The precision a machine is predicted at when none is named: a GPU's 16-bit tensor rate
     (bfloat16, or float16 where it has no bfloat16), the precision it serves models in; any

@@ -157,3 +157,46 @@ BREAKDOWN = Layout("breakdown", [col("experiment", "experiment", "", "s", key=Tr
                                        ".1f") for part in EXCESS))
 
 
+
+
+# ---- a GPU run against its datasheet: each row against the limits its preset's published speeds
+# set (what --predict of that preset says), beside the check against the speeds measured here
+
+
+def datasheet_figures(cfg, checked, preset):
+    """Reading's and typing's rows against their limits at the preset's published speeds
+    (checked: [(experiment, Outcome)]; preset: hardware.Target at float32). -> [(Layout,
+    rows)]"""
+    rows = []
+    for experiment, r in checked:
+        if experiment not in ("prefill", "decode"):
+            continue
+        limit_s, bound = max(preset.roofs.limit(cfg, riders) for riders in r.row.steps)
+        t = r.figures["time"]
+        rows.append({"experiment": experiment, KEYS: r.row.keys, "measured": ms(t),
+                     "datasheet": limit_s * 1e3, "bound by": bound,
+                     "x datasheet": timed(t.seconds / limit_s, t)})
+    return [(DATASHEET, rows)]
+
+
+def datasheet_sheets(found, checked, preset):
+    """The datasheet sheet, from its records, each row named as its experiment's sheet names it."""
+    labels = {tuple({"experiment": name, **r.row.keys}.items()): r.row.label
+              for name, r in checked}
+    return [sheet(DATASHEET, found, labels=labels,
+                  settings=f"{preset.title}'s published speeds: what --predict {preset.name}"
+                           f":float32 says",
+                  note=f"(datasheet = max(bytes / {preset.roofs.bytes_per_s / 1e9:,.0f} GB/s, "
+                       f"FLOPs / {preset.roofs.flops_per_s / 1e9:,.0f} GFLOP/s); x datasheet: how "
+                       f"far this device falls short of its datasheet's limit; sources: "
+                       f"{preset.roofs.source})")]
+
+
+DATASHEET = Layout("datasheet", [col("experiment", "experiment", "", "s", key=True),
+                                 col(ROW, "row", "", "s", key=True),
+                                 col("measured", "measured ms", "ms", ".2f"),
+                                 col("datasheet", "datasheet limit ms", "ms", ".3f"),
+                                 col("bound by", "bound by", "", "s"),
+                                 col("x datasheet", "x datasheet", "x", ".2f")],
+                   timed=("measured",), title="Against the datasheet: the same rows at the "
+                                              "published limits")

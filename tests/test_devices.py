@@ -130,3 +130,29 @@ def test_a_gpu_device_when_there_is_one():
                                                      3)])
     np.testing.assert_allclose(on.to_numpy(theirs), model.trip(
         cfg, floors, x, [(model.notebook(cfg, 1, 3), 3)]), rtol=1e-5, atol=1e-5)
+
+
+def test_a_gpu_run_is_held_against_its_presets_datasheet(tmp_path, monkeypatch):
+    """A run on a GPU the presets know sets its rows beside the limits of that GPU's datasheet,
+    as --predict gives them (here NumPy's run, its device said to be an RTX 4090)."""
+    from harness import hardware
+    from test_beyond import blank_floors
+    monkeypatch.setattr(model, "floors", blank_floors([]))
+    card = {"device": "torch:cuda", "name": "NVIDIA GeForce RTX 4090", "library": "torch 0",
+            "memory_bytes": 24e9, "driver": "CUDA 12"}
+    monkeypatch.setattr(devices.Device, "facts", lambda self: card)
+    assert hardware.preset_of(card).name == "rtx-4090"
+    assert hardware.preset_of({"name": "this CPU, through PyTorch"}) is None
+    r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1",
+                   "--experiments", "prefill", "--forklift", "10",
+                   "--workbench", "100", "--no-plot", "--attention", "einsum", "--blocks", "off",
+                   "--out", str(tmp_path), "--label", "g")
+    assert r.returncode == 0, r.stderr
+    assert "Against the datasheet" in r.stdout and "NVIDIA GeForce RTX 4090's published" in \
+        r.stdout
+    saved = json.loads((tmp_path / "g" / "two_phases.quick.json").read_text())
+    limit = next(x["value"] for x in saved["records"] if x["experiment"] == "datasheet"
+                 and x["figure"] == "datasheet" and x["keys"] == {"experiment": "prefill",
+                                                                  "prompt": 1})
+    assert limit == pytest.approx(model.bytes_read(model.SIZES["small"], [(0, 1)]) / 1008e9
+                                  * 1e3)  # one token's read: the tables at the card's 1,008 GB/s
