@@ -133,16 +133,14 @@ def held_sheets(found, held, roofs, words, runs):
                        f"where it is {SLIVER:.0%} of the trip or more)")]
 
 
-CHECK = Layout("check", [col("experiment", "experiment", "", "s", key=True),
-                         col(ROW, "row", "", "s", key=True),
-                         col("measured", "measured ms", "ms", ".1f"),
+HELD_KEYS = [col("experiment", "experiment", "", "s", key=True),
+             col(ROW, "row", "", "s", key=True)]  # a held row: its experiment, its name there
+CHECK = Layout("check", [*HELD_KEYS, col("measured", "measured ms", "ms", ".1f"),
                          col("limit", "limit ms", "ms", ".1f"),
                          col("bound by", "bound by", "", "s"),
                          col("x limit", "x limit", "x", ".2f", compared=True)],
                title="Every row against the machine's limits")
-BREAKDOWN = Layout("breakdown", [col("experiment", "experiment", "", "s", key=True),
-                                 col(ROW, "row", "", "s", key=True),
-                                 col("trip", "trip ms", "ms", ".1f", compared=True),
+BREAKDOWN = Layout("breakdown", [*HELD_KEYS, col("trip", "trip ms", "ms", ".1f", compared=True),
                                  col("tables", "tables ms", "ms", ".1f"),
                                  col("one call", "one call ms", "ms", ".1f"),
                                  col("x one call", "x one call", "x", ".2f"),
@@ -192,9 +190,7 @@ def datasheet_sheets(found, checked, preset):
                        f"{preset.roofs.source})")]
 
 
-DATASHEET = Layout("datasheet", [col("experiment", "experiment", "", "s", key=True),
-                                 col(ROW, "row", "", "s", key=True),
-                                 col("measured", "measured ms", "ms", ".2f"),
+DATASHEET = Layout("datasheet", [*HELD_KEYS, col("measured", "measured ms", "ms", ".2f"),
                                  col("datasheet", "datasheet limit ms", "ms", ".3f"),
                                  col("bound by", "bound by", "", "s"),
                                  col("x datasheet", "x datasheet", "x", ".2f")],
