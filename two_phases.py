@@ -393,6 +393,12 @@ def measured(cfg, args, facts, start, bench):
         found += records.from_rows(limits.held_figures(held), settings)
         yield from printers.spaced(limits.held_sheets(found, held, held_to, plan.words(
             cfg, args.threads), min(args.runs, b.BREAKDOWN_RUNS)))
+        if claims.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
+            turned = turning_here(cfg, args, held_to, settings)
+            found += turned
+            yield from printers.spaced([printers.Sheet(
+                predict.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
+                                                         f"the post's machine to compare")])
         preset = hardware.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
         if preset:
             found += records.from_rows(limits.datasheet_figures(cfg, checked, preset), settings)
@@ -408,6 +414,16 @@ def measured(cfg, args, facts, start, bench):
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
                     pictures.files(found, points, who, args.quick).items())
+
+
+def turning_here(cfg, args, speeds, settings):
+    """The turning points at the speeds this run measured (a GPU's), and the post's machine's to
+    compare: the records the post's GPU claims are judged on, as a prediction's are."""
+    post = hardware.target("post", "float32", None, args.out).roofs
+    return records.make(predict.TURNING, [
+        {"name": name, "precision": "float32",
+         **predict.turning(cfg, at, args.notes, args.typers, args.question)}
+        for name, at in ((args.device, speeds), ("post", post))], settings)
 
 
 def peak_bytes(args):

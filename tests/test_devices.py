@@ -156,3 +156,20 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet(tmp_path, monkeypatch):
                                                                   "prompt": 1})
     assert limit == pytest.approx(model.bytes_read(model.SIZES["small"], [(0, 1)]) / 1008e9
                                   * 1e3)  # one token's read: the tables at the card's 1,008 GB/s
+
+
+def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds():
+    import argparse
+    from harness import claims, gpu_claims, hardware
+    cfg, card = model.SIZES["small"], hardware.target("h100-sxm", "float32", None, "results")
+    for device, judged in (("torch:cuda", True), ("torch:mps", True), ("torch:cpu", False),
+                           ("numpy", False)):
+        args = argparse.Namespace(device=device, notes=512, typers=8, question=1024,
+                                  out="results")
+        settings = {"device": device}
+        found = two_phases.turning_here(cfg, args, card.roofs, settings)
+        assert [r["keys"]["name"] for r in found if r["figure"] == "balance"] == [device, "post"]
+        said = claims.verdicts(found, card.roofs, ("two_phases",), settings)
+        gpu = [(c, v) for c, _, v, _ in said if c in gpu_claims.GPU_CLAIMS]
+        assert bool(gpu) == judged, device
+        assert all(not v.startswith("predicted") for _, v in gpu)  # measured, not predicted
