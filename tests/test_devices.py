@@ -132,30 +132,29 @@ def test_a_gpu_device_when_there_is_one():
         cfg, floors, x, [(model.notebook(cfg, 1, 3), 3)]), rtol=1e-5, atol=1e-5)
 
 
-def test_a_gpu_run_is_held_against_its_presets_datasheet(tmp_path, monkeypatch):
+def test_a_gpu_run_is_held_against_its_presets_datasheet():
     """A run on a GPU the presets know sets its rows beside the limits of that GPU's datasheet,
-    as --predict gives them (here NumPy's run, its device said to be an RTX 4090)."""
-    from harness import hardware
-    from test_beyond import blank_floors
-    monkeypatch.setattr(model, "floors", blank_floors([]))
-    card = {"device": "torch:cuda", "name": "NVIDIA GeForce RTX 4090", "library": "torch 0",
-            "memory_bytes": 24e9, "driver": "CUDA 12"}
-    monkeypatch.setattr(devices.Device, "facts", lambda self: card)
-    assert hardware.preset_of(card).name == "rtx-4090"
+    as --predict gives them: here rows timed at 2 ms and 30 ms on a device said to be an RTX
+    4090."""
+    from harness import hardware, limits, plan, records, timing
+    card = {"device": "torch:cuda", "name": "NVIDIA GeForce RTX 4090", "library": "torch 0"}
+    preset = hardware.preset_of(card)
+    assert preset.name == "rtx-4090" and preset.dtype == "float32"
     assert hardware.preset_of({"name": "this CPU, through PyTorch"}) is None
-    r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1",
-                   "--experiments", "prefill", "--forklift", "10",
-                   "--workbench", "100", "--no-plot", "--attention", "einsum", "--blocks", "off",
-                   "--out", str(tmp_path), "--label", "g")
-    assert r.returncode == 0, r.stderr
-    assert "Against the datasheet" in r.stdout and "NVIDIA GeForce RTX 4090's published" in \
-        r.stdout
-    saved = json.loads((tmp_path / "g" / "two_phases.quick.json").read_text())
-    limit = next(x["value"] for x in saved["records"] if x["experiment"] == "datasheet"
-                 and x["figure"] == "datasheet" and x["keys"] == {"experiment": "prefill",
-                                                                  "prompt": 1})
-    assert limit == pytest.approx(model.bytes_read(model.SIZES["small"], [(0, 1)]) / 1008e9
-                                  * 1e3)  # one token's read: the tables at the card's 1,008 GB/s
+    cfg = model.SIZES["small"]
+    rows = [plan.Row({"prompt": 1}, "1 token", [[(0, 1)]]),
+            plan.Row({"users": 4}, "4 users", [[(512, 1)] * 4])]
+    checked = [(name, plan.Outcome(row, {"time": timing.taken([s], "middle", name)}))
+               for name, row, s in (("prefill", rows[0], 2e-3), ("decode", rows[1], 30e-3))]
+    found = records.from_rows(limits.datasheet_figures(cfg, checked, preset), {})
+    limit = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "datasheet"}
+    assert limit["prefill"] == pytest.approx(model.bytes_read(cfg, [(0, 1)]) / 1008e9 * 1e3)
+    #   one token's read: the tables at the card's 1,008 GB/s
+    ratio = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "x datasheet"}
+    assert ratio["decode"] == pytest.approx(30 / (model.bytes_read(cfg, [(512, 1)] * 4)
+                                                  / 1008e9 * 1e3))
+    text = limits.datasheet_sheets(found, checked, preset)[0]
+    assert "what --predict rtx-4090:float32 says" in text.settings
 
 
 def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds():

@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
+import cube_bug
 import machine_speed
 import two_phases
-from conftest import ROOT, compared, one_line, script
+from conftest import ROOT, compared, in_process, one_line
 from harness import exports, flags, machine, pictures, report, results, runner, schema
 from harness.text import for_csv
 
@@ -274,8 +275,8 @@ def test_13_a_journal_naming_a_folder_is_refused_before_the_run(tmp_path):
     box = tmp_path / "box"
     (box / ".tmp-d").mkdir(parents=True)
     (box / results.JOURNAL).write_text(json.dumps({"cube_bug.txt": ".tmp-d"}))
-    r = script("cube_bug.py", "--quick", "--runs", "1", "--out", str(tmp_path), "--label",
-               "box")
+    r = in_process(cube_bug.parse_args, "--quick", "--runs", "1", "--out", str(tmp_path),
+                   "--label", "box")  # refused before anything runs
     one_line(r, 2, "--out", results.JOURNAL, "not a file")
 
 
