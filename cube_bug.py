@@ -124,7 +124,7 @@ def in_the_model(args):
     rows of figures, {keys: the row's name})"""
     cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
     on = device(args.device)
-    bench = b.Bench(cfg, [{k: on.asarray(t) for k, t in f.items()} for f in model.floors(cfg, 0)],
+    bench = b.Bench(cfg, on.tables(model.floors(cfg, 0)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
                     again=timing.again_for(args), on=on)
     rows, phases = [], {}

@@ -354,8 +354,7 @@ def experiment(args, facts):
     cfg, start = model.SIZES[args.model], roofs.speeds(args, machine_speed.roofs)
     progress("making the tables (random weights)")
     on = devices.device(args.device)
-    bench = b.Bench(cfg, [{k: on.asarray(t) for k, t in f.items()} for f in
-                          model.floors(cfg, args.seed)],
+    bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
                     again=timing.again_for(args), on=on)
     try:

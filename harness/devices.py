@@ -33,6 +33,11 @@ class Device:
         """A NumPy array (float32) as this device's array, copied there."""
         return a if self.numpy else self.xp.asarray(a, device=self.device, copy=True)
 
+    def tables(self, floors):
+        """A model's tables ([{name: NumPy array}], one dict per floor) copied to this device."""
+        return floors if self.numpy else [{k: self.asarray(t) for k, t in f.items()}
+                                          for f in floors]
+
     def to_numpy(self, a):
         """An array of this device's as NumPy's (copied back from a GPU)."""
         if self.numpy:
@@ -130,8 +135,10 @@ def device(text):
                  "mps": library.backends.mps.is_available()}[kind]
         if not there:
             raise ValueError(f"{text}: PyTorch {library.__version__} has no {kind} device here"
-                             + (" (a CPU build: install a CUDA one for an NVIDIA GPU)"
-                                if "+cpu" in library.__version__ else ""))
+                             + {"cuda": " (a CPU build: install a CUDA one for an NVIDIA GPU)"
+                                if "+cpu" in library.__version__ else "",
+                                "mps": " (mps is an Apple laptop's GPU, with PyTorch's macOS "
+                                       "build)"}.get(kind, ""))
         where = library.device(kind)
     else:
         try:

@@ -118,9 +118,17 @@ def fits(cfg, row, memory):
     once, on one device; None where the memory is unknown."""
     if not memory:
         return None
-    need = model.held_bytes(cfg) + sum(held(cfg, [row]))
-    return "fits" if need <= memory[0] else \
-        f"does not fit (needs {need / 1e9:,.1f} of {memory[0] / 1e9:,.0f} GB)"
+    return verdict(model.held_bytes(cfg) + sum(held(cfg, [row])), memory[0])
+
+
+def verdict(need, have):
+    """'fits', or 'does not fit (needs X of Y GB)', in bytes."""
+    return "fits" if need <= have else f"does not fit (needs {gb(need)} of {gb(have)} GB)"
+
+
+def gb(n):
+    """Bytes in GB as a prediction shows them: whole above 10, else three digits."""
+    return f"{n / 1e9:,.0f}" if n >= 10e9 else sig(n / 1e9)
 
 
 def row_keys(layout):

@@ -14,6 +14,7 @@ import re
 
 import model
 from harness import claims, pictures, plan, records
+from harness.plan import gb, verdict
 from harness.flags import check_folder, whole
 from harness.hardware import GIVEN, known, target, targets
 from harness.model_files import config
@@ -107,10 +108,11 @@ def grid_sheet(cfg, aim, settings):
         row = {"users": u}
         for d in depths:
             need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
+            bound = aim.roofs.limit(cfg, ride)[1]
             row[f"{d} notes"] = (
                 f"does not fit ({gb(need)} GB)" if aim.memory and need > aim.memory[0]
-                else "workbench" if aim.roofs.limit(cfg, ride)[1] == "workbench"
-                else f"{aim.roofs.limit(cfg, ride)[1]} {sig(100 * busy(cfg, ride, aim.roofs))}%")
+                else bound if bound == "workbench"
+                else f"{bound} {sig(100 * busy(cfg, ride, aim.roofs))}%")
         rows.append(row)
     if aim.memory:
         rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.memory[0])
@@ -153,10 +155,6 @@ def most_users(cfg, notes, memory):
     return f"{MOST if over is None else over - 1:,}"
 
 
-def gb(n):
-    return f"{n / 1e9:,.0f}" if n >= 10e9 else sig(n / 1e9)
-
-
 def fits(cfg, aimed, args, settings, experiments):
     """Whether the plan fits each machine's memory: what each device needs (its share of the
     tables, of the fullest row's notes, of the working space of its biggest trip), what it has,
@@ -192,11 +190,6 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
                        col("fits", "fits", "", "s", empty="unknown"),
                        col("least", "fewest devices", "devices", "s", empty="unknown")],
               title="Does it fit: the memory the plan holds at once, predicted")
-
-
-def verdict(need, have):
-    """'fits', or 'does not fit (needs X of Y GB)'."""
-    return "fits" if need <= have else f"does not fit (needs {gb(need)} of {gb(have)} GB)"
 
 
 def plan_bytes(cfg, args, experiments):

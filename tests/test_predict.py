@@ -397,8 +397,8 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     rows = [s for s in predict.items(one, two_phases.EXPERIMENTS)
             if getattr(s, "name", "") == "decode"][0].records
     assert {r["value"] for r in rows if r["figure"] == "memory"} == {
-        f"does not fit (needs {n:,.1f} of 80 GB)" for n in [
-            (held + sum(plan.held(dataclasses_replace(seventy, "bfloat16"), [row]))) / 1e9
+        f"does not fit (needs {plan.gb(n)} of 80 GB)" for n in [
+            held + sum(plan.held(dataclasses_replace(seventy, "bfloat16"), [row]))
             for row in two_phases.decode_plan(one)]}  # every row marked, with its own need
     capsys.readouterr()
     auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
