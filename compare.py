@@ -12,13 +12,13 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
+import contextlib
 import os
 
 from harness import exports, flags, records, results
 from harness.compared import (MADE, describe, machine_folders, read_machine, short_names,
                               unlike_settings)
-from harness.differences import (BETWEEN, CONFIDENCE, MIN_CHANGE, between_runs, geometric_mean, judged,
-                                  speedup, verdict)
+from harness.differences import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
 from harness.terminal import note, plain_streams, plural, printable, show
 
 
@@ -66,8 +66,7 @@ def figures(found, section):
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
                 values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"],
                                                 {**r["settings"], MADE: r["predicted"]},
-                                                doubt(r, data),
-                                                between_runs(r, data, unlike_settings))
+                                                doubt(r, data))
                 if experiment == "breakdown":  # the parts of the same block's trip
                     words[(label, r["figure"])] = parts(
                         [p for p in data["records"] if p["settings"].get("threads") == n],
@@ -89,9 +88,9 @@ def doubt(r, data):
 def parts(found, keys):
     """A recorded trip condensed to one cell: its parts' milliseconds, and whose excess is most."""
     try:
-        ms = [records.find(found, "breakdown", p, **keys).value
+        ms = [records.find(found, "breakdown", p, **keys)["value"]
               for p in ("tables", "attention", "elementwise", "other")]
-        most = records.find(found, "breakdown", "most excess", **keys).value
+        most = records.find(found, "breakdown", "most excess", **keys)["value"]
     except records.Missing:
         return None
     if not all(numeric(v) for v in ms):
@@ -117,25 +116,21 @@ def compared(names, machines, section, min_change):
         for i, (values, words) in enumerate(per):
             row = {"section": section[0], "row": label, "figure": figure, "unit": unit,
                    "machine": names[i], "value": values.get(key, (None,))[0],
-                   "parts": words.get(key), "reference": None, "ratio": None, "low": None,
-                   "high": None, "verdict": None, "said": None}
+                   "parts": words.get(key), "reference": None, "ratio": None, "p": None,
+                   "verdict": None, "said": None}
             unlike = i > ref and i in have and unlike_settings(per[ref][0][key][3],
                                                                values[key][3])
             if unlike:  # shown, but held to nothing
                 row.update(reference=names[ref], verdict="not compared",
                            said=f"not compared: {unlike}" + (f" (vs {names[ref]})" if ref else ""))
             elif i > ref and i in have:
-                (*first, why_a, apart_a), (*other, why_b, apart_b) = per[ref][0][key], values[key]
-                apart = max(apart_a, apart_b, key=lambda a: a[0])
-                j = judged(*speedup(first, other, f"{label} {figure}"), unit, min_change,
-                           apart[0])
+                (*first, _, why_a), (*other, _, why_b) = per[ref][0][key], values[key]
+                j = judged(first, other, min_change)
                 why = why_a and f"{names[ref]}: {why_a}" or why_b and f"{names[i]}: {why_b}"
-                said = verdict(j, unit)
+                said = verdict(j, unit, min_change)
                 if why:  # the ratio, but no verdict
                     j = {**j, "verdict": "not judged"}
-                    said = f"{verdict({**j, 'low': None}, unit)[:-2]}, no verdict: {why}"
-                elif j["verdict"] == "no change" and apart[0] > 1 + min_change / 100:
-                    said += f"; runs here differ up to {apart[0]:.2f}x ({apart[1]})"
+                    said = f"{verdict({**j, 'p': None}, unit)[:-2]}, no verdict: {why}"
                 row.update(j, reference=names[ref],
                            said=said + (f" (vs {names[ref]})" if ref else ""))
             rows.append(row)
@@ -159,15 +154,16 @@ def comparison(names, machines, section, min_change):
 
 
 def limits(names, machines):
-    """Every measurement of each machine's two speeds (machine_speed's, and two_phases' at its
-    start and its end), and a line for each machine whose own measurements disagree by more than
+    """Every measurement of each machine's two speeds (machine_speed's, and two_phases': the best
+    of its rounds, or, in an older result, at its start and its end), and a line for each machine whose own measurements disagree by more than
     their runs' spread. -> (headers, rows, lines)"""
     found = [speeds_of(m) for m in machines]
     rows = [[what, unit, *[f.get((what, key)) for f in found]]
             for key, unit, word in (("bytes_per_s", "GB/s", "forklift"),
                                     ("flops_per_s", "GFLOP/s", "workbench"))
-            for what in (f"{word}: machine_speed", f"{word}: two_phases' start",
-                         f"{word}: two_phases' end")]
+            for what in (f"{word}: machine_speed", f"{word}: two_phases' rounds",
+                         f"{word}: two_phases' start", f"{word}: two_phases' end")]
+    rows = [row for row in rows if any(v is not None for v in row[2:])]
     lines = []
     for name, f in zip(names, found):
         for word in ("forklift", "workbench"):
@@ -191,11 +187,18 @@ def speeds_of(found):
             f = records.find(measured, "machine_speed", figure)
         except records.Missing:
             continue
-        if not numeric(f.value):
+        if not numeric(f["value"]):
             continue  # a speed that is not a number: none measured
-        out[(f"{word}: machine_speed", key)] = f.value
-        runs = f.record.get("samples")
+        out[(f"{word}: machine_speed", key)] = f["value"]
+        runs = f.get("samples")
         out[(word, "spread")] = max(runs) / min(runs) if runs else None
+    rounds = found.get("two_phases", {}).get("records", [])
+    for word, figure, key in (("forklift", "memory speed", "bytes_per_s"),
+                              ("workbench", "math speed", "flops_per_s")):
+        with contextlib.suppress(records.Missing):
+            f = records.find(rounds, "speeds", figure)
+            if numeric(f["value"]):
+                out[(f"{word}: two_phases' rounds", key)] = f["value"]
     roofs = found.get("two_phases", {}).get("roofs") or {}
     for when in ("start", "end"):
         for key, word in (("bytes_per_s", "forklift"), ("flops_per_s", "workbench")):
@@ -215,7 +218,7 @@ def summary(names, machines):
         for what, experiment, figure in (("reading", "prefill", "time per token"),
                                           ("typing", "decode", "step")):
             a, b = (figures(x, (experiment, "", {figure: ""}))[0] for x in (first, m))
-            said[what] = geometric_mean([speedup(a[k], b[k], "")[0] for k in a if k in b
+            said[what] = geometric_mean([speedup(a[k], b[k]) for k in a if k in b
                                          and not unlike_settings(a[k][3], b[k][3])])
         if None in said.values():
             continue
@@ -347,12 +350,10 @@ def main(argv=None):
         for name, m in zip(names, machines):
             show(printable(describe(name, m)))
         if len(machines) > 1:
-            show(f"(vs: how much faster or slower each figure is than {names[0]}'s; a verdict "
-                 f"from a {CONFIDENCE:.0%} bootstrap interval of the ratio, from the runs behind "
-                 f"both figures: within the noise when it holds 1; no change under "
-                 f"{args.min_change:g}% or under how far separate runs of the same machine "
-                 f"differ (the runs each folder's history keeps, else its run's own drift, else "
-                 f"{BETWEEN:g}x, measured once); no verdict where one side's runs were disturbed "
+            show(f"(vs: how much faster or slower each figure is than {names[0]}'s; faster or "
+                 f"slower only where the Mann-Whitney U test of the two runs' rounds finds a "
+                 f"difference (p under {ALPHA:g}) of at least {args.min_change:g}%, else not "
+                 f"significant, or no change; no verdict where one side's runs were disturbed "
                  f"or the machine busy; * one side's figure has no samples behind it)")
         for title, headers, rows in sheets:
             show(f"\n{printable(title)}")

@@ -10,15 +10,17 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import argparse
 import dataclasses
+import time
 
 import numpy as np
 
 from harness import bench as b
-from harness import claims, flags, pool, records, runner, timing
+from harness import claims, flags, pool, records, rounds, runner, timing
 from harness.devices import NUMPY, device
 from harness.kernels import Paths
-from harness.printers import ROW, Layout, col, format_table, sheet
+from harness.printers import ROW, Layout, Saved, col, format_table, sheet
 from harness.records import KEYS, Measured, ms
+from harness.rounds import Trial
 from harness.terminal import plural
 import model
 
@@ -29,6 +31,7 @@ QUICK = {"tokens": 16, "in_model": False}  # a smoke run of a second: the number
 NOTES, QUICK_NOTES = 512, 64  # the typing user's notes, as in two_phases.py
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
+BUDGET_S = 35  # seconds the measuring may take with the rounds added for undecided claims
 
 CASES = (  # (label, how the numbers are made from seeded standard normals)
     ("all positive", np.abs),
@@ -51,16 +54,18 @@ def largest_relative_difference(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), np.finfo(np.float32).tiny)))
 
 
-def race(h, runs, label, again=timing.AGAIN, on=NUMPY):
+def race(h, label, on=NUMPY):
     """Both ways on the same numbers (on the device's arrays: whether a GPU has the slow road
-    too); checks they agree before timing them."""
+    too), as a round visits them: -> (h**3's trial, h*h*h's)"""
+    return (Trial(f"{label} power", [on.synced(lambda: h ** 3)]),
+            Trial(f"{label} product", [on.synced(lambda: h * h * h)]))
+
+
+def same_answer(h, label, on=NUMPY):
+    """The largest relative difference between h**3 and h*h*h, checked before any timing."""
     diff = largest_relative_difference(on.to_numpy(h ** 3), on.to_numpy(h * h * h))
     assert diff <= SAME, f"{label}: h**3 and h*h*h differ by {diff:.1e}"
-    power = timing.measure(on.synced(lambda: h ** 3), runs, what=f"{label} h**3",
-                           min_sample_s=SAMPLE_S, again=again)
-    product = timing.measure(on.synced(lambda: h * h * h), runs, what=f"{label} h*h*h",
-                             min_sample_s=SAMPLE_S, again=again)
-    return power, product, diff
+    return diff
 
 
 def post_line(label, power_ms, product_ms, diff):
@@ -83,24 +88,61 @@ CUBE = Layout("cube", [col("numbers", "numbers", "", "s", key=True),
               title="The slow road: h**3 against h*h*h, by sign")
 
 
+def measure_here(args, job):
+    """A worker's part of the rounds: each case's numbers both ways (each sample repeating a
+    short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
+    the cube written each way; the negative share of what the model cubes (by the first
+    process)."""
+    began, on = time.perf_counter(), device(args.device)
+    trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
+              for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
+    bench, more = None, {}
+    if args.in_model:
+        bench, model_trials = in_the_model(args, on)
+        trials += model_trials
+    try:
+        setup_s = time.perf_counter() - began
+        result = rounds.run(trials, job)
+        if bench is not None and job.get("process", 0) == 0:
+            more["negative share"] = negative_share(bench, b.tokens(bench.cfg, args.tokens, 2, on))
+        return {**result, **more, "setup_s": setup_s}
+    finally:
+        if bench is not None and bench.pool:
+            bench.pool["helpers"].shutdown()
+
+
+def in_the_model(args, on):
+    """The bug in the model itself: one user's question of --tokens read in one trip, and one
+    user typing with the post's notes, each trip with the cube written both ways. -> (the
+    bench, the trials)"""
+    cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
+    bench = b.Bench(cfg, on.tables(model.floors(cfg, 0)),
+                    pool.workers(args.threads) if on.numpy else None, args.runs, on=on)
+    reading = (b.tokens(cfg, args.tokens, 2, on), [(b.book(bench, 1, args.tokens), args.tokens)])
+    typing = b.typing(bench, b.read_question(bench, notes, 1), 1, 3)
+    return bench, [dataclasses.replace(b.trial(dataclasses.replace(bench, paths=Paths(cube=cube)),
+                                               f"{phase} {cube}", *trip), recorded=None)
+                   for phase, trip in (("reading", reading), ("typing", typing))
+                   for cube in ("power", "product")]
+
+
 def experiment(args, facts):
-    """Each case raced into records; the post's lines, the bug in the model and the claims,
-    each from them."""
-    tokens, width, rows, on = args.tokens, mlp(args.model), [], device(args.device)
-    for label, make in CASES:
-        power, product, diff = race(inputs(tokens, make, width=width, on=on), args.runs, label,
-                                    timing.again_for(args), on)
-        rows.append({"numbers": label, "power": ms(power), "product": ms(product),
-                     "ratio": Measured(power.seconds / product.seconds,
-                                       ((1, power), (-1, product))),
-                     "largest relative difference": diff})
+    """Each case raced in rounds into records; the post's lines, the bug in the model and the
+    claims, each from them."""
+    on, width = device(args.device), mlp(args.model)
+    diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
+             for label, make in CASES}
     settings = records.settings_of(args)
-    found = records.from_rows([(CUBE, rows)], settings)
-    cube = sheet(CUBE, found, settings=f"{tokens * width:,} float32 numbers, a floor of GPT-2 "
-                                       f"{args.model} at {tokens} {plural(tokens, 'token')}; "
-                                       f"{args.threads} {plural(args.threads, 'thread')}")
+    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+        records.from_rows(figures(args, d, diffs), settings), None, ("cube_bug",), vars(args)))
+    found = records.from_rows(figures(args, done, diffs), settings)
+    cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
+                                       f"GPT-2 {args.model} at {args.tokens} "
+                                       f"{plural(args.tokens, 'token')}; {args.threads} "
+                                       f"{plural(args.threads, 'thread')}")
     version = f"numpy {np.__version__}" if on.numpy else f"{on.name}, " + on.facts()["library"]
-    v = {(r["keys"]["numbers"], r["figure"]): r["value"] for r in found}
+    v = {(r["keys"]["numbers"], r["figure"]): r["value"] for r in found
+         if r["experiment"] == CUBE.name}
     text = "\n".join([post_line(label, v[label, "power"], v[label, "product"],
                                 v[label, "largest relative difference"])
                       for label, _ in CASES] + [version]) if args.tablefmt == "plain" else (
@@ -108,44 +150,46 @@ def experiment(args, facts):
     yield dataclasses.replace(cube, text=text)
     yield ""
     if args.in_model:
-        bug, phases = in_the_model(args)
-        found += records.from_rows([(BUG, bug)], settings)
         negative = next(r["value"] for r in found if r["figure"] == "negative share")
-        yield from (sheet(BUG, found, labels=phases, settings=f"GPT-2 {args.model}, "
+        yield from (sheet(BUG, found, labels=PHASES(args), settings=f"GPT-2 {args.model}, "
                           f"{args.threads} {plural(args.threads, 'thread')}",
                           note=f"; {negative:.0f}% of the numbers its first floor cubes reading "
                                f"the question are negative"), "")
-    yield claims.sheet(found, None, ("cube_bug",), args, facts["busy"])
+    if done.stopped:
+        yield Saved("stopped", done.stopped)
+    yield claims.sheet(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
 
 
-def in_the_model(args):
-    """The bug in the model itself: one user's question of --tokens read in one trip, and one
-    user typing with the post's notes, each trip timed with the cube written both ways. -> (the
-    rows of figures, {keys: the row's name})"""
-    cfg, notes = model.SIZES[args.model], QUICK_NOTES if args.quick else NOTES
-    on = device(args.device)
-    bench = b.Bench(cfg, on.tables(model.floors(cfg, 0)),
-                    pool.workers(args.threads) if on.numpy else None, args.runs,
-                    again=timing.again_for(args), on=on)
-    rows, phases = [], {}
-    for phase, trip in ((f"reading {args.tokens} {plural(args.tokens, 'token')}",
-                         lambda: (b.tokens(cfg, args.tokens, 2, on),
-                                  [(b.book(bench, 1, args.tokens), args.tokens)])),
-                        (f"typing for 1 user at {notes} notes",
-                         lambda: b.typing(bench, b.read_question(bench, notes, 1), 1, 3))):
-        runs = {cube: b.time_trip(dataclasses.replace(bench, paths=Paths(cube=cube)), *trip(),
-                                  f"{phase}, {cube}") for cube in ("power", "product")}
-        way = {cube: timing.taken([r[0] for r in done.steps], what=f"{phase}, the cube by {cube}",
-                                  runs=done) for cube, done in runs.items()}
-        keys = {"trip": phase.split()[0]}
-        phases[tuple(keys.items())] = phase
-        rows.append({KEYS: keys, "power": ms(way["power"]), "product": ms(way["product"]),
-                     "ratio": Measured(way["power"].seconds / way["product"].seconds,
-                                       ((1, way["power"]), (-1, way["product"])))})
-    rows[0]["negative share"] = negative_share(bench, b.tokens(cfg, args.tokens, 2, on))
-    if bench.pool:
-        bench.pool["helpers"].shutdown()
-    return rows, phases
+def figures(args, done, diffs):
+    """The records' rows: each case's race, and the model's trips each way, from the rounds."""
+    def way(name):
+        runs = done.runs(name)
+        return timing.taken([s[0] for s in runs.steps], what=name, runs=runs, said=True)
+    rows = []
+    for label, _ in CASES:
+        power, product = way(f"{label} power"), way(f"{label} product")
+        rows.append({"numbers": label, "power": ms(power), "product": ms(product),
+                     "ratio": Measured(power.seconds / product.seconds,
+                                       ((1, power), (-1, product))),
+                     "largest relative difference": diffs[label]})
+    made = [(CUBE, rows)]
+    if args.in_model:
+        bug = []
+        for phase in ("reading", "typing"):
+            power, product = way(f"{phase} power"), way(f"{phase} product")
+            bug.append({KEYS: {"trip": phase}, "power": ms(power), "product": ms(product),
+                        "ratio": Measured(power.seconds / product.seconds,
+                                          ((1, power), (-1, product)))})
+        bug[0]["negative share"] = done.extra.get("negative share")
+        made.append((BUG, bug))
+    return made
+
+
+def PHASES(args):
+    """Each phase's row name: {keys: words}."""
+    notes = QUICK_NOTES if args.quick else NOTES
+    return {(("trip", "reading"),): f"reading {args.tokens} {plural(args.tokens, 'token')}",
+            (("trip", "typing"),): f"typing for 1 user at {notes} notes"}
 
 
 def negative_share(bench, x):
@@ -165,7 +209,7 @@ BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=7, prog="cube_bug.py")
+    p = flags.parser(__doc__, runs=7, prog="cube_bug.py", budget=BUDGET_S)
     g = p.add_argument_group("cube_bug")
     g.add_argument("--tokens", type=flags.whole(1, 10 ** 8), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "
@@ -195,7 +239,10 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    return runner.run("cube_bug", parse_args(argv), experiment)
+    args = parse_args(argv)
+    if args.worker:  # one of the run's worker processes: its rounds, nothing printed or saved
+        return rounds.serve(args, measure_here)
+    return runner.run("cube_bug", args, experiment)
 
 
 if __name__ == "__main__":

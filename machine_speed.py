@@ -8,67 +8,75 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import math
+import time
 
 import numpy as np
 
-from harness import claims, flags, records, runner
+from harness import claims, flags, records, rounds, runner
 from harness.devices import NUMPY, device
 from harness.printers import Layout, Saved, col, sheet
 from harness.records import Measured, ms, timed
-from harness.speeds import MATMUL, QUICK, SIZE, Speeds, memory_bytes, tokens_a_trip_needs
-from harness.timing import AGAIN, again_for, best_of
+from harness.rounds import PROCESSES, Trial
+from harness.speeds import MATMUL, QUICK, SIZE, memory_bytes, tokens_a_trip_needs
+from harness.timing import taken
 from harness.terminal import plural, warn
 from model import BYTES
 
 CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
+BUDGET_S = 15  # seconds the measuring may take with the rounds added for undecided claims
 
 
 # ---------------------------------------------------------------------------------------------
-# the post's two measurements (two_phases.py measures the machine with these same two)
+# the post's two measurements (two_phases.py measures the machine with these same two); the
+# post's `sec = best_of(...)` is the best of every round that visits them
 
 
-def forklift(size=SIZE, runs=5, again=AGAIN, on=NUMPY):
+def forklift(size=SIZE, on=NUMPY):
     """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
-    Every number is used once, for just 2 FLOPs, so this is almost pure fetching."""
+    Every number is used once, for just 2 FLOPs, so this is almost pure fetching.
+    -> (the product to time, the bytes it reads)"""
     big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
     one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
-    sec = best_of(on.synced(lambda: big @ one), runs, what="forklift", again=again)
-    return {"bytes": size * size * BYTES, "bytes_per_s": size * size * BYTES / sec.seconds,
-            "timing": sec}
+    return on.synced(lambda: big @ one), size * size * BYTES
 
 
-def workbench(n=MATMUL, runs=5, again=AGAIN, on=NUMPY):
+def workbench(n=MATMUL, on=NUMPY):
     """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
-    this is almost pure math: n*n outputs, each n multiplies and n adds."""
+    this is almost pure math: n*n outputs, each n multiplies and n adds.
+    -> (the product to time, its FLOPs)"""
     rng = np.random.default_rng(0)
     a = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
     b = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
-    sec = best_of(on.synced(lambda: a @ b), runs, what="workbench", again=again)
-    return {"flops": 2 * n ** 3, "flops_per_s": 2 * n ** 3 / sec.seconds, "timing": sec}
+    return on.synced(lambda: a @ b), 2 * n ** 3
 
 
-def roofs(size=SIZE, matmul=MATMUL, runs=5, again=AGAIN, on=NUMPY):
-    """Both limits, best of `runs` each (again: how many disturbed runs are measured again, x
-    runs), on the device's arrays (NumPy's: this CPU): -> Speeds, and the two measurements
-    behind them."""
-    fork, bench = forklift(size, runs, again, on), workbench(matmul, runs, again, on)
-    return Speeds(fork["bytes_per_s"], bench["flops_per_s"],
-                  f"measured in this run by machine_speed ({fork['timing'].label})"), fork, bench
+TRIALS = ("forklift", "workbench")
+
+
+def measure_here(args, job):
+    """A worker's part of the rounds: both products made, then visited in the job's rounds."""
+    began, on = time.perf_counter(), device(args.device)
+    (fork, _), (bench, _) = forklift(args.size, on), workbench(args.matmul, on)
+    setup_s = time.perf_counter() - began
+    return {**rounds.run([Trial(TRIALS[0], [fork]), Trial(TRIALS[1], [bench])], job),
+            "setup_s": setup_s}
 
 
 # ---------------------------------------------------------------------------------------------
 # the figures, and the post's four lines made from them
 
 
-def figures(fork, bench):
-    """The row of figures: each speed from its timing, the balance from both."""
-    f, w = fork["timing"], bench["timing"]
+def figures(args, done):
+    """The row of figures from the rounds: each speed the best of them, the balance from both."""
+    f, w = (taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n), said=True)
+            for n in TRIALS)
+    moved, flops = args.size ** 2 * BYTES, 2 * args.matmul ** 3
     both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
-    balance = bench["flops_per_s"] / fork["bytes_per_s"]
+    balance = (flops / w.seconds) / (moved / f.seconds)
     return [(SPEEDS, [{
-        "memory speed": timed(fork["bytes_per_s"] / 1e9, f, -1), "read": fork["bytes"] / 1e6,
-        "read time": ms(f), "math speed": timed(bench["flops_per_s"] / 1e9, w, -1),
-        "math": bench["flops"] / 1e9, "math time": ms(w), "balance": Measured(balance, both),
+        "memory speed": timed(moved / f.seconds / 1e9, f, -1), "read": moved / 1e6,
+        "read time": ms(f), "math speed": timed(flops / w.seconds / 1e9, w, -1),
+        "math": flops / 1e9, "math time": ms(w), "balance": Measured(balance, both),
         "tokens a trip needs": Measured(tokens_a_trip_needs(balance), both)}])]
 
 
@@ -108,26 +116,30 @@ def warn_if_cached(size, llc_bytes):
 
 
 def experiment(args, facts):
-    """Measure both limits into records; the post's lines, the speeds two_phases reads, and
-    the claims, each from them."""
+    """Measure both limits in rounds into records (rounds added while a claim cannot be told
+    yet, within --time-budget); the post's lines, the speeds two_phases reads, and the claims,
+    each from them."""
     if not args.quick:
         warn_if_cached(args.size, facts["llc_bytes"])
-    speeds, fork, bench = roofs(args.size, args.matmul, args.runs, again_for(args),
-                                device(args.device))
-    found = records.from_rows(figures(fork, bench), records.settings_of(args))
-    yield Saved("roofs", {"bytes_per_s": speeds.bytes_per_s, "flops_per_s": speeds.flops_per_s})
+    settings = records.settings_of(args)
+    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+        records.from_rows(figures(args, d), settings), None, ("machine_speed",), vars(args)))
+    found = records.from_rows(figures(args, done), settings)
+    speed = {r["figure"]: r["value"] for r in found}
+    yield Saved("roofs", {"bytes_per_s": speed["memory speed"] * 1e9,
+                          "flops_per_s": speed["math speed"] * 1e9})
     yield sheet(SPEEDS, found, text=post_block(found) if args.tablefmt == "plain" else None,
                 settings=f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
                          f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
                          f"{plural(args.threads, 'thread')}")
     yield ""
-    yield claims.sheet(found, Speeds(speeds.bytes_per_s, speeds.flops_per_s,
-                                     "measured by machine_speed"), ("machine_speed",), args,
-                       facts["busy"])
+    if done.stopped:
+        yield Saved("stopped", done.stopped)
+    yield claims.sheet(found, None, ("machine_speed",), args, facts["busy"], stopped=done.stopped)
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=5, prog="machine_speed.py")
+    p = flags.parser(__doc__, runs=PROCESSES * 3, prog="machine_speed.py", budget=BUDGET_S)
     g = p.add_argument_group("machine_speed")
     g.add_argument("--size", type=flags.whole(1, 10 ** 6), default=SIZE, metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")
@@ -146,7 +158,10 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    return runner.run("machine_speed", parse_args(argv), experiment)
+    args = parse_args(argv)
+    if args.worker:  # one of the run's worker processes: its rounds, nothing printed or saved
+        return rounds.serve(args, measure_here)
+    return runner.run("machine_speed", args, experiment)
 
 
 if __name__ == "__main__":

@@ -14,15 +14,19 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
     stopping.stop_quietly()
 
 import argparse
+import dataclasses
+import time
 
 from harness import bench as b
 from harness import (claims, devices, flags, hardware, limits, pictures, plan, pool, predict,
-                     printers, records, roofs, runner, speeds, timing, tuning)
-from harness.plan import Experiment, Outcome, Row, figures
+                     printers, records, roofs, rounds, runner, speeds, timing, tuning)
+from harness.kernels import Paths
+from harness.plan import Experiment, Outcome, Row, figures, trial_name
 from harness.printers import Layout, Picture, Saved, col, sheet
 from harness.records import Measured, ms, timed
+from harness.rounds import Trial
 from harness.rules import FREEZE
-from harness.terminal import note, plural, progress, step, steps
+from harness.terminal import note, plural, progress
 import machine_speed  # the post measured the machine's two limits with it: so does this run
 import model
 
@@ -38,6 +42,8 @@ DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64)}
 SEED = 0
+BUDGET_S = 150  # seconds the measuring may take, with the rounds added for undecided claims:
+#                 the README's first command stays within 3 minutes 30 seconds on a 2-core machine
 MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
 LONGEST = 1_000_000  # tokens of a question or a notebook: GPT-2 reads 1,024, a predicted model more
 
@@ -50,11 +56,12 @@ def prefill_plan(args):
     return [Row({"prompt": p}, f"{p} {plural(p, 'token')}", [[(0, p)]]) for p in args.prompts]
 
 
-def prefill_measure(bench, args, rows):
+def prefill_trials(bench, args, rows):
+    longest = max(row.key[0] for row in rows)  # warms up for all: the rest warm as recorded
     for row in rows:
         (p,) = row.key
         x, book = b.tokens(bench.cfg, p, SEED + 2, bench.on), b.book(bench, 1, p)
-        yield b.one_trip(bench, row, x, [(book, p)], f"reading {row.label}")
+        yield b.trial(bench, trial_name("prefill", row), x, [(book, p)], warm=p == longest)
 
 
 def prefill_figures(cfg, args, outcomes, roofs):
@@ -88,11 +95,13 @@ def decode_plan(args):
             for u in args.users]
 
 
-def decode_measure(bench, args, rows):
+def decode_trials(bench, args, rows):
     first = b.read_question(bench, args.notes, SEED + 1)
-    for row in rows:  # one notebook at a time: each goes before the next, bigger one comes
-        yield b.one_trip(bench, row, *b.typing(bench, first, row.key[0], SEED + 3),
-                         f"typing for {row.label}")
+    book = b.copies(bench, first, max(row.key[0] for row in rows), room=1)  # every row's users
+    for row in rows:  #                                                       read part of it
+        (u,) = row.key
+        yield b.trial(bench, trial_name("decode", row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
+                      [(b.view(book, u, args.notes), 1)], warm=u == model.readers(book))
 
 
 def decode_figures(cfg, args, outcomes, roofs):
@@ -148,16 +157,17 @@ def collision_plan(args):
             riders_of(schedule(args.question, c), args.notes, args.typers)) for c in args.chunk]
 
 
-def collision_measure(bench, args, rows):
-    normal, *dial = rows
-    server = b.Server(bench, args.notes, args.typers, args.question,
-                      max(len(r.steps) for r in dial), (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
-    yield b.one_trip(bench, normal, *server.alone, "typers alone")
-    for row in dial:
-        per_run, worst = server.schedule(schedule(args.question, row.key[0]),
-                                         f"question in chunks of {row.key[0]}")
-        yield Outcome(row, figures(row, per_run, what=f"chunks of {row.key[0]}"),
-                      b.record_trip(bench, *worst, f"the worst step of {row.label}"))
+def collision_trials(bench, args, rows):
+    """The typers alone (the row with no chunk), then each chunk size's schedule."""
+    room = max(len(r.steps) for r in collision_plan(args))  # the longest schedule's steps
+    server = b.Server(bench, args.notes, args.typers, args.question, room,
+                      (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
+    for row in rows:  # the question read at once warms up for all
+        if not row.keys:
+            yield b.trial(bench, trial_name("collision", row), *server.alone, warm=False)
+        else:
+            yield server.trial(trial_name("collision", row), schedule(args.question, row.key[0]),
+                               plan.recorded_step(bench.cfg, row), warm=row.key[0] == args.question)
 
 
 def collision_figures(cfg, args, outcomes, roofs):
@@ -276,12 +286,13 @@ def depth_plan(args):
                 [[(n, 1)] * u]) for u in args.depth_users for n in args.depths]
 
 
-def depth_measure(bench, args, rows):
-    firsts = {n: b.read_question(bench, n, SEED + 1) for n in args.depths}
-    for row in rows:
+def depth_trials(bench, args, rows):
+    first = b.read_question(bench, max(row.key[1] for row in rows), SEED + 1)
+    book = b.copies(bench, first, max(row.key[0] for row in rows), room=1)  # each row reads its
+    for row in rows:  #                                                        users and notes
         u, n = row.key
-        yield b.one_trip(bench, row, *b.typing(bench, firsts[n], u, SEED + 3),
-                         f"typing for {row.label}", record=False)
+        yield b.trial(bench, trial_name("depth", row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
+                      [(b.view(book, u, n), 1)], recorded=False)  # no breakdown: none is held
 
 
 def depth_figures(cfg, args, outcomes, roofs):
@@ -339,59 +350,197 @@ def outweigh(rows, cfg):
 # the experiments, declared once: the plan, how it is measured, the sheets
 
 EXPERIMENTS = {
-    "prefill": Experiment(prefill_plan, prefill_measure, prefill_figures, prefill_sheets),
-    "decode": Experiment(decode_plan, decode_measure, decode_figures, decode_sheets),
-    "collision": Experiment(collision_plan, collision_measure, collision_figures,
+    "prefill": Experiment(prefill_plan, prefill_trials, prefill_figures, prefill_sheets),
+    "decode": Experiment(decode_plan, decode_trials, decode_figures, decode_sheets),
+    "collision": Experiment(collision_plan, collision_trials, collision_figures,
                             collision_sheets),
-    "depth": Experiment(depth_plan, depth_measure, depth_figures, depth_sheets, checked=False)}
-#   depth comes last: its x limit needs the speeds at the end of the run
+    "depth": Experiment(depth_plan, depth_trials, depth_figures, depth_sheets, checked=False)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the run: every planned row and the machine's two speeds measured in rounds, spread over
+# worker processes (each builds the model and visits the rows); then the records, from which
+# the sheets, the check, the claims and the pictures
 
 
 def experiment(args, facts):
-    """Measure each experiment's rows into records and print its sheets from them; then hold
-    every checked row to the speeds measured at the start and the end; then, from the records,
-    the claims and pictures."""
-    cfg, start = model.SIZES[args.model], roofs.speeds(args, machine_speed.roofs)
+    """Measure the rows in rounds (rounds added for the claims that cannot be told yet, while
+    the time budget allows), then print every sheet from the records: each experiment's, the
+    speeds, the check and breakdown against them, the claims; then draw the pictures."""
+    cfg = model.SIZES[args.model]
+    planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
+    plans = {n: e.plan(args) for n, e in planned.items()}
+    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+        *judged_on(cfg, args, planned, plans, d), ("two_phases",), vars(args)),
+        trials=None, record=True, alone=True)
+    made = assessed(cfg, args, planned, plans, done)
+    yield from printed(cfg, args, facts, planned, made, done)
+
+
+def judged_on(cfg, args, planned, plans, done):
+    """(records, speeds) the claims are judged on, from what was measured so far."""
+    made = assessed(cfg, args, planned, plans, done)
+    return made.found, made.held_to
+
+
+def speed_trials(args, on):
+    """The forklift and the workbench as a round visits them, at machine_speed's own sizes;
+    none where the flags give the speeds."""
+    if roofs.given(args):
+        return []
+    size = speeds.sizes(args.quick)
+    return [Trial(SPEED_TRIALS[0], [machine_speed.forklift(size["size"], on)[0]], group=0),
+            Trial(SPEED_TRIALS[1], [machine_speed.workbench(size["matmul"], on)[0]], group=0)]
+    #       the BLAS's own threads: visited with the one-token trips
+
+
+SPEED_TRIALS = ("speeds forklift", "speeds workbench")
+
+
+def measure_here(args, job):
+    """A worker's part of the rounds, in this process: the model's tables (random weights), the
+    paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
+    (where asked) the table products alone. -> the result rounds.run() and the job describe"""
+    began, cfg, on = time.perf_counter(), model.SIZES[args.model], devices.device(args.device)
     progress("making the tables (random weights)")
-    on = devices.device(args.device)
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
-                    again=timing.again_for(args), on=on)
+                    again=job.get("again", timing.AGAIN), on=on)
     try:
-        yield from measured(cfg, args, facts, start, bench)
+        chosen = None
+        if on.numpy and job.get("paths"):
+            bench = dataclasses.replace(bench, paths=Paths(**job["paths"]))
+        elif on.numpy:
+            bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
+        wanted = job.get("trials")
+        trials = [t for t in speed_trials(args, on) if wanted is None or t.name in wanted]
+        checked = []
+        for name, e in EXPERIMENTS.items():
+            rows = [r for r in e.plan(args) if name in args.experiments
+                    and (wanted is None or trial_name(name, r) in wanted)]
+            if rows:
+                trials += list(e.trials(bench, args, rows))
+                checked += [r for r in rows if e.checked]
+        setup_s = time.perf_counter() - began
+        result = rounds.run(trials, job)
+        if job.get("alone"):  # the table products alone: a share of the token counts each
+            counts = sorted({sum(t for _, t in r.steps[plan.recorded_step(cfg, r)])
+                             for r in checked})
+            result["alone"] = {n: b.tables_alone(bench, n)
+                               for n in counts[job.get("process", 0)::job.get("processes", 1)]}
+        paths = {"attention": bench.paths.attention, "blocks": [list(k) for k in bench.paths.blocks],
+                 "cube": bench.paths.cube}
+        return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
-        if bench.pool:  # each block of a sweep has a pool of its own
+        if bench.pool:
             bench.pool["helpers"].shutdown()
 
 
-def measured(cfg, args, facts, start, bench):
-    if bench.on.numpy:
-        bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
-        yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
-    else:  # the library's own products on its device: nothing of this CPU's to choose
-        yield f"paths: {bench.on.name}'s own products, one call each"
-    settings = records.settings_of(args, paths=str(bench.paths))
-    planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
-    plans, outcomes, found = {n: e.plan(args) for n, e in planned.items()}, {}, []
-    steps(plan.weights(cfg, plans.values(), start))
-    held_to = start  # until the last experiment is measured: then the speeds through the run
-    for i, (name, e) in enumerate(planned.items()):
-        outcomes[name] = []
-        for outcome in e.measure(bench, args, plans[name]):
-            outcomes[name].append(outcome)
-            step()
-        if i == len(planned) - 1:
-            held_to = roofs.through(args, start, machine_speed.roofs)
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """What a run's measurements make: its records (found), the speeds every row is held to,
+    the rows held against them, their outcomes, and the rows at this machine's limits."""
+    found: list
+    held_to: object
+    held: list
+    outcomes: dict
+    ideal: list
+    points: dict
+
+
+def outcomes_of(cfg, planned, plans, done):
+    """{experiment: [Outcome]}: each row's figures from its rounds, and, where it is checked,
+    its recorded trip: the riders of the step recorded, the middle recording's parts, and each
+    part's seconds in every recording (a Timing, for the breakdown's records)."""
+    out = {}
+    for name, e in planned.items():
+        out[name] = []
+        for row in plans[name]:
+            trial = trial_name(name, row)
+            runs = done.runs(trial)
+            out[name].append(Outcome(row, figures(row, runs, what=trial), recorded(
+                cfg, row, trial, done.recorded.get(trial)) if e.checked else None))
+    return out
+
+
+def recorded(cfg, row, trial, found):
+    """A row's recorded trips as the check and breakdown read them; None where none was."""
+    if not found:
+        return None
+    found = sorted(found, key=lambda rp: rp[0])
+    middle = sorted((parts for _, parts in found), key=lambda p: p["trip"])[(len(found) - 1) // 2]
+    return {"riders": row.steps[plan.recorded_step(cfg, row)], "parts": middle,
+            "runs": {part: timing.Timing(tuple(p[part] for _, p in found),
+                                         rounds=tuple(r for r, _ in found), trial=trial)
+                     for part in middle}}
+
+
+def roofs_of(args, done):
+    """The speeds every row is held to: the best of every round's forklift and workbench (or
+    the speeds the flags give), and their records."""
+    if roofs.given(args):
+        return roofs.given(args), []
+    size = speeds.sizes(args.quick)
+    fork, work = (timing.taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n),
+                               said=True) for n in SPEED_TRIALS)
+    moved, flops = size["size"] ** 2 * model.BYTES, 2 * size["matmul"] ** 3
+    held_to = speeds.Speeds(moved / fork.seconds, flops / work.seconds,
+                            f"measured in every round of this run (best of {len(fork.samples)})")
+    return held_to, records.from_rows([(ROOFS_TABLE, [{
+        "memory speed": timed(moved / fork.seconds / 1e9, fork, -1),
+        "math speed": timed(flops / work.seconds / 1e9, work, -1),
+        "balance": Measured(held_to.balance, ((1, fork), (-1, work)))}])], {})
+
+
+ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f"),
+                                col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                col("balance", "balance", "FLOPs/byte", ".1f")],
+                     timed=("memory speed", "math speed"), per="figure",
+                     title="The forklift and the workbench, measured in every round")
+
+
+def assessed(cfg, args, planned, plans, done):
+    """Everything the measurements make, from them alone (so that rounds added later make it
+    again): -> Made"""
+    settings = records.settings_of(args, paths=str(Paths(**done.paths)) if done.paths else None)
+    held_to, found = roofs_of(args, done)
+    found = [{**r, "settings": settings} for r in found]
+    outcomes = outcomes_of(cfg, planned, plans, done)
+    for name, e in planned.items():
         found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
-        yield from printers.spaced(e.sheets(found, cfg, args))
     found += records.from_rows(summary(outcomes), settings)
-    yield from printers.spaced(summary_sheets(found))
     checked = [(n, o) for n, e in planned.items() if e.checked for o in outcomes[n]]
+    held, ideal, points = [], [], None
     if checked:
-        held = limits.held(cfg, checked, held_to, lambda n: b.tables_alone(bench, n))
+        alone = {n: timing.Timing(tuple(s), "best") for n, s in done.alone.items()}
+        held = limits.held(cfg, checked, held_to, alone.get)
         found += records.from_rows(limits.held_figures(held), settings)
-        yield from printers.spaced(limits.held_sheets(found, held, held_to, plan.words(
-            cfg, args.threads), min(args.runs, b.BREAKDOWN_RUNS)))
+        points = plan.roofline(cfg, checked, held_to)
+        ideal = plan.at_the_limits(cfg, args, planned, held_to, (summary,))
+    return Made(found, held_to, held, outcomes, ideal, points)
+
+
+def printed(cfg, args, facts, planned, made, done):
+    """What the run prints and keeps, from what it made."""
+    found, held_to = made.found, made.held_to
+    if done.paths and devices.device(args.device).numpy:
+        chosen = {**(done.chosen or {}), **done.paths}
+        yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
+    elif not devices.device(args.device).numpy:  # the library's own products on its device
+        yield f"paths: {devices.device(args.device).name}'s own products, one call each"
+    yield Saved("rounds", {"rounds": done.rounds, "processes": done.processes,
+                           "visit_s": {n: done.visit_s(n) for n in done.visits}})
+    if done.stopped:
+        yield Saved("stopped", done.stopped)
+    for name, e in planned.items():
+        yield from printers.spaced(e.sheets(found, cfg, args))
+    yield from printers.spaced(summary_sheets(found))
+    if records.of(found, ROOFS_TABLE.name):
+        yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
+    settings = found[0]["settings"] if found else records.settings_of(args)
+    if made.held:
+        yield from printers.spaced(limits.held_sheets(found, made.held, held_to, plan.words(
+            cfg, args.threads), done.processes))
         if claims.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
             turned = turning_here(cfg, args, held_to, settings)
             found += turned
@@ -400,19 +549,17 @@ def measured(cfg, args, facts, start, bench):
                                                          f"the post's machine to compare")])
         preset = hardware.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
         if preset:
+            checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
             found += records.from_rows(limits.datasheet_figures(cfg, checked, preset), settings)
             yield from printers.spaced(limits.datasheet_sheets(found, checked, preset))
-        points, ideal = plan.roofline(cfg, checked, held_to), plan.at_the_limits(
-            cfg, args, planned, held_to, (summary,))
-        yield from (Saved("roofline", points), Saved("roofs", held_to.saved()),
-                    Saved("at_limits", ideal))
-    else:
-        points, ideal = None, []
+        yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
+                    Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield claims.sheet(found, held_to, ("two_phases",), args, facts["busy"], ideal)
+    yield claims.sheet(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
+                       stopped=done.stopped)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
-                    pictures.files(found, points, who, args.quick).items())
+                    pictures.files(found, made.points, who, args.quick).items())
 
 
 def turning_here(cfg, args, speeds, settings):
@@ -437,7 +584,7 @@ def peak_bytes(args):
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=5, prog="two_phases.py")
+    p = flags.parser(__doc__, runs=5, prog="two_phases.py", budget=BUDGET_S)
     g = p.add_argument_group("two_phases: the experiments (defaults are the post's)")
     g.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=tuple(EXPERIMENTS),
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")
@@ -512,6 +659,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.worker:  # one of the run's worker processes: its rounds, nothing printed or saved
+        return rounds.serve(args, measure_here)
     if args.predict:
         return runner.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
             block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))

@@ -1,7 +1,8 @@
-"""Measuring the model: a trip timed, a trip recorded part by part, the notebooks the typers
-start with, and the same table products timed alone, outside the model."""
+"""Measuring the model: each row's trips as a trial a round visits (rounds.py), its one trip
+recorded part by part, the notebooks the typers start with (one for all the rows of an
+experiment, each row reading its users and notes of it), and the same table products timed
+alone, outside the model."""
 import dataclasses
-import statistics
 import types
 
 import numpy as np
@@ -9,11 +10,11 @@ import numpy as np
 import model
 from harness import devices, timing
 from harness.kernels import Paths, table, ways
-from harness.plan import Outcome, figures
+from harness.pool import sharing
+from harness.rounds import Trial
 from harness.terminal import plural
 
-BREAKDOWN_RUNS = 3  # at most: enough to pick a typical recorded run, and it keeps a default
-#                    run of the suite within three minutes; the timed figures keep --runs
+ALONE_RUNS = 3  # the table products alone, best of this many calls in each process
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +27,8 @@ class Bench:
     paths: Paths = Paths()  # how the work is done, chosen on this machine
     again: int = timing.AGAIN  # disturbed runs measured again, x runs (0 in a quick run)
     on: devices.Device = devices.NUMPY  # where the tables, notes and tokens live
+    questions: dict = dataclasses.field(default_factory=dict, compare=False)  # the questions
+    #                                       read so far, by (notes, seed): see read_question()
 
 
 def tokens(cfg, t, seed, on=devices.NUMPY):
@@ -74,37 +77,23 @@ def trip_of(bench, x, segments, watch=None):
     return synced
 
 
-def time_trip(bench, x, segments, what):
-    """--runs clean trips, each starting with every notebook as it is now, and left so: -> Runs
-    of a schedule of one step."""
+def trial(bench, name, x, segments, warm=True, recorded=True):
+    """A one-trip row as a round visits it: its trip, each visit starting with every notebook
+    as it is now, and (where recorded) the same trip recorded part by part for the breakdown.
+    warm: it warms up on its own (else its recording, or a larger row's warm-up, does)."""
     setup = restore(segments)
-    per_run = timing.time_steps([trip_of(bench, x, segments)], bench.runs, setup, what=what,
-                                again=bench.again)
-    setup()
-    return per_run
 
-
-def one_trip(bench, row, x, segments, what, record=True):
-    """A one-trip row: its trip timed --runs times, then (for the breakdown) recorded."""
-    return Outcome(row, figures(row, time_trip(bench, x, segments, what), what=what),
-                   record_trip(bench, x, segments, what) if record else None)
-
-
-def record_trip(bench, x, segments, what):
-    """The same trip again, recorded part by part apart from the timed runs: -> {"riders",
-    "parts": the seconds of each part in the middle recorded run}."""
-    setup, riders, watch, recorded = restore(segments), model.riders(segments), {}, []
-    runs = min(bench.runs, BREAKDOWN_RUNS)
-
-    def recorded_trip():
+    def record(watch):
+        setup()
         trip_of(bench, x, segments, watch)()
-        recorded.append(dict(watch))
-    done = timing.time_runs(recorded_trip, runs, setup=setup, what=f"{what}, recorded",
-                            again=bench.again)
-    setup()
-    kept = [recorded[1 + i] for i in done.kept]  # [0] warmed up
-    middle = sorted(kept, key=lambda w: w["trip"])[(len(kept) - 1) // 2]
-    return {"riders": riders, "parts": middle}
+    return Trial(name, [trip_of(bench, x, segments)], setup, record if recorded else None,
+                 group=group(bench, [x.shape[1]]), warm=warm)
+
+
+def group(bench, tokens):
+    """A trial's group in a round (rounds.Trial): 0 where every trip's table products go to the
+    BLAS's own threads (one token, on this CPU), which spin for a while after; else 1."""
+    return 0 if bench.on.numpy and all(sharing(bench.pool, n) is None for n in tokens) else 1
 
 
 def products_alone(floors, tokens, seed=0, on=devices.NUMPY):
@@ -128,25 +117,34 @@ def products_alone(floors, tokens, seed=0, on=devices.NUMPY):
 
 def tables_alone(bench, n):
     """The table products of a trip of n tokens, one BLAS call each on the BLAS's own threads,
-    outside the model: what the library does with them, the best of the runs, since like the
-    forklift and the workbench it is what this machine can do."""
-    return timing.measure(products_alone(bench.floors, n, on=bench.on),
-                          min(bench.runs, BREAKDOWN_RUNS), stat="best",
-                          what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
-                               f"each", again=bench.again)
+    outside the model: what the library does with them, best of ALONE_RUNS calls (like the
+    forklift and the workbench, it is what this machine can do). -> their seconds"""
+    t = timing.measure(products_alone(bench.floors, n, on=bench.on), ALONE_RUNS, stat="best",
+                       what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
+                            f"each", again=0)
+    return list(t.samples)
 
 
 def read_question(bench, notes, seed):
-    """One user's notebook after the model read a `notes`-token question: the typers' start."""
-    first = book(bench, 1, notes)
-    if notes:
-        trip_of(bench, tokens(bench.cfg, notes, seed, bench.on), [(first, notes)])()
-    return first
+    """One user's notebook after the model read a `notes`-token question: the typers' start
+    (read once for every experiment that starts from it)."""
+    if (notes, seed) not in bench.questions:
+        first = book(bench, 1, notes)
+        if notes:
+            trip_of(bench, tokens(bench.cfg, notes, seed, bench.on), [(first, notes)])()
+        bench.questions[notes, seed] = first
+    return bench.questions[notes, seed]
 
 
 def typing(bench, first, users, seed):
     """`users` users, each with the notes in `first`, type one token: -> (x, segments)."""
     return tokens(bench.cfg, users, seed, bench.on), [(copies(bench, first, users, room=1), 1)]
+
+
+def view(book, users, notes):
+    """The notebook of the first `users` users of `book`, holding `notes` notes each: the same
+    arrays (a row of fewer users, or shallower notes, reads part of the fullest row's)."""
+    return {"k": book["k"][:, :users], "v": book["v"][:, :users], "len": notes}
 
 
 def copies(bench, first, users, room):
@@ -185,15 +183,15 @@ class Server:
         x = self.bench.on.concat([self.xt, self.xn[:, s]], 1)  # (width, typers + newcomer's)
         return x, [(self.typers, 1), (self.newcomer, s.stop - s.start)]
 
-    def schedule(self, steps, what):
-        """Every step of a schedule, timed --runs times from the start: -> (its Runs, the trip
-        of the step that was slowest in the middle of the runs, with the notebooks set to where
-        it starts, to be recorded)"""
+    def trial(self, name, steps, worst, warm=True):
+        """A schedule as a round visits it: every step from the start, and its step `worst`
+        (the one the accounting says is slowest), set to where it starts, recorded part by part
+        for the breakdown (and, where it warms up on its own, run once to warm up)."""
         trips = [self.trip(s) for s in steps]
-        per_run = timing.time_steps([trip_of(self.bench, *t) for t in trips], self.bench.runs,
-                                    setup=lambda: self.before(0, slice(0, 0)), what=what,
-                                    again=self.bench.again)
-        worst = max(range(len(trips)),
-                    key=lambda i: statistics.median(r[i] for r in per_run.steps))
-        self.before(worst, steps[worst])
-        return per_run, trips[worst]
+
+        def recorded(watch):
+            self.before(worst, steps[worst])
+            trip_of(self.bench, *trips[worst], watch)()
+        return Trial(name, [trip_of(self.bench, *t) for t in trips],
+                     lambda: self.before(0, slice(0, 0)), recorded,
+                     group=group(self.bench, [x.shape[1] for x, _ in trips]), warm=warm)

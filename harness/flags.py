@@ -7,12 +7,14 @@ import math
 import os
 import re
 import secrets
+import sys
 
 from harness import devices, exports, machine, results
 from harness.terminal import plain_streams, quoted, warn
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
+MOST_PROCESSES, LONGEST_BUDGET = 64, 86_400  # worker processes; seconds (a day)
 
 
 class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -126,14 +128,29 @@ def tablefmt(text):
     return text
 
 
-def parser(doc, runs, prog):
-    """An argument parser with the flags every script shares; `runs` is the post's count; prog:
-    the script's file name, however it was started (its messages and its results' names)."""
+def parser(doc, runs, prog, budget=None):
+    """An argument parser with the flags every script shares; `runs` is the post's count;
+    budget: the seconds a run may measure for, adding rounds for the claims that cannot be told
+    yet (None: a script that adds none); prog: the script's file name, however it was started
+    (its messages and its results' names)."""
     from tabulate import tabulate_formats
+    from harness.rounds import PROCESSES
     p = Parser(prog=prog, description=doc.strip(), formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
-                   help="counted runs per figure, after one warm-up run that is not counted")
+                   help="rounds: each visits every row once, in a shuffled order, after one "
+                        "warm-up visit in each process that is not counted")
+    g.add_argument("--processes", type=whole(1, MOST_PROCESSES), default=PROCESSES,
+                   metavar="N", help="fresh worker processes the rounds are spread over, one "
+                                     "after another; 1: all in this process (--quick's)")
+    if budget is not None:
+        g.add_argument("--time-budget", type=finite(
+            f"a number of seconds above 0 and at most {LONGEST_BUDGET:,}",
+            lambda v: 0 < v <= LONGEST_BUDGET), default=budget, metavar="SECONDS",
+            help="the most seconds the measuring may take: after --runs rounds, rounds are "
+                 "added for the rows behind claims that cannot be told yet while they fit")
+    g.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a worker process:
+    #                                                    its job on stdin, its result on stdout
     g.add_argument("--threads", nargs="+", type=whole(1, MOST_THREADS), default=None,
                    metavar="N",
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
@@ -173,7 +190,9 @@ def parse(p, argv, quick):
     takes the small sizes in `quick` for every flag not given; a list flag keeps each value
     once; --threads and the folder that results will go to."""
     plain_streams()  # --help too
+    quick = {"processes": 1, **quick}
     args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as a worker process is given them
     for name, value in quick.items():
         if getattr(args, name) is _UNSET:
             setattr(args, name, value if args.quick else p.get_default(name))
@@ -189,8 +208,8 @@ def parse(p, argv, quick):
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
-    if getattr(args, "predict", None) is None:  # a prediction's folder is named later
-        check_folder(p, args)
+    if getattr(args, "predict", None) is None and not args.worker:  # a prediction's folder is
+        check_folder(p, args)  #                     named later; a worker process saves nothing
     return args
 
 

@@ -3,6 +3,7 @@ against its limit) and the breakdown (where each row's time goes, and whose the 
 import dataclasses
 
 import model
+from harness import bench
 from harness.printers import Layout, col, sheet
 from harness.records import EXCESS, KEYS, ROW, ms, timed
 from harness.terminal import plural, warn
@@ -26,6 +27,7 @@ class Held:
     parts: dict
     alone: object
     part_limits: dict
+    part_runs: dict = None  # {part: Timing} of every recording, where they were kept
 
     @property
     def seconds(self):
@@ -63,7 +65,7 @@ def hold(cfg, experiment, outcome, roofs, alone):
     return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
                 bound,
                 riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
-                model.part_limits(cfg, riders, bw, fl))
+                model.part_limits(cfg, riders, bw, fl), outcome.recorded.get("runs"))
 
 
 def suspect(h):
@@ -103,13 +105,15 @@ def held_figures(held):
     parts = []
     for h in held:
         s, alone, who = h.parts, h.alone.seconds, h.excess()
+        part = {p: timed(t.seconds * 1e3, t) for p, t in h.part_runs.items()} if h.part_runs \
+            else {p: v * 1e3 for p, v in s.items()}  # each recording's, where they were kept
         parts.append({"experiment": h.experiment, KEYS: h.keys,
-                      "trip": s["trip"] * 1e3, "tables": s["tables"] * 1e3,
+                      "trip": part["trip"], "tables": part["tables"],
                       "one call": timed(alone * 1e3, h.alone), "x one call": s["tables"] / alone,
-                      "attention": s["attention"] * 1e3,
+                      "attention": part["attention"],
                       "attention x limit": s["attention"] / h.part_limits["attention"]
                       if s["attention"] >= SLIVER * s["trip"] else None,  # else: a sliver
-                      "elementwise": s["elementwise"] * 1e3, "other": s["other"] * 1e3,
+                      "elementwise": part["elementwise"], "other": part["other"],
                       "most excess": f"{h.most()} {who[h.most()] * 1e3:+.1f} ms",
                       **{f"excess: {part}": max(s, 0) * 1e3 for part, s in who.items()}})
     return [(CHECK, check), (BREAKDOWN, parts)]
@@ -125,9 +129,10 @@ def held_sheets(found, held, roofs, words, runs):
                   note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
                        f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
             sheet(BREAKDOWN, found, settings=words, labels=labels,
-                  note=f"(one recorded trip per row, the middle of {runs} {plural(runs, 'run')} "
-                       f"apart from the timed ones; one call: the trip's table products, one BLAS "
-                       f"call each on the BLAS's own threads, outside the model, best of {runs}; "
+                  note=f"(each row's trip recorded part by part once in each of {runs} "
+                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: the middle of each "
+                       f"part; one call: the trip's table products, one BLAS call each on the "
+                       f"BLAS's own threads, outside the model, best of {bench.ALONE_RUNS}; "
                        f"x one call: the tables' time against it, under 1 where the suite's path "
                        f"beats the library's; attention x limit: attention's against its limit, "
                        f"where it is {SLIVER:.0%} of the trip or more)")]

@@ -284,7 +284,9 @@ def machine_id(m):
 
 
 def peak_rss_bytes():
-    """The most memory this process has held (Linux reports KiB, macOS bytes)."""
+    """The most memory this process, or any worker process it waited for, has held (Linux
+    reports KiB, macOS bytes)."""
     import resource
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = max(resource.getrusage(who).ru_maxrss
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return peak if sys.platform == "darwin" else peak * 1024

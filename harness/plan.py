@@ -37,15 +37,28 @@ class Outcome:
 @dataclasses.dataclass(frozen=True)
 class Experiment:
     """One experiment, as parameters -> instances -> records -> printers: plan(args) -> [Row];
-    measure(Bench, args, rows) -> an Outcome per row, in order; figures(Config, args, outcomes,
-    roofs) -> [(Layout, rows of figures)], which become its records; sheets(records, Config,
-    args) -> [Sheet], rendered from them; checked: its rows are held to their limits in the
-    check table and the breakdown."""
+    trials(Bench, args, rows) -> a rounds.Trial per row, in order, named by trial_name (what a
+    round visits); figures(Config, args, outcomes, roofs) -> [(Layout, rows of figures)], which
+    become its records; sheets(records, Config, args) -> [Sheet], rendered from them; checked:
+    its rows are held to their limits in the check table and the breakdown (their trials record
+    a trip part by part)."""
     plan: object
-    measure: object
+    trials: object
     figures: object
     sheets: object
     checked: bool = True
+
+
+def trial_name(experiment, row):
+    """The name a round knows a planned row by: 'prefill 256 tokens'."""
+    return f"{experiment} {row.label}"
+
+
+def recorded_step(cfg, row):
+    """Which step of a row the breakdown records: the one the accounting says is slowest (the
+    most FLOPs, then the most bytes), the last of equals."""
+    costs = [(model.trip_flops(cfg, riders), model.bytes_read(cfg, riders)) for riders in row.steps]
+    return max(range(len(costs)), key=lambda i: (costs[i], i))
 
 
 def figures(row, runs, stat="middle", what=""):
@@ -179,10 +192,11 @@ def weights(cfg, plans, roofs):
 
 
 def peak_bytes(cfg, plans, speeds_bytes):
-    """The most a run holds at once: the tables, plus the most that measuring the speeds or any
-    experiment's rows (plans: [[Row]]) hold."""
-    return model.held_bytes(cfg) + max(
-        speeds_bytes, *(memory_bytes(cfg, rows) for rows in plans))
+    """The most a run holds at once: the tables, the speeds' tables and every experiment's rows
+    (plans: [[Row]]) at once, as a round visits them all."""
+    held_by = [held(cfg, rows) for rows in plans if rows]
+    return (model.held_bytes(cfg) + speeds_bytes + sum(notes for notes, _ in held_by)
+            + max([working for _, working in held_by] or [0]))  # one trip at a time
 
 
 def words(cfg, threads):

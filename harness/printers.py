@@ -4,7 +4,7 @@ import dataclasses
 import math
 
 from harness.records import ROW, named, value
-from harness.timing import WILD
+from harness.intervals import outliers
 from harness.terminal import plural
 
 
@@ -189,19 +189,23 @@ STATISTIC_WORDS = {"median": "middle", "best": "best", "limit": "limit"}  # as t
 
 def spread_note(timed, per, note=""):
     """The line under a table that names the statistic and shows how far the samples spread,
-    and flags what backs no verdict: a figure other work disturbed, one whose runs spread
-    beyond WILD. timed: the records of its timed figures."""
+    and flags what backs no verdict (a figure other work disturbed beyond measuring again) and
+    each sample far from the rest of its figure's (an outlier, by hyperfine's modified z-score:
+    named, never dropped). timed: the records of its timed figures."""
     spreads = [max(r["samples"]) / min(r["samples"]) if min(r["samples"]) > 0 else math.inf
                for r in timed]
     span = (f"{spreads[0]:.2f}x" if len(spreads) == 1
             else f"{min(spreads):.2f}x to {max(spreads):.2f}x")
     first, n = timed[0], len(timed[0]["samples"])
     flags = [f"{named(r)} disturbed by other work" for r in timed if r.get("disturbed") is True]
-    flags += [f"{named(r)} spread {s:.1f}x" for r, s in zip(timed, spreads)
-              if s > WILD and r.get("disturbed") is not True]
     flagged = (f"; FLAGGED, no verdict rests on them: {', '.join(flags)}" if flags else "")
+    odd = [f"{named(r)} {r['samples'][i]:.4g} {r['unit']}".rstrip()
+           for r in timed for i in outliers(r["samples"])]
+    odd_words = f"; outliers (no interval rests on them): {', '.join(odd)}" if odd else ""
+    unit = "round" if first.get("rounds") else "run"
     return (f"({STATISTIC_WORDS.get(first['statistic'], first['statistic'])} of {n} "
-            f"{plural(n, 'run')} per {per}; spread slowest/fastest {span}{note}{flagged})")
+            f"{plural(n, unit)} per {per}; spread slowest/fastest {span}{note}{flagged}"
+            f"{odd_words})")
 
 
 def entry(sheet):

@@ -53,13 +53,24 @@ def value(v):
 
 
 def samples(m):
-    """The figure in each counted run, in its own unit: the value scaled by how far each run's
-    timings sit from the statistic they were summed up by. None where runs do not pair up."""
-    counts = {len(t.samples) for _, t in m.parts}
-    if len(counts) != 1 or any(t.seconds <= 0 for _, t in m.parts):
+    """The figure in each round its timings share, in its own unit: the value scaled by how far
+    each round's timings sit from the statistic they were summed up by; a timing kept without
+    rounds pairs by order. -> (samples, rounds, shares: the most of the cores other work took
+    in each) or None where they do not pair up."""
+    if any(t.seconds <= 0 for _, t in m.parts):
         return None
-    return [value(m) * math.prod((t.samples[i] / t.seconds) ** p for p, t in m.parts)
-            for i in range(counts.pop())]
+    by_round = [dict(zip(t.rounds or range(len(t.samples)),
+                         zip(t.samples, t.others or [None] * len(t.samples))))
+                for _, t in m.parts]
+    common = sorted(set.intersection(*(set(b) for b in by_round)))
+    if not common or (len(m.parts) > 1 and not all(t.rounds for _, t in m.parts)
+                      and len({len(t.samples) for _, t in m.parts}) != 1):
+        return None
+    values = [value(m) * math.prod((b[r][0] / t.seconds) ** p
+                                   for (p, t), b in zip(m.parts, by_round)) for r in common]
+    shares = [max((b[r][1] for b in by_round if b[r][1] is not None), default=None)
+              for r in common]
+    return values, common if all(t.rounds for _, t in m.parts) else None, shares
 
 
 def make(layout, rows, settings, predicted=False):
@@ -78,14 +89,23 @@ def make(layout, rows, settings, predicted=False):
             if c.key or v is None:
                 continue
             measured = isinstance(v, Measured)
-            runs = samples(v) if measured else None
+            runs, rounds, shares = (samples(v) if measured else None) or (None, None, None)
             out.append({"experiment": layout.name, "keys": dict(keys), "figure": c.figure,
                         "unit": c.unit,
                         "statistic": STATISTIC[v.timing.stat] if measured else COMPUTED,
                         "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
+                        **({"rounds": rounds, "shares": shares, **visits(v)} if rounds else {}),
                         **(conditions(v) if measured else {}),
                         "predicted": predicted, "settings": settings})
     return out
+
+
+def visits(m):
+    """Which trials a measured figure rests on, and what one visit of them all takes."""
+    trials = {t.trial: t.visit_s for _, t in m.parts if t.trial}
+    if not trials:
+        return {}
+    return {"trials": sorted(trials), "visit_s": sum(s or 0.0 for s in trials.values())}
 
 
 def conditions(m):
@@ -116,14 +136,6 @@ def disturbance(found):
             "others": max(shares) if shares else None}
 
 
-class Seen(list):
-    """Records as a judge reads them, keeping each record it found (find())."""
-
-    def __init__(self, found):
-        super().__init__(found)
-        self.used = []
-
-
 def from_rows(made, settings, predicted=False):
     """The records of [(layout, rows)], each as make() makes them."""
     return [r for layout, rows in made for r in make(layout, rows, settings, predicted)]
@@ -141,55 +153,6 @@ class Missing(LookupError):
     """A figure that is not among the records: not run, or run with other settings."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Figure:
-    """A figure as a judge reads it: its value, and the range its counted runs spanned (lo = hi
-    = value where no samples were kept); its record, where it is one. A product or quotient of
-    figures spans the worst case either way (every figure a judge divides is above 0)."""
-    value: float
-    lo: float
-    hi: float
-    record: dict = None
-    measured: bool = False  # a timing is behind it, not only counts or limits
-
-    @property
-    def spread(self):
-        return self.hi / self.lo if self.lo > 0 else math.inf
-
-    def __format__(self, spec):
-        return format(self.value, spec)
-
-    def __mul__(self, other):
-        o = span(other)
-        return Figure(self.value * o.value, self.lo * o.lo, self.hi * o.hi, None,
-                      self.measured or o.measured)
-
-    __rmul__ = __mul__
-
-    def __add__(self, other):
-        o = span(other)
-        return Figure(self.value + o.value, self.lo + o.lo, self.hi + o.hi, None,
-                      self.measured or o.measured)
-
-    def __sub__(self, other):
-        o = span(other)
-        return Figure(self.value - o.value, self.lo - o.hi, self.hi - o.lo, None,
-                      self.measured or o.measured)
-
-    def __truediv__(self, other):
-        o = span(other)
-        return Figure(self.value / o.value, self.lo / o.hi, self.hi / o.lo, None,
-                      self.measured or o.measured)
-
-    def __rtruediv__(self, other):
-        return span(other) / self
-
-
-def span(v):
-    """A plain number as a Figure with no spread."""
-    return v if isinstance(v, Figure) else Figure(v, v, v)
-
-
 def of(found, experiment):
     """The records of one experiment."""
     return [r for r in found if r["experiment"] == experiment]
@@ -201,32 +164,13 @@ def matches(record, experiment, figure, keys):
 
 
 def find(records, experiment, figure, /, **keys):
-    """The one record of this experiment and figure whose keys include `keys`: -> Figure; raise
-    Missing where there is none."""
+    """The one record of this experiment and figure whose keys include `keys`; raise Missing
+    where there is none."""
     found = [r for r in records if matches(r, experiment, figure, keys)]
     if not found:
         said = " ".join(f"{k} {v}" for k, v in keys.items())
         raise Missing(f"{experiment}: {figure}" + (f" at {said}" if said else ""))
-    r = found[0]
-    if isinstance(records, Seen):
-        records.used.append(r)
-    if isinstance(r["value"], str):
-        return Figure(r["value"], r["value"], r["value"], r)
-    lo, hi = noise(r)
-    measured = bool(r.get("samples")) and not r.get("predicted") and r["statistic"] != "limit"
-    return Figure(r["value"], min(lo, r["value"]), max(hi, r["value"]), r, measured)
-
-
-def noise(r):
-    """How far a figure's runs leave room for it to be: the middle half of the runs around a
-    median (their quartiles), the two best around a best (a best's noise is how near the next
-    run came), the value itself where no runs were kept. -> (lo, hi)"""
-    runs = sorted(r.get("samples") or [r["value"]])
-    if r["statistic"] == "best" and len(runs) > 1:
-        return (runs[0], runs[1]) if r["value"] <= runs[0] else (runs[-2], runs[-1])
-        #      a best time is the least of its runs; a best rate, the most
-    quarter = len(runs) // 4
-    return runs[quarter], runs[len(runs) - 1 - quarter]
+    return found[0]
 
 
 def rows(records, experiment):

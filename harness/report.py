@@ -168,24 +168,25 @@ def claims_section(found, predicted):
     """The post's claims, first: a verdict each, marked so it scans, the post's figure and this
     machine's, the verdict at this machine's limits in a column of its own; the rules folded
     right under the table."""
-    limits = any(at for *_, at in found)
+    limits = any(at for *_, at, _ in found)
     headers = ["verdict", "the post says", "the post", "here"] + (["at the limits"] * limits)
     rows = [[marked(v), c.says, c.post, h or "no figure here: " + (w or "not run")[:60]]
             + ([Raw(f"{marked(at[1])} ({md(at[0], in_table=True)})") if at
                 else "not judged there"] * limits)
-            for c, h, v, w, at in found]
+            for c, h, v, w, at, _ in found]
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
-            "Each verdict follows its rule (folded under the table); 'about' means within 1.5x "
-            "either way, over the middle half of the runs" + (
+            "Each verdict follows its rule (folded under the table), over the figure's interval "
+            "from the run's rounds: firm only where it clears the rule's edge" + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
                 "give on this machine: where the two differ, the suite's distance from the "
                 "limits decides it here, not the machine." if limits else "."), "",
             gfm(headers, rows), "",
             "<details><summary>The rule behind each verdict, and why a claim does not hold or "
             "cannot be told</summary>", "",
-            *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Why: {md(w)}." if w else "")
-              for c, _, _, w, _ in found), "", "</details>", ""] if found else []
+            *(f"- **{md(c.says)}**: {md(c.rule)}." + (f" Tested: {md(t)}." if t and not w else "")
+              + (f" Why: {md(w)}." if w else "") for c, _, _, w, _, t in found), "",
+            "</details>", ""] if found else []
 
 
 def marked(verdict):

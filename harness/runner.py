@@ -14,15 +14,15 @@ import signal
 import sys
 import time
 
-from harness import (devices, exports, machine, pictures, records, report, results, schema,
-                     stopping)
+from harness import (devices, exports, machine, pictures, records, report, results, rounds,
+                     schema, stopping)
 from harness.flags import folder_of
 from harness.printers import Picture, Saved, Sheet, entry, render
 from harness.results import ROOT
 from harness.speeds import Speeds
 from harness.terminal import kept, note, plain_streams, plural, show, steps
 
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export")  # about the run, not the result
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker")  # about the run, not the result
 
 
 def run(script, args, body, headline=None):
@@ -50,7 +50,7 @@ def run(script, args, body, headline=None):
             if args.export:
                 show(exports.run(args.export, script, facts, out.records, headline))
             if args.no_save:
-                return 0
+                return stopped(out, 0)
             made = {"version": version(), "command": command(), "warnings": list(warned)}
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
@@ -73,13 +73,27 @@ def run(script, args, body, headline=None):
             saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
             if saved == 0:
                 note(next_steps(folder, report.NAME in files, args.quick))
-            return saved
+            return stopped(out, saved)
+    except rounds.WorkerFailed as e:
+        note(f"error: {e}: nothing saved, earlier results untouched")
+        return 1
     except (stopping.Stopped, KeyboardInterrupt) as e:
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
         return 128 + signum
     finally:
         pictures.tidy()  # matplotlib's temp folder, where this run had to make one
+
+
+def stopped(out, code):
+    """The exit code of a run whose added rounds a signal stopped (it saved what was measured
+    before, marked): 128 + the signal's number; else code."""
+    signum = out.kept.get("stopped")
+    if signum is None or code:
+        return code
+    note(f"{stopping.STOPS[signum]} while adding rounds: what was measured before is "
+         f"{'printed' if out.quiet or not out.text else 'kept'}, marked")
+    return 128 + signum
 
 
 def each_thread_count(args, body, busy, out, headline):

@@ -13,7 +13,7 @@ from harness.speeds import Speeds
 from harness.terminal import printable
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
-READABLE = (1, 2, 3, 4, 5)  # the schema versions read; older layouts are brought to the newest
+READABLE = (1, 2, 3, 4, 5, 6)  # the schema versions read; older layouts are brought to the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
@@ -207,8 +207,32 @@ def check_records(found):
                                      and all(number(x, 0) and x > 0 for x in runs)):
             raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) whose samples "
                              f"are not finite numbers above 0")
+        problem = rounds_problem(r, runs)
+        if problem:
+            raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) whose {problem}")
     if sum(len(r.get("samples") or ()) for r in found) > ALL_SAMPLES_MAX:
         raise ValueError(f"holds more than {ALL_SAMPLES_MAX:,} samples: not a run's")
+
+
+def rounds_problem(r, runs):
+    """What is wrong with a record's rounds, shares, trials or visit time, in a few words, or
+    '': rounds are distinct whole numbers from 0, one per sample; shares, one per sample, a
+    number from 0 to 1 or null; trials, text; visit_s, a number of 0 or more."""
+    n = len(runs) if isinstance(runs, list) else 0
+    rounds, shares = r.get("rounds"), r.get("shares")
+    if rounds is not None and not (isinstance(rounds, list) and len(rounds) == n and all(
+            type(x) is int and 0 <= x < 10 ** 9 for x in rounds) and len(set(rounds)) == n):
+        return "rounds are not distinct whole numbers, one per sample"
+    if shares is not None and not (isinstance(shares, list) and len(shares) == n and all(
+            x is None or number(x, 0) and x <= 1 for x in shares)):
+        return "shares are not numbers from 0 to 1 (or null), one per sample"
+    trials = r.get("trials")
+    if trials is not None and not (isinstance(trials, list) and len(trials) < 100
+                                   and all(isinstance(t, str) for t in trials)):
+        return "trials are not a list of names"
+    if r.get("visit_s") is not None and not number(r["visit_s"], 0):
+        return "visit time is not a number of 0 or more"
+    return ""
 
 
 def check_sheets(sheets):

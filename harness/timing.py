@@ -13,16 +13,7 @@ NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine l
 DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is
 #                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
 #                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
-MIN_RUNS = 3  # fewer counted runs than this back no verdict: their figure is not measured again
-BETWEEN = 1.5  # how far two runs of the same script on the same quiet machine may differ: two
-#                runs in a row on a quiet 2-core EPYC differed by up to 1.46x (the freeze's
-#                ratio; cube_bug's in-model typing 1.48x on a Xeon) while each run's own spread
-#                was 1.1x: the runs inside one process see only part of the noise. A verdict
-#                spans each measured figure by its square root either way, so that two runs
-#                this far apart never give opposite verdicts, and compare.py calls no smaller
-#                difference a change
-WILD = 2.0  # a figure whose slowest kept run took this many times its fastest backs no verdict,
-#             and is flagged where it prints: such runs were not measuring one thing
+MIN_RUNS = 3  # fewer clean runs than this back no verdict: their figure is not measured again
 AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...
 AGAIN_S = 2.0  # ... in at most this many seconds, or as long as its own runs took if longer ...
 PAUSE_S = 0.1  # ... each after this pause, so that the samples again fall in the other work's gaps
@@ -42,6 +33,16 @@ class Timing:
     others: tuple = ()
     again: int = 0
     disturbed: bool = False
+    rounds: tuple = ()  # the round each sample was measured in (a run in rounds: rounds.py)
+    trial: str = ""  # what was visited: the row measured
+    visit_s: float = None  # what one visit of it takes, its middle
+
+    @property
+    def clean(self):
+        """The samples other work did not disturb (all where none say so)."""
+        kept = [s for s, o in zip(self.samples, self.others or [None] * len(self.samples))
+                if not disturbed(o)]
+        return kept or list(self.samples)
 
     @property
     def share(self):
@@ -51,7 +52,8 @@ class Timing:
 
     @property
     def seconds(self):
-        return STATS[self.stat](self.samples)
+        """The statistic of the clean samples (of all, where none is clean)."""
+        return STATS[self.stat](self.clean)
 
     @property
     def spread(self):
@@ -67,7 +69,8 @@ def taken(samples, stat="middle", what="", runs=None, said=False):
     """A Timing of samples (seconds), with their conditions from runs (a Runs, where they were
     watched); a warning on stderr when they spread widely, or when other work disturbed them
     (said: already said for these runs)."""
-    t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed)
+    t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed,
+                                        tuple(runs.rounds), runs.trial, runs.visit_s)
                                        if runs is not None else ()))
     if said:
         return t
@@ -90,6 +93,13 @@ class Runs:
     again: int = 0
     disturbed: bool = False
     kept: list = ()  # which of the counted runs these are, in order
+    rounds: tuple = ()  # the round of each run, where they were measured in rounds
+    trial: str = ""  # the trial visited
+
+    @property
+    def visit_s(self):
+        """What one run of every step takes, its middle."""
+        return statistics.median(sum(s) for s in self.steps) if self.steps else None
 
 
 def disturbed(share):

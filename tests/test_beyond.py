@@ -224,10 +224,10 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     xl, found = model_files.config("xl"), data["records"]  # predicted with its head
     assert xl.vocab == 50257 and xl.tied
     for p in two_phases.PROMPTS:
-        assert records.find(found, "prefill", "time", prompt=p).value == pytest.approx(
+        assert records.find(found, "prefill", "time", prompt=p)["value"] == pytest.approx(
             model.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
     for u in two_phases.USERS:
-        assert records.find(found, "decode", "step", users=u).value == pytest.approx(
+        assert records.find(found, "decode", "step", users=u)["value"] == pytest.approx(
             model.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0] * 1e3)
     assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
     assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
@@ -267,7 +267,7 @@ def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, 
         riders = [(0, keys["prompt"])] if "prompt" in keys else \
             [(measured["settings"]["notes"], 1)] * keys["users"]
         assert r["value"] == pytest.approx(model.limit(ran, riders, bw, fl)[0] * 1e3)
-        assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys).value \
+        assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys)["value"] \
             == pytest.approx(model.limit(headed, riders, bw, fl)[0] * 1e3)
     predicted_rows = [keys for name in ("prefill", "decode")
                       for keys in records.rows(guess["records"], name)]

@@ -53,7 +53,7 @@ def test_check_rows_hold_measured_against_limit(capsys):
     found = sheet.records
     assert {r["figure"] for r in found} == {"measured", "limit", "bound by", "x limit"}
     assert all(r["keys"] == {"experiment": "decode", "users": 1} for r in found)
-    assert records.find(found, "check", "x limit", experiment="decode", users=1).value == \
+    assert records.find(found, "check", "x limit", experiment="decode", users=1)["value"] == \
         pytest.approx(1.5)
     assert lines[0] == "Every row against the machine's limits: GPT-2 small on 2 threads"
     assert lines[-1].startswith("(limit = max(bytes / 10.0 GB/s, FLOPs / 100.0 GFLOP/s)")
@@ -83,10 +83,11 @@ def test_the_breakdown_splits_each_row_into_its_parts():
     assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
     assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
-    one_call = records.find(sheet.records, "breakdown", "one call", users=1).record
+    one_call = records.find(sheet.records, "breakdown", "one call", users=1)
     assert one_call["statistic"] == "best" and one_call["samples"] == pytest.approx([36.0] * 3)
     assert [c.header for c in sheet.columns][2:5] == ["trip ms", "tables ms", "one call ms"]
-    assert "middle of 3 runs" in lines[-1] and lines[0].startswith("Where each row's time goes")
+    assert "once in each of 3 processes" in lines[-1]
+    assert lines[0].startswith("Where each row's time goes")
 
 
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():
@@ -123,8 +124,8 @@ def test_a_quick_run_saves_the_check_table(quick_run):
         assert figures["x limit"] == pytest.approx(figures["measured"] / figures["limit"])
         assert figures["bound by"] in ("forklift", "workbench")
     for u in (1, 4):  # the check holds the very figure the decode sheet shows
-        assert records.find(found, "check", "measured", users=u).value == pytest.approx(
-            records.find(found, "decode", "step", users=u).value)
+        assert records.find(found, "check", "measured", users=u)["value"] == pytest.approx(
+            records.find(found, "decode", "step", users=u)["value"])
     assert data["roofs"]["bytes_per_s"] > 0
     assert "most excess" in r.stdout  # the breakdown follows
     parts = records.rows(found, "breakdown")
@@ -139,38 +140,25 @@ def test_a_quick_run_saves_the_check_table(quick_run):
     assert data["sheets"]["check"]["printed"] in r.stdout
 
 
-# ---- the limits hold through the run
-
-START = Speeds(20e9, 200e9, "measured (best of 5)")
+# ---- the limits: the best of the speeds measured in every round
 
 
-def test_the_limits_use_the_faster_speed_of_the_start_and_the_end(capsys):
-    end = Speeds(21e9, 190e9, "measured (best of 5)")
-    held_to = roofs.through_the_run(START, end)
-    assert held_to.bytes_per_s == 21e9 and held_to.flops_per_s == 200e9
-    assert held_to.saved()["start"] == {"bytes_per_s": 20e9, "flops_per_s": 200e9}
-    assert "at the start (20.0 GB/s, 200.0 GFLOP/s) and at the end (21.0 GB/s" in held_to.source
-    assert capsys.readouterr().err == ""  # 5% either way: no warning
-
-
-def test_speeds_that_moved_during_the_run_are_named(capsys):
-    end = Speeds(15e9, 205e9, "measured (best of 5)")
-    roofs.through_the_run(START, end)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "the forklift moved by -25% during the run" in err
-
-
-def test_a_quick_run_says_both_speeds_under_its_check_table(quick_run):
+def test_a_quick_run_holds_its_rows_to_the_best_of_every_rounds_speeds(quick_run):
     r, data, _ = quick_run
     line = next(s for s in r.stdout.splitlines() if s.startswith("(limit = "))
-    assert "at the start (" in line and "at the end (" in line
-    assert set(data["roofs"]["start"]) == set(data["roofs"]["end"]) == {"bytes_per_s",
-                                                                        "flops_per_s"}
+    assert "measured in every round of this run (best of 2)" in line
+    speeds = records.rows(data["records"], "speeds")
+    ((_, figures),) = speeds.items()  # one row: the forklift and the workbench of the rounds
+    assert data["roofs"]["bytes_per_s"] == pytest.approx(figures["memory speed"] * 1e9)
+    assert data["roofs"]["flops_per_s"] == pytest.approx(figures["math speed"] * 1e9)
+    fork = records.find(data["records"], "speeds", "memory speed")
+    assert fork["statistic"] == "best" and fork["value"] == pytest.approx(max(fork["samples"]))
+    assert sorted(fork["rounds"]) == [0, 1] and fork["trials"] == ["speeds forklift"]
 
 
 def test_depth_holds_its_rows_to_the_same_speeds_as_the_check(quick_run):
     _, data, _ = quick_run
-    roofs, cfg = data["roofs"], model.SIZES["small"]  # the faster of the start's and the end's
+    roofs, cfg = data["roofs"], model.SIZES["small"]  # the best of the rounds' speeds
     depth = records.rows(data["records"], "depth")
     assert depth
     for keys, f in depth.items():

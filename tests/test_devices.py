@@ -169,6 +169,6 @@ def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds()
         found = two_phases.turning_here(cfg, args, card.roofs, settings)
         assert [r["keys"]["name"] for r in found if r["figure"] == "balance"] == [device, "post"]
         said = claims.verdicts(found, card.roofs, ("two_phases",), settings)
-        gpu = [(c, v) for c, _, v, _ in said if c in gpu_claims.GPU_CLAIMS]
+        gpu = [(c, v) for c, _, v, *_ in said if c in gpu_claims.GPU_CLAIMS]
         assert bool(gpu) == judged, device
         assert all(not v.startswith("predicted") for _, v in gpu)  # measured, not predicted

@@ -55,28 +55,28 @@ def test_a_quick_measured_dial_fills_every_column(quick_run):
     for row in dial.values():
         assert row["first word"] > 0 and row["total"] > row["first word"]
         assert row["worst gap"] >= row["median gap"] > 0 and row["worst x normal"] > 0
-    normal = records.find(found, "collision", "normal gap").record
+    normal = records.find(found, "collision", "normal gap")
     for keys in dial:  # each figure of each chunk size: the 2 runs behind it, in its own unit
         chunk = dict(keys)["chunk"]
         for figure in TIMED:
             f = records.find(found, "dial", figure, chunk=chunk)
-            assert f.record["statistic"] == "median" and f.record["runs"] == 2
-            assert len(f.record["samples"]) == 2
-            assert min(f.record["samples"]) <= f.value * (1 + 1e-9)
-            assert max(f.record["samples"]) >= f.value * (1 - 1e-9)
-        steps = records.find(found, "dial", "steps to read", chunk=chunk).record
+            assert f["statistic"] == "median" and f["runs"] == 2 and f["rounds"] == [0, 1]
+            assert len(f["samples"]) == 2
+            assert min(f["samples"]) <= f["value"] * (1 + 1e-9)
+            assert max(f["samples"]) >= f["value"] * (1 - 1e-9)
+        steps = records.find(found, "dial", "steps to read", chunk=chunk)
         assert steps["statistic"] == "computed" and steps["samples"] is None
         # worst x normal: in each run, that run's worst gap over that run's normal gap
-        worst = records.find(found, "dial", "worst gap", chunk=chunk).record["samples"]
-        ratio = records.find(found, "dial", "worst x normal", chunk=chunk).record["samples"]
+        worst = records.find(found, "dial", "worst gap", chunk=chunk)["samples"]
+        ratio = records.find(found, "dial", "worst x normal", chunk=chunk)["samples"]
         assert ratio == pytest.approx([w / n for w, n in zip(worst, normal["samples"])])
     assert len(normal["samples"]) == 2 and normal["unit"] == "ms"
-    assert records.find(found, "collision", "all at once gap").value == pytest.approx(
-        records.find(found, "dial", "worst gap", chunk=64).value)  # the same run, twice shown
+    assert records.find(found, "collision", "all at once gap")["value"] == pytest.approx(
+        records.find(found, "dial", "worst gap", chunk=64)["value"])  # the same run, twice shown
     # the post's third line: the dial's smallest chunk, where 128 is not on the dial
-    assert records.find(found, "collision", "chunk").value == 16
-    assert records.find(found, "collision", "chunked worst gap").value == pytest.approx(
-        records.find(found, "dial", "worst gap", chunk=16).value)
+    assert records.find(found, "collision", "chunk")["value"] == 16
+    assert records.find(found, "collision", "chunked worst gap")["value"] == pytest.approx(
+        records.find(found, "dial", "worst gap", chunk=16)["value"])
     assert [c["header"] for c in data["sheets"]["dial"]["columns"]] == [
         "chunk", "steps to read", "first word ms", "gap median ms", "worst gap ms",
         "worst x normal", "total ms"]

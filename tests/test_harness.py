@@ -147,7 +147,7 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
     assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
-    assert data["schema_version"] == results.SCHEMA_VERSION == 5 and data["script"] == "demo"
+    assert data["schema_version"] == results.SCHEMA_VERSION == 6 and data["script"] == "demo"
     assert "tables" not in data  # the figures are records; the sheets only say how they printed
     sheet = data["sheets"]["demo"]
     assert [(c["figure"], c["header"], c["unit"], c["key"]) for c in sheet["columns"]] == [
@@ -162,7 +162,7 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     assert min(record["samples"]) <= record["value"] <= max(record["samples"])
     assert sorted(record["samples"])[1] == pytest.approx(record["value"])  # the middle of 3
     assert record["settings"]["runs"] == 3 and record["settings"]["threads"] >= 1
-    assert records.find(data["records"], "demo", "time", n=1).value == record["value"]
+    assert records.find(data["records"], "demo", "time", n=1)["value"] == record["value"]
     assert data["machine"]["cpu"] and data["settings"]["runs"] == 3
     assert set(data["made"]) == {"version", "command", "warnings"}
 
@@ -252,8 +252,12 @@ def test_spread_puts_a_range_column_beside_each_timed_figure():
     out = printers.render(sheet, spread=True).splitlines()
     assert out[0].split() == ["n", "time", "ms", "time", "ms", "range"]
     assert out[1].split() == ["1", "2000.0", "1000.0", "to", "3000.0"]  # its runs, in ms
-    assert out[2] == ("(middle of 3 runs per row; spread slowest/fastest 3.00x; FLAGGED, no "
-                      "verdict rests on them: demo n 1: time spread 3.0x)")  # beyond WILD
+    assert out[2] == "(middle of 3 runs per row; spread slowest/fastest 3.00x)"
+    odd = timing.Timing((1.0, 1.01, 0.99, 1.0, 1.02, 9.0), rounds=(0, 1, 2, 3, 4, 5))
+    note = printers.spread_note(made("demo", [col("time", "time ms", "ms", ".1f")],
+                                     [{"time": timed(1005.0, odd)}]), "row")
+    assert note == ("(middle of 6 rounds per row; spread slowest/fastest 9.09x; outliers (no "
+                    "interval rests on them): demo: time 9000 ms)")  # hyperfine's z-score
     assert printers.render(sheet).splitlines()[0] == "the post's own layout"
 
 
@@ -310,9 +314,9 @@ def test_the_records_are_found_by_experiment_figure_and_keys():
     found = made("depth", columns, [{"users": u, "notes": n, "step": timed(2000.0 * u, t)}
                                     for u in (1, 16) for n in (0, 512)])
     f = records.find(found, "depth", "step", users=16, notes=512)
-    assert (f.value, f.lo, f.hi) == pytest.approx((32000.0, 16000.0, 48000.0))
-    assert f.spread == pytest.approx(3.0) and f.record["keys"] == {"users": 16, "notes": 512}
-    assert records.find(found, "depth", "step").record["keys"] == {"users": 1, "notes": 0}
+    assert f["value"] == pytest.approx(32000.0) and f["keys"] == {"users": 16, "notes": 512}
+    assert f["samples"] == pytest.approx([16000.0, 32000.0, 48000.0])
+    assert records.find(found, "depth", "step")["keys"] == {"users": 1, "notes": 0}
     with pytest.raises(records.Missing, match="depth: step at users 4"):
         records.find(found, "depth", "step", users=4)
     assert list(records.rows(found, "depth")) == [

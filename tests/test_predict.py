@@ -168,7 +168,7 @@ def turned(cfg, *machines, notes=512):
 
 
 def judged(found):
-    return {c.says: v for c, _, v, _ in claims.verdicts(found, None, ("two_phases",),
+    return {c.says: v for c, _, v, *_ in claims.verdicts(found, None, ("two_phases",),
                                                           {"predict": ["x"]})}
 
 
@@ -230,13 +230,13 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
     math = lambda u: (2 * (tables + head) + L * 4 * H * D * 513  # noqa: E731
                       + L * (12 * W + 10 * F)) * u  # norms and adds; SiLU and the gate
     half = next(u for u in range(1, 10 ** 4) if math(u) / 989.5e12 >= fetched(u) / 3.35e12 / 2)
-    assert records.find(found, "turning points", "half bench", name="h100-sxm").value == half
+    assert records.find(found, "turning points", "half bench", name="h100-sxm")["value"] == half
     with pytest.raises(records.Missing):  # never: no figure, "never" printed
         records.find(found, "turning points", "types turn", name="h100-sxm")
     assert "never" in out
     rows = records.rows(found, "turning points")
     assert [dict(k)["name"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
-    h100 = records.find(found, "turning points", "reads turn", name="h100-sxm").value
+    h100 = records.find(found, "turning points", "reads turn", name="h100-sxm")["value"]
     cfg = dataclasses_replace(LLAMA, "bfloat16")
     assert h100 == predict.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
                                  == "workbench")
@@ -340,7 +340,7 @@ def test_a_predicted_model_reads_as_far_as_its_own_context():
                                   "float32", "--no-save"])
     found = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
                  if getattr(s, "name", "") == "prefill").records
-    assert records.find(found, "prefill", "time", prompt=8192).value == pytest.approx(
+    assert records.find(found, "prefill", "time", prompt=8192)["value"] == pytest.approx(
         model.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
 
 
@@ -410,7 +410,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     split = hardware.targets(auto)[0].config(seventy)
     assert model.held_bytes(split) == held / 2 and split.devices == 2
     decode = next(s for s in items if getattr(s, "name", "") == "decode").records
-    step = records.find(decode, "decode", "step", users=1).value / 1e3
+    step = records.find(decode, "decode", "step", users=1)["value"] / 1e3
     ride = [(512, 1)]  # two all-reduces a floor of 8,192 bfloat16 numbers, half of it sent
     assert model.link_bytes(split, ride) == 80 * 2 * 8192 * 2 * 2 * (2 - 1) / 2
     fetched = held / 2 + 80 * 2 * 4 * 128 * 2 * 512  # half the tables, half of the 8 kv heads

@@ -50,7 +50,7 @@ def predicted(tmp_path, name):
 def readers(data):
     """Everything the readers take from a result: claims, picture points, compared figures."""
     found, roofs = data["records"], speeds.read(data["roofs"])
-    judged = [(c.says, here, verdict) for c, here, verdict, _ in
+    judged = [(c.says, here, verdict) for c, here, verdict, *_ in
               claims.verdicts(found, roofs, ("two_phases",), data["settings"])]
     points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}
     roofline = [(m["name"], [[p[0], *p[2:]] for p in m["points"]])  # each point, but its name
@@ -91,7 +91,7 @@ def test_a_figure_keeps_its_samples_whatever_the_columns_order():
 def test_a_missing_figure_is_not_measured_and_a_key_needs_its_value():
     found = made("decode", [col("users", "u", "users", "d", key=True),
                             col("step", "s", "ms", ".1f")], [{"users": 1, "step": 5.0}])
-    assert records.find(found, "decode", "step", users=1).value == 5.0
+    assert records.find(found, "decode", "step", users=1)["value"] == 5.0
     with pytest.raises(records.Missing):
         records.find(found, "decode", "step", users=2)
     with pytest.raises(records.Missing):
