@@ -1,6 +1,6 @@
 """The slow road: h**3 against h*h*h on one floor's worth of numbers, by sign.
 
-    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7
+    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7 rounds
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line

@@ -1,6 +1,6 @@
 """The forklift and the workbench: this machine's memory speed, math speed, and their balance.
 
-    python machine_speed.py                    # the post's sizes, best of 5
+    python machine_speed.py                    # the post's sizes, best of 9 rounds in 3 processes
     python machine_speed.py --quick --no-save  # a smoke run of a few seconds
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line

@@ -411,8 +411,9 @@ CLAIMS = [
           "their normal gap", "4723.0 against 118.0 ms", f"A 1,024-token question read at "
           f"once makes the typers' gap {FREEZE}x or more their normal one: many gaps, not a "
           f"few", freeze, (("collision", {"chunk": None}), ("collision", {"chunk": 1024})),
-          needs=SERVER, explain=freeze_why, fails_on="a machine whose balance is near 1, so "
-          "that reading is as cheap a token as typing"),
+          needs=SERVER, explain=freeze_why, fails_on="a machine whose balance is over about 25 "
+          "FLOPs per byte (a GPU), whose workbench reads the question in a few of the typers' "
+          "fetches"),
     Claim("two_phases", "Chunks of 128 give 8 small bumps instead", "8 bumps, worst 671.2 ms",
           "Chunks of 128 read the question in 8 steps, the worst gap under half the one-shot "
           "freeze", small_bumps, (("collision", {"chunk": 128}),), needs=SERVER,
@@ -425,7 +426,8 @@ CLAIMS = [
     Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",
           "The cheapest read costs a token under a fifth of one user's typing step (about an "
           "order of magnitude: the post's 14x)", cheaper, needs=NOTES,
-          fails_on="a machine whose balance is near 1"),
+          fails_on="a machine whose balance is under about 2 FLOPs per byte (at its limits "
+          "the read is about 2 x the balance times cheaper)"),
     Claim("cube_bug", "h**3 is about 2x slower than h*h*h on positive numbers", "2x",
           "On positive numbers h**3 takes under 5x h*h*h's time: the slow road is the "
           "negatives'", cube("all positive", 5, slow=False), why=CUBE_WHY, needs=CUBE,

@@ -6,6 +6,7 @@ never the worst case of two spreads. Samples far from the rest are named (hyperf
 z-score) and kept in the figure, but left out of its interval; samples other work disturbed
 back no interval."""
 import dataclasses
+import inspect
 import math
 import zlib
 
@@ -164,12 +165,13 @@ def interval(figure, confidence, name=""):
         v = float(computed(*(d[None, :] for d in data))[0])
         return min(v, figure.value), max(v, figure.value)
     from scipy import stats as sp
+    seed = np.random.default_rng(zlib.crc32(name.encode()))
+    seeded = {"rng" if "rng" in inspect.signature(sp.bootstrap).parameters  # SciPy 1.15 on
+              else "random_state": seed}
     with np.errstate(all="ignore"):
         ci = sp.bootstrap(data, computed, paired=True, vectorized=True,
                           n_resamples=RESAMPLES, confidence_level=confidence,
-                          method="percentile",
-                          random_state=np.random.default_rng(zlib.crc32(name.encode()))
-                          ).confidence_interval
+                          method="percentile", **seeded).confidence_interval
     lo, hi = float(ci.low), float(ci.high)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None

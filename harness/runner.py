@@ -50,7 +50,7 @@ def run(script, args, body, headline=None):
             if args.export:
                 show(exports.run(args.export, script, facts, out.records, headline))
             if args.no_save:
-                return stopped(out, 0)
+                return stopped(out, 0, saved=False)
             made = {"version": version(), "command": command(), "warnings": list(warned)}
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
@@ -85,14 +85,14 @@ def run(script, args, body, headline=None):
         pictures.tidy()  # matplotlib's temp folder, where this run had to make one
 
 
-def stopped(out, code):
-    """The exit code of a run whose added rounds a signal stopped (it saved what was measured
+def stopped(out, code, saved=True):
+    """The exit code of a run whose added rounds a signal stopped (it kept what was measured
     before, marked): 128 + the signal's number; else code."""
     signum = out.kept.get("stopped")
     if signum is None or code:
         return code
-    note(f"{stopping.STOPS[signum]} while adding rounds: what was measured before is "
-         f"{'printed' if out.quiet or not out.text else 'kept'}, marked")
+    note(f"{stopping.STOPS[signum]} while adding rounds: the rounds measured before are "
+         f"{'saved' if saved else 'printed'}, marked")
     return 128 + signum
 
 

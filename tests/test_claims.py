@@ -349,3 +349,10 @@ def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):
         assert figures["ratio"] == pytest.approx(figures["power"] / figures["product"])
         assert figures["power"] > 0 and figures["product"] > 0
     assert "--in-model" in cube_bug.build_parser().format_help()
+
+
+def test_every_rule_names_a_machine_it_would_fail_on_and_the_readme_says_it():
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for c in claims.CLAIMS:
+        if not c.predicted:
+            assert c.fails_on and f"| {c.says} | {c.fails_on} |" in readme, c.says
