@@ -53,8 +53,8 @@ class Trial:
     number: int = 1
     group: int = 1  # 0: it runs on the BLAS's own threads, which spin on the cores for a while
     #                 after (~0.1 s): a round visits those first, then the rest after BRIDGE_S
-    warm: bool = True  # warmed up on its own before the rounds; else its recorded trip (or a
-    #                    larger sibling's warm-up, touching the same notebooks) warms it
+    warm: bool = True  # warmed up on its own before the rounds; else a larger sibling's warm-up
+    #                    readies what it uses (its notebooks are touched when made)
 
 
 def visit(trial, watch=machine.watch, clock_=time.perf_counter):
@@ -131,12 +131,12 @@ def calibrate(trial, min_sample_s):
     return dataclasses.replace(trial, number=min(int(min_sample_s / took) + 1, 10_000))
 
 
-def run(trials, job, what=""):
-    """A worker's part of the rounds, in this process: the trials that warm on their own warmed
-    (by their recorded trip, or a visit), then each trial's breakdown recorded once (which warms
-    the rest; a trial with none is visited untimed), then the job's rounds, each a shuffled
-    visit of every trial. -> the result's "visits" and "recorded" (see the module's
-    docstring)"""
+def run(trials, job):
+    """A worker's part of the rounds, in this process: the trials that warm up on their own
+    warmed (by their recorded trip, or a visit: the largest of each experiment, which readies
+    the memory the others use too), then the job's rounds, each a shuffled visit of every trial,
+    then each trial's breakdown recorded once, every trial warm by then. -> the result's
+    "visits" and "recorded" (see the module's docstring)"""
     trials = {t.name: t for t in trials}
     rounds, again = list(job["rounds"]), job.get("again", timing.AGAIN)
     for t in trials.values():
@@ -148,21 +148,19 @@ def run(trials, job, what=""):
                 visit(t, watch=lambda: (lambda: None))
     visits, recorded = {name: [] for name in trials}, {name: [] for name in trials}
     bridged = Bridged(trials)
-    for name in bridged.order(rounds[0] if rounds else 0):  # after the warm-ups: warm too
-        if job.get("record", True) and trials[name].recorded is not None:
-            say(job, f"recording the parts of {name}")
-            parts = {}
-            trials[name].recorded(parts)
-            recorded[name].append([rounds[0] if rounds else 0, dict(parts)])
-        elif not trials[name].warm:
-            seconds, _ = visit(trials[name], watch=lambda: (lambda: None))  # warmed now
-            bridged.cost[name] = sum(seconds)
     for i, r in enumerate(rounds):
         for name in bridged.order(r):
             say(job, f"round {i + 1} of {len(rounds)}: {name}")
             seconds, share, tried = visited(trials[name], again)
             visits[name].append([r, seconds, share, tried])
             bridged.cost[name] = sum(seconds)
+    last = rounds[-1] if rounds else 0
+    for name in bridged.order(last) if job.get("record", True) else ():  # every trial warm now
+        if trials[name].recorded is not None:
+            say(job, f"recording the parts of {name}")
+            parts = {}
+            trials[name].recorded(parts)
+            recorded[name].append([last, dict(parts)])
     progress("")
     return {"visits": visits, "recorded": {k: v for k, v in recorded.items() if v}}
 
@@ -297,6 +295,9 @@ def measure(job, processes, worker, here):
     for i, share in enumerate(shares):
         part = {**job, "rounds": [base + r for r in share] if processes > 1 else share,
                 "process": i, "processes": len(shares), "paths": job.get("paths") or done.paths}
+        if done.visits and job.get("start") is not None:  # the rest, from what the first took
+            part["left_s"] = time.monotonic() - job["start"] + sum(
+                estimate(done, done.visits, len(s)) for s in shares[i:])
         done.take(worker(part) if processes > 1 else here(part))
     return done
 

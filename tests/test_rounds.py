@@ -33,16 +33,17 @@ def test_a_round_visits_each_trial_once_group_by_group_in_a_shuffled_order():
     assert orders == [rounds.order(trials, r) for r in range(6)]  # ... the same every run
 
 
-def test_a_worker_warms_records_once_then_visits_every_round(monkeypatch):
+def test_a_worker_warms_visits_every_round_then_records_once(monkeypatch):
     monkeypatch.setattr(rounds, "BRIDGE_S", 0.0)
     log = []
     trials = [counting("a", log, recorded=True), counting("b", log)]
     result = rounds.run(trials, {"rounds": [4, 5, 6], "again": 0})
     assert log[:2] == [("a", "warm"), ("b", "visit")]  # each warms up once, uncounted
-    assert ("a", "recorded") in log[2:4]  # then the breakdown's recording, once
+    assert sorted(log[2:8]) == [("a", "visit")] * 3 + [("b", "visit")] * 3  # the rounds
+    assert log[8:] == [("a", "recorded")]  # then the breakdown's recording, once, warm
     assert [v[0] for v in result["visits"]["a"]] == [4, 5, 6]  # a sample in each round
     assert all(len(v[1]) == 1 and v[3] == 0 for v in result["visits"]["b"])
-    assert result["recorded"] == {"a": [[4, {"trip": 1.0, "tables": 0.5}]]}
+    assert result["recorded"] == {"a": [[6, {"trip": 1.0, "tables": 0.5}]]}
 
 
 def test_a_disturbed_visit_is_measured_again_and_the_least_disturbed_kept(monkeypatch):
