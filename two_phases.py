@@ -426,7 +426,7 @@ def measure_here(args, job):
         if job.get("alone"):  # the table products alone: a share of the token counts each
             counts = sorted({sum(t for _, t in r.steps[plan.recorded_step(cfg, r)])
                              for r in checked})
-            result["alone"] = {n: b.tables_alone(bench, n)
+            result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
         paths = {"attention": bench.paths.attention, "blocks": [list(k) for k in bench.paths.blocks],
                  "cube": bench.paths.cube}

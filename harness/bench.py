@@ -121,13 +121,14 @@ def products_alone(floors, tokens, seed=0, on=devices.NUMPY):
     return products
 
 
-def tables_alone(bench, n):
+def tables_alone(bench, n, again=timing.AGAIN):
     """The table products of a trip of n tokens, one BLAS call each on the BLAS's own threads,
     outside the model: what the library does with them, best of ALONE_RUNS calls (like the
-    forklift and the workbench, it is what this machine can do). -> their seconds"""
+    forklift and the workbench, it is what this machine can do; a call other work disturbed is
+    made again, `again` x ALONE_RUNS times at most). -> their seconds"""
     t = timing.measure(products_alone(bench.floors, n, on=bench.on), ALONE_RUNS, stat="best",
                        what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
-                            f"each", again=0)
+                            f"each", again=again)
     return list(t.samples)
 
 

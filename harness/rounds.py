@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from harness import machine, timing
-from harness.terminal import clock, note, plural, progress
+from harness.terminal import clock, hushed, note, plural, progress
 
 PROCESSES = 3  # worker processes a full run spreads its rounds over (pyperf's point: several)
 SEED = 0  # the orders the rounds visit their trials in: the same every run
@@ -340,7 +340,8 @@ def until_told(job, done, worker, here, processes, budget_s, start, undecided, t
     at most: undecided(done) -> {trial: the rounds more it needs} for the trials behind the
     claims whose interval still straddles its edge."""
     for _ in range(tries):
-        wanted = undecided(done)
+        with hushed():  # the records made of every round say their warnings, once
+            wanted = undecided(done)
         if not wanted or done.stopped:
             return
         if not added(job, done, set(wanted), worker, here, processes, budget_s, start,

@@ -134,3 +134,14 @@ def test_worker_processes_measure_the_rounds_of_a_real_run(tmp_path):
                        timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "(best of 4 rounds per figure" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_the_claims_judged_between_added_rounds_warn_nothing_twice(capsys):
+    from harness.terminal import kept, warn
+    worker = lambda job: {"visits": {"t": [[r, [0.1], 0.0, 0] for r in job["rounds"]]}}  # noqa
+    job = {"rounds": [0, 1, 2]}
+    done = rounds.measure(job, 1, None, worker)
+    with kept() as warned:  # the records made after the last round say them, once
+        rounds.until_told(job, done, None, worker, 1, 60.0, rounds.time.monotonic(),
+                          lambda d: (warn("noisy machine: a figure spread 1.3x"), {})[1])
+    assert warned == [] and "noisy" not in capsys.readouterr().err
