@@ -15,10 +15,11 @@ import argparse
 import contextlib
 import os
 
-from harness import exports, flags, records, results
-from harness.compared import (MADE, describe, machine_folders, read_machine, short_names,
+from harness import flags
+from harness.keeping import exports, records, results
+from harness.keeping.folders import (MADE, describe, machine_folders, read_machine, short_names,
                               unlike_settings)
-from harness.differences import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
+from harness.judging.significance import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
 from harness.terminal import note, plain_streams, plural, printable, show
 
 
@@ -155,8 +156,9 @@ def comparison(names, machines, section, min_change):
 
 def limits(names, machines):
     """Every measurement of each machine's two speeds (machine_speed's, and two_phases': the best
-    of its rounds, or, in an older result, at its start and its end), and a line for each machine whose own measurements disagree by more than
-    their runs' spread. -> (headers, rows, lines)"""
+    of its rounds, or, in an older result, at its start and its end), and a line for each
+    machine whose own measurements disagree by more than their runs' spread. -> (headers, rows,
+    lines)"""
     found = [speeds_of(m) for m in machines]
     rows = [[what, unit, *[f.get((what, key)) for f in found]]
             for key, unit, word in (("bytes_per_s", "GB/s", "forklift"),

@@ -14,13 +14,16 @@ import time
 
 import numpy as np
 
-from harness import bench as b
-from harness import claims, flags, pool, records, rounds, runner, timing
-from harness.devices import NUMPY, device
-from harness.kernels import Paths
-from harness.printers import ROW, Layout, Saved, col, format_table, sheet
-from harness.records import KEYS, Measured, ms
-from harness.rounds import Trial
+from harness.measuring import bench as b
+from harness import flags, runner
+from harness.judging import claims
+from harness.keeping import records
+from harness.measuring import pool, rounds, timing
+from harness.measuring.devices import NUMPY, device
+from harness.measuring.kernels import Paths
+from harness.showing.printers import ROW, Layout, Saved, col, format_table, sheet
+from harness.keeping.records import KEYS, Measured, ms
+from harness.measuring.rounds import Trial
 from harness.terminal import plural
 import model
 

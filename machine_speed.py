@@ -12,13 +12,16 @@ import time
 
 import numpy as np
 
-from harness import claims, flags, records, rounds, runner
-from harness.devices import NUMPY, device
-from harness.printers import Layout, Saved, col, sheet
-from harness.records import Measured, ms, timed
-from harness.rounds import PROCESSES, Trial
-from harness.speeds import MATMUL, QUICK, SIZE, memory_bytes, tokens_a_trip_needs
-from harness.timing import taken
+from harness import flags, runner
+from harness.judging import claims
+from harness.keeping import records
+from harness.measuring import rounds
+from harness.measuring.devices import NUMPY, device
+from harness.showing.printers import Layout, Saved, col, sheet
+from harness.keeping.records import Measured, ms, timed
+from harness.measuring.rounds import PROCESSES, Trial
+from harness.measuring.speeds import MATMUL, QUICK, SIZE, memory_bytes, tokens_a_trip_needs
+from harness.measuring.timing import taken
 from harness.terminal import plural, warn
 from model import BYTES
 

@@ -17,15 +17,19 @@ import argparse
 import dataclasses
 import time
 
-from harness import bench as b
-from harness import (claims, devices, flags, hardware, limits, pictures, plan, pool, predict,
-                     printers, records, roofs, rounds, runner, speeds, timing, tuning)
-from harness.kernels import Paths
-from harness.plan import Experiment, Outcome, Row, figures, trial_name
-from harness.printers import Layout, Picture, Saved, col, sheet
-from harness.records import Measured, ms, timed
-from harness.rounds import Trial
-from harness.rules import FREEZE
+from harness.measuring import bench as b
+from harness import flags, roofs, runner
+from harness.judging import check, claims
+from harness.keeping import records
+from harness.measuring import devices, pool, rounds, speeds, timing, tuning
+from harness.predicting import plans, predict, presets
+from harness.showing import pictures, printers
+from harness.measuring.kernels import Paths
+from harness.predicting.plans import Experiment, Outcome, Row, figures, trial_name
+from harness.showing.printers import Layout, Picture, Saved, col, sheet
+from harness.keeping.records import Measured, ms, timed
+from harness.measuring.rounds import Trial
+from harness.judging.rules import FREEZE
 from harness.terminal import note, plural, progress
 import machine_speed  # the post measured the machine's two limits with it: so does this run
 import model
@@ -76,7 +80,7 @@ def prefill_figures(cfg, args, outcomes, roofs):
 def prefill_sheets(found, cfg, args):
     return [sheet(PREFILL_TABLE, found, note="; GFLOP/s: the tables' math only",
                   settings="one user's question read in one trip; "
-                           + plan.words(cfg, args.threads))]
+                           + plans.words(cfg, args.threads))]
 
 
 PREFILL_TABLE = Layout("prefill", [col("prompt", "prompt", "tokens", "d", key=True),
@@ -117,7 +121,7 @@ def decode_figures(cfg, args, outcomes, roofs):
 def decode_sheets(found, cfg, args):
     return [sheet(DECODE_TABLE, found, note="; GFLOP/s: the tables' math only",
                   settings=f"one token for each user, each with {args.notes} notes; "
-                           f"{plan.words(cfg, args.threads)}")]
+                           f"{plans.words(cfg, args.threads)}")]
 
 
 DECODE_TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
@@ -167,7 +171,8 @@ def collision_trials(bench, args, rows):
             yield b.trial(bench, trial_name("collision", row), *server.alone, warm=False)
         else:
             yield server.trial(trial_name("collision", row), schedule(args.question, row.key[0]),
-                               plan.recorded_step(bench.cfg, row), warm=row.key[0] == args.question)
+                               plans.recorded_step(bench.cfg, row),
+                               warm=row.key[0] == args.question)
 
 
 def collision_figures(cfg, args, outcomes, roofs):
@@ -190,7 +195,7 @@ def collision_figures(cfg, args, outcomes, roofs):
 
 def collision_sheets(found, cfg, args):
     said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
-            f"{args.question:,}-token question; {plan.words(cfg, args.threads)}")
+            f"{args.question:,}-token question; {plans.words(cfg, args.threads)}")
     lines = collision_lines(records.of(found, COLLISION_TABLE.name))
     return [sheet(COLLISION_TABLE, found, settings=said,
                   text=lines if args.tablefmt == "plain" else None),
@@ -312,7 +317,7 @@ def depth_sheets(found, cfg, args):
     steps = [(r["keys"]["users"], r["keys"]["notes"], r["value"] / 1e3)
              for r in records.of(found, DEPTH_TABLE.name) if r["figure"] == "step"]
     return [sheet(DEPTH_TABLE, found,
-                  settings=f"one token for each user; {plan.words(cfg, args.threads)}",
+                  settings=f"one token for each user; {plans.words(cfg, args.threads)}",
                   note="; x limit as in the check; " + outweigh(steps, cfg))]
 
 
@@ -369,17 +374,17 @@ def experiment(args, facts):
     speeds, the check and breakdown against them, the claims; then draw the pictures."""
     cfg = model.SIZES[args.model]
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
-    plans = {n: e.plan(args) for n, e in planned.items()}
+    rows = {n: e.plan(args) for n, e in planned.items()}
     done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
-        *judged_on(cfg, args, planned, plans, d), ("two_phases",), vars(args)),
+        *judged_on(cfg, args, planned, rows, d), ("two_phases",), vars(args)),
         trials=None, record=True, alone=True)
-    made = assessed(cfg, args, planned, plans, done)
+    made = assessed(cfg, args, planned, rows, done)
     yield from printed(cfg, args, facts, planned, made, done)
 
 
-def judged_on(cfg, args, planned, plans, done):
+def judged_on(cfg, args, planned, rows, done):
     """(records, speeds) the claims are judged on, from what was measured so far."""
-    made = assessed(cfg, args, planned, plans, done)
+    made = assessed(cfg, args, planned, rows, done)
     return made.found, made.held_to
 
 
@@ -424,12 +429,12 @@ def measure_here(args, job):
         setup_s = time.perf_counter() - began
         result = rounds.run(trials, job)
         if job.get("alone"):  # the table products alone: a share of the token counts each
-            counts = sorted({sum(t for _, t in r.steps[plan.recorded_step(cfg, r)])
+            counts = sorted({sum(t for _, t in r.steps[plans.recorded_step(cfg, r)])
                              for r in checked})
             result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
-        paths = {"attention": bench.paths.attention, "blocks": [list(k) for k in bench.paths.blocks],
-                 "cube": bench.paths.cube}
+        paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
+                 "blocks": [list(k) for k in bench.paths.blocks]}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:
@@ -448,14 +453,14 @@ class Made:
     points: dict
 
 
-def outcomes_of(cfg, planned, plans, done):
+def outcomes_of(cfg, planned, rows, done):
     """{experiment: [Outcome]}: each row's figures from its rounds, and, where it is checked,
     its recorded trip: the riders of the step recorded, the middle recording's parts, and each
     part's seconds in every recording (a Timing, for the breakdown's records)."""
     out = {}
     for name, e in planned.items():
         out[name] = []
-        for row in plans[name]:
+        for row in rows[name]:
             trial = trial_name(name, row)
             runs = done.runs(trial)
             out[name].append(Outcome(row, figures(row, runs, what=trial), recorded(
@@ -469,7 +474,7 @@ def recorded(cfg, row, trial, found):
         return None
     found = sorted(found, key=lambda rp: rp[0])
     middle = sorted((parts for _, parts in found), key=lambda p: p["trip"])[(len(found) - 1) // 2]
-    return {"riders": row.steps[plan.recorded_step(cfg, row)], "parts": middle,
+    return {"riders": row.steps[plans.recorded_step(cfg, row)], "parts": middle,
             "runs": {part: timing.Timing(tuple(p[part] for _, p in found),
                                          rounds=tuple(r for r, _ in found), trial=trial)
                      for part in middle}}
@@ -499,13 +504,13 @@ ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f
                      title="The forklift and the workbench, measured in every round")
 
 
-def assessed(cfg, args, planned, plans, done):
+def assessed(cfg, args, planned, rows, done):
     """Everything the measurements make, from them alone (so that rounds added later make it
     again): -> Made"""
     settings = records.settings_of(args, paths=str(Paths(**done.paths)) if done.paths else None)
     held_to, found = roofs_of(args, done)
     found = [{**r, "settings": settings} for r in found]
-    outcomes = outcomes_of(cfg, planned, plans, done)
+    outcomes = outcomes_of(cfg, planned, rows, done)
     for name, e in planned.items():
         found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
     found += records.from_rows(summary(outcomes), settings)
@@ -513,10 +518,10 @@ def assessed(cfg, args, planned, plans, done):
     held, ideal, points = [], [], None
     if checked:
         alone = {n: timing.Timing(tuple(s), "best") for n, s in done.alone.items()}
-        held = limits.held(cfg, checked, held_to, alone.get)
-        found += records.from_rows(limits.held_figures(held), settings)
-        points = plan.roofline(cfg, checked, held_to)
-        ideal = plan.at_the_limits(cfg, args, planned, held_to, (summary,))
+        held = check.held(cfg, checked, held_to, alone.get)
+        found += records.from_rows(check.held_figures(held), settings)
+        points = plans.roofline(cfg, checked, held_to)
+        ideal = plans.at_the_limits(cfg, args, planned, held_to, (summary,))
     return Made(found, held_to, held, outcomes, ideal, points)
 
 
@@ -539,7 +544,7 @@ def printed(cfg, args, facts, planned, made, done):
         yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
     settings = found[0]["settings"] if found else records.settings_of(args)
     if made.held:
-        yield from printers.spaced(limits.held_sheets(found, made.held, held_to, plan.words(
+        yield from printers.spaced(check.held_sheets(found, made.held, held_to, plans.words(
             cfg, args.threads), done.processes))
         if claims.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
             turned = turning_here(cfg, args, held_to, settings)
@@ -547,11 +552,11 @@ def printed(cfg, args, facts, planned, made, done):
             yield from printers.spaced([printers.Sheet(
                 predict.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
                                                          f"the post's machine to compare")])
-        preset = hardware.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
+        preset = presets.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
         if preset:
             checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
-            found += records.from_rows(limits.datasheet_figures(cfg, checked, preset), settings)
-            yield from printers.spaced(limits.datasheet_sheets(found, checked, preset))
+            found += records.from_rows(check.datasheet_figures(cfg, checked, preset), settings)
+            yield from printers.spaced(check.datasheet_sheets(found, checked, preset))
         yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
                     Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
@@ -565,7 +570,7 @@ def printed(cfg, args, facts, planned, made, done):
 def turning_here(cfg, args, speeds, settings):
     """The turning points at the speeds this run measured (a GPU's), and the post's machine's to
     compare: the records the post's GPU claims are judged on, as a prediction's are."""
-    post = hardware.target("post", "float32", None, args.out).roofs
+    post = presets.target("post", "float32", None, args.out).roofs
     return records.make(predict.TURNING, [
         {"name": name, "precision": "float32",
          **predict.turning(cfg, at, args.notes, args.typers, args.question)}
@@ -575,7 +580,7 @@ def turning_here(cfg, args, speeds, settings):
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(args.quick)
-    return plan.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
+    return plans.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
                                                      for n in args.experiments], measuring)
 
 

@@ -9,7 +9,8 @@ import re
 import secrets
 import sys
 
-from harness import devices, exports, machine, results
+from harness.keeping import exports, results
+from harness.measuring import devices, host
 from harness.terminal import plain_streams, quoted, warn
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
@@ -134,7 +135,7 @@ def parser(doc, runs, prog, budget=None):
     yet (None: a script that adds none); prog: the script's file name, however it was started
     (its messages and its results' names)."""
     from tabulate import tabulate_formats
-    from harness.rounds import PROCESSES
+    from harness.measuring.rounds import PROCESSES
     p = Parser(prog=prog, description=doc.strip(), formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
@@ -254,9 +255,9 @@ def shipped(path):
 
 def folder_of(args):
     """Where a run's results go: --out/--label, or --out/<this machine's CPU and cores>."""
-    cpu = {"cpu": machine.quietly(machine.cpu_model, "unknown CPU"),
-           "cores": machine.quietly(os.cpu_count)}
-    return os.path.join(args.out, args.label or machine.machine_id(cpu))
+    cpu = {"cpu": host.quietly(host.cpu_model, "unknown CPU"),
+           "cores": host.quietly(os.cpu_count)}
+    return os.path.join(args.out, args.label or host.machine_id(cpu))
 
 
 def unwritable(folder, names=()):
@@ -300,7 +301,7 @@ def unwritable(folder, names=()):
 def need_memory(p, need_bytes, what, flag):
     """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
     available."""
-    have = machine.quietly(machine.available_memory_bytes)
+    have = host.quietly(host.available_memory_bytes)
     if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
         p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
                 f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")

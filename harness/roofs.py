@@ -1,8 +1,9 @@
 """The speeds a run holds its rows to, its roofs, where the flags give them instead of the
 rounds measuring them: from a saved machine_speed result (--roofs), or given (--forklift and
 --workbench); and those flags."""
-from harness import flags, schema
-from harness.speeds import Speeds
+from harness import flags
+from harness.keeping import schema
+from harness.measuring.speeds import Speeds
 
 
 def given(args):

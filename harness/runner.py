@@ -14,15 +14,18 @@ import signal
 import sys
 import time
 
-from harness import (devices, exports, machine, pictures, records, report, results, rounds,
-                     schema, stopping)
+from harness import stopping
+from harness.keeping import exports, records, results, schema
+from harness.measuring import devices, host, rounds
+from harness.showing import pictures, report
 from harness.flags import folder_of
-from harness.printers import Picture, Saved, Sheet, entry, render
-from harness.results import ROOT
-from harness.speeds import Speeds
+from harness.showing.printers import Picture, Saved, Sheet, entry, render
+from harness.keeping.results import ROOT
+from harness.measuring.speeds import Speeds
 from harness.terminal import kept, note, plain_streams, plural, show, steps
 
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker")  # about the run, not the result
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv",
+           "worker")  # about the run, not the result
 
 
 def run(script, args, body, headline=None):
@@ -37,14 +40,14 @@ def run(script, args, body, headline=None):
     start, out = time.perf_counter(), Output(args)
     try:
         with stopping.stoppable(), kept() as warned:
-            with contextlib.nullcontext([]) if headline else machine.measuring() as busy:
+            with contextlib.nullcontext([]) if headline else host.measuring() as busy:
                 facts = each_thread_count(args, body, busy, out, headline)
             if not headline:  # how disturbed the run was as a whole, saved with the machine
                 facts["disturbance"] = records.disturbance(out.records)
-                said = machine.disturbed_words(facts["disturbance"])
+                said = host.disturbed_words(facts["disturbance"])
                 if said:
                     note(f"{said}: the machine line saved with the results says so")
-            wall, peak = time.perf_counter() - start, machine.quietly(machine.peak_rss_bytes)
+            wall, peak = time.perf_counter() - start, host.quietly(host.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))
             if args.export:
@@ -104,9 +107,9 @@ def each_thread_count(args, body, busy, out, headline):
     for n in args.threads or [None]:
         with threadpool_limits(n) if n else contextlib.nullcontext():
             if facts is None:
-                facts = machine.facts(busy, out.sweep)
+                facts = host.facts(busy, out.sweep)
                 facts["device"] = devices.device(getattr(args, "device", "numpy")).facts()
-                out.show(headline or machine.line(facts))
+                out.show(headline or host.line(facts))
             devices.device(getattr(args, "device", "numpy")).threads(n)  # PyTorch's on this CPU
             n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
             if out.sweep:
@@ -174,11 +177,11 @@ def pasteable(path):
 def version():
     """The suite's version: its git commit when run from a checkout ('+' if changed since)."""
     here = ROOT
-    commit = machine.quietly(lambda: machine.run_quiet("git", "-C", here, "rev-parse", "--short",
+    commit = host.quietly(lambda: host.run_quiet("git", "-C", here, "rev-parse", "--short",
                                                        "HEAD"))
     if commit is None:
         return "an unknown version (not a git checkout)"
-    changed = machine.quietly(lambda: machine.run_quiet(  # read only: no optional lock, so
+    changed = host.quietly(lambda: host.run_quiet(  # read only: no optional lock, so
         "git", "--no-optional-locks", "-C", here, "status",  # git never rewrites its index
         "--porcelain", "--untracked-files=no"))
     return f"commit {commit}" + (" with changes" if changed else "")

@@ -135,20 +135,23 @@ def quick_run(quick_run_started):
 
 def made(name, columns, rows, settings=None, **layout):
     """The records of hand-made rows of figures, as an experiment of this layout makes them."""
-    from harness import printers, records
+    from harness.keeping import records
+    from harness.showing import printers
     return records.make(printers.Layout(name, columns, **layout), rows, settings or {})
 
 
 def sheet_of(name, columns, rows, ran=None, layout=None, **kw):
     """A printed sheet of hand-made rows, rendered from their records (ran: their settings)."""
-    from harness import printers, records
+    from harness.keeping import records
+    from harness.showing import printers
     layout = printers.Layout(name, columns, **(layout or {}))
     return printers.Sheet(layout, tuple(records.make(layout, rows, ran or {})), **kw)
 
 
 def reported(folder):
     """The folder's report made anew from its saved full runs, as a run's save makes it."""
-    from harness import report, results
+    from harness.keeping import results
+    from harness.showing import report
     runs = report.saved_runs(folder)
     results.replace_together(folder, {report.NAME: report.markdown(runs, os.listdir(folder))})
 

@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 import two_phases
-from harness import bench, flags, model_files, pool, predict, records, runner, tuning
+from harness import flags, runner
+from harness.keeping import records
+from harness.measuring import bench, pool, tuning
+from harness.predicting import model_files, predict
 from conftest import script, sheet_of
-from harness.kernels import ATTENTION
-from harness.printers import Sheet, col
+from harness.measuring.kernels import ATTENTION
+from harness.showing.printers import Sheet, col
 import model
 
 GIVEN = ("--forklift", "20", "--workbench", "200")  # speeds given: none measured, none needed

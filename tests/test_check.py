@@ -3,10 +3,12 @@ import json
 
 import pytest
 
-from harness import limits, printers, records, results, roofs, schema
-from harness.plan import Outcome, Row
-from harness.speeds import Speeds
-from harness.timing import Timing
+from harness.judging import check
+from harness.keeping import records, results, schema
+from harness.showing import printers
+from harness.predicting.plans import Outcome, Row
+from harness.measuring.speeds import Speeds
+from harness.measuring.timing import Timing
 import model
 
 SMALL = model.SIZES["small"]
@@ -28,14 +30,14 @@ def held(seconds, steps=ONE_USER, breakdown=None, experiment="decode", label="1 
     recorded, alone = breakdown or parts()
     record = Outcome(Row(keys or {"users": 1}, label, steps), {"time": Timing((seconds,))},
                     recorded)
-    return limits.hold(SMALL, experiment, record, ROOFS, alone)
+    return check.hold(SMALL, experiment, record, ROOFS, alone)
 
 
 def printed(rows, which=0, words="", runs=3):
     """The check sheet (which=0) or the breakdown (1) of held rows, rendered from their records
     as a run makes them, its figures by name, and its printed lines."""
-    found = records.from_rows(limits.held_figures(rows), {})
-    sheet = limits.held_sheets(found, rows, ROOFS, words, runs)[which]
+    found = records.from_rows(check.held_figures(rows), {})
+    sheet = check.held_sheets(found, rows, ROOFS, words, runs)[which]
     figures = {r["figure"]: r["value"] for r in sheet.records}
     return sheet, figures, printers.render(sheet).splitlines()
 

@@ -9,11 +9,13 @@ import shutil
 import numpy as np
 import pytest
 
-from harness import claims, limits, records, report, schema
+from harness.judging import check, claims
+from harness.keeping import records, schema
+from harness.showing import report
 from conftest import ROOT, made, reported
-from harness.printers import col
-from harness.records import KEYS
-from harness.speeds import Speeds
+from harness.showing.printers import col
+from harness.keeping.records import KEYS
+from harness.measuring.speeds import Speeds
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -176,7 +178,7 @@ def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables
               "other": 0.9}  # 10.3 ms over the limit: 20% is 2.06 ms
     found += made("breakdown", keys, [{"experiment": "decode", "users": 1,
                                        **{f"excess: {p}": ms for p, ms in excess.items()}}],
-                  unprinted=limits.BREAKDOWN.unprinted)
+                  unprinted=check.BREAKDOWN.unprinted)
     c, here, said, why, tested = verdict(found, "More than 80% of the typing time is the forklift")
     assert said == claims.FAILS and here == "31%" and tested == ""  # no runs behind it
     assert why == ("not above 80%; decode users 1: 3.10x its limit, 10.3 ms over it: "
@@ -332,7 +334,7 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
 def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):
     import cube_bug
     import model
-    from harness.kernels import Paths, ways
+    from harness.measuring.kernels import Paths, ways
     x = np.random.default_rng(0).standard_normal((model.TINY.width, 5), dtype=np.float32)
     floors = model.floors(model.TINY)
     one, other = (model.trip(model.TINY, floors, x, [(model.notebook(model.TINY, 1, 5), 5)],

@@ -14,7 +14,7 @@ import pytest
 import compare
 import model
 import two_phases
-from harness import schema
+from harness.keeping import schema
 from conftest import ROOT, compared, in_process, script
 
 ROOT_PATH = pathlib.Path(ROOT)
@@ -371,7 +371,8 @@ def test_no_run_writes_into_the_shipped_references(tmp_path):
     r = script("cube_bug.py", "--quick", "--out", str(ROOT_PATH / "references"), "--label", "post")
     assert r.returncode == 2 and "--out" in r.stderr and len(r.stderr.splitlines()) == 1
     assert {p: p.stat().st_mtime for p in (ROOT_PATH / "references").rglob("*")} == before
-    from harness import flags, results
+    from harness import flags
+    from harness.keeping import results
     assert flags.parser("x\n", runs=1, prog="demo.py").get_default("out") == results.RESULTS \
         != results.REFERENCES
     assert subprocess.run(["git", "check-ignore", "-q", "results/any-machine/cube_bug.json"],
@@ -429,7 +430,7 @@ def test_the_same_machine_twice_calls_nothing_faster_or_slower(tmp_path):
 
 
 def test_a_history_that_is_a_link_is_never_read_through(tmp_path):
-    from harness import compared as machines_read
+    from harness.keeping import folders as machines_read
     elsewhere = tmp_path / "elsewhere" / "cube_bug.2026-01-01T000000"
     elsewhere.mkdir(parents=True)
     shutil.copy(SHIPPED + "/cube_bug.json", elsewhere / "cube_bug.json")

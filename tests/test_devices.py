@@ -13,7 +13,7 @@ import machine_speed
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness import bench as b, devices
+from harness.measuring import bench as b, devices
 
 TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
@@ -136,31 +136,35 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
     """A run on a GPU the presets know sets its rows beside the limits of that GPU's datasheet,
     as --predict gives them: here rows timed at 2 ms and 30 ms on a device said to be an RTX
     4090."""
-    from harness import hardware, limits, plan, records, timing
+    from harness.judging import check
+    from harness.keeping import records
+    from harness.measuring import timing
+    from harness.predicting import plans, presets
     card = {"device": "torch:cuda", "name": "NVIDIA GeForce RTX 4090", "library": "torch 0"}
-    preset = hardware.preset_of(card)
+    preset = presets.preset_of(card)
     assert preset.name == "rtx-4090" and preset.dtype == "float32"
-    assert hardware.preset_of({"name": "this CPU, through PyTorch"}) is None
+    assert presets.preset_of({"name": "this CPU, through PyTorch"}) is None
     cfg = model.SIZES["small"]
-    rows = [plan.Row({"prompt": 1}, "1 token", [[(0, 1)]]),
-            plan.Row({"users": 4}, "4 users", [[(512, 1)] * 4])]
-    checked = [(name, plan.Outcome(row, {"time": timing.taken([s], "middle", name)}))
+    rows = [plans.Row({"prompt": 1}, "1 token", [[(0, 1)]]),
+            plans.Row({"users": 4}, "4 users", [[(512, 1)] * 4])]
+    checked = [(name, plans.Outcome(row, {"time": timing.taken([s], "middle", name)}))
                for name, row, s in (("prefill", rows[0], 2e-3), ("decode", rows[1], 30e-3))]
-    found = records.from_rows(limits.datasheet_figures(cfg, checked, preset), {})
+    found = records.from_rows(check.datasheet_figures(cfg, checked, preset), {})
     limit = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "datasheet"}
     assert limit["prefill"] == pytest.approx(model.bytes_read(cfg, [(0, 1)]) / 1008e9 * 1e3)
     #   one token's read: the tables at the card's 1,008 GB/s
     ratio = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "x datasheet"}
     assert ratio["decode"] == pytest.approx(30 / (model.bytes_read(cfg, [(512, 1)] * 4)
                                                   / 1008e9 * 1e3))
-    text = limits.datasheet_sheets(found, checked, preset)[0]
+    text = check.datasheet_sheets(found, checked, preset)[0]
     assert "what --predict rtx-4090:float32 says" in text.settings
 
 
 def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds():
     import argparse
-    from harness import claims, gpu_claims, hardware
-    cfg, card = model.SIZES["small"], hardware.target("h100-sxm", "float32", None, "results")
+    from harness.judging import claims, gpu_claims
+    from harness.predicting import presets
+    cfg, card = model.SIZES["small"], presets.target("h100-sxm", "float32", None, "results")
     for device, judged in (("torch:cuda", True), ("torch:mps", True), ("torch:cpu", False),
                            ("numpy", False)):
         args = argparse.Namespace(device=device, notes=512, typers=8, question=1024,

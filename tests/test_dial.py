@@ -3,8 +3,8 @@
 import pytest
 
 import two_phases
-from harness import records
-from harness.printers import col
+from harness.keeping import records
+from harness.showing.printers import col
 from conftest import made
 
 

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from harness import claims, machine, records, timing
-from harness.records import Measured, timed
-from harness.speeds import Speeds
+from harness.judging import claims
+from harness.keeping import records
+from harness.measuring import host, timing
+from harness.keeping.records import Measured, timed
 from conftest import made
-from harness.printers import col
+from harness.showing.printers import col
 from test_claims import IN_WORDS, ROOFS, changed, the_posts_figures, verdict
 
 
@@ -29,14 +30,14 @@ def steps(seconds):
 
 def test_a_sample_knows_the_share_of_the_cores_other_work_took():
     before = (10.0, 1.0, 1000, 0)  # wall s, own CPU s, busy ticks, waited us
-    after = (11.0, 2.0, 1000 + 3 * machine.TICK, 0)  # 3 s of busy cores, 1 of them ours
-    assert machine.others(before, after, cores=4) == pytest.approx(0.5)  # 2 s of 4 cores x 1 s
+    after = (11.0, 2.0, 1000 + 3 * host.TICK, 0)  # 3 s of busy cores, 1 of them ours
+    assert host.others(before, after, cores=4) == pytest.approx(0.5)  # 2 s of 4 cores x 1 s
     short = (10.01, 1.01, 1000 + 1, 4000)  # 10 ms: too few ticks to tell; PSI: 4 ms waited
-    assert machine.others(before, short, cores=2) == pytest.approx(0.4)
-    assert machine.others(before, (10.01, 1.01, None, None), cores=2) is None  # unknown
-    coarse = (10.1, 1.1, 1000 + int(0.2 * machine.TICK), None)  # no PSI: the ticks, coarse
-    assert machine.others(before, coarse, cores=2) == pytest.approx(0.5)
-    done = machine.watch()  # the machine's own counters, read twice: a share, or unknown
+    assert host.others(before, short, cores=2) == pytest.approx(0.4)
+    assert host.others(before, (10.01, 1.01, None, None), cores=2) is None  # unknown
+    coarse = (10.1, 1.1, 1000 + int(0.2 * host.TICK), None)  # no PSI: the ticks, coarse
+    assert host.others(before, coarse, cores=2) == pytest.approx(0.5)
+    done = host.watch()  # the machine's own counters, read twice: a share, or unknown
     share = done()
     assert share is None or 0.0 <= share <= 1.0
 
@@ -60,7 +61,7 @@ def test_a_figure_without_enough_clean_samples_is_marked_disturbed(monkeypatch):
 
 
 def records_layout():
-    from harness.printers import Layout
+    from harness.showing.printers import Layout
     return Layout("demo", [col("time", "time ms", "ms", ".1f")])
 
 
@@ -178,12 +179,12 @@ def test_typing_barely_slower_is_not_judged_on_a_faster_h3():
 
 def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
     quiet = {"figures": 40, "disturbed": 0, "again": 0, "others": 0.03}
-    assert machine.disturbed_words(quiet) == ""
-    assert machine.disturbed_words({**quiet, "again": 3}) == (
+    assert host.disturbed_words(quiet) == ""
+    assert host.disturbed_words({**quiet, "again": 3}) == (
         "3 runs measured again, disturbed by other work")
-    assert machine.disturbed_words({**quiet, "disturbed": 2, "others": 0.45}) == (
+    assert host.disturbed_words({**quiet, "disturbed": 2, "others": 0.45}) == (
         "DISTURBED: 2 of 40 rows, other work up to 45% of the cores")
-    assert machine.disturbed_words({"figures": "x"}) == ""  # a planted one says nothing
+    assert host.disturbed_words({"figures": "x"}) == ""  # a planted one says nothing
     found = with_figure(the_posts_figures(), "decode", "step", {"users": 1},
                         samples=[37.0, 37.5, 38.0], runs=3, others=0.4, disturbed=True)
     assert records.disturbance(found)["disturbed"] == 1

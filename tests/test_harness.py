@@ -5,9 +5,12 @@ import os
 
 import pytest
 
-from harness import flags, machine, printers, records, results, runner, timing
-from harness.printers import col
-from harness.records import Measured, timed
+from harness import flags, runner
+from harness.keeping import records, results
+from harness.measuring import host, timing
+from harness.showing import printers
+from harness.showing.printers import col
+from harness.keeping.records import Measured, timed
 from conftest import made, sheet_of
 
 
@@ -84,8 +87,8 @@ def test_time_steps_keeps_every_step_of_every_counted_run():
 # ---- the machine line
 
 def test_machine_line_has_every_field():
-    m = machine.facts()
-    line = machine.line(m)
+    m = host.facts()
+    line = host.line(m)
     for key in ("cpu", "cores", "os", "python", "numpy", "blas", "env", "date"):
         assert key in m
     assert line.startswith("machine: ") and "\n" not in line
@@ -98,25 +101,25 @@ def test_machine_line_survives_missing_sources(monkeypatch):
         raise OSError("not here")
     for name in ("cpu_model", "last_level_cache_bytes", "blas_info", "blas_env", "load_average",
                  "cpu_frequency"):
-        monkeypatch.setattr(machine, name, broken)
-    monkeypatch.setattr(machine.platform, "system", broken)
-    monkeypatch.setattr(machine.os, "cpu_count", lambda: None)
-    m = machine.facts()
-    line = machine.line(m)
+        monkeypatch.setattr(host, name, broken)
+    monkeypatch.setattr(host.platform, "system", broken)
+    monkeypatch.setattr(host.os, "cpu_count", lambda: None)
+    m = host.facts()
+    line = host.line(m)
     assert "unknown CPU" in line and "BLAS unknown" in line and "unknown OS" in line
-    assert machine.machine_id(m) == "unknown-0c"
+    assert host.machine_id(m) == "unknown-0c"
 
 
 def test_machine_id_is_a_readable_slug():
-    assert machine.machine_id({"cpu": "AMD EPYC", "cores": 2}) == "amd-epyc-2c"
-    assert machine.machine_id({"cpu": "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz",
+    assert host.machine_id({"cpu": "AMD EPYC", "cores": 2}) == "amd-epyc-2c"
+    assert host.machine_id({"cpu": "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz",
                               "cores": 8}) == "intel-xeon-platinum-8375c-8c"
 
 
 def test_blas_env_lists_only_blas_variables(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     monkeypatch.setenv("HOME_SWEET_HOME", "x")
-    env = machine.blas_env()
+    env = host.blas_env()
     assert env["OPENBLAS_NUM_THREADS"] == "1" and "HOME_SWEET_HOME" not in env
 
 
@@ -221,7 +224,7 @@ def test_threads_flag_sets_the_blas_threads_recorded(tmp_path):
     seen = {}
 
     def record(args, facts):
-        seen.update(threads=[b["threads"] for b in machine.blas_info()], used=args.threads)
+        seen.update(threads=[b["threads"] for b in host.blas_info()], used=args.threads)
         yield "recorded"
     runner.run("demo", args_for(tmp_path, threads=[1], no_save=True), record)
     assert seen["threads"] and set(seen["threads"]) == {1} and seen["used"] == 1
@@ -234,13 +237,13 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
 
 
 def test_the_machine_line_says_how_quiet_the_machine_was():
-    m = machine.facts(busy=["another run of this suite"])
+    m = host.facts(busy=["another run of this suite"])
     m.update(load=0.4, frequency={"mhz": 2400.4, "max_mhz": 3700.0, "governor": "performance"})
-    line = machine.line(m)
+    line = host.line(m)
     assert line.endswith("| load 0.4 | 2400 MHz (max 3700) governor performance | BUSY: another "
                          "run of this suite")
     m.update(load=None, frequency={}, busy=[])  # where the sources are missing: left out
-    assert machine.line(m).endswith(m["date"][:10])
+    assert host.line(m).endswith(m["date"][:10])
 
 
 def test_spread_puts_a_range_column_beside_each_timed_figure():

@@ -8,9 +8,10 @@ import signal
 import pytest
 
 import two_phases
-from harness import flags, results, runner, stopping
+from harness import flags, runner, stopping
+from harness.keeping import results
 from conftest import ROOT, compared, in_process, one_line, python, script, sheet_of
-from harness.printers import col
+from harness.showing.printers import col
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -122,7 +123,7 @@ def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
 
 
 def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
-    from harness import schema
+    from harness.keeping import schema
     roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))
     sweep = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
     assert roofs.bytes_per_s == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs.source

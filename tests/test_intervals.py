@@ -4,8 +4,8 @@ keeps the chance of any wrong firm verdict small; what backs no interval is said
 samples only."""
 import pytest
 
-from harness import intervals, rules
-from harness.intervals import Figure, interval, of
+from harness.judging import intervals, rules
+from harness.judging.intervals import Figure, interval, of
 
 
 def record(samples, rounds=None, shares=None, statistic="median", value=None, name="t"):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import model
-from harness import devices, kernels, pool as pool_
-from harness.kernels import ATTENTION, Paths, ways
+from harness.measuring import devices, kernels, pool as pool_
+from harness.measuring.kernels import ATTENTION, Paths, ways
 
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
@@ -232,7 +232,7 @@ def test_same_seed_same_tables_and_outputs():
 
 FINGERPRINT = """if True:
     import hashlib, numpy as np, model
-    from harness import kernels, pool as threads
+    from harness.measuring import kernels, pool as threads
     cfg = model.gpt2("two floors of small", 2, 768, 12)  # small's width and heads: its kernels
     floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)

@@ -11,7 +11,7 @@ import pytest
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness import hardware, model_files, predict
+from harness.predicting import model_files, predict, presets
 
 LLAMA_8B = (32, 4096, 32, 8, 128, 14336, 128256)  # layers, width, heads, kv heads, head, ffn,
 #                                                    words: meta-llama/Meta-Llama-3-8B
@@ -83,7 +83,7 @@ def test_mixtral_reads_the_experts_its_tokens_are_routed_to_until_it_reads_them_
     for tokens, read in ((1, 2), (10 ** 4, 8)):
         assert model.tables_read(cfg, tokens) == pytest.approx((attention + read * expert) * 2)
     dense = dataclasses.replace(cfg, experts=0, active=0)  # the same shape, one feed-forward
-    roofs = hardware.target("h100-sxm", "bfloat16", None, "results").roofs
+    roofs = presets.target("h100-sxm", "bfloat16", None, "results").roofs
     assert predict.turning(cfg, roofs, 512, 8, 1024)["reads turn"] > \
         predict.turning(dense, roofs, 512, 8, 1024)["reads turn"]  # more tables per token
 
@@ -92,7 +92,7 @@ def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_coun
     sixteen, eight = at("llama-3-8b"), at("llama-3-8b", "fp8")
     assert model.held_bytes(eight) * 2 == model.held_bytes(sixteen)
     assert model.note_bytes(eight) * 2 == model.note_bytes(sixteen)
-    four = hardware.target("h100-sxm:int4-weights", None, None, "results")
+    four = presets.target("h100-sxm:int4-weights", None, None, "results")
     cfg = four.config(model_files.config("llama-3-8b"))
     assert four.roofs.flops_per_s == 989.5e12  # the math at 16 bits
     floors, head, _, flops = by_hand(*LLAMA_8B)
@@ -110,7 +110,7 @@ def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_coun
 def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
     args = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                   "--no-save"])
-    aim = hardware.targets(args)[0]
+    aim = presets.targets(args)[0]
     assert aim.devices == 2
     cfg = aim.config(model_files.config("llama-3-70b"))
     sheet = predict.grid_sheet(cfg, aim, {})

@@ -13,7 +13,9 @@ import time
 import pytest
 
 import two_phases
-from harness import machine, results, stopping
+from harness import stopping
+from harness.keeping import results
+from harness.measuring import host
 from conftest import ROOT, in_process, one_line, reported, script
 
 PREDICT = ["--predict", "--forklift", "10", "--workbench", "100", "--no-plot"]  # saves in under
@@ -143,7 +145,7 @@ def test_a_machine_mark_that_is_a_link_is_never_followed(tmp_path):
 def test_a_machine_mark_that_is_not_this_users_file_is_not_used(tmp_path, monkeypatch, capsys,
                                                                plant):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    mark = tmp_path / os.path.basename(machine.mark_path())
+    mark = tmp_path / os.path.basename(host.mark_path())
     if plant == "a folder":
         mark.mkdir()
     elif os.geteuid() == 0:  # only root can give a file away
@@ -151,7 +153,7 @@ def test_a_machine_mark_that_is_not_this_users_file_is_not_used(tmp_path, monkey
         os.chown(mark, 1, 1)
     else:
         pytest.skip("only root can make a file another user's")
-    with machine.measuring() as busy:
+    with host.measuring() as busy:
         assert busy == []
     assert "cannot be used (" in capsys.readouterr().err
 
@@ -169,13 +171,13 @@ def test_saving_into_the_references_folder_itself_is_refused(tmp_path, out, labe
 
 # ---- 6. a signal in the first fraction of a second: while the machine's facts are read
 
-SLOW_PROBE = ("import runpy, sys, time\nfrom harness import machine\n"
-              "real = machine.facts\n"
+SLOW_PROBE = ("import runpy, sys, time\nfrom harness.measuring import host\n"
+              "real = host.facts\n"
               "def probe(*args, **kw):\n"
               "    print('probing', flush=True)\n"
               "    time.sleep(5)\n"
               "    return real(*args, **kw)\n"
-              "machine.facts = probe\n"
+              "host.facts = probe\n"
               "sys.argv = ['cube_bug.py', '--quick', '--runs', '1', '--out', sys.argv[1]]\n"
               "runpy.run_path('cube_bug.py', run_name='__main__')\n")
 
@@ -197,9 +199,9 @@ def test_a_signal_while_the_machine_is_read_stops_the_run(tmp_path, signum, code
 def test_a_missing_machine_fact_is_quiet_but_a_stop_is_not(stop):
     def fact():
         raise stop
-    assert machine.quietly(lambda: 1 / 0, "none") == "none"
+    assert host.quietly(lambda: 1 / 0, "none") == "none"
     with pytest.raises(type(stop)):
-        machine.quietly(fact)
+        host.quietly(fact)
 
 
 # ---- 7. history: an entry per earlier result, trimmed by age, only the suite's own removed
@@ -379,7 +381,7 @@ def test_escapes_in_a_results_file_never_reach_the_terminal(tmp_path):
 
 def test_your_machine_wins_over_a_shipped_one_of_the_same_name_and_says_so(tmp_path,
                                                                            monkeypatch):
-    from harness import results
+    from harness.keeping import results
     from conftest import compared
     mine = tmp_path / "results"
     planted(mine.parent, lambda d: None).rename(mine.parent / "amd-epyc-2c-copy")
@@ -415,7 +417,7 @@ def test_a_file_with_no_figures_is_left_out_in_one_line(tmp_path):
 def test_a_prediction_refuses_threads_and_odd_warnings_never_sink_the_report(tmp_path):
     r = script("two_phases.py", *PREDICT, "--threads", "1", "2", "--no-save")
     one_line(r, 2, "--threads", "a prediction runs nothing")
-    from harness import report
+    from harness.showing import report
     said = report.condensed(["noisy machine: a spread 1.5x (fastest 1 ms)",
                              "noisy machine: no spread here", "noisy machine: spread xx"])
     assert said == ["noisy machine: the runs of 3 figures spread by more than 1.2x, up to "

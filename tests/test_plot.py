@@ -54,7 +54,7 @@ def drawn(make, data, quick=False):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from harness import pictures
+    from harness.showing import pictures
     fig = pictures.figure(plt, make, data, "GPT-2 small on a test CPU",
                           pictures.QUICK if quick is True else quick or "")
     ax = fig.axes[0]
@@ -104,7 +104,7 @@ RECORDS = (DIAL + found("decode", ["users"], ["step", "tokens per second"],
 
 
 def test_the_pictures_are_made_from_the_records_alone():
-    from harness import pictures
+    from harness.showing import pictures
     assert set(pictures.files(RECORDS, None, "GPT-2 small", True)) == {
         "dial.png", "decode.png", "depth.png"}  # no roofline without its points
     points = {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": [["decode", "1 user", 1, 1]]}
@@ -117,7 +117,7 @@ def test_the_pictures_are_made_from_the_records_alone():
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
-    from harness import pictures
+    from harness.showing import pictures
     points = [["prefill", "1 token", 0.5, 6e9], ["prefill", "16 tokens", 8.0, 50e9],
               ["decode", "1 user", 0.5, 5.5e9], ["decode", "4 users", 2.0, 20e9],
               ["decode", "16 users", 7.5, 48e9], ["decode", "64 users", 8.2, 52e9]]
@@ -137,7 +137,7 @@ def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
 def test_no_label_sits_on_the_roof():
     """A run where 64 users sit just under the forklift's slope: their label, placed up and to
     the right as the others are, would lie across the roof."""
-    from harness import pictures
+    from harness.showing import pictures
     points = [["prefill", "1 token", 0.5, 13.3e9], ["prefill", "16 tokens", 8.04, 70.1e9],
               ["prefill", "64 tokens", 32.3, 122e9], ["prefill", "256 tokens", 132, 154e9],
               ["prefill", "1024 tokens", 570, 184e9], ["decode", "1 user", 0.5, 11.1e9],
@@ -151,7 +151,7 @@ def test_no_label_sits_on_the_roof():
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 @pytest.mark.parametrize("name", ["dial", "decode", "depth"])
 def test_each_picture_explains_itself(name):
-    from harness import pictures
+    from harness.showing import pictures
     seen = drawn(getattr(pictures, f"{name}_figure"), pictures.rows_of(RECORDS, name))
     assert seen["overlaps"] == 0 and "GPT-2 small" in seen["title"] and seen["legend"]
     assert "(ms)" in seen["x"] + seen["y"]

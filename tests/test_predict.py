@@ -10,9 +10,11 @@ import pytest
 
 import model
 import two_phases
-from harness import claims, hardware, model_files, plan, predict, records, results, schema
-from harness.printers import sig
-from harness.speeds import Speeds
+from harness.judging import claims
+from harness.keeping import records, results, schema
+from harness.predicting import model_files, plans, predict, presets
+from harness.showing.printers import sig
+from harness.measuring.speeds import Speeds
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
@@ -58,7 +60,7 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
 def test_precision_divides_the_bytes_and_leaves_the_math(dtype, share):
     for cfg in (model.SIZES["small"], LLAMA):
         notes = dtype if dtype in model.NOTE_DTYPES else "bfloat16"
-        low = hardware.Target("x", "x", None, dtype, notes).config(cfg)
+        low = presets.Target("x", "x", None, dtype, notes).config(cfg)
         assert model.table_bytes(low) * share == model.table_bytes(cfg)
         assert model.note_bytes(low) * 4 / model.DTYPE_BYTES[notes] == model.note_bytes(cfg)
         riders = [(100, 1)] * 3
@@ -85,7 +87,7 @@ def test_a_bad_model_file_says_what_is_wrong(tmp_path, fields, word):
 
 
 def test_every_machine_at_hand_gives_a_source_for_each_figure():
-    found = hardware.known()
+    found = presets.known()
     assert {"h100-sxm", "a100-sxm", "rtx-4090", "m1-max", "post", "h200-sxm", "h100-pcie", "b200",
             "l40s", "a100-40gb", "m2-max", "m3-max", "m4-max", "epyc-9654"} <= set(found)
     assert all("memory" in e for n, e in found.items() if n != "post")  # the post gives none
@@ -99,7 +101,7 @@ def test_every_machine_at_hand_gives_a_source_for_each_figure():
         assert "float32" in entry["workbench"], name
         for precision, (speed, source) in entry["workbench"].items():
             assert precision in model.DTYPE_BYTES and speed > 0 and len(source) > 20
-            assert precision not in hardware.WEIGHTS_ONLY  # their math is another's
+            assert precision not in presets.WEIGHTS_ONLY  # their math is another's
         for figure in ("memory", "link"):  # where published: each with its source
             if figure in entry:
                 assert entry[figure][0] > 0 and len(entry[figure][1]) > 20, (name, figure)
@@ -108,32 +110,32 @@ def test_every_machine_at_hand_gives_a_source_for_each_figure():
 
 
 def test_a_machine_is_taken_at_the_precision_asked(tmp_path):
-    h100 = hardware.target("h100-sxm", "bfloat16", None, str(tmp_path))
+    h100 = presets.target("h100-sxm", "bfloat16", None, str(tmp_path))
     assert h100.roofs.flops_per_s == 989.5e12 and h100.roofs.bytes_per_s == 3.35e12
     assert "1,979 teraFLOPS" in h100.roofs.source and "3.35 TB/s" in h100.roofs.source
-    four = hardware.target("rtx-4090:int4-weights", "float32", None, str(tmp_path))
+    four = presets.target("rtx-4090:int4-weights", "float32", None, str(tmp_path))
     assert four.dtype == "int4-weights" and four.roofs.flops_per_s == 165.2e12  # 16-bit math
     assert four.note_dtype == "bfloat16"  # and 16-bit notes, as weight-only engines keep them
-    eight = hardware.target("h100-sxm:fp8", None, None, str(tmp_path))
+    eight = presets.target("h100-sxm:fp8", None, None, str(tmp_path))
     assert eight.roofs.flops_per_s == 1979e12 and eight.note_dtype == "fp8"
     with pytest.raises(ValueError, match="no fp8 math speed"):
-        hardware.target("a100-sxm:fp8", None, None, str(tmp_path))  # Ampere has none
+        presets.target("a100-sxm:fp8", None, None, str(tmp_path))  # Ampere has none
     with pytest.raises(ValueError, match="did you mean h100-sxm"):
-        hardware.target("h100", "float32", None, str(tmp_path))
+        presets.target("h100", "float32", None, str(tmp_path))
     with pytest.raises(ValueError, match="no bfloat16 math speed"):
-        hardware.target("post", "bfloat16", None, str(tmp_path))
+        presets.target("post", "bfloat16", None, str(tmp_path))
 
 
 def test_a_measured_machine_is_named_by_its_folder(tmp_path):
     import shutil
     shutil.copytree(results.REFERENCES + "/amd-epyc-2c", tmp_path / "mine")
-    t = hardware.target("mine", "float32", None, str(tmp_path))
+    t = presets.target("mine", "float32", None, str(tmp_path))
     assert t.roofs.bytes_per_s > 0 and "measured" in t.title
     with pytest.raises(ValueError, match="float32"):
-        hardware.target("mine:int8", "float32", None, str(tmp_path))
-    assert hardware.target("intel-xeon-processor-2c", "float32", None, str(tmp_path)).roofs
+        presets.target("mine:int8", "float32", None, str(tmp_path))
+    assert presets.target("intel-xeon-processor-2c", "float32", None, str(tmp_path)).roofs
     with pytest.raises(ValueError, match="no such machine"):  # never a path out of the folder
-        hardware.target("../" + tmp_path.name + "/mine", "float32", None, str(tmp_path))
+        presets.target("../" + tmp_path.name + "/mine", "float32", None, str(tmp_path))
 
 
 def speeds(gbs, gflops):
@@ -156,14 +158,14 @@ def test_each_turning_point_is_the_first_where_the_workbench_binds():
 
 
 def dataclasses_replace(cfg, dtype):
-    return hardware.Target("x", "x", None, dtype, dtype).config(cfg)
+    return presets.Target("x", "x", None, dtype, dtype).config(cfg)
 
 
 def turned(cfg, *machines, notes=512):
     """The turning points sheet's records for these machines ((name, Speeds)), first first, in
     bfloat16; the post's machine is added to compare."""
     args = argparse.Namespace(notes=notes, typers=8, question=1024, out="results")
-    aimed = [hardware.Target(n, n, s, "bfloat16", "bfloat16") for n, s in machines]
+    aimed = [presets.Target(n, n, s, "bfloat16", "bfloat16") for n, s in machines]
     return list(predict.turning_sheet(cfg, aimed, args, {}).records)
 
 
@@ -253,9 +255,9 @@ def test_the_predicted_roofline_holds_every_machine_and_says_predicted():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from harness import pictures
+    from harness.showing import pictures
     args = two_phases.parse_args(["--predict", "h100-sxm:bfloat16", "post", "--no-save"])
-    aimed = hardware.targets(args)
+    aimed = presets.targets(args)
     data = predict.roofline(model.SIZES["small"], aimed, two_phases.EXPERIMENTS, args)
     fig = pictures.figure(plt, pictures.roofline_figure, data, "GPT-2 small", pictures.PREDICTED)
     ax = fig.axes[0]
@@ -357,14 +359,14 @@ def test_a_prediction_never_saves_through_a_link(tmp_path, capsys):
 
 
 def test_float16_is_each_machines_own_rate_and_a_precision_given_is_not_asked_for_again():
-    xeon = hardware.target("xeon-8480", "float16", None, "results")
+    xeon = presets.target("xeon-8480", "float16", None, "results")
     assert xeon.roofs.flops_per_s == 14_336e9  # AVX-512 FP16, not AMX's bfloat16 rate
     assert "AVX-512 FP16" in xeon.roofs.source
-    m1 = hardware.target("m1-max", "float16", None, "results")
-    assert m1.roofs.flops_per_s == hardware.target("m1-max", "float32", None,
+    m1 = presets.target("m1-max", "float16", None, "results")
+    assert m1.roofs.flops_per_s == presets.target("m1-max", "float32", None,
                                                    "results").roofs.flops_per_s
     with pytest.raises(ValueError) as given:
-        hardware.target("ryzen-7950x:bfloat16", None, None, "results")
+        presets.target("ryzen-7950x:bfloat16", None, None, "results")
     assert "no bfloat16 math speed" in str(given.value) and "PRECISION" not in str(given.value)
 
 
@@ -397,8 +399,8 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     rows = [s for s in predict.items(one, two_phases.EXPERIMENTS)
             if getattr(s, "name", "") == "decode"][0].records
     assert {r["value"] for r in rows if r["figure"] == "memory"} == {
-        f"does not fit (needs {plan.gb(n)} of 80 GB)" for n in [
-            held + sum(plan.held(dataclasses_replace(seventy, "bfloat16"), [row]))
+        f"does not fit (needs {plans.gb(n)} of 80 GB)" for n in [
+            held + sum(plans.held(dataclasses_replace(seventy, "bfloat16"), [row]))
             for row in two_phases.decode_plan(one)]}  # every row marked, with its own need
     capsys.readouterr()
     auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
@@ -407,7 +409,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     items = list(predict.items(auto, two_phases.EXPERIMENTS))
     fits = next(s for s in items if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
-    split = hardware.targets(auto)[0].config(seventy)
+    split = presets.targets(auto)[0].config(seventy)
     assert model.held_bytes(split) == held / 2 and split.devices == 2
     decode = next(s for s in items if getattr(s, "name", "") == "decode").records
     step = records.find(decode, "decode", "step", users=1)["value"] / 1e3

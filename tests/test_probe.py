@@ -17,8 +17,11 @@ import cube_bug
 import machine_speed
 import two_phases
 from conftest import ROOT, compared, in_process, one_line
-from harness import exports, flags, machine, pictures, report, results, runner, schema
-from harness.text import for_csv
+from harness import flags, runner
+from harness.keeping import exports, results, schema
+from harness.measuring import host
+from harness.showing import pictures, report
+from harness.showing.escaping import for_csv
 
 EPYC = os.path.join(results.REFERENCES, "amd-epyc-2c")
 ESC = "\x1b[31mred\x1b]0;title\x07"  # a colour and a window title: what a file must not send
@@ -159,9 +162,9 @@ def test_6_saves_killed_before_their_renames_never_push_real_results_out_of_hist
     assert set(kept) <= set(os.listdir(tmp_path / results.HISTORY))  # the real ones all stay
 
 
-SLOW = ("import runpy, sys, time\nfrom harness import machine\nreal = machine.facts\n"
+SLOW = ("import runpy, sys, time\nfrom harness.measuring import host\nreal = host.facts\n"
         "def probe(*a, **k):\n    print('probing', flush=True)\n    time.sleep(5)\n"
-        "    return real(*a, **k)\nmachine.facts = probe\n"
+        "    return real(*a, **k)\nhost.facts = probe\n"
         "sys.argv = ['cube_bug.py', '--quick', '--runs', '1', '--out', sys.argv[1]]\n"
         "runpy.run_path('cube_bug.py', run_name='__main__')\n")
 
@@ -234,7 +237,7 @@ def test_8_an_old_file_beyond_the_upgrades_arithmetic_is_one_line(tmp_path, monk
 def test_9_a_result_without_its_core_count_makes_a_machine_line(tmp_path):
     facts = reference("cube_bug")["machine"]
     facts.pop("cores")
-    assert ", ? cores" in machine.line(facts)
+    assert ", ? cores" in host.line(facts)
     folder = planted(tmp_path / "box", "cube_bug", lambda d: d["machine"].pop("cores"))
     r = compared(str(folder), "intel-xeon-processor-2c")
     assert r.returncode == 0 and "Traceback" not in r.stderr

@@ -9,12 +9,16 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
-from harness import claims, exports, limits, pictures, plan, predict, records, speeds, timing
-from harness.printers import Layout, col
+from harness.judging import check, claims
+from harness.keeping import exports, records
+from harness.measuring import speeds, timing
+from harness.predicting import plans, predict
+from harness.showing import pictures
+from harness.showing.printers import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, limits, claims, predict, plan)
+SCRIPTS = (two_phases, machine_speed, cube_bug, check, claims, predict, plans)
 
 
 def renamed(monkeypatch):

@@ -13,10 +13,12 @@ import pytest
 import cube_bug
 import machine_speed
 import two_phases
-from harness import flags, machine, results, runner, timing
+from harness import flags, runner
+from harness.keeping import results
+from harness.measuring import host, timing
 from conftest import ROOT, compared, in_process, one_line, python, script, started, sheet_of
-from harness.printers import Picture, col
-from harness.records import timed
+from harness.showing.printers import Picture, col
+from harness.keeping.records import timed
 
 
 def demo(args, facts):
@@ -59,7 +61,7 @@ def test_quick_with_a_budget_no_larger_than_the_typers_is_refused():
 
 def killed_between_renames(folder):
     """A save killed (SIGKILL) after its first rename, in a process of its own."""
-    code = ("import os, signal\nfrom harness import results\n"
+    code = ("import os, signal\nfrom harness.keeping import results\n"
             "real, n = os.replace, [0]\n"
             "def replace(a, b):\n"
             "    real(a, b)\n"
@@ -93,7 +95,7 @@ def test_compare_never_reads_half_a_save(tmp_path):
                                 "rows": [["mixed (real)", 1.0]]}}}
     results.replace_together(str(box), {"cube_bug.json": json.dumps(data)})
     data["tables"]["cube"]["rows"] = [["mixed (real)", 55.0]]
-    code = ("import os, signal\nfrom harness import results\n"
+    code = ("import os, signal\nfrom harness.keeping import results\n"
             "real = os.replace\n"
             "def replace(a, b):\n"
             "    if b.endswith('cube_bug.json'): os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -320,7 +322,7 @@ def test_compare_tells_apart_two_folders_of_the_same_name(tmp_path):
 
 def test_memory_is_refused_without_a_margin(monkeypatch):
     p = flags.parser("demo\n", runs=1, prog="demo.py")
-    monkeypatch.setattr(machine, "available_memory_bytes", lambda: 24.9e9)
+    monkeypatch.setattr(host, "available_memory_bytes", lambda: 24.9e9)
     flags.need_memory(p, 20e9, "this", "--x")  # 20 GB of 24.9: room to spare
     with pytest.raises(SystemExit):
         flags.need_memory(p, 24.5e9, "this", "--x")  # fits, but leaves the machine nothing
@@ -391,9 +393,9 @@ def test_busy_means_busy_now_not_a_minute_ago(monkeypatch, tmp_path):
     """A load average left by a run that just ended marks nothing: other work is watched sample
     by sample, while it runs."""
     cores = os.cpu_count() or 1
-    monkeypatch.setattr(machine, "load_average", lambda: 2.0 * cores)
+    monkeypatch.setattr(host, "load_average", lambda: 2.0 * cores)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's own mark
-    with machine.measuring() as busy:
+    with host.measuring() as busy:
         assert busy == []
 
 

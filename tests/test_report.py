@@ -7,7 +7,8 @@ import os
 import pytest
 
 from conftest import ROOT
-from harness import report, results, schema
+from harness.keeping import results, schema
+from harness.showing import report
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -98,7 +99,7 @@ def test_the_roofline_shows_a_point_far_below_its_roof_with_its_label_beside_it(
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from harness import pictures
+    from harness.showing import pictures
     points = [["prefill", "1 token", 0.5, 1e6], ["prefill", "16 tokens", 8.0, 50e9],
               ["decode", "1 user", 0.5, 5e9], ["decode", "64 users", 8.2, 52e9]]
     fig = pictures.figure(plt, pictures.roofline_figure,

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from harness import rounds, stopping, timing
-from harness.rounds import Trial
+from harness import stopping
+from harness.measuring import rounds, timing
+from harness.measuring.rounds import Trial
 from conftest import ROOT, in_process, one_line
 
 
@@ -104,7 +105,7 @@ def test_a_stop_during_the_added_rounds_keeps_what_was_measured_before():
 
 def test_a_run_stopped_while_adding_rounds_saves_them_marked(tmp_path, monkeypatch):
     import machine_speed
-    from harness import claims
+    from harness.judging import claims
     monkeypatch.setattr(claims, "undecided", lambda *a: {"forklift": 3, "workbench": 3})
     real = machine_speed.measure_here
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import cube_bug
-from harness import flags, records, schema
+from harness import flags
+from harness.keeping import records, schema
 from conftest import ROOT, script
 
 

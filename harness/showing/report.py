@@ -8,11 +8,13 @@ runs never go into it. It reads saved results and measures nothing.
 import os
 import re
 
-from harness import claims, machine, results, schema, speeds
-from harness.printers import Column, cell, sig
-from harness.records import ROW, label, rows
+from harness.judging import claims
+from harness.keeping import results, schema
+from harness.measuring import host, speeds
+from harness.showing.printers import Column, cell, sig
+from harness.keeping.records import ROW, label, rows
 from harness.terminal import printable, warn
-from harness.text import for_cell, for_markdown
+from harness.showing.escaping import for_cell, for_markdown
 
 NAME = "report.md"
 
@@ -132,7 +134,7 @@ def machine_lines(runs):
     the clock and the date); else a line per script. A prediction says what it is instead."""
     said = {}
     for script, data in runs.items():
-        said.setdefault(data.get("predicted") or steady(machine.line(data["machine"])),
+        said.setdefault(data.get("predicted") or steady(host.line(data["machine"])),
                         []).append(script)
     return [("- " + ", ".join(f"`{s}.py`" for s in scripts) + ": " if len(said) > 1 else "")
             + md(line) for line, scripts in said.items()] + [""]
@@ -153,9 +155,9 @@ def banners(runs):
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
                   "back no verdict, so its claims read 'cannot tell here'. Rerun on a quiet "
                   "machine, with more `--runs`, or with fewer `--threads`.", ""]
-    disturbed = [f"`{s}.py` ({md(machine.disturbed_words(d['machine'].get('disturbance')))})"
+    disturbed = [f"`{s}.py` ({md(host.disturbed_words(d['machine'].get('disturbance')))})"
                  for s, d in runs.items()
-                 if machine.disturbed_words(d["machine"].get("disturbance")).startswith("DIST")]
+                 if host.disturbed_words(d["machine"].get("disturbance")).startswith("DIST")]
     if disturbed:
         lines += [f"> **Disturbed:** {', '.join(disturbed)}: other work took the cores while "
                   "some figures were measured, even measured again; the claims that rest on "
@@ -207,7 +209,7 @@ def appendix(runs, found):
            f"{md(d['machine']['date'][:16].replace('T', ' '))} UTC"
            + (f": `{printable(d['made']['command']).replace('`', chr(39))}` "
               f"({md(d['made'].get('version', ''))})" if (d.get("made") or {}).get("command")
-              else "") + f"; {md(d.get('predicted') or machine.line(d['machine']))}"
+              else "") + f"; {md(d.get('predicted') or host.line(d['machine']))}"
            for s, d in runs.items()]
     warned = [f"- `{script}.py`: {md(w)}" for script, data in runs.items()
               for w in condensed(data.get("made", {}).get("warnings", []))]

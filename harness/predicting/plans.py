@@ -5,8 +5,9 @@ import dataclasses
 import statistics
 
 import model
-from harness import records, timing
-from harness.printers import SIG, col, sig
+from harness.keeping import records
+from harness.measuring import timing
+from harness.showing.printers import SIG, col, sig
 from harness.terminal import plural
 
 

@@ -7,7 +7,7 @@ import typing
 
 import numpy as np
 
-from harness.pool import blas_threads, share, sharing
+from harness.measuring.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
 #           the ways one query may read its notes (model.product): "vec" needs NumPy 2.2

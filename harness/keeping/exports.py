@@ -7,7 +7,7 @@ import io
 import json
 import math
 
-from harness.text import for_csv
+from harness.showing.escaping import for_csv
 
 FORMATS = ("csv", "json", "jsonl")
 MACHINE = ("cpu", "cores", "os", "python", "numpy", "date", "load")  # the machine's columns

@@ -9,7 +9,7 @@ import os
 import re
 import stat
 
-from harness.speeds import Speeds
+from harness.measuring.speeds import Speeds
 from harness.terminal import printable
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it

@@ -6,7 +6,7 @@ import math
 import statistics
 import time
 
-from harness import machine
+from harness.measuring import host
 from harness.terminal import progress, warn
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
@@ -116,7 +116,7 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
     runs, which back no verdict).
     -> Runs: the first `runs` clean runs; or, where too few were, the least disturbed, so
     marked. setup runs before each whole schedule, untimed."""
-    watch = watch or machine.watch
+    watch = watch or host.watch
     counted, shares, began, spent = [], [], None, 0.0
     while True:
         n = len(counted)

@@ -2,7 +2,8 @@
 save left them, each described in one line with the settings its figures were measured with."""
 import os
 
-from harness import machine, results, schema
+from harness.keeping import results, schema
+from harness.measuring import host
 from harness.terminal import note
 
 
@@ -108,7 +109,7 @@ def describe(name, found):
     elif data.get("predicted"):
         line = f"{name}: PREDICTED, not measured: {data['predicted'].removeprefix('machine: ')}"
     else:
-        line = f"{name}: {machine.line(data['machine'])}"
+        line = f"{name}: {host.line(data['machine'])}"
     ran = "; ".join(f"{stem} " + ", ".join(f"{k} {v}" for k, v in ran.items())
                     for stem, ran in settings_of(found).items() if ran)
     return line + (f" | settings: {ran}" if ran else "")

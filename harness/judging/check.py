@@ -3,9 +3,9 @@ against its limit) and the breakdown (where each row's time goes, and whose the 
 import dataclasses
 
 import model
-from harness import bench
-from harness.printers import Layout, col, sheet
-from harness.records import EXCESS, KEYS, ROW, ms, timed
+from harness.measuring import bench
+from harness.showing.printers import Layout, col, sheet
+from harness.keeping.records import EXCESS, KEYS, ROW, ms, timed
 from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
@@ -130,9 +130,10 @@ def held_sheets(found, held, roofs, words, runs):
                        f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
             sheet(BREAKDOWN, found, settings=words, labels=labels,
                   note=f"(each row's trip recorded part by part once in each of {runs} "
-                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: the middle of each "
-                       f"part; one call: the trip's table products, one BLAS call each on the "
-                       f"BLAS's own threads, outside the model, best of {bench.ALONE_RUNS}; "
+                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: "
+                       f"the middle of each part; one call: the trip's table products, one BLAS "
+                       f"call each on the BLAS's own threads, outside the model, best of "
+                       f"{bench.ALONE_RUNS}; "
                        f"x one call: the tables' time against it, under 1 where the suite's path "
                        f"beats the library's; attention x limit: attention's against its limit, "
                        f"where it is {SLIVER:.0%} of the trip or more)")]

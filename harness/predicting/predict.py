@@ -1,7 +1,7 @@
 """The post's Part 4: which limit you will hit, for any model, machine, precision and batch,
 before you run anything. A prediction runs nothing: every figure is a limit, max(bytes / the
 forklift, FLOPs / the workbench), from the model's accounting and a machine's two speeds (named
-in hardware.json with their public sources, measured under results/, or given); a real engine
+in presets.json with their public sources, measured under results/, or given); a real engine
 reaches some fraction of it.
 
     python two_phases.py --predict h100-sxm --dtype bfloat16
@@ -13,13 +13,16 @@ import functools
 import re
 
 import model
-from harness import claims, pictures, plan, records
-from harness.plan import gb, verdict
+from harness.judging import claims
+from harness.keeping import records
+from harness.predicting import plans
+from harness.showing import pictures
+from harness.predicting.plans import gb, verdict
 from harness.flags import check_folder, whole
-from harness.hardware import GIVEN, known, target, targets
-from harness.model_files import config
+from harness.predicting.presets import GIVEN, known, target, targets
+from harness.predicting.model_files import config
 from harness.terminal import note
-from harness.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
+from harness.showing.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's
@@ -195,8 +198,8 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
 def plan_bytes(cfg, args, experiments):
     """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
     hold at most at once on one device, as a measured run's memory check counts them
-    (plan.held)."""
-    notes, working = max((plan.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
+    (plans.held)."""
+    notes, working = max((plans.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
     return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
 
 
@@ -220,7 +223,7 @@ def machines_sheet(aimed, settings):
               "balance": t.roofs.balance,
               "link": t.roofs.link_per_s / 1e9 if t.linked else None} for t in aimed]
     return Sheet(MACHINES, records.make(MACHINES, found, settings, predicted=True),
-                 settings="their speeds as published (hardware.json), measured, or given",
+                 settings="their speeds as published (presets.json), measured, or given",
                  note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
 
 
@@ -253,7 +256,7 @@ def words(args):
 def add_flags(g):
     g.add_argument("--predict", nargs="*", action="extend", default=None, metavar="MACHINE",
                    help="run nothing: print every table at its limit on each machine named (of "
-                        "hardware.json, or a folder under --out holding machine_speed.json; "
+                        "presets.json, or a folder under --out holding machine_speed.json; "
                         "NAME:PRECISION for its own precision), or on --forklift and "
                         "--workbench, or --roofs; the first one's tables, every one's turning "
                         "points and roofline; any --model")
@@ -401,7 +404,7 @@ def items(args, experiments):
     yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
                                                              experiments)])
     found = []
-    for made, sheets in plan.predict(cfg, experiments.values(), argparse.Namespace(
+    for made, sheets in plans.predict(cfg, experiments.values(), argparse.Namespace(
             **{**vars(args), "threads": None}), first_roofs, settings, aimed[0].memory):
         found += made
         yield from spaced(sheets)
@@ -425,6 +428,6 @@ def roofline(cfg, aimed, experiments, args):
     for t in aimed:
         c = t.config(cfg)
         done = [(name, o) for name in ("prefill", "decode") if name in experiments
-                for o in plan.predicted(c, experiments[name].plan(args), t.roofs)]
-        machines.append({"name": t.label, **plan.roofline(c, done, t.roofs)})
+                for o in plans.predicted(c, experiments[name].plan(args), t.roofs)]
+        machines.append({"name": t.label, **plans.roofline(c, done, t.roofs)})
     return {"predicted": True, "machines": machines}

@@ -9,10 +9,11 @@ import time
 import numpy as np
 
 import model
-from harness import flags, timing
-from harness.bench import tokens
-from harness.kernels import ATTENTION, Block, Paths, block_words, table, ways
-from harness.pool import blas_threads, sharing
+from harness import flags
+from harness.measuring import timing
+from harness.measuring.bench import tokens
+from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
+from harness.measuring.pool import blas_threads, sharing
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
 ROWS = (64, 128, 256, 512)  # ... of this many rows of a thread's share, and a table of more

@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-from harness.timing import DISTURBED  # a sample other work took more of the cores during
+from harness.measuring.timing import DISTURBED  # a sample other work took more of the cores during
 
 FAMILY = 0.05  # the chance of any wrong firm verdict among a run's claims, at most: each of its
 #                tests' intervals is taken at 1 - FAMILY / tests (Bonferroni's bound)

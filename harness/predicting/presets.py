@@ -1,4 +1,4 @@
-"""Machines at hand for a prediction: hardware.json's well-known machines, each with its memory
+"""Machines at hand for a prediction: presets.json's well-known machines, each with its memory
 bandwidth and peak math per precision and the public source of each figure, and the machines
 measured under results/. A machine at one precision is a Target.
 
@@ -12,13 +12,14 @@ import os
 import re
 
 import model
-from harness import results, roofs, schema
-from harness.speeds import Speeds
+from harness import roofs
+from harness.keeping import results, schema
+from harness.measuring.speeds import Speeds
 from harness.terminal import note, quoted
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
-HARDWARE = os.path.join(HERE, "hardware.json")
+PRESETS = os.path.join(HERE, "presets.json")
 WEIGHTS_ONLY = ("int8-weights", "int4-weights")  # tables kept small, unpacked to 16 bits for
 #   the math, as most engines run a quantized model: its math runs at the machine's 16-bit rate
 
@@ -71,14 +72,14 @@ class Target:
 
 @functools.lru_cache(maxsize=None)
 def known():
-    """{name: entry} of hardware.json: each with "title", "kind", "forklift": [GB/s, source] and
+    """{name: entry} of presets.json: each with "title", "kind", "forklift": [GB/s, source] and
     "workbench": {precision: [GFLOP/s, source]}."""
-    with open(HARDWARE, encoding="utf-8") as f:
+    with open(PRESETS, encoding="utf-8") as f:
         return json.load(f)["machines"]
 
 
 def target(text, dtype, note_dtype, out):
-    """The Target a --predict word names: NAME or NAME:PRECISION, NAME from hardware.json or a
+    """The Target a --predict word names: NAME or NAME:PRECISION, NAME from presets.json or a
     folder under out holding a machine_speed.py result; or raise ValueError in one line."""
     name, colon, asked = text.partition(":")
     said = quoted(text, 60)
@@ -92,7 +93,7 @@ def target(text, dtype, note_dtype, out):
     if entry:
         bench = entry["workbench"].get(math_dtype)
         if bench is None:
-            raise ValueError(f"{said}: hardware.json gives {name} no {math_dtype} math speed; "
+            raise ValueError(f"{said}: presets.json gives {name} no {math_dtype} math speed; "
                              f"it has {', '.join(entry['workbench'])}" + (
                                  "" if colon else f" (name it {name}:PRECISION)"))
         memory, link = entry.get("memory"), entry.get("link")
@@ -123,7 +124,7 @@ def target(text, dtype, note_dtype, out):
 
 def preset_of(device):
     """The preset of the device a run measured on ({"name": the driver's name, ...}, or None):
-    the hardware.json machine one of whose device_names is in it, at float32 (what a measured
+    the presets.json machine one of whose device_names is in it, at float32 (what a measured
     run computes in); None where none is (a CPU, an unknown GPU)."""
     said = (device or {}).get("name") or ""
     found = [n for n, e in known().items() if any(d.lower() in said.lower()

@@ -10,8 +10,8 @@ import textwrap
 
 import numpy as np
 
-from harness.printers import sig
-from harness.records import rows
+from harness.showing.printers import sig
+from harness.keeping.records import rows
 from harness.terminal import plural
 
 

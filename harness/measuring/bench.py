@@ -8,10 +8,10 @@ import types
 import numpy as np
 
 import model
-from harness import devices, timing
-from harness.kernels import Paths, table, ways
-from harness.pool import sharing
-from harness.rounds import Trial
+from harness.measuring import devices, timing
+from harness.measuring.kernels import Paths, table, ways
+from harness.measuring.pool import sharing
+from harness.measuring.rounds import Trial
 from harness.terminal import plural
 
 ALONE_RUNS = 3  # the table products alone, best of this many calls in each process

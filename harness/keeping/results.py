@@ -11,10 +11,12 @@ import stat
 import sys
 import time
 
-from harness import schema, stopping
+from harness import stopping
+from harness.keeping import schema
 from harness.terminal import note, printable, warn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout: the scripts
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the
+#      checkout: the scripts
 RESULTS = os.path.join(ROOT, "results")  # the default --out
 REFERENCES = os.path.join(ROOT, "references")  # shipped: no run writes here
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")  # a folder's results, in the post's order

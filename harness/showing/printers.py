@@ -3,8 +3,8 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
-from harness.records import ROW, named, value
-from harness.intervals import outliers
+from harness.keeping.records import ROW, named, value
+from harness.judging.intervals import outliers
 from harness.terminal import plural
 
 

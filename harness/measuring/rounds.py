@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from harness import machine, timing
+from harness.measuring import host, timing
 from harness.terminal import clock, hushed, note, plural, progress
 
 PROCESSES = 3  # worker processes a full run spreads its rounds over (pyperf's point: several)
@@ -57,7 +57,7 @@ class Trial:
     #                    readies what it uses (its notebooks are touched when made)
 
 
-def visit(trial, watch=machine.watch, clock_=time.perf_counter):
+def visit(trial, watch=host.watch, clock_=time.perf_counter):
     """One visit: setup, then each step timed. -> ([seconds per call of each step], the share of
     the cores other work took meanwhile, or None where the OS does not say)"""
     if trial.setup is not None:
@@ -71,7 +71,7 @@ def visit(trial, watch=machine.watch, clock_=time.perf_counter):
     return seconds, done()
 
 
-def visited(trial, again, watch=machine.watch):
+def visited(trial, again, watch=host.watch):
     """A visit kept: measured again, after a pause, while other work disturbed it, at most
     `again` times; the least disturbed kept. -> (seconds, share, times measured again)"""
     seconds, share = visit(trial, watch)
@@ -190,7 +190,7 @@ def serve(args, measure):
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
-    from harness import devices
+    from harness.measuring import devices
     block = argparse.Namespace(**{**vars(args), "threads": job.get("threads")})
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         devices.device(getattr(args, "device", "numpy")).threads(block.threads)

@@ -5,11 +5,12 @@ the verdict on this machine's records: holds, does not hold (and which way), or 
 run's own rounds, at a level that keeps the chance of any wrong firm verdict among the run's
 claims under 5% (intervals.FAMILY). A claim that does not hold says why, from the check and
 breakdown tables."""
-from harness import intervals, stopping
-from harness.printers import Layout, Sheet, col
-from harness.records import EXCESS, Missing, disturbance, label, rows
-from harness.gpu_claims import GPU_CLAIMS
-from harness.rules import (FAILS, FREEZE, HOLDS, UNKNOWN, Claim, Fails, Test, above, below,
+from harness import stopping
+from harness.judging import intervals
+from harness.showing.printers import Layout, Sheet, col
+from harness.keeping.records import EXCESS, Missing, disturbance, label, rows
+from harness.judging.gpu_claims import GPU_CLAIMS
+from harness.judging.rules import (FAILS, FREEZE, HOLDS, UNKNOWN, Claim, Fails, Test, above, below,
                            count, every, figure, more, plain, resolve, speeds, value, within)
 from harness.terminal import plural
 from model import BYTES, FLOPS_PER_NUMBER

@@ -13,7 +13,8 @@ import stat
 import model
 from harness.terminal import printable, quoted
 
-MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "models")  # the checkout's models/
 FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
 ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
            "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
