@@ -14,15 +14,15 @@ import time
 
 import numpy as np
 
-from harness.measuring import bench as b
+from harness.measuring import bench as b, pool, rounds, timing
 from harness import flags, runner
-from harness.judging import claims
+from harness.judging import judge
+from harness.showing import claims_sheet
 from harness.keeping import records
-from harness.measuring import pool, rounds, timing
 from harness.measuring.devices import NUMPY, device
 from harness.measuring.kernels import Paths
-from harness.showing.printers import ROW, Layout, Saved, col, format_table, sheet
-from harness.keeping.records import KEYS, Measured, ms
+from harness.showing.printers import ROW, Saved, format_table, sheet
+from harness.keeping.records import KEYS, Layout, Measured, col, ms
 from harness.measuring.rounds import Trial
 from harness.terminal import plural
 import model
@@ -136,7 +136,7 @@ def experiment(args, facts):
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
         records.from_rows(figures(args, d, diffs), settings), None, ("cube_bug",), vars(args)))
     found = records.from_rows(figures(args, done, diffs), settings)
     cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
@@ -160,7 +160,7 @@ def experiment(args, facts):
                                f"the question are negative"), "")
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield claims.sheet(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
+    yield claims_sheet.sheet(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
 
 
 def figures(args, done, diffs):

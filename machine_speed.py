@@ -13,12 +13,13 @@ import time
 import numpy as np
 
 from harness import flags, runner
-from harness.judging import claims
+from harness.judging import judge
+from harness.showing import claims_sheet
 from harness.keeping import records
 from harness.measuring import rounds
 from harness.measuring.devices import NUMPY, device
-from harness.showing.printers import Layout, Saved, col, sheet
-from harness.keeping.records import Measured, ms, timed
+from harness.showing.printers import Saved, sheet
+from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import PROCESSES, Trial
 from harness.measuring.speeds import MATMUL, QUICK, SIZE, memory_bytes, tokens_a_trip_needs
 from harness.measuring.timing import taken
@@ -125,7 +126,7 @@ def experiment(args, facts):
     if not args.quick:
         warn_if_cached(args.size, facts["llc_bytes"])
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
         records.from_rows(figures(args, d), settings), None, ("machine_speed",), vars(args)))
     found = records.from_rows(figures(args, done), settings)
     speed = {r["figure"]: r["value"] for r in found}
@@ -138,7 +139,7 @@ def experiment(args, facts):
     yield ""
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield claims.sheet(found, None, ("machine_speed",), args, facts["busy"], stopped=done.stopped)
+    yield claims_sheet.sheet(found, None, ("machine_speed",), args, facts["busy"], stopped=done.stopped)
 
 
 def build_parser():

@@ -17,17 +17,18 @@ import argparse
 import dataclasses
 import time
 
-from harness.measuring import bench as b
-from harness import flags, roofs, runner
-from harness.judging import check, claims
+from harness.measuring import bench as b, devices, pool, rounds, speeds, timing, tuning
+from harness import flags, runner
+from harness.judging import check
+from harness.judging import judge
+from harness.showing import claims_sheet
 from harness.keeping import records
-from harness.measuring import devices, pool, rounds, speeds, timing, tuning
 from harness.predicting import plans, predict, presets
 from harness.showing import pictures, printers
 from harness.measuring.kernels import Paths
 from harness.predicting.plans import Experiment, Outcome, Row, figures, trial_name
-from harness.showing.printers import Layout, Picture, Saved, col, sheet
-from harness.keeping.records import Measured, ms, timed
+from harness.showing.printers import Picture, Saved, sheet
+from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import Trial
 from harness.judging.rules import FREEZE
 from harness.terminal import note, plural, progress
@@ -375,7 +376,7 @@ def experiment(args, facts):
     cfg = model.SIZES[args.model]
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
     rows = {n: e.plan(args) for n, e in planned.items()}
-    done = rounds.measured(args, __file__, measure_here, lambda d: claims.undecided(
+    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
         *judged_on(cfg, args, planned, rows, d), ("two_phases",), vars(args)),
         trials=None, record=True, alone=True)
     made = assessed(cfg, args, planned, rows, done)
@@ -391,7 +392,7 @@ def judged_on(cfg, args, planned, rows, done):
 def speed_trials(args, on):
     """The forklift and the workbench as a round visits them, at machine_speed's own sizes;
     none where the flags give the speeds."""
-    if roofs.given(args):
+    if flags.given_speeds(args):
         return []
     size = speeds.sizes(args.quick)
     return [Trial(SPEED_TRIALS[0], [machine_speed.forklift(size["size"], on)[0]], group=0),
@@ -483,8 +484,8 @@ def recorded(cfg, row, trial, found):
 def roofs_of(args, done):
     """The speeds every row is held to: the best of every round's forklift and workbench (or
     the speeds the flags give), and their records."""
-    if roofs.given(args):
-        return roofs.given(args), []
+    if flags.given_speeds(args):
+        return flags.given_speeds(args), []
     size = speeds.sizes(args.quick)
     fork, work = (timing.taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n),
                                said=True) for n in SPEED_TRIALS)
@@ -546,7 +547,7 @@ def printed(cfg, args, facts, planned, made, done):
     if made.held:
         yield from printers.spaced(check.held_sheets(found, made.held, held_to, plans.words(
             cfg, args.threads), done.processes))
-        if claims.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
+        if judge.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
             turned = turning_here(cfg, args, held_to, settings)
             found += turned
             yield from printers.spaced([printers.Sheet(
@@ -560,7 +561,7 @@ def printed(cfg, args, facts, planned, made, done):
         yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
                     Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield claims.sheet(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
+    yield claims_sheet.sheet(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
                        stopped=done.stopped)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
@@ -623,9 +624,9 @@ def build_parser():
     g.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
                    help="draw the pictures (roofline, dial, decode, depth) into the results "
                         "folder; default: for a full run that saves, not for --quick")
-    roofs.add_flags(g)
+    flags.add_speed_flags(g)
     predict.add_flags(g)
-    tuning.add_flags(g)
+    flags.add_path_flags(g)
     return p
 
 
@@ -650,7 +651,7 @@ def parse_args(argv=None):
                 f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
                 f"tokens; use a larger {dial} or fewer --notes")
     predict.check_riders(p, args)  # before any plan is made: a plan can be too big to make
-    roofs.check_flags(p, args)
+    flags.check_speed_flags(p, args)
     args.plot = pictures.wanted(p, args)
     if args.notes == 0 and args.predict is None:
         p.error("argument --notes: a measured run's typers have read a question, at least 1 "

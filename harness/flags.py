@@ -9,7 +9,9 @@ import re
 import secrets
 import sys
 
-from harness.keeping import exports, results
+from harness.keeping import exports, results, schema
+from harness.measuring.kernels import ATTENTION
+from harness.measuring.speeds import Speeds
 from harness.measuring import devices, host
 from harness.terminal import plain_streams, quoted, warn
 
@@ -305,3 +307,52 @@ def need_memory(p, need_bytes, what, flag):
     if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
         p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
                 f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
+
+
+# ---- the speeds a run holds its rows to, where the flags give them instead of the rounds
+# measuring them: from a saved machine_speed result (--roofs), or given (--forklift, --workbench)
+
+
+def given_speeds(args):
+    """The speeds the flags give, or None where they give none."""
+    if args.roofs:
+        return args.roofs
+    if args.forklift:
+        return Speeds(args.forklift * 1e9, args.workbench * 1e9, "given on the command line")
+    return None
+
+
+def add_speed_flags(g):
+    """The flags that give the speeds instead of measuring them."""
+    given = g.add_mutually_exclusive_group()
+    given.add_argument("--roofs", default=None, metavar="FILE",
+                       type=reads(schema.read_roofs, "a machine_speed.py results file"),
+                       help="take the forklift and workbench speeds from a saved "
+                            "machine_speed.json instead of measuring them in this run")
+    given.add_argument("--forklift", type=speed("GB/s", 0.001, 1e6), default=None,
+                       metavar="GB/S",
+                       help="the memory speed to hold the rows to (or to predict with), "
+                            "with --workbench, instead of measuring it")
+    g.add_argument("--workbench", type=speed("GFLOP/s", 0.001, 1e9), default=None,
+                   metavar="GFLOP/S", help="the math speed, with --forklift")
+
+
+def check_speed_flags(p, args):
+    """Refuse, in one line, speeds given by halves."""
+    if (args.forklift is None) != (args.workbench is None):
+        p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
+                f"--workbench go together")
+
+
+# ---- the paths a trip takes, where a flag forces one instead of timing the candidates
+
+
+def add_path_flags(g):
+    """The flags that force a path instead of timing the candidates (measuring/tuning.py)."""
+    g.add_argument("--attention", choices=("auto", *ATTENTION), default="auto",
+                   help="how one query reads its notes: the fastest on this machine, timed at "
+                        "the start, or the one given")
+    g.add_argument("--blocks", type=whole(1, 4096, words=("auto", "off")), default="auto",
+                   metavar="{auto,off,N}",
+                   help="table products for 2 to 16 tokens: auto (the blocks fastest here, "
+                        "timed at the start), off (unblocked), or blocks of N rows (1 to 4,096)")

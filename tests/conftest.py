@@ -136,15 +136,14 @@ def quick_run(quick_run_started):
 def made(name, columns, rows, settings=None, **layout):
     """The records of hand-made rows of figures, as an experiment of this layout makes them."""
     from harness.keeping import records
-    from harness.showing import printers
-    return records.make(printers.Layout(name, columns, **layout), rows, settings or {})
+    return records.make(records.Layout(name, columns, **layout), rows, settings or {})
 
 
 def sheet_of(name, columns, rows, ran=None, layout=None, **kw):
     """A printed sheet of hand-made rows, rendered from their records (ran: their settings)."""
     from harness.keeping import records
     from harness.showing import printers
-    layout = printers.Layout(name, columns, **(layout or {}))
+    layout = records.Layout(name, columns, **(layout or {}))
     return printers.Sheet(layout, tuple(records.make(layout, rows, ran or {})), **kw)
 
 

@@ -17,7 +17,8 @@ from harness.measuring import bench, pool, tuning
 from harness.predicting import model_files, predict
 from conftest import script, sheet_of
 from harness.measuring.kernels import ATTENTION
-from harness.showing.printers import Sheet, col
+from harness.showing.printers import Sheet
+from harness.keeping.records import col
 import model
 
 GIVEN = ("--forklift", "20", "--workbench", "200")  # speeds given: none measured, none needed

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from harness.judging import check, claims
+from harness.judging import rules
+from harness.judging import judge
+from harness.showing import claims_sheet
 from harness.keeping import records, schema
 from harness.showing import report
 from conftest import ROOT, made, reported
-from harness.showing.printers import col
-from harness.keeping.records import KEYS
+from harness.keeping.records import KEYS, col
 from harness.measuring.speeds import Speeds
 
 POST = os.path.join(ROOT, "references", "post")
@@ -56,7 +58,7 @@ def changed(*cells):
 
 
 def verdict(tables, says, settings=None):
-    found = [v for v in claims.verdicts(tables, ROOFS, ("machine_speed", "two_phases",
+    found = [v for v in judge.verdicts(tables, ROOFS, ("machine_speed", "two_phases",
                                                         "cube_bug"), settings)
              if v[0].says == says]
     assert len(found) == 1, says
@@ -64,13 +66,13 @@ def verdict(tables, says, settings=None):
 
 
 def test_the_posts_own_figures_satisfy_every_claim():
-    for c, here, said, why, _ in claims.verdicts(the_posts_figures(), ROOFS, ("machine_speed",
+    for c, here, said, why, _ in judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed",
                                                                               "two_phases",
                                                                               "cube_bug")):
         if c.post == claims.NOT_PRINTED:  # the post says it in words: no figure of its to judge
-            assert said == claims.UNKNOWN and why.startswith("not measured here"), c.says
+            assert said == rules.UNKNOWN and why.startswith("not measured here"), c.says
             continue
-        assert said == claims.HOLDS, (c.says, here, why)
+        assert said == rules.HOLDS, (c.says, here, why)
 
 
 FAILS = [  # (the claim, as the post says it), then one figure changed so that it no longer holds
@@ -109,8 +111,8 @@ FAILS = [  # (the claim, as the post says it), then one figure changed so that i
 @pytest.mark.parametrize("start,change", FAILS, ids=[s for s, _ in FAILS])
 def test_each_rule_says_plainly_when_its_claim_does_not_hold(start, change):
     says = next(c.says for c in claims.CLAIMS if c.says.startswith(start))
-    assert verdict(the_posts_figures(), says)[2] == claims.HOLDS
-    assert verdict(changed(*change), says)[2] == claims.FAILS
+    assert verdict(the_posts_figures(), says)[2] == rules.HOLDS
+    assert verdict(changed(*change), says)[2] == rules.FAILS
 
 
 def breakdown(**rows):
@@ -158,8 +160,8 @@ IN_WORDS = [  # the claims the post makes in words only: hand-made records that 
 @pytest.mark.parametrize("start,holds,fails", IN_WORDS, ids=[s for s, *_ in IN_WORDS])
 def test_each_claim_the_post_makes_in_words_holds_or_not_on_its_figures(start, holds, fails):
     says = next(c.says for c in claims.CLAIMS if c.says.startswith(start))
-    assert verdict(the_posts_figures() + holds, says)[2] == claims.HOLDS
-    assert verdict(the_posts_figures() + fails, says)[2] == claims.FAILS
+    assert verdict(the_posts_figures() + holds, says)[2] == rules.HOLDS
+    assert verdict(the_posts_figures() + fails, says)[2] == rules.FAILS
 
 
 def test_every_claim_is_tried_both_ways():
@@ -180,7 +182,7 @@ def test_a_claim_that_does_not_hold_says_why_from_the_check_and_breakdown_tables
                                        **{f"excess: {p}": ms for p, ms in excess.items()}}],
                   unprinted=check.BREAKDOWN.unprinted)
     c, here, said, why, tested = verdict(found, "More than 80% of the typing time is the forklift")
-    assert said == claims.FAILS and here == "31%" and tested == ""  # no runs behind it
+    assert said == rules.FAILS and here == "31%" and tested == ""  # no runs behind it
     assert why == ("not above 80%; decode users 1: 3.10x its limit, 10.3 ms over it: "
                    "attention +3.5, our tables +2.8 ms")  # which way, then every part with a
     #                                                      fifth of the excess or more
@@ -190,48 +192,48 @@ def test_each_claim_is_judged_as_measured_and_at_this_machines_limits():
     measured = changed("decode", "math speed", {"users": 1}, 15.0)  # the suite: 12% busy
     ideal = changed("decode", "math speed", {"users": 1}, 6.0)  # at the limits: 5% busy
     says = "One typing user uses under 4% of the workbench"
-    found = {c.says: rest for c, *rest in claims.both(measured, ROOFS, ("two_phases",), None,
+    found = {c.says: rest for c, *rest in judge.both(measured, ROOFS, ("two_phases",), None,
                                                       (), ideal)}
     here, said, why, at, _ = found[says]
-    assert said == claims.FAILS and at == ("5.0%", claims.HOLDS)
+    assert said == rules.FAILS and at == ("5.0%", rules.HOLDS)
     assert why.startswith("not below 10.0%; it holds at this machine's limits: the suite's "
                           "distance from them")  # which way, then whose is why
-    here, said, why, at, _ = {c.says: rest for c, *rest in claims.both(
+    here, said, why, at, _ = {c.says: rest for c, *rest in judge.both(
         measured, ROOFS, ("two_phases",), None, (), measured)}[says]  # the limits too
-    assert at[1] == claims.FAILS and why.startswith("not below 10.0%; it fails at this "
+    assert at[1] == rules.FAILS and why.startswith("not below 10.0%; it fails at this "
                                                     "machine's limits too")
-    assert {c.says: rest for c, *rest in claims.both(measured, ROOFS, ("two_phases",), None)}[
+    assert {c.says: rest for c, *rest in judge.both(measured, ROOFS, ("two_phases",), None)}[
         says][3] is None  # no rows at the limits (the post's own figures): no second verdict
     # a claim true at the limits by how a limit is made (100% forklift) blames neither
     slow = changed("decode", "step", {"users": 1}, 100.0)
     forklift = "More than 80% of the typing time is the forklift"
-    here, said, why, at, _ = {c.says: rest for c, *rest in claims.both(
+    here, said, why, at, _ = {c.says: rest for c, *rest in judge.both(
         slow, ROOFS, ("two_phases",), None, (), changed("decode", "step", {"users": 1},
                                                          31.4))}[forklift]
-    assert said == claims.FAILS and at[1] == claims.HOLDS and why.startswith("not above 80%")
+    assert said == rules.FAILS and at[1] == rules.HOLDS and why.startswith("not above 80%")
     forklift_claim = next(c for c in claims.CLAIMS if c.says == forklift)
-    assert claims.limited(at, forklift_claim).endswith("holds by construction")
+    assert claims_sheet.limited(at, forklift_claim).endswith("holds by construction")
 
 
 def test_a_claim_measured_with_other_settings_or_within_the_noise_cannot_be_told():
     says = "Each user's gap between words grows with the batch"
     c, _, said, why, _ = verdict(the_posts_figures(), says, {"model": "small", "notes": 128})
-    assert said == claims.UNKNOWN and why == "the post measured it with --notes 512"
+    assert said == rules.UNKNOWN and why == "the post measured it with --notes 512"
     found = the_posts_figures()  # 16 users' runs spread over 4 users' step
     step = next(r for r in found if records.matches(r, "decode", "step", {"users": 4}))
     step.update(samples=[50.0, 85.3, 200.0], statistic="median")
-    assert verdict(found, says)[2] == claims.UNKNOWN
+    assert verdict(found, says)[2] == rules.UNKNOWN
 
 
 def test_a_judge_that_meets_a_bug_raises_and_only_an_absent_figure_is_not_measured(monkeypatch):
     found = [r for r in the_posts_figures() if r["experiment"] != "collision"]
     c, here, said, why, _ = verdict(found, "Reading a long question at once freezes the typers "
                                            "for about 40x their normal gap")
-    assert said == claims.UNKNOWN and why.startswith("not measured here (collision")
+    assert said == rules.UNKNOWN and why.startswith("not measured here (collision")
     broken = [dataclasses.replace(c, judge=lambda t, r: 1 / 0) for c in claims.CLAIMS]
     monkeypatch.setattr(claims, "CLAIMS", broken)
     with pytest.raises(ZeroDivisionError):
-        claims.verdicts(found, ROOFS, ("two_phases",))
+        judge.verdicts(found, ROOFS, ("two_phases",))
 
 
 # ---- the report
@@ -272,41 +274,41 @@ def test_a_rule_holds_fails_or_cannot_tell_over_its_interval():
     rounds_of(found, "decode", "tokens per second", {"users": 1}, [26.6] * 5)
     rounds_of(found, "decode", "tokens per second", {"users": 16}, [97.0, 98.5, 99.0, 98, 97.5])
     c, here, said, why, tested = verdict(found, says)  # 3.6x to 3.7x: the interval clears 2
-    assert said == claims.HOLDS and tested.startswith("the gain 3.68 (3.6")
+    assert said == rules.HOLDS and tested.startswith("the gain 3.68 (3.6")
     rounds_of(found, "decode", "tokens per second", {"users": 16}, [45.0, 60, 98.5, 105, 50])
     c, here, said, why, tested = verdict(found, says)  # 1.7x to 3.9x: straddles the edge
-    assert said == claims.UNKNOWN and why.startswith("the gain 2.26 (1.")
+    assert said == rules.UNKNOWN and why.startswith("the gain 2.26 (1.")
     assert "straddles the edge, from 5 rounds; about" in why and "more rounds" in why
     rounds_of(found, "decode", "tokens per second", {"users": 16}, [44.0, 48, 49, 50, 51])
     c, here, said, why, tested = verdict(found, says)  # under 2x in every resample: fails
-    assert said == claims.FAILS and why.startswith("not above 2.00")
+    assert said == rules.FAILS and why.startswith("not above 2.00")
 
 
 def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
     busy = ("1.9 of 2 cores busy with other work",)
-    found = claims.verdicts(the_posts_figures(), ROOFS, ("machine_speed", "two_phases",
+    found = judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed", "two_phases",
                                                          "cube_bug"), None, busy)
     for c, here, said, why, _ in found:
         if c.post == claims.NOT_PRINTED:  # figures the post never printed: not measured
-            assert said == claims.UNKNOWN and why.startswith("not measured here")
+            assert said == rules.UNKNOWN and why.startswith("not measured here")
         elif c.measured:
-            assert said == claims.UNKNOWN and why == "busy: " + busy[0], c.says
+            assert said == rules.UNKNOWN and why == "busy: " + busy[0], c.says
         else:  # the accounting alone: the same on any machine, busy or not
-            assert said == claims.HOLDS, c.says
+            assert said == rules.HOLDS, c.says
     args = argparse.Namespace(quick=False, tablefmt="plain", model="small", notes=512)
-    text = claims.sheet(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
+    text = claims_sheet.sheet(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
     assert text.splitlines()[0].startswith("BUSY: the machine was busy while this ran (1.9 of")
     assert "rerun on a quiet machine, with more --runs, or with fewer --threads" in text
     said = [line for line in text.splitlines()[1:] if not line.startswith(" ")]
     accounting = [c.rule for c in claims.CLAIMS if not c.measured]  # the same busy or not
-    assert said and all(line.startswith(claims.UNKNOWN) or any(a in line for a in accounting)
+    assert said and all(line.startswith(rules.UNKNOWN) or any(a in line for a in accounting)
                         for line in said)
 
 
 def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
-    found = claims.verdicts(the_posts_figures(), ROOFS, ("two_phases",), {"predict": True})
+    found = judge.verdicts(the_posts_figures(), ROOFS, ("two_phases",), {"predict": True})
     assert {v for _, _, v, *_ in found} <= {"predicted: holds", "predicted: does not hold",
-                                            claims.UNKNOWN}
+                                            rules.UNKNOWN}
     from conftest import script
     r = script("two_phases.py", "--predict", "--no-plot", "--forklift", "12", "--workbench",
                "121",

@@ -162,7 +162,8 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
 
 def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds():
     import argparse
-    from harness.judging import claims, gpu_claims
+    from harness.judging import gpu_claims
+    from harness.judging import judge
     from harness.predicting import presets
     cfg, card = model.SIZES["small"], presets.target("h100-sxm", "float32", None, "results")
     for device, judged in (("torch:cuda", True), ("torch:mps", True), ("torch:cpu", False),
@@ -172,7 +173,7 @@ def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds()
         settings = {"device": device}
         found = two_phases.turning_here(cfg, args, card.roofs, settings)
         assert [r["keys"]["name"] for r in found if r["figure"] == "balance"] == [device, "post"]
-        said = claims.verdicts(found, card.roofs, ("two_phases",), settings)
+        said = judge.verdicts(found, card.roofs, ("two_phases",), settings)
         gpu = [(c, v) for c, _, v, *_ in said if c in gpu_claims.GPU_CLAIMS]
         assert bool(gpu) == judged, device
         assert all(not v.startswith("predicted") for _, v in gpu)  # measured, not predicted

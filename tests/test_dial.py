@@ -4,7 +4,7 @@ import pytest
 
 import two_phases
 from harness.keeping import records
-from harness.showing.printers import col
+from harness.keeping.records import col
 from conftest import made
 
 

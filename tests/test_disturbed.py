@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from harness.judging import claims
+from harness.judging import rules
+from harness.judging import judge
+from harness.showing import claims_sheet
 from harness.keeping import records
 from harness.measuring import host, timing
-from harness.keeping.records import Measured, timed
+from harness.keeping.records import Measured, col, timed
 from conftest import made
-from harness.showing.printers import col
 from test_claims import IN_WORDS, ROOFS, changed, the_posts_figures, verdict
 
 
@@ -61,7 +62,7 @@ def test_a_figure_without_enough_clean_samples_is_marked_disturbed(monkeypatch):
 
 
 def records_layout():
-    from harness.showing.printers import Layout
+    from harness.keeping.records import Layout
     return Layout("demo", [col("time", "time ms", "ms", ".1f")])
 
 
@@ -85,16 +86,16 @@ def test_a_verdict_on_a_disturbed_figure_cannot_be_told_and_one_on_clean_ones_st
     clean = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
                         samples=[97.0, 98.5, 99.0], rounds=[0, 1, 2], shares=[0.02, 0.0, 0.05],
                         statistic="median", runs=3, others=0.05, disturbed=False)
-    assert verdict(clean, says)[2] == claims.HOLDS
+    assert verdict(clean, says)[2] == rules.HOLDS
     noisy = with_figure(clean, "decode", "tokens per second", {"users": 16},
                         shares=[0.45, 0.0, 0.3], others=0.45, disturbed=True)
     c, here, said, why, _ = verdict(noisy, says)  # one clean round of three: too few
-    assert said == claims.UNKNOWN and why == (
+    assert said == rules.UNKNOWN and why == (
         "disturbed: other work took up to 45% of the cores during runs of decode users 16: "
         "tokens per second, leaving fewer than 3 clean rounds: rerun when the machine is "
         "quieter")
     accounting = "At 64 users the notebooks outweigh the tables, 7x over"  # no timing behind it
-    assert verdict(noisy, accounting)[2] == claims.HOLDS
+    assert verdict(noisy, accounting)[2] == rules.HOLDS
 
 
 def test_fewer_than_3_rounds_back_no_verdict_and_an_outlier_vetoes_nothing():
@@ -102,12 +103,12 @@ def test_fewer_than_3_rounds_back_no_verdict_and_an_outlier_vetoes_nothing():
     two = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
                       samples=[98.0, 99.0], statistic="median", runs=2)
     c, here, said, why, _ = verdict(two, says)
-    assert said == claims.UNKNOWN and why == ("fewer than 3 rounds behind decode users 16: "
+    assert said == rules.UNKNOWN and why == ("fewer than 3 rounds behind decode users 16: "
                                               "tokens per second: rerun with --runs 3 or more")
     odd = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
                       samples=[40.0, 98.5, 99.0, 98.0, 99.5, 98.8, 98.2], statistic="median",
                       runs=7)  # one run far off: named under its table, no veto
-    assert verdict(odd, says)[2] == claims.HOLDS
+    assert verdict(odd, says)[2] == rules.HOLDS
 
 
 def speeds(workbench):
@@ -126,9 +127,9 @@ def test_the_speeds_of_every_round_carry_their_interval_into_a_verdict():
     says = "One typing user uses under 4% of the workbench"
     found = changed("decode", "math speed", {"users": 1}, 11.0)  # 11 GFLOP/s of the workbench
     c, here, said, why, tested = verdict(found + speeds([120.9, 119, 120.9, 118, 100]), says)
-    assert said == claims.HOLDS and tested.startswith("the share 9.1% (9.1% to ")  # the best
+    assert said == rules.HOLDS and tested.startswith("the share 9.1% (9.1% to ")  # the best
     c, here, said, why, _ = verdict(found + speeds([120.9, 100, 100, 100, 100]), says)
-    assert said == claims.UNKNOWN and "straddles the edge" in why  # a resample without the
+    assert said == rules.UNKNOWN and "straddles the edge" in why  # a resample without the
     #                                                                one fast round: 11% of 100
 
 
@@ -136,11 +137,11 @@ def test_a_claim_that_does_not_hold_says_which_way():
     says = "Batching 16 users gives about 3.7x the tokens per second"
     high = verdict(changed("decode", "tokens per second", {"users": 16}, 500.0), says)
     low = verdict(changed("decode", "tokens per second", {"users": 16}, 40.0), says)
-    assert high[2] == low[2] == claims.FAILS
+    assert high[2] == low[2] == rules.FAILS
     assert high[3].startswith("not below 16.00") and low[3].startswith("not above 2.00")
-    assert all(why for _, _, said, why, _ in claims.verdicts(
+    assert all(why for _, _, said, why, _ in judge.verdicts(
         changed("decode", "tokens per second", {"users": 16}, 40.0), ROOFS, ("two_phases",))
-        if said != claims.HOLDS)  # a verdict other than holds always says why
+        if said != rules.HOLDS)  # a verdict other than holds always says why
 
 
 def test_a_ratio_that_does_not_hold_names_the_row_further_over_its_limit():
@@ -153,28 +154,28 @@ def test_a_ratio_that_does_not_hold_names_the_row_further_over_its_limit():
                    {"experiment": "prefill", "prompt": 1024, "measured": 2048.0,
                     "limit": 1400.0}])
     c, here, said, why, _ = verdict(found, "At 1,024 tokens each token costs more than at 256")
-    assert said == claims.FAILS and why.startswith("no more; 1,024 tokens: 2.00 ms a token")
+    assert said == rules.FAILS and why.startswith("no more; 1,024 tokens: 2.00 ms a token")
     assert why.endswith("256 tokens is further over its limit, which shrinks 1,024 tokens's "
                         "lead: the suite's distance from the limits, not the machine")
     found += IN_WORDS[0][1]  # the breakdown's parts, as a run records them
     because = verdict(found, "... because the notebook's part grows faster than the question")
-    assert because[2] == claims.HOLDS  # the notebook's part grows all the same: judged alone
+    assert because[2] == rules.HOLDS  # the notebook's part grows all the same: judged alone
 
 
 def test_the_chunks_of_128_claim_without_128_on_the_dial_says_so():
     found = changed("collision", "chunk", None, 16)
     c, here, said, why, _ = verdict(found, "Chunks of 128 give 8 small bumps instead")
-    assert said == claims.UNKNOWN and why == (
+    assert said == rules.UNKNOWN and why == (
         "not measured here (collision: chunks of 128 (the dial's chunk here is 16))")
 
 
 def test_typing_barely_slower_is_not_judged_on_a_faster_h3():
     said = verdict(changed("bug", "power", {"trip": "typing"}, 32.0),
                    "... and typing barely slower")
-    assert said[2] == claims.FAILS and "noise between the trips" in said[3]
+    assert said[2] == rules.FAILS and "noise between the trips" in said[3]
     tie = verdict(changed("bug", "power", {"trip": "typing"}, 37.5),  # as fast: barely slower
                   "... and typing barely slower")
-    assert tie[2] == claims.HOLDS
+    assert tie[2] == rules.HOLDS
 
 
 def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
@@ -188,7 +189,7 @@ def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
     found = with_figure(the_posts_figures(), "decode", "step", {"users": 1},
                         samples=[37.0, 37.5, 38.0], runs=3, others=0.4, disturbed=True)
     assert records.disturbance(found)["disturbed"] == 1
-    assert claims.banner(found)[0].startswith("DISTURBED: other work took up to 40% of the "
+    assert claims_sheet.banner(found)[0].startswith("DISTURBED: other work took up to 40% of the "
                                               "cores while 1 of ")
 
 

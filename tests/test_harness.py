@@ -9,8 +9,7 @@ from harness import flags, runner
 from harness.keeping import records, results
 from harness.measuring import host, timing
 from harness.showing import printers
-from harness.showing.printers import col
-from harness.keeping.records import Measured, timed
+from harness.keeping.records import Measured, col, timed
 from conftest import made, sheet_of
 
 
@@ -289,7 +288,7 @@ def test_every_figure_is_one_record_with_its_runs_in_its_own_unit():
     assert [found[f]["runs"] for f in found] == [3, 3, 3, None, None]
     assert found["uneven"]["samples"] is None and found["bytes read"]["samples"] is None
     assert found["ratio"]["unit"] == "x" and found["bytes read"]["value"] == 340.0
-    layout = printers.Layout("demo", columns)
+    layout = records.Layout("demo", columns)
     assert records.make(layout, [row], settings, predicted=True)[0]["predicted"] is True
     best = made("best", columns[:2], [{"n": 2, "time": timed(250.0, b)}])
     assert best[0]["statistic"] == "best" and best[0]["samples"] == pytest.approx(

@@ -11,7 +11,7 @@ import two_phases
 from harness import flags, runner, stopping
 from harness.keeping import results
 from conftest import ROOT, compared, in_process, one_line, python, script, sheet_of
-from harness.showing.printers import col
+from harness.keeping.records import col
 
 POST = os.path.join(ROOT, "references", "post")
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")

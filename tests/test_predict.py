@@ -11,9 +11,10 @@ import pytest
 import model
 import two_phases
 from harness.judging import claims
+from harness.judging import judge
 from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets
-from harness.showing.printers import sig
+from harness.keeping.records import sig
 from harness.measuring.speeds import Speeds
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -170,7 +171,7 @@ def turned(cfg, *machines, notes=512):
 
 
 def judged(found):
-    return {c.says: v for c, _, v, *_ in claims.verdicts(found, None, ("two_phases",),
+    return {c.says: v for c, _, v, *_ in judge.verdicts(found, None, ("two_phases",),
                                                           {"predict": ["x"]})}
 
 
@@ -197,7 +198,7 @@ def test_each_gpu_claim_holds_or_not_by_prediction(start, holds, fails):
 def test_every_gpu_claim_is_tried_both_ways_and_judged_on_predictions_only():
     gpu = {c.says for c in claims.CLAIMS if c.predicted}
     assert gpu == {next(c for c in gpu if c.startswith(s)) for s, *_ in GPU}
-    measured = {c.says for c, *_ in claims.verdicts([], None, ("two_phases",), {})}
+    measured = {c.says for c, *_ in judge.verdicts([], None, ("two_phases",), {})}
     assert not gpu & measured
 
 

@@ -21,7 +21,7 @@ from harness import flags, runner
 from harness.keeping import exports, results, schema
 from harness.measuring import host
 from harness.showing import pictures, report
-from harness.showing.escaping import for_csv
+from harness.keeping.exports import for_csv
 
 EPYC = os.path.join(results.REFERENCES, "amd-epyc-2c")
 ESC = "\x1b[31mred\x1b]0;title\x07"  # a colour and a window title: what a file must not send

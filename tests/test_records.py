@@ -10,15 +10,16 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness.judging import check, claims
+from harness.judging import judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
 from harness.predicting import plans, predict
-from harness.showing import pictures
-from harness.showing.printers import Layout, col
+from harness.showing import claims_sheet, pictures
+from harness.keeping.records import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, check, claims, predict, plans)
+SCRIPTS = (two_phases, machine_speed, cube_bug, check, claims_sheet, predict, plans)
 
 
 def renamed(monkeypatch):
@@ -55,7 +56,7 @@ def readers(data):
     """Everything the readers take from a result: claims, picture points, compared figures."""
     found, roofs = data["records"], speeds.read(data["roofs"])
     judged = [(c.says, here, verdict) for c, here, verdict, *_ in
-              claims.verdicts(found, roofs, ("two_phases",), data["settings"])]
+              judge.verdicts(found, roofs, ("two_phases",), data["settings"])]
     points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}
     roofline = [(m["name"], [[p[0], *p[2:]] for p in m["points"]])  # each point, but its name
                 for m in data["roofline"]["machines"]]

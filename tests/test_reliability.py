@@ -17,8 +17,8 @@ from harness import flags, runner
 from harness.keeping import results
 from harness.measuring import host, timing
 from conftest import ROOT, compared, in_process, one_line, python, script, started, sheet_of
-from harness.showing.printers import Picture, col
-from harness.keeping.records import timed
+from harness.showing.printers import Picture
+from harness.keeping.records import col, timed
 
 
 def demo(args, facts):

@@ -105,8 +105,8 @@ def test_a_stop_during_the_added_rounds_keeps_what_was_measured_before():
 
 def test_a_run_stopped_while_adding_rounds_saves_them_marked(tmp_path, monkeypatch):
     import machine_speed
-    from harness.judging import claims
-    monkeypatch.setattr(claims, "undecided", lambda *a: {"forklift": 3, "workbench": 3})
+    from harness.judging import judge
+    monkeypatch.setattr(judge, "undecided", lambda *a: {"forklift": 3, "workbench": 3})
     real = machine_speed.measure_here
 
     def measure_here(args, job):

@@ -4,8 +4,8 @@ import dataclasses
 
 import model
 from harness.measuring import bench
-from harness.showing.printers import Layout, col, sheet
-from harness.keeping.records import EXCESS, KEYS, ROW, ms, timed
+from harness.showing.printers import sheet
+from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
 from harness.terminal import plural, warn
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did

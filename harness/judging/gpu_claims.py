@@ -2,8 +2,7 @@
 (two_phases.py --predict NAME), from its turning points: a modern GPU's balance, long reads on
 the workbench, one typer's idle workbench, batching that pays, and how extreme the collision is
 against the post's own machine. Their verdicts read "predicted: holds"."""
-from harness.showing.printers import sig
-from harness.keeping.records import Missing, rows
+from harness.keeping.records import Missing, rows, sig
 from harness.judging.rules import FREEZE, Claim
 
 LONG = 4096  # a long question: the post's "hundreds or thousands of tokens on the trip", up

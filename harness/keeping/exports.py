@@ -7,10 +7,11 @@ import io
 import json
 import math
 
-from harness.showing.escaping import for_csv
+from harness.terminal import printable
 
 FORMATS = ("csv", "json", "jsonl")
 MACHINE = ("cpu", "cores", "os", "python", "numpy", "date", "load")  # the machine's columns
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
 
 
 def tidy(script, facts, found, headline=None):
@@ -62,3 +63,12 @@ def finite(v):
 def run(fmt, script, facts, found, headline=None):
     """A run's records in fmt."""
     return write(fmt, tidy(script, facts, found, headline))
+
+
+def for_csv(value):
+    """A CSV cell: a number as it is; text as the terminal shows it, and, where it would start a
+    formula in a spreadsheet, led by a quote (the cell then reads as text)."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    return "'" + text if text.startswith(FORMULA) else text

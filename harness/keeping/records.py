@@ -24,6 +24,54 @@ SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "
 
 
 @dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of a sheet: the figure it shows (the records' name for it, which no layout
+    changes), its header as printed, its unit and format; key: it names the row; compared:
+    compare.py holds it against other machines."""
+    figure: str
+    header: str
+    unit: str
+    fmt: str
+    key: bool = False
+    compared: bool = False
+    empty: str = ""  # what a cell with no figure says ("never": no such turning point)
+
+
+def col(figure, header, unit, fmt, key=False, compared=False, empty=""):
+    return Column(figure, header, unit, fmt, key, compared, empty)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How one experiment's figures print, declared once: its columns ([Column], the key
+    columns first), the figures that are one timing each (timed: --spread follows each with a
+    column of its runs' range, and the note under the sheet sums them up, per row or per
+    figure), its title, and the figures it records but does not print (unprinted)."""
+    name: str
+    columns: list
+    timed: tuple = ()
+    per: str = "row"
+    title: str = ""
+    unprinted: tuple = ()
+
+
+SIG = "sig"  # a column's format: three significant digits, as a prediction's figures are shown
+
+
+def sig(v, digits=3):
+    """v to `digits` significant digits, never in exponent form: 887932 -> '888,000',
+    0.00633841 -> '0.00634'."""
+    if not v or not math.isfinite(v):
+        return format(v, "g")
+    places = digits - 1 - math.floor(math.log10(abs(v)))
+    if math.floor(math.log10(abs(round(v, places)))) > math.floor(math.log10(abs(v))):
+        places -= 1  # 99.96 rounds up to 100, three digits already
+    if isinstance(v, int):
+        places = min(places, 0)  # a count stays whole
+    return f"{round(v, places):,.{max(places, 0)}f}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Measured:
     """A figure and the timings behind it, which never part: value is the product of each
     timing's seconds to its power (1 for a time, -1 for a rate), times a constant."""
@@ -75,7 +123,7 @@ def samples(m):
 
 def make(layout, rows, settings, predicted=False):
     """The records of an experiment's rows, as measured or predicted: one per figure that is not
-    a key and not empty. layout: its printers.Layout, whose columns name each figure's unit and
+    a key and not empty. layout: its Layout, whose columns name each figure's unit and
     which are keys (a ROW column, the row's printed name, is none: figures are found by their
     keys); rows: [{figure: a Measured, a number or a word}], a row's unprinted keys under KEYS;
     settings: the flags (and paths) it ran with."""

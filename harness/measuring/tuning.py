@@ -9,7 +9,6 @@ import time
 import numpy as np
 
 import model
-from harness import flags
 from harness.measuring import timing
 from harness.measuring.bench import tokens
 from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
@@ -114,17 +113,6 @@ def with_paths(bench, attention, blocks):
     paths, timed = choose(bench, attention, blocks)
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "timed": timed}
-
-
-def add_flags(g):
-    """The flags that force a path instead of timing the candidates."""
-    g.add_argument("--attention", choices=("auto", *ATTENTION), default="auto",
-                   help="how one query reads its notes: the fastest on this machine, timed at "
-                        "the start, or the one given")
-    g.add_argument("--blocks", type=flags.whole(1, 4096, words=("auto", "off")), default="auto",
-                   metavar="{auto,off,N}",
-                   help="table products for 2 to 16 tokens: auto (the blocks fastest here, "
-                        "timed at the start), off (unblocked), or blocks of N rows (1 to 4,096)")
 
 
 def paths_line(chosen, args):

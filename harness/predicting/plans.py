@@ -7,7 +7,7 @@ import statistics
 import model
 from harness.keeping import records
 from harness.measuring import timing
-from harness.showing.printers import SIG, col, sig
+from harness.keeping.records import SIG, col, sig
 from harness.terminal import plural
 
 

@@ -13,7 +13,7 @@ import functools
 import re
 
 import model
-from harness.judging import claims
+from harness.showing import claims_sheet
 from harness.keeping import records
 from harness.predicting import plans
 from harness.showing import pictures
@@ -22,7 +22,8 @@ from harness.flags import check_folder, whole
 from harness.predicting.presets import GIVEN, known, target, targets
 from harness.predicting.model_files import config
 from harness.terminal import note
-from harness.showing.printers import SIG, Layout, Picture, Saved, Sheet, col, sig, spaced
+from harness.showing.printers import Picture, Saved, Sheet, spaced
+from harness.keeping.records import SIG, Layout, col, sig
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's
@@ -414,7 +415,7 @@ def items(args, experiments):
     yield from spaced(more)
     drawn = roofline(base, aimed, experiments, args)
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
-    yield claims.sheet(found, None, ("two_phases",), args)
+    yield claims_sheet.sheet(found, None, ("two_phases",), args)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in pictures.files(
             found, drawn, f"{cfg} on {aimed[0].title}" + (

@@ -12,7 +12,7 @@ import os
 import re
 
 import model
-from harness import roofs
+from harness import flags
 from harness.keeping import results, schema
 from harness.measuring.speeds import Speeds
 from harness.terminal import note, quoted
@@ -145,7 +145,7 @@ def served(name):
 def targets(args):
     """The machines a prediction is for, in order: the speeds given (if any), then each named,
     each split over as many devices as args.devices says (once resolved: see predict)."""
-    given = roofs.given(args)
+    given = flags.given_speeds(args)
     dtype = args.dtype or "float32"
     found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or (
                         "bfloat16" if dtype in WEIGHTS_ONLY else dtype))

@@ -1,6 +1,6 @@
 """One cleaning step for text that comes from a file (a results file, a journal, a folder's
-name) on its way out, for each place it goes: the terminal, Markdown, a CSV cell. What a file
-holds never steers the screen, never becomes markup, and never becomes a spreadsheet formula."""
+name) on its way into Markdown (report.md): nothing a file holds becomes markup (a CSV cell's is
+keeping/exports.for_csv; the terminal's, terminal.printable)."""
 import re
 
 from harness.terminal import printable
@@ -10,12 +10,6 @@ INLINE = re.compile(r"([\\`*<>\[\]#~|&]|(?<!\w)_|_(?!\w))")  # what makes emphas
 LINE_START = re.compile(r"^(\d+)([.)])|^([=+\-])")  # what makes a list, a rule or a heading
 #   at a line's start (the other block marks are escaped inline above)
 BARE_LINK = re.compile(r"(?i)(www)\.|(https?|ftp)(:)")  # GFM's autolinks: never one
-FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
-
-
-def for_terminal(text):
-    """Text as the terminal may show it: every control or format character as '?'."""
-    return printable(text)
 
 
 def for_markdown(text):
@@ -34,12 +28,3 @@ def for_cell(text):
     start), a '|' never ending the cell."""
     text = INLINE.sub(r"\\\1", printable(text))
     return BARE_LINK.sub(lambda m: f"{m[1]}\\." if m[1] else f"{m[2]}\\:", text)
-
-
-def for_csv(value):
-    """A CSV cell: a number as it is; text as the terminal shows it, and, where it would start a
-    formula in a spreadsheet, led by a quote (the cell then reads as text)."""
-    if not isinstance(value, str):
-        return value
-    text = printable(value)
-    return "'" + text if text.startswith(FORMULA) else text

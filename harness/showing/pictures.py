@@ -10,8 +10,7 @@ import textwrap
 
 import numpy as np
 
-from harness.showing.printers import sig
-from harness.keeping.records import rows
+from harness.keeping.records import rows, sig
 from harness.terminal import plural
 
 

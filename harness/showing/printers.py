@@ -3,43 +3,9 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
-from harness.keeping.records import ROW, named, value
+from harness.keeping.records import ROW, SIG, Layout, named, sig, value
 from harness.judging.intervals import outliers
 from harness.terminal import plural
-
-
-@dataclasses.dataclass(frozen=True)
-class Column:
-    """One column of a sheet: the figure it shows (the records' name for it, which no layout
-    changes), its header as printed, its unit and format; key: it names the row; compared:
-    compare.py holds it against other machines."""
-    figure: str
-    header: str
-    unit: str
-    fmt: str
-    key: bool = False
-    compared: bool = False
-    empty: str = ""  # what a cell with no figure says ("never": no such turning point)
-
-
-def col(figure, header, unit, fmt, key=False, compared=False, empty=""):
-    return Column(figure, header, unit, fmt, key, compared, empty)
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How one experiment's figures print, declared once: its columns ([Column], the key
-    columns first), the figures that are one timing each (timed: --spread follows each with a
-    column of its runs' range, and the note under the sheet sums them up, per row or per
-    figure), its title, and the figures it records but does not print (unprinted)."""
-    name: str
-    columns: list
-    timed: tuple = ()
-    per: str = "row"
-    title: str = ""
-    unprinted: tuple = ()
-
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,22 +101,6 @@ def format_table(columns, rows, fmt):
     return tabulate(cells, headers=[c.header if c.unit in c.header else f"{c.header} ({c.unit})"
                                     for c in columns],
                     tablefmt=fmt, disable_numparse=True, colalign=align)
-
-
-SIG = "sig"  # a column's format: three significant digits, as a prediction's figures are shown
-
-
-def sig(v, digits=3):
-    """v to `digits` significant digits, never in exponent form: 887932 -> '888,000',
-    0.00633841 -> '0.00634'."""
-    if not v or not math.isfinite(v):
-        return format(v, "g")
-    places = digits - 1 - math.floor(math.log10(abs(v)))
-    if math.floor(math.log10(abs(round(v, places)))) > math.floor(math.log10(abs(v))):
-        places -= 1  # 99.96 rounds up to 100, three digits already
-    if isinstance(v, int):
-        places = min(places, 0)  # a count stays whole
-    return f"{round(v, places):,.{max(places, 0)}f}"
 
 
 def cell(v, column):

@@ -8,11 +8,11 @@ runs never go into it. It reads saved results and measures nothing.
 import os
 import re
 
-from harness.judging import claims
+from harness.judging import judge
 from harness.keeping import results, schema
 from harness.measuring import host, speeds
-from harness.showing.printers import Column, cell, sig
-from harness.keeping.records import ROW, label, rows
+from harness.showing.printers import cell
+from harness.keeping.records import Column, ROW, label, rows, sig
 from harness.terminal import printable, warn
 from harness.showing.escaping import for_cell, for_markdown
 
@@ -80,7 +80,7 @@ def markdown(runs, names):
     roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
                         or runs.get("machine_speed", {}).get("roofs"))
     found = [v for script, data in runs.items()
-             for v in claims.both(data["records"], roofs, (script,), data.get("settings", {}),
+             for v in judge.both(data["records"], roofs, (script,), data.get("settings", {}),
                                   data["machine"].get("busy") or (), data.get("at_limits") or [])]
     lines += claims_section(found, predicted)
     for script, data in runs.items():  # each script's sheets in the order its run printed them

@@ -1,0 +1,149 @@
+"""The verdicts: every claim's rule resolved at one confidence level for the run (its tests
+share the chance of a wrong firm verdict), as measured and at this machine's limits; why a claim
+does not hold, from the check and breakdown tables; and which rows more rounds could settle a
+claim with."""
+from harness.judging import intervals
+from harness.judging import claims
+from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Fails, count, resolve, value
+from harness.keeping.records import EXCESS, Missing, label
+
+
+def verdicts(found, roofs, scripts, settings=None, busy=()):
+    """[(claim, this machine's figure, verdict, why, tested)] for the claims of these scripts
+    (tested: the figure its verdict rests on, with its interval and the rule's edge), from
+    their records, whose runs had these settings (their flags, by name; None: the post's). Each
+    measured figure is weighed by its interval from the run's rounds, at the level that keeps
+    the chance of any wrong firm verdict among these claims under intervals.FAMILY. A run made
+    while another run of this suite measured (busy, in words) tells nothing by its timings. A
+    prediction's verdicts say so."""
+    predicted = bool(settings and settings.get("predict"))
+    return [(c, here, f"predicted: {verdict}" if predicted and verdict != UNKNOWN else verdict,
+             why, tested) for c, here, verdict, why, tested in judged(found, roofs, scripts,
+                                                                     settings, busy)]
+
+
+def judged(found, roofs, scripts, settings, busy):
+    """Every claim's rule first, then each resolved at the one level they share."""
+    predicting = bool(settings and settings.get("predict"))
+    gpu = not predicting and on_a_gpu(settings)  # a GPU's claims, at its measured speeds too
+    chosen = [c for c in claims.CLAIMS if c.script in scripts
+              and (c.predicted == predicting or gpu and c in claims.GPU_CLAIMS)]
+    ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
+    confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
+    return [(c, here, UNKNOWN, early, "") if early else
+            (c, *verdict_of(c, here, resolve(rule, confidence, c.says), found, roofs))
+            for c, here, rule, early in ruled]
+
+
+def undecided(found, roofs, scripts, settings):
+    """{trial: about how many more rounds it needs} for the trials behind the measured claims
+    that cannot be told yet, where more rounds could tell them (an interval that straddles its
+    edge, or too few clean rounds); empty where every claim is firm."""
+    predicting = bool(settings and settings.get("predict"))
+    chosen = [c for c in claims.CLAIMS if c.script in scripts and c.predicted == predicting]
+    ruled = [(c, *rule_of(c, found, roofs, settings, ())) for c in chosen]
+    confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
+    wanted = {}
+    for c, _, rule, early in ruled:
+        done = None if early else resolve(rule, confidence, c.says)
+        if done is None or done.verdict is not None or done.test is None:
+            continue
+        more = done.more_rounds() if done.interval is not None else intervals.MIN_ROUNDS
+        for x in done.test.figure.leaves if more else ():
+            for trial in x.trials:
+                wanted[trial] = max(wanted.get(trial, 0), more)
+    return wanted
+
+
+def on_a_gpu(settings):
+    """Whether the run's arrays lived on a GPU (--device torch:cuda, torch:mps, cupy:cuda)."""
+    return str((settings or {}).get("device") or "").split(":")[-1] in ("cuda", "mps")
+
+
+def rule_of(c, found, roofs, settings, busy):
+    """(this machine's figure in words, the claim's rule, '') or, where it cannot be judged at
+    all, ('' or the figure, None, why)."""
+    other = [f"--{k} {v}" for k, v in c.needs
+             if settings is not None and settings.get(k) not in (v, [v])]
+    if other:
+        return "", None, "the post measured it with " + " ".join(other)
+    try:
+        here, rule = c.judge(found, roofs)
+    except Missing as e:  # a figure truly absent; any other error is a bug, and raises
+        return "", None, f"not measured here ({e})"
+    if c.measured and busy:
+        return here, None, f"busy: {'; '.join(busy)}"
+    return here, rule, ""
+
+
+def verdict_of(c, here, done, found, roofs):
+    """(figure in words, verdict, why, tested) of a resolved rule: tested, where a measured
+    figure decided it, says that figure with its interval and the edge; cannot tell says how
+    close it came and what would settle it; does not hold says which way, and why from the
+    check and breakdown tables."""
+    tested = done.shown() if done.test is not None and done.test.figure.measured else ""
+    if done.verdict is None:
+        return here, UNKNOWN, done.why() if done.test is not None else "cannot be judged", tested
+    if done.verdict:
+        return here, HOLDS, "", tested
+    way = done.verdict.way if isinstance(done.verdict, Fails) else ""
+    because = (c.explain(found, roofs) if c.explain else "") or "; ".join(
+        filter(None, (reason(found, *row) for row in c.rows))) or c.why
+    return (here, FAILS, "; ".join(filter(None, (way, because))) or "outside the rule's range",
+            tested)
+
+
+SHARE = 0.2  # a part named in a why holds at least this share of the row's excess
+
+
+def reason(found, experiment, keys):
+    """Why a row is far from what the post saw, as the check and breakdown tables say: its
+    distance from its limit, and each part that holds SHARE or more of the excess, in ms. The
+    row is found by its keys ({"prompt": 256}; a key of None: one the row does not have)."""
+    try:
+        ratio = value(found, "check", "x limit", experiment=experiment, **keys)
+        excess = {p: value(found, "breakdown", f"excess: {p}", experiment=experiment, **keys)
+                  for p in EXCESS}
+    except Missing:
+        return ""
+    total = sum(excess.values())
+    named_parts = sorted((p for p in EXCESS if total and excess[p] >= SHARE * total),
+                         key=excess.get, reverse=True)
+    row = label({k: v for k, v in keys.items() if v is not None})
+    return (f"{experiment}{' ' + row if row else ''}: {ratio:.2f}x its limit, {total:.1f} ms "
+            f"over it: " + ", ".join(f"{p} +{excess[p]:.1f}" for p in named_parts) + " ms")
+
+
+def at_the_limits(limit_found, roofs, scripts, settings):
+    """{claim's words: (this machine's figure at its limits, the verdict there)}: the claims
+    judged on the rows a perfect implementation would show on this machine (every trip at its
+    limit on the speeds measured in this run). Empty where the run has no such rows."""
+    if not limit_found:
+        return {}
+    plain = None if settings is None else {k: v for k, v in settings.items() if k != "predict"}
+    return {c.says: (here, verdict) for c, here, verdict, *_ in verdicts(
+        limit_found, roofs, scripts, plain) if here}  # a claim with no rows at the limits: none
+
+
+def both(found, roofs, scripts, settings, busy=(), limit_found=()):
+    """[(claim, figure, verdict, why, (figure, verdict) at this machine's limits or None,
+    tested)]: the claims judged as measured and, where limit_found holds the rows at their
+    limits, as a perfect implementation would show them here; a failed claim's why says which of
+    the two is why."""
+    bounds = [r for r in found if r["experiment"] == "check"]  # the accounting's, at any speed
+    limits = at_the_limits(limit_found and [*limit_found, *bounds], roofs, scripts, settings)
+    return [(c, here, verdict, why_at(c, verdict, why, limits.get(c.says)), limits.get(c.says),
+             tested) for c, here, verdict, why, tested in verdicts(found, roofs, scripts,
+                                                                    settings, busy)]
+
+
+def why_at(c, verdict, why, at):
+    """A failed claim's why, saying first whether the machine's limits or the code are why (not
+    where the claim holds at the limits by how a limit is made: that tells neither)."""
+    if verdict != FAILS or not at or c.construction:
+        return why
+    way, _, because = why.partition("; ")
+    return "; ".join(filter(None, [way, "it fails at this machine's limits too: the machine, not "
+                                        "the code" if at[1] == FAILS else
+                                   "it holds at this machine's limits: the suite's distance "
+                                   "from them is why", because]))

@@ -1,0 +1,81 @@
+"""The claims sheet: each claim as judged, the post's words, figure and this machine's, the
+figure its verdict rests on with its interval, the verdict as measured and at this machine's
+limits; led by how busy or disturbed the run was."""
+from harness import stopping
+from harness.judging import intervals
+from harness.judging.judge import both
+from harness.judging.rules import HOLDS, UNKNOWN
+from harness.keeping.records import Layout, col, disturbance
+from harness.showing.printers import Sheet
+
+
+BUSY = ("the machine was busy while this ran ({}): no timing can back a verdict; rerun on a "
+        "quiet machine, with more --runs, or with fewer --threads")
+
+
+def banner(found, busy=()):
+    """The claims sheet's first lines: how busy or disturbed the run was as a whole, and what to
+    do about it; none for a quiet run."""
+    lines = ["BUSY: " + BUSY.format("; ".join(busy))] if busy else []
+    d = disturbance(found)
+    if d["disturbed"]:
+        lines.append(f"DISTURBED: other work took up to {d['others']:.0%} of the cores while "
+                     f"{d['disturbed']} of {d['figures']} rows were measured, even measured "
+                     f"again; the claims that rest on them read '{UNKNOWN}'. Rerun when the "
+                     f"machine is quieter (close what else runs), or with more --runs")
+    elif d["again"]:
+        lines.append(f"(quiet enough: {d['again']} runs disturbed by other work were measured "
+                     f"again)")
+    return lines
+
+
+def sheet(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
+    """The claims sheet of these scripts' figures, run with args; in the plain layout each claim
+    as judged, then the post's words, figure and this machine's, with the verdict as measured
+    and, where limit_found holds the run's rows at their limits, the verdict a perfect
+    implementation would get on this machine. A quick run's small sizes are not the post's: its
+    claims are not judged."""
+    if args.quick:
+        return Sheet(Layout("claims", COLUMNS, title="The post's claims"), rows=[],
+                     text="(a quick run: the post's claims are judged on a full run, with the "
+                          "post's sizes)")
+    found, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
+    if stopped:
+        lines.append(f"STOPPED: {stopping.STOPS.get(stopped, 'stopped')} while adding rounds for "
+                     f"the claims that could not be told yet; the claims are judged on the "
+                     f"rounds measured before")
+    predicted = getattr(args, "predict", None)
+    rows = [dict(zip(FIELDS, [verdict, c.rule, c.says, c.post, here, tested, limited(at, c),
+                              why]))
+            for c, here, verdict, why, at, tested in found]
+    w = max([16, *(len(f[2]) for f in found)])
+    text = "\n".join(lines + [
+        f"{verdict:<{w}} {c.rule}\n{'':{w + 1}}the post: \"{c.says}\" ({c.post}); here "
+        f"{here or '-'}" + (f" (at the limits {limited(at, c)})" if at else "")
+        + (f"\n{'':{w + 1}}tested: {tested}" if tested and not why else "")
+        + (f"\n{'':{w + 1}}why: {why}" if why else "")
+        for c, here, verdict, why, at, tested in found])
+    title = (f"The post's claims about a GPU, predicted for {predicted[0]}" if predicted
+             else "The post's claims on this machine")
+    return Sheet(Layout("claims", COLUMNS, title=title), rows=rows,
+                 text=text if args.tablefmt == "plain" else None,
+                 note="\n".join(lines) if args.tablefmt != "plain" else "",
+                 settings="each verdict by the rule given, on its limits: a real engine reaches "
+                          "some fraction of them" if predicted else
+                 f"each claim as judged, then the post's words; each measured figure with its "
+                 f"interval from the run's rounds, at a level that keeps the chance of any wrong "
+                 f"firm verdict under {intervals.FAMILY:.0%}")
+
+
+def limited(at, c=None):
+    """A claim at this machine's limits, in words: '6.4x: holds', '100%: holds by construction'."""
+    if not at:
+        return ""
+    return f"{at[0]}: {at[1]}" + (" by construction" if c is not None and c.construction
+                                  and at[1] == HOLDS else "")
+
+
+FIELDS = ("verdict", "judged", "the post says", "post", "here", "tested", "at the limits", "why")
+
+
+COLUMNS = [col(f, f, "", "s") for f in FIELDS]
