@@ -139,7 +139,8 @@ def experiment(args, facts):
     yield ""
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield claims_sheet.sheet(found, None, ("machine_speed",), args, facts["busy"], stopped=done.stopped)
+    yield claims_sheet.sheet(found, None, ("machine_speed",), args, facts["busy"],
+                             stopped=done.stopped)
 
 
 def build_parser():
