@@ -17,7 +17,7 @@ import numpy as np
 from harness.measuring import bench as b, pool, rounds, timing
 from harness import flags, runner
 from harness.judging import judge
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring.devices import NUMPY, device
 from harness.measuring.kernels import Paths
@@ -160,7 +160,7 @@ def experiment(args, facts):
                                f"the question are negative"), "")
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield claims_sheet.sheet(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
+    yield sheets.claims(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
 
 
 def figures(args, done, diffs):

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness import flags, runner
 from harness.judging import judge
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring import rounds
 from harness.measuring.devices import NUMPY, device
@@ -139,7 +139,7 @@ def experiment(args, facts):
     yield ""
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield claims_sheet.sheet(found, None, ("machine_speed",), args, facts["busy"],
+    yield sheets.claims(found, None, ("machine_speed",), args, facts["busy"],
                              stopped=done.stopped)
 
 

@@ -21,7 +21,7 @@ from harness.measuring import bench as b, devices, pool, rounds, speeds, timing,
 from harness import flags, runner
 from harness.judging import check
 from harness.judging import judge
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records
 from harness.predicting import plans, predict, presets
 from harness.showing import pictures, printers
@@ -545,7 +545,7 @@ def printed(cfg, args, facts, planned, made, done):
         yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
     settings = found[0]["settings"] if found else records.settings_of(args)
     if made.held:
-        yield from printers.spaced(check.held_sheets(found, made.held, held_to, plans.words(
+        yield from printers.spaced(sheets.held(found, made.held, held_to, plans.words(
             cfg, args.threads), done.processes))
         if judge.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
             turned = turning_here(cfg, args, held_to, settings)
@@ -557,11 +557,11 @@ def printed(cfg, args, facts, planned, made, done):
         if preset:
             checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
             found += records.from_rows(check.datasheet_figures(cfg, checked, preset), settings)
-            yield from printers.spaced(check.datasheet_sheets(found, checked, preset))
+            yield from printers.spaced(sheets.datasheet(found, checked, preset))
         yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
                     Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
-    yield claims_sheet.sheet(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
+    yield sheets.claims(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
                        stopped=done.stopped)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in

@@ -81,6 +81,7 @@ def run(script, args, body, headline=None):
         note(f"error: {e}: nothing saved, earlier results untouched")
         return 1
     except (stopping.Stopped, KeyboardInterrupt) as e:
+        stopping.stopped()
         signum = getattr(e, "signum", signal.SIGINT)
         note(f"{stopping.STOPS[signum]}: {stopping.outcome()}")
         return 128 + signum
@@ -117,7 +118,9 @@ def each_thread_count(args, body, busy, out, headline):
             out.settings.setdefault("threads_used", []).append(n)
             block = argparse.Namespace(**{**vars(args), "threads": n})
             for item in body(block, facts):
+                stopping.check()
                 out.take(item, f" @{n}" if out.sweep else "")
+            stopping.check()
     return facts
 
 

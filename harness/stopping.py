@@ -11,7 +11,8 @@ STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated",
 #   closed: a stop like the others, never a save cut short
 NOTHING_SAVED = "nothing saved, earlier results untouched"
 SAVED = "the results were saved just before"
-_now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None}  # the process's one state
+_now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None, "pending": None}
+#       the process's one state; pending: a signal whose Stopped has not reached the run yet
 
 
 class Stopped(BaseException):
@@ -43,13 +44,27 @@ def _unwind(signum, frame):
     if _now["held"] is not None:
         _now["held"].append(signum)
     elif not _now["stopping"]:
-        _now["stopping"] = True
+        _now["stopping"], _now["pending"] = True, signum
         raise Stopped(signum)
+
+
+def check():
+    """Raise the Stopped of a signal that came, where it did not reach the run: Python runs a
+    signal's handler wherever the main thread is, and a Stopped raised inside a finalizer or a
+    library's callback is lost there ('Exception ignored in ...'). A run measuring calls this
+    between its visits."""
+    if _now["pending"] is not None:
+        raise Stopped(_now["pending"])
+
+
+def stopped():
+    """The run has unwound from the signal: nothing pending."""
+    _now["pending"] = None
 
 
 def begin():
     """A new run: nothing saved yet, no signal yet."""
-    _now.update(outcome=NOTHING_SAVED, stopping=False, held=None)
+    _now.update(outcome=NOTHING_SAVED, stopping=False, held=None, pending=None)
 
 
 def outcome():

@@ -5,7 +5,7 @@ import pytest
 
 from harness.judging import check
 from harness.keeping import records, results, schema
-from harness.showing import printers
+from harness.showing import printers, sheets
 from harness.predicting.plans import Outcome, Row
 from harness.measuring.speeds import Speeds
 from harness.measuring.timing import Timing
@@ -37,7 +37,7 @@ def printed(rows, which=0, words="", runs=3):
     """The check sheet (which=0) or the breakdown (1) of held rows, rendered from their records
     as a run makes them, its figures by name, and its printed lines."""
     found = records.from_rows(check.held_figures(rows), {})
-    sheet = check.held_sheets(found, rows, ROOFS, words, runs)[which]
+    sheet = sheets.held(found, rows, ROOFS, words, runs)[which]
     figures = {r["figure"]: r["value"] for r in sheet.records}
     return sheet, figures, printers.render(sheet).splitlines()
 

@@ -12,7 +12,7 @@ import pytest
 from harness.judging import check, claims
 from harness.judging import rules
 from harness.judging import judge
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records, schema
 from harness.showing import report
 from conftest import ROOT, made, reported
@@ -212,7 +212,7 @@ def test_each_claim_is_judged_as_measured_and_at_this_machines_limits():
                                                          31.4))}[forklift]
     assert said == rules.FAILS and at[1] == rules.HOLDS and why.startswith("not above 80%")
     forklift_claim = next(c for c in claims.CLAIMS if c.says == forklift)
-    assert claims_sheet.limited(at, forklift_claim).endswith("holds by construction")
+    assert sheets.limited(at, forklift_claim).endswith("holds by construction")
 
 
 def test_a_claim_measured_with_other_settings_or_within_the_noise_cannot_be_told():
@@ -296,7 +296,7 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
         else:  # the accounting alone: the same on any machine, busy or not
             assert said == rules.HOLDS, c.says
     args = argparse.Namespace(quick=False, tablefmt="plain", model="small", notes=512)
-    text = claims_sheet.sheet(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
+    text = sheets.claims(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
     assert text.splitlines()[0].startswith("BUSY: the machine was busy while this ran (1.9 of")
     assert "rerun on a quiet machine, with more --runs, or with fewer --threads" in text
     said = [line for line in text.splitlines()[1:] if not line.startswith(" ")]

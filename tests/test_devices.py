@@ -140,6 +140,7 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
     from harness.keeping import records
     from harness.measuring import timing
     from harness.predicting import plans, presets
+    from harness.showing import sheets
     card = {"device": "torch:cuda", "name": "NVIDIA GeForce RTX 4090", "library": "torch 0"}
     preset = presets.preset_of(card)
     assert preset.name == "rtx-4090" and preset.dtype == "float32"
@@ -156,7 +157,7 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
     ratio = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "x datasheet"}
     assert ratio["decode"] == pytest.approx(30 / (model.bytes_read(cfg, [(512, 1)] * 4)
                                                   / 1008e9 * 1e3))
-    text = check.datasheet_sheets(found, checked, preset)[0]
+    text = sheets.datasheet(found, checked, preset)[0]
     assert "what --predict rtx-4090:float32 says" in text.settings
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.judging import rules
 from harness.judging import judge
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring import host, timing
 from harness.keeping.records import Measured, col, timed
@@ -189,7 +189,7 @@ def test_a_run_says_how_disturbed_it_was_on_its_machine_line_and_claims_sheet():
     found = with_figure(the_posts_figures(), "decode", "step", {"users": 1},
                         samples=[37.0, 37.5, 38.0], runs=3, others=0.4, disturbed=True)
     assert records.disturbance(found)["disturbed"] == 1
-    assert claims_sheet.banner(found)[0].startswith("DISTURBED: other work took up to 40% of the "
+    assert sheets.banner(found)[0].startswith("DISTURBED: other work took up to 40% of the "
                                               "cores while 1 of ")
 
 

@@ -14,12 +14,12 @@ from harness.judging import judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
 from harness.predicting import plans, predict
-from harness.showing import claims_sheet, pictures
+from harness.showing import pictures, sheets
 from harness.keeping.records import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, check, claims_sheet, predict, plans)
+SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans)
 
 
 def renamed(monkeypatch):

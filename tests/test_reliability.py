@@ -409,3 +409,18 @@ def test_importing_a_script_changes_no_signal_handler_and_no_umask():
             "print('untouched')\n")
     r = python(code)
     assert r.returncode == 0 and r.stdout == "untouched\n", r.stderr
+
+
+def test_a_signal_lost_on_its_way_still_stops_the_run_at_the_next_visit():
+    from harness import stopping
+    from harness.measuring import rounds
+    stopping.begin()
+    with stopping.stoppable():
+        with pytest.raises(stopping.Stopped):
+            try:  # a Stopped raised where a finalizer swallows it ('Exception ignored in')
+                stopping._unwind(signal.SIGTERM, None)
+            except stopping.Stopped:
+                pass
+            rounds.visit(rounds.Trial("t", [lambda: None]), watch=lambda: (lambda: None))
+    stopping.stopped()
+    stopping.begin()

@@ -3,8 +3,6 @@ against its limit) and the breakdown (where each row's time goes, and whose the 
 import dataclasses
 
 import model
-from harness.measuring import bench
-from harness.showing.printers import sheet
 from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
 from harness.terminal import plural, warn
 
@@ -119,26 +117,6 @@ def held_figures(held):
     return [(CHECK, check), (BREAKDOWN, parts)]
 
 
-def held_sheets(found, held, roofs, words, runs):
-    """The check sheet (each row's measured time against its limit, and which limit binds) and
-    the breakdown (each part's milliseconds, the tables against the same products alone,
-    attention against its own limit, and whose excess is largest), from their records; each
-    row named as its experiment's sheet names it. words: the model and threads."""
-    labels = {tuple({"experiment": h.experiment, **h.keys}.items()): h.label for h in held}
-    return [sheet(CHECK, found, settings=words, labels=labels,
-                  note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
-                       f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
-            sheet(BREAKDOWN, found, settings=words, labels=labels,
-                  note=f"(each row's trip recorded part by part once in each of {runs} "
-                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: "
-                       f"the middle of each part; one call: the trip's table products, one BLAS "
-                       f"call each on the BLAS's own threads, outside the model, best of "
-                       f"{bench.ALONE_RUNS}; "
-                       f"x one call: the tables' time against it, under 1 where the suite's path "
-                       f"beats the library's; attention x limit: attention's against its limit, "
-                       f"where it is {SLIVER:.0%} of the trip or more)")]
-
-
 HELD_KEYS = [col("experiment", "experiment", "", "s", key=True),
              col(ROW, "row", "", "s", key=True)]  # a held row: its experiment, its name there
 CHECK = Layout("check", [*HELD_KEYS, col("measured", "measured ms", "ms", ".1f"),
@@ -161,8 +139,6 @@ BREAKDOWN = Layout("breakdown", [*HELD_KEYS, col("trip", "trip ms", "ms", ".1f",
                                        ".1f") for part in EXCESS))
 
 
-
-
 # ---- a GPU run against its datasheet: each row against the limits its preset's published speeds
 # set (what --predict of that preset says), beside the check against the speeds measured here
 
@@ -181,19 +157,6 @@ def datasheet_figures(cfg, checked, preset):
                      "datasheet": limit_s * 1e3, "bound by": bound,
                      "x datasheet": timed(t.seconds / limit_s, t)})
     return [(DATASHEET, rows)]
-
-
-def datasheet_sheets(found, checked, preset):
-    """The datasheet sheet, from its records, each row named as its experiment's sheet names it."""
-    labels = {tuple({"experiment": name, **r.row.keys}.items()): r.row.label
-              for name, r in checked}
-    return [sheet(DATASHEET, found, labels=labels,
-                  settings=f"{preset.title}'s published speeds: what --predict {preset.name}"
-                           f":float32 says",
-                  note=f"(datasheet = max(bytes / {preset.roofs.bytes_per_s / 1e9:,.0f} GB/s, "
-                       f"FLOPs / {preset.roofs.flops_per_s / 1e9:,.0f} GFLOP/s); x datasheet: how "
-                       f"far this device falls short of its datasheet's limit; sources: "
-                       f"{preset.roofs.source})")]
 
 
 DATASHEET = Layout("datasheet", [*HELD_KEYS, col("measured", "measured ms", "ms", ".2f"),

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from harness import stopping
 from harness.measuring import host, timing
 from harness.terminal import clock, hushed, note, plural, progress
 
@@ -59,7 +60,9 @@ class Trial:
 
 def visit(trial, watch=host.watch, clock_=time.perf_counter):
     """One visit: setup, then each step timed. -> ([seconds per call of each step], the share of
-    the cores other work took meanwhile, or None where the OS does not say)"""
+    the cores other work took meanwhile, or None where the OS does not say). A signal that came
+    before it and was lost on its way stops the run here (stopping.check)."""
+    stopping.check()
     if trial.setup is not None:
         trial.setup()
     done, seconds = watch(), []
@@ -314,7 +317,6 @@ def added(job, done, names, worker, here, processes, budget_s, start, needed):
     worker, as many as needed (at most) that fit in what is left of the time budget: -> the
     rounds added (0: none fit). Ctrl-C or SIGTERM meanwhile stops them; what was measured before
     is kept, and done.stopped says so."""
-    from harness import stopping
     left = budget_s - (time.monotonic() - start)
     one = sum(done.visit_s(n) for n in names if n in done.visits)
     fits = int((left - estimate(done, names, 0)) / one) if one > 0 else 0
@@ -330,6 +332,7 @@ def added(job, done, names, worker, here, processes, budget_s, start, needed):
     try:
         done.take(worker(part) if processes > 1 else here(part))
     except stopping.Stopped as e:
+        stopping.stopped()
         done.stopped = e.signum
         return 0
     return more

@@ -13,7 +13,7 @@ import functools
 import re
 
 import model
-from harness.showing import claims_sheet
+from harness.showing import sheets
 from harness.keeping import records
 from harness.predicting import plans
 from harness.showing import pictures
@@ -405,17 +405,17 @@ def items(args, experiments):
     yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
                                                              experiments)])
     found = []
-    for made, sheets in plans.predict(cfg, experiments.values(), argparse.Namespace(
+    for made, printed in plans.predict(cfg, experiments.values(), argparse.Namespace(
             **{**vars(args), "threads": None}), first_roofs, settings, aimed[0].memory):
         found += made
-        yield from spaced(sheets)
+        yield from spaced(printed)
     more = [grid_sheet(cfg, aimed[0], settings),
             turning_sheet(base, aimed, args, settings)]
     found += [r for sheet in more for r in sheet.records]
     yield from spaced(more)
     drawn = roofline(base, aimed, experiments, args)
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
-    yield claims_sheet.sheet(found, None, ("two_phases",), args)
+    yield sheets.claims(found, None, ("two_phases",), args)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in pictures.files(
             found, drawn, f"{cfg} on {aimed[0].title}" + (

@@ -1,12 +1,16 @@
-"""The claims sheet: each claim as judged, the post's words, figure and this machine's, the
-figure its verdict rests on with its interval, the verdict as measured and at this machine's
-limits; led by how busy or disturbed the run was."""
+"""The sheets the suite prints beyond each experiment's own: the check (every row against its
+limit), the breakdown (where each row's time goes), the datasheet (a GPU against its published
+limits) and the claims (each as judged, the post's words, figure and this machine's, the figure
+its verdict rests on with its interval, the verdict as measured and at this machine's limits,
+led by how busy or disturbed the run was)."""
 from harness import stopping
 from harness.judging import intervals
 from harness.judging.judge import both
 from harness.judging.rules import HOLDS, UNKNOWN
 from harness.keeping.records import Layout, col, disturbance
-from harness.showing.printers import Sheet
+from harness.judging.check import BREAKDOWN, CHECK, DATASHEET, SLIVER
+from harness.measuring import bench
+from harness.showing.printers import Sheet, sheet
 
 
 BUSY = ("the machine was busy while this ran ({}): no timing can back a verdict; rerun on a "
@@ -29,7 +33,7 @@ def banner(found, busy=()):
     return lines
 
 
-def sheet(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
+def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
     """The claims sheet of these scripts' figures, run with args; in the plain layout each claim
     as judged, then the post's words, figure and this machine's, with the verdict as measured
     and, where limit_found holds the run's rows at their limits, the verdict a perfect
@@ -79,3 +83,39 @@ FIELDS = ("verdict", "judged", "the post says", "post", "here", "tested", "at th
 
 
 COLUMNS = [col(f, f, "", "s") for f in FIELDS]
+
+
+# ---- the check, the breakdown and the datasheet
+
+
+def held(found, held, roofs, words, runs):
+    """The check sheet (each row's measured time against its limit, and which limit binds) and
+    the breakdown (each part's milliseconds, the tables against the same products alone,
+    attention against its own limit, and whose excess is largest), from their records; each
+    row named as its experiment's sheet names it. words: the model and threads."""
+    labels = {tuple({"experiment": h.experiment, **h.keys}.items()): h.label for h in held}
+    return [sheet(CHECK, found, settings=words, labels=labels,
+                  note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
+                       f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
+            sheet(BREAKDOWN, found, settings=words, labels=labels,
+                  note=f"(each row's trip recorded part by part once in each of {runs} "
+                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: "
+                       f"the middle of each part; one call: the trip's table products, one BLAS "
+                       f"call each on the BLAS's own threads, outside the model, best of "
+                       f"{bench.ALONE_RUNS}; "
+                       f"x one call: the tables' time against it, under 1 where the suite's path "
+                       f"beats the library's; attention x limit: attention's against its limit, "
+                       f"where it is {SLIVER:.0%} of the trip or more)")]
+
+
+def datasheet(found, checked, preset):
+    """The datasheet sheet, from its records, each row named as its experiment's sheet names it."""
+    labels = {tuple({"experiment": name, **r.row.keys}.items()): r.row.label
+              for name, r in checked}
+    return [sheet(DATASHEET, found, labels=labels,
+                  settings=f"{preset.title}'s published speeds: what --predict {preset.name}"
+                           f":float32 says",
+                  note=f"(datasheet = max(bytes / {preset.roofs.bytes_per_s / 1e9:,.0f} GB/s, "
+                       f"FLOPs / {preset.roofs.flops_per_s / 1e9:,.0f} GFLOP/s); x datasheet: how "
+                       f"far this device falls short of its datasheet's limit; sources: "
+                       f"{preset.roofs.source})")]
