@@ -10,18 +10,17 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import math
 import time
 
-import numpy as np
-
 from harness import flags, runner
 from harness.judging import judge
 from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring import rounds
-from harness.measuring.devices import NUMPY, device
+from harness.measuring.devices import device
 from harness.showing.printers import Saved, sheet
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import PROCESSES, Trial
-from harness.measuring.speeds import MATMUL, QUICK, SIZE, memory_bytes, tokens_a_trip_needs
+from harness.measuring.speeds import (MATMUL, QUICK, SIZE, forklift, memory_bytes,
+                                      tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
 from harness.terminal import plural, warn
 from model import BYTES
@@ -31,27 +30,9 @@ BUDGET_S = 15  # seconds the measuring may take with the rounds added for undeci
 
 
 # ---------------------------------------------------------------------------------------------
-# the post's two measurements (two_phases.py measures the machine with these same two); the
-# post's `sec = best_of(...)` is the best of every round that visits them
-
-
-def forklift(size=SIZE, on=NUMPY):
-    """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
-    Every number is used once, for just 2 FLOPs, so this is almost pure fetching.
-    -> (the product to time, the bytes it reads)"""
-    big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
-    one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
-    return on.synced(lambda: big @ one), size * size * BYTES
-
-
-def workbench(n=MATMUL, on=NUMPY):
-    """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
-    this is almost pure math: n*n outputs, each n multiplies and n adds.
-    -> (the product to time, its FLOPs)"""
-    rng = np.random.default_rng(0)
-    a = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
-    b = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
-    return on.synced(lambda: a @ b), 2 * n ** 3
+# the post's two measurements, forklift() and workbench() (harness/measuring/speeds.py, where
+# two_phases.py takes them too): `big @ one` on a 400 MB table and `a @ b` on two 2048 x 2048,
+# the post's `sec = best_of(...)` the best of every round that visits them
 
 
 TRIALS = ("forklift", "workbench")

@@ -32,7 +32,6 @@ from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import Trial
 from harness.judging.rules import FREEZE
 from harness.terminal import note, plural, progress
-import machine_speed  # the post measured the machine's two limits with it: so does this run
 import model
 
 PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
@@ -395,8 +394,8 @@ def speed_trials(args, on):
     if flags.given_speeds(args):
         return []
     size = speeds.sizes(args.quick)
-    return [Trial(SPEED_TRIALS[0], [machine_speed.forklift(size["size"], on)[0]], group=0),
-            Trial(SPEED_TRIALS[1], [machine_speed.workbench(size["matmul"], on)[0]], group=0)]
+    return [Trial(SPEED_TRIALS[0], [speeds.forklift(size["size"], on)[0]], group=0),
+            Trial(SPEED_TRIALS[1], [speeds.workbench(size["matmul"], on)[0]], group=0)]
     #       the BLAS's own threads: visited with the one-token trips
 
 

@@ -3,7 +3,10 @@ run holds its timings to them or predicts with them; machine_speed.py measures t
 import dataclasses
 import math
 
+import numpy as np
+
 import model
+from harness.measuring import devices
 from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
@@ -72,3 +75,26 @@ def roofs_memory_bytes(quick=False):
 def tokens_a_trip_needs(balance):
     """Tokens that share one fetch of the tables before the math, not the fetching, is slower."""
     return balance * BYTES / FLOPS_PER_NUMBER
+
+
+# ---- the post's two measurements (machine_speed.py's, and two_phases.py's in every round); the
+# post's `sec = best_of(...)` is the best of every round that visits them
+
+
+def forklift(size=SIZE, on=devices.NUMPY):
+    """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
+    Every number is used once, for just 2 FLOPs, so this is almost pure fetching.
+    -> (the product to time, the bytes it reads)"""
+    big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
+    one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
+    return on.synced(lambda: big @ one), size * size * BYTES
+
+
+def workbench(n=MATMUL, on=devices.NUMPY):
+    """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
+    this is almost pure math: n*n outputs, each n multiplies and n adds.
+    -> (the product to time, its FLOPs)"""
+    rng = np.random.default_rng(0)
+    a = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
+    b = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
+    return on.synced(lambda: a @ b), 2 * n ** 3
