@@ -19,7 +19,7 @@ from harness import flags, runner
 from harness.judging import judge
 from harness.showing import sheets
 from harness.keeping import records
-from harness.measuring.devices import NUMPY, device
+from harness.measuring.devices import NUMPY
 from harness.measuring.kernels import Paths
 from harness.showing.printers import ROW, Saved, format_table, sheet
 from harness.keeping.records import KEYS, Layout, Measured, col, ms
@@ -96,7 +96,7 @@ def measure_here(args, job):
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
     process)."""
-    began, on = time.perf_counter(), device(args.device)
+    began, on = time.perf_counter(), args.on
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
               for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
     bench, more = None, {}
@@ -132,7 +132,7 @@ def in_the_model(args, on):
 def experiment(args, facts):
     """Each case raced in rounds into records; the post's lines, the bug in the model and the
     claims, each from them."""
-    on, width = device(args.device), mlp(args.model)
+    on, width = args.on, mlp(args.model)
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
@@ -238,7 +238,7 @@ def parse_args(argv=None):
     tables = model.table_numbers(model.SIZES[args.model]) * model.BYTES if args.in_model else 0
     flags.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES + tables,
                     f"--tokens {args.tokens} with --model {args.model}", "--tokens or --model")
-    return args
+    return flags.settled(args)
 
 
 def main(argv=None):

@@ -15,7 +15,6 @@ from harness.judging import judge
 from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring import rounds
-from harness.measuring.devices import device
 from harness.showing.printers import Saved, sheet
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import PROCESSES, Trial
@@ -40,7 +39,7 @@ TRIALS = ("forklift", "workbench")
 
 def measure_here(args, job):
     """A worker's part of the rounds: both products made, then visited in the job's rounds."""
-    began, on = time.perf_counter(), device(args.device)
+    began, on = time.perf_counter(), args.on
     (fork, _), (bench, _) = forklift(args.size, on), workbench(args.matmul, on)
     setup_s = time.perf_counter() - began
     return {**rounds.run([Trial(TRIALS[0], [fork]), Trial(TRIALS[1], [bench])], job),
@@ -140,7 +139,7 @@ def parse_args(argv=None):
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     flags.need_memory(p, memory_bytes(args.size, args.matmul),
                     f"--size {args.size} with --matmul {args.matmul}", biggest)
-    return args
+    return flags.settled(args)
 
 
 def main(argv=None):

@@ -17,7 +17,7 @@ import argparse
 import dataclasses
 import time
 
-from harness.measuring import bench as b, devices, pool, rounds, speeds, timing, tuning
+from harness.measuring import bench as b, pool, rounds, speeds, timing, tuning
 from harness import flags, runner
 from harness.judging import check
 from harness.judging import judge
@@ -406,7 +406,7 @@ def measure_here(args, job):
     """A worker's part of the rounds, in this process: the model's tables (random weights), the
     paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
     (where asked) the table products alone. -> the result rounds.run() and the job describe"""
-    began, cfg, on = time.perf_counter(), model.SIZES[args.model], devices.device(args.device)
+    began, cfg, on = time.perf_counter(), model.SIZES[args.model], args.on
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
@@ -528,11 +528,11 @@ def assessed(cfg, args, planned, rows, done):
 def printed(cfg, args, facts, planned, made, done):
     """What the run prints and keeps, from what it made."""
     found, held_to = made.found, made.held_to
-    if done.paths and devices.device(args.device).numpy:
+    if done.paths and args.on.numpy:
         chosen = {**(done.chosen or {}), **done.paths}
         yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
-    elif not devices.device(args.device).numpy:  # the library's own products on its device
-        yield f"paths: {devices.device(args.device).name}'s own products, one call each"
+    elif not args.on.numpy:  # the library's own products on its device
+        yield f"paths: {args.on.name}'s own products, one call each"
     yield Saved("rounds", {"rounds": done.rounds, "processes": done.processes,
                            "visit_s": {n: done.visit_s(n) for n in done.visits}})
     if done.stopped:
@@ -656,10 +656,10 @@ def parse_args(argv=None):
         p.error("argument --notes: a measured run's typers have read a question, at least 1 "
                 "note each; an empty notebook is for --predict")
     if predict.check_flags(p, args, {n: EXPERIMENTS[n] for n in args.experiments}):
-        return args  # a prediction: nothing is built, nothing to fit in memory
+        return flags.settled(args)  # a prediction: nothing is built, nothing to fit in memory
     flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
                     "--model, --users, --prompts, --notes, --depths, --typers or --chunk")
-    return args
+    return flags.settled(args)
 
 
 def main(argv=None):

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import sys
+import types
 
 from harness.keeping import exports, results, schema
 from harness.measuring.kernels import ATTENTION
@@ -183,6 +184,28 @@ def parser(doc, runs, prog, budget=None):
                    help="results subfolder; default: a slug of the CPU model and core count")
     g.add_argument("--no-save", action="store_true", help="print the tables, save nothing")
     return p
+
+
+class Settings(types.SimpleNamespace):
+    """A run's flags, made once from the command line (settled()) and frozen: each flag by its
+    name, and `on`, the Device --device names, made once (its library imported once). A block
+    of a thread sweep is replace(threads=n)."""
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"the run's settings are made once: {name} stays as parsed")
+
+    __delattr__ = __setattr__
+
+    def replace(self, **changes):
+        """The same settings with these changed (the Device kept)."""
+        return Settings(**{**vars(self), **changes})
+
+
+def settled(args):
+    """A script's flags, once checked, as its Settings (a Settings stays as it is)."""
+    if isinstance(args, Settings):
+        return args
+    return Settings(**vars(args), on=devices.device(getattr(args, "device", "numpy")))
 
 
 _UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given

@@ -5,7 +5,6 @@ keeps: a Sheet (its records, saved, and the table rendered from them), a str (a 
 kept in the .txt), a Saved (kept in the JSON) or a Picture (a file beside the result). The run
 loop alone prints and saves; nothing it is handed is changed or handed back.
 """
-import argparse
 import contextlib
 import json
 import os
@@ -16,16 +15,17 @@ import time
 
 from harness import stopping
 from harness.keeping import exports, records, results, schema
-from harness.measuring import devices, host, rounds
+from harness.measuring import host, rounds
 from harness.showing import pictures, report
+from harness import flags
 from harness.flags import folder_of
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 from harness.keeping.results import ROOT
 from harness.measuring.speeds import Speeds
 from harness.terminal import kept, note, plain_streams, plural, show, steps
 
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv",
-           "worker")  # about the run, not the result
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
+           "on")  # about the run, not the result
 
 
 def run(script, args, body, headline=None):
@@ -35,6 +35,7 @@ def run(script, args, body, headline=None):
     exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
     or SIGTERM (143), with nothing saved and earlier results untouched."""
     plain_streams()
+    args = flags.settled(args)
     stopping.begin()
     steps(())  # a run counts its own steps, if any
     start, out = time.perf_counter(), Output(args)
@@ -109,14 +110,14 @@ def each_thread_count(args, body, busy, out, headline):
         with threadpool_limits(n) if n else contextlib.nullcontext():
             if facts is None:
                 facts = host.facts(busy, out.sweep)
-                facts["device"] = devices.device(getattr(args, "device", "numpy")).facts()
+                facts["device"] = args.on.facts()
                 out.show(headline or host.line(facts))
-            devices.device(getattr(args, "device", "numpy")).threads(n)  # PyTorch's on this CPU
+            args.on.threads(n)  # PyTorch's, on this CPU
             n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
             if out.sweep:
                 out.show(f"\n{n} {plural(n, 'thread')}:")
             out.settings.setdefault("threads_used", []).append(n)
-            block = argparse.Namespace(**{**vars(args), "threads": n})
+            block = args.replace(threads=n)
             for item in body(block, facts):
                 stopping.check()
                 out.take(item, f" @{n}" if out.sweep else "")

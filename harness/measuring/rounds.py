@@ -14,7 +14,6 @@ A job (what a worker is asked) and a result (what it says back) are plain JSON:
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
 """
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -193,10 +192,9 @@ def serve(args, measure):
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
-    from harness.measuring import devices
-    block = argparse.Namespace(**{**vars(args), "threads": job.get("threads")})
+    block = args.replace(threads=job.get("threads"))
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
-        devices.device(getattr(args, "device", "numpy")).threads(block.threads)
+        block.on.threads(block.threads)
         result = measure(block, job)
     json.dump(result, out)
     out.flush()

@@ -7,7 +7,6 @@ reaches some fraction of it.
     python two_phases.py --predict h100-sxm --dtype bfloat16
     python two_phases.py --predict h100-sxm rtx-4090:int4 post --model llama-3-8b
 """
-import argparse
 import dataclasses
 import functools
 import re
@@ -405,8 +404,8 @@ def items(args, experiments):
     yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
                                                              experiments)])
     found = []
-    for made, printed in plans.predict(cfg, experiments.values(), argparse.Namespace(
-            **{**vars(args), "threads": None}), first_roofs, settings, aimed[0].memory):
+    for made, printed in plans.predict(cfg, experiments.values(), args.replace(threads=None),
+                                       first_roofs, settings, aimed[0].memory):
         found += made
         yield from spaced(printed)
     more = [grid_sheet(cfg, aimed[0], settings),
