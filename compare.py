@@ -33,16 +33,20 @@ from harness.terminal import note, plain_streams, plural, printable, show
 
 
 def sections(machines):
-    """[(sheet, title, {figure compared: its header})] in the order the machines' runs printed
-    them: the figures are matched by name, and shown by the header their sheet gave them."""
+    """[(experiment, title, {figure compared: its header})] in the order the machines' records
+    came: the figures each record marks as compared, matched by name; shown by the title and
+    header their sheet printed them with, where it did."""
     out = {}
     for data in (found[stem] for stem in stems() for found in machines if stem in found):
-        for name, sheet in data["sheets"].items():
-            base = name.split(" @")[0]
-            compared = {c["figure"]: c.get("header") or c["figure"]
-                        for c in sheet.get("columns", []) if c.get("compared")}
-            if compared and base not in out:
-                out[base] = (base, sheet.get("title") or base, compared)
+        shown = {name.split(" @")[0]: sheet for name, sheet in data["sheets"].items()}
+        for r in data["records"]:
+            if not r.get("compared"):
+                continue
+            sheet = shown.get(r["experiment"], {})
+            headers = {c.get("figure"): c.get("header") for c in sheet.get("columns", [])}
+            _, _, compared = out.setdefault(r["experiment"], (
+                r["experiment"], sheet.get("title") or r["experiment"], {}))
+            compared.setdefault(r["figure"], headers.get(r["figure"]) or r["figure"])
     return list(out.values())
 
 
@@ -152,6 +156,17 @@ def comparison(names, machines, section, min_change):
         cell = f"{c['value']:.1f} = {c['parts']}" if c["parts"] else c["value"]
         row += [cell] if c["machine"] == names[0] else [cell, c["said"]]
     return headers, list(table.values())
+
+
+def verdicts(names, machines):
+    """The post's claims as each machine's runs judged them (their verdict records, made once
+    when each ran; a result saved before runs kept them has none): -> (headers, rows)"""
+    said = [{dict(keys).get("claim"): f["verdict"] for data in m.values()
+             for keys, f in records.rows(data["records"], "claims").items() if "verdict" in f}
+            for m in machines]
+    claims = list(dict.fromkeys(says for s in said for says in s))
+    return ["the post says", *names], [[says, *(s.get(says, "") for s in said)]
+                                       for says in claims]
 
 
 def limits(names, machines):
@@ -342,6 +357,7 @@ def main(argv=None):
               for s in sections(machines) for title in [s[1]]] if machines else []
     if len(machines) > 1:
         sheets.insert(1, ("The machines' limits, every measurement", *limits(names, machines)[:2]))
+        sheets.append(("The post's claims, machine by machine", *verdicts(names, machines)))
     sheets = [s for s in sheets if s[2]]
     if args.export:
         about = {n: describe(n, m) for n, m in zip(names, machines)}

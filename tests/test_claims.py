@@ -360,3 +360,21 @@ def test_every_rule_names_a_machine_it_would_fail_on_and_the_readme_says_it():
     for c in claims.CLAIMS:
         if not c.predicted:
             assert c.fails_on and f"| {c.says} | {c.fails_on} |" in readme, c.says
+
+
+def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_saved(tmp_path):
+    import machine_speed
+    from conftest import in_process
+    r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
+                   "--processes", "1", "--out", str(tmp_path), "--label", "box")
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "box" / "machine_speed.json"
+    data = json.loads(path.read_text())
+    said = {r["keys"]["claim"]: r for r in data["records"]
+            if r["experiment"] == "claims" and r["figure"] == "verdict"}
+    assert set(said) == {c.says for c in claims.CLAIMS if c.script == "machine_speed"}
+    first = next(iter(said.values()))
+    first["value"] = rules.FAILS  # as if the run had judged it so: the report must not judge
+    path.write_text(json.dumps(data))  # again, but say what the run said
+    text = report.markdown({"machine_speed": schema.load(str(path), "machine_speed")}, [])
+    assert f"| ❌ **does not hold** | {report.md(first['keys']['claim'], in_table=True)}" in text

@@ -444,3 +444,21 @@ def test_a_history_that_is_a_link_is_never_read_through(tmp_path):
     assert machines_read.earlier(str(box), "cube_bug", "cube_bug") == []
     shutil.copytree(elsewhere, box / "history" / "cube_bug.2026-01-02T000000")
     assert len(machines_read.earlier(str(box), "cube_bug", "cube_bug")) == 1  # a real one reads
+
+
+def test_the_posts_claims_side_by_side_as_each_run_judged_them(tmp_path):
+    import machine_speed
+    r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
+                   "--processes", "1", "--out", str(tmp_path), "--label", "a")
+    assert r.returncode == 0, r.stderr
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    data = json.loads((tmp_path / "b" / "machine_speed.json").read_text())
+    verdict = next(r for r in data["records"] if r["experiment"] == "claims"
+                   and r["figure"] == "verdict")
+    verdict["value"] = "cannot tell here"
+    (tmp_path / "b" / "machine_speed.json").write_text(json.dumps(data))
+    out = run(str(tmp_path / "a"), str(tmp_path / "b")).stdout
+    section = out.split("The post's claims, machine by machine\n")[1].splitlines()
+    assert section[0].split() == ["the", "post", "says", "a", "b"]
+    line = next(s for s in section if s.startswith(verdict["keys"]["claim"]))
+    assert line.split("  ")[-1].strip() == "cannot tell here"

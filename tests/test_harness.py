@@ -149,7 +149,7 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
     assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
-    assert data["schema_version"] == results.SCHEMA_VERSION == 6 and data["script"] == "demo"
+    assert data["schema_version"] == results.SCHEMA_VERSION == 7 and data["script"] == "demo"
     assert "tables" not in data  # the figures are records; the sheets only say how they printed
     sheet = data["sheets"]["demo"]
     assert [(c["figure"], c["header"], c["unit"], c["key"]) for c in sheet["columns"]] == [

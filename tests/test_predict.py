@@ -378,7 +378,8 @@ def test_a_gpu_with_no_precision_named_is_predicted_at_its_16_bit_rate_and_its_c
     assert "no --dtype named, so h100-sxm at bfloat16" in capsys.readouterr().err
     sheet = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
                  if getattr(s, "name", "") == "claims")
-    assert {row["verdict"] for row in sheet.rows} == {"predicted: holds"}
+    assert {r["value"] for r in sheet.records if r["figure"] == "verdict"} == {"predicted: holds"}
+    assert all(r["predicted"] for r in sheet.records)  # a prediction's verdicts are its kind
     measured = two_phases.parse_args(["--no-save", "--quick"])
     assert measured.dtype == "float32"  # what a measured run's records say it ran in
 

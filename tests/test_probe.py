@@ -18,7 +18,7 @@ import machine_speed
 import two_phases
 from conftest import ROOT, compared, in_process, one_line
 from harness import flags, runner
-from harness.keeping import exports, results, schema
+from harness.keeping import exports, older, results, schema
 from harness.measuring import host
 from harness.showing import pictures, report
 from harness.keeping.exports import for_csv
@@ -104,7 +104,7 @@ def test_3_a_note_makes_no_markup_in_the_report():
     def rendered(note):
         changed = copy.deepcopy(data)
         next(iter(changed["sheets"].values()))["note"] = note
-        text = report.markdown({"two_phases": schema.upgrade(schema.cleaned(changed))}, [])
+        text = report.markdown({"two_phases": older.upgrade(schema.cleaned(changed))}, [])
         return cmarkgfm.github_flavored_markdown_to_html(text)
     plain = rendered("a plain note")
     hostile = rendered("~~~\n===\n| a | b |\n| - | - |\n1. one\n---\n    code\n> quoted\n"
@@ -139,7 +139,7 @@ def test_4_a_folder_named_as_a_formula_makes_no_formula_in_a_csv_cell(tmp_path):
 def test_5_a_schema_valid_earlier_file_never_keeps_a_run_from_saving(change):
     data = reference("two_phases")
     change(data)
-    runs = {"two_phases": schema.upgrade(schema.cleaned(data)),
+    runs = {"two_phases": older.upgrade(schema.cleaned(data)),
             "cube_bug": schema.load(os.path.join(EPYC, "cube_bug.json"), "cube_bug")}
     with pytest.raises((ArithmeticError, ValueError, KeyError)):
         report.markdown(runs, [])  # as the report was made before: the save failed
@@ -229,7 +229,7 @@ def test_8_a_number_compare_cannot_use_is_one_line_and_the_rest_compares(tmp_pat
 def test_8_an_old_file_beyond_the_upgrades_arithmetic_is_one_line(tmp_path, monkeypatch):
     bad = reference("cube_bug")
     (tmp_path / "c.json").write_text(json.dumps(bad))
-    monkeypatch.setattr(schema, "upgrade", lambda d: 1e308 * 1e308 / 0)
+    monkeypatch.setattr(older, "upgrade", lambda d: 1e308 * 1e308 / 0)
     with pytest.raises(ValueError, match="newest layout"):
         schema.load(str(tmp_path / "c.json"), "cube_bug")
 

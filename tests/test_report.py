@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from harness.keeping import results, schema
+from harness.keeping import older, results, schema
 from harness.showing import report
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -39,7 +39,7 @@ def rendered(text):
 
 def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
     _, quick, _ = quick_run
-    runs = {**shipped(), "two_phases": schema.upgrade({**quick, "quick": False})}
+    runs = {**shipped(), "two_phases": older.upgrade({**quick, "quick": False})}
     seen = rendered(report.markdown(runs, []))
     sheets = [t.get("title") or n for data in runs.values() for n, t in data["sheets"].items()
               if n != "claims"]
@@ -181,7 +181,7 @@ def github(text):
 
 def test_a_full_runs_report_as_github_shows_it(quick_run):
     _, quick, _ = quick_run
-    runs = {**shipped(), "two_phases": schema.upgrade({**quick, "quick": False})}
+    runs = {**shipped(), "two_phases": older.upgrade({**quick, "quick": False})}
     names = ["roofline.png", "dial.png", "decode.png", "depth.png"]
     runs["two_phases"]["pictures"] = names
     seen = github(report.markdown(runs, names))

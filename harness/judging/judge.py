@@ -4,8 +4,8 @@ does not hold, from the check and breakdown tables; and which rows more rounds c
 claim with."""
 from harness.judging import intervals
 from harness.judging import claims
-from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Fails, count, resolve, value
-from harness.keeping.records import EXCESS, Missing, label
+from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
+from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 
 
 def verdicts(found, roofs, scripts, settings=None, busy=()):
@@ -147,3 +147,40 @@ def why_at(c, verdict, why, at):
                                         "the code" if at[1] == FAILS else
                                    "it holds at this machine's limits: the suite's distance "
                                    "from them is why", because]))
+
+
+# ---- the verdicts as records: made once, when a run judges its claims, and saved with its
+# figures; the report and compare.py read them, never judging again
+
+
+VERDICTS = Layout("claims", [col("claim", "the post says", "", "s", key=True),
+                             *(col(f, f, "", "s") for f in (
+                                 "script", "verdict", "rule", "post", "here", "tested", "why",
+                                 "here at the limits", "verdict at the limits"))],
+                  title="The post's claims")
+
+
+def verdict_records(judged, settings, predicted=False):
+    """The records of claims judged (both()'s (claim, here, verdict, why, at, tested)): one row
+    a claim, keyed by the post's words, each field text."""
+    return make(VERDICTS, [{"claim": c.says, "script": c.script, "verdict": verdict,
+                            "rule": c.rule, "post": c.post, "here": here, "tested": tested,
+                            "why": why, "here at the limits": at[0] if at else "",
+                            "verdict at the limits": at[1] if at else ""}
+                           for c, here, verdict, why, at, tested in judged], settings, predicted)
+
+
+def from_records(found):
+    """Claims judged, as both() gives them, from their records (verdict_records()): each claim
+    the suite's own where it still has it, else one made of what the record says."""
+    known = {c.says: c for c in claims.CLAIMS}
+    out = []
+    for keys, f in rows(found, VERDICTS.name).items():
+        says = dict(keys)["claim"]
+        c = known.get(says) or Claim(f.get("script", ""), says, f.get("post", ""),
+                                     f.get("rule", ""), None)
+        at = (f.get("here at the limits", ""), f["verdict at the limits"]) \
+            if f.get("verdict at the limits") else None
+        out.append((c, f.get("here", ""), f.get("verdict", UNKNOWN), f.get("why", ""), at,
+                    f.get("tested", "")))
+    return out

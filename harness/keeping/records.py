@@ -144,7 +144,8 @@ def make(layout, rows, settings, predicted=False):
                         "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
                         **({"rounds": rounds, "shares": shares, **visits(v)} if rounds else {}),
                         **(conditions(v) if measured else {}),
-                        "predicted": predicted, "settings": settings})
+                        "compared": c.compared, "predicted": predicted,
+                        "settings": settings})
     return out
 
 

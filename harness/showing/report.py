@@ -9,7 +9,7 @@ import os
 import re
 
 from harness.judging import judge
-from harness.keeping import results, schema
+from harness.keeping import older, results, schema
 from harness.measuring import host, speeds
 from harness.showing.printers import cell
 from harness.keeping.records import Column, ROW, label, rows, sig
@@ -24,7 +24,7 @@ def with_run(folder, script, data, names):
     the folder's saved full runs, this script's replaced by data. It runs inside the run's own
     save, under the folder's lock, so that a result and its report are one save."""
     def write(f):  # f: the new file, open, binary
-        runs = {**saved_runs(folder), script: schema.upgrade(data)}
+        runs = {**saved_runs(folder), script: older.upgrade(data)}
         runs = {s: runs[s] for s in results.SCRIPTS if s in runs}  # the post's order
         f.write(made(runs, script, [*os.listdir(folder), *names]).encode("utf-8"))
     return write
@@ -77,11 +77,7 @@ def markdown(runs, names):
     lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
                                          if predicted else "rerun on this machine"), "",
              *machine_lines(runs), *banners(runs)]
-    roofs = speeds.read(runs.get("two_phases", {}).get("roofs")
-                        or runs.get("machine_speed", {}).get("roofs"))
-    found = [v for script, data in runs.items()
-             for v in judge.both(data["records"], roofs, (script,), data.get("settings", {}),
-                                  data["machine"].get("busy") or (), data.get("at_limits") or [])]
+    found = [v for script, data in runs.items() for v in judged(script, data, runs)]
     lines += claims_section(found, predicted)
     for script, data in runs.items():  # each script's sheets in the order its run printed them
         lines += [f"## {SECTIONS.get(script, script)}", ""]
@@ -96,6 +92,16 @@ def markdown(runs, names):
         lines += [picture(n) for n in drawn if n not in placed]  # its table not in this run
     lines += appendix(runs, found)
     return "\n".join(lines) + "\n"
+
+
+def judged(script, data, runs):
+    """A script's claims as its run judged them (its verdict records); a result saved before
+    runs kept them is judged now, on its records."""
+    return judge.from_records(data["records"]) or judge.both(
+        data["records"], speeds.read(runs.get("two_phases", {}).get("roofs")
+                                     or runs.get("machine_speed", {}).get("roofs")),
+        (script,), data.get("settings", {}), data["machine"].get("busy") or (),
+        data.get("at_limits") or [])
 
 
 SECTIONS = {"machine_speed": "The forklift and the workbench: memory speed and math speed",

@@ -3,10 +3,13 @@ limit), the breakdown (where each row's time goes), the datasheet (a GPU against
 limits) and the claims (each as judged, the post's words, figure and this machine's, the figure
 its verdict rests on with its interval, the verdict as measured and at this machine's limits,
 led by how busy or disturbed the run was)."""
+import dataclasses
+
 from harness import stopping
 from harness.judging import intervals
-from harness.judging.judge import both
+from harness.judging.judge import VERDICTS, both, verdict_records
 from harness.judging.rules import HOLDS, UNKNOWN
+from harness.keeping import records
 from harness.keeping.records import Layout, col, disturbance
 from harness.judging.check import BREAKDOWN, CHECK, DATASHEET, SLIVER
 from harness.measuring import bench
@@ -34,34 +37,33 @@ def banner(found, busy=()):
 
 
 def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
-    """The claims sheet of these scripts' figures, run with args; in the plain layout each claim
-    as judged, then the post's words, figure and this machine's, with the verdict as measured
-    and, where limit_found holds the run's rows at their limits, the verdict a perfect
+    """The claims sheet of these scripts' figures, run with args: the claims judged once, here,
+    into records (judge.verdict_records), saved with the run's figures; in the plain layout each
+    claim as judged, then the post's words, figure and this machine's, with the verdict as
+    measured and, where limit_found holds the run's rows at their limits, the verdict a perfect
     implementation would get on this machine. A quick run's small sizes are not the post's: its
     claims are not judged."""
     if args.quick:
         return Sheet(Layout("claims", COLUMNS, title="The post's claims"), rows=[],
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
-    found, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
+    judged, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
     if stopped:
         lines.append(f"STOPPED: {stopping.STOPS.get(stopped, 'stopped')} while adding rounds for "
                      f"the claims that could not be told yet; the claims are judged on the "
                      f"rounds measured before")
     predicted = getattr(args, "predict", None)
-    rows = [dict(zip(FIELDS, [verdict, c.rule, c.says, c.post, here, tested, limited(at, c),
-                              why]))
-            for c, here, verdict, why, at, tested in found]
-    w = max([16, *(len(f[2]) for f in found)])
+    w = max([16, *(len(f[2]) for f in judged)])
     text = "\n".join(lines + [
         f"{verdict:<{w}} {c.rule}\n{'':{w + 1}}the post: \"{c.says}\" ({c.post}); here "
         f"{here or '-'}" + (f" (at the limits {limited(at, c)})" if at else "")
         + (f"\n{'':{w + 1}}tested: {tested}" if tested and not why else "")
         + (f"\n{'':{w + 1}}why: {why}" if why else "")
-        for c, here, verdict, why, at, tested in found])
+        for c, here, verdict, why, at, tested in judged])
     title = (f"The post's claims about a GPU, predicted for {predicted[0]}" if predicted
              else "The post's claims on this machine")
-    return Sheet(Layout("claims", COLUMNS, title=title), rows=rows,
+    return Sheet(dataclasses.replace(VERDICTS, title=title), records=tuple(verdict_records(
+        judged, records.settings_of(args), bool(predicted))),
                  text=text if args.tablefmt == "plain" else None,
                  note="\n".join(lines) if args.tablefmt != "plain" else "",
                  settings="each verdict by the rule given, on its limits: a real engine reaches "
