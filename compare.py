@@ -13,14 +13,13 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import argparse
 import contextlib
-import os
 
 from harness import flags
+from harness.terminal import note, plain_streams, plural, printable, show
 from harness.keeping import exports, records, results
 from harness.keeping.folders import (MADE, describe, machine_folders, read_machine, short_names,
                               unlike_settings)
 from harness.judging.significance import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
-from harness.terminal import note, plain_streams, plural, printable, show
 
 
 # What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
@@ -285,40 +284,6 @@ def numeric(v):
     return type(v) in (int, float) and v > 0
 
 
-UNUSABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
-
-
-def usable(folder, found, min_change, problems):
-    """The machine's files that every reader below can use: each is read through them alone,
-    against itself, before it is compared with anything; one whose numbers they cannot use (a
-    figure that divides by zero, text where a number must be) is left out with one line, and
-    the others compare as ever."""
-    for stem, data in list((found or {}).items()):
-        alone = {stem: data}
-        try:
-            for s in sections([alone]):
-                values, words = figures(alone, s)
-                exports.write("json", [{"value": v[0], "words": words.get(k)}
-                                       for k, v in values.items()])
-                for value, runs, *_ in values.values():  # what a ratio and its runs take
-                    (1.0 / value) ** -1 * (max(runs) / min(runs) if runs else 1)
-            limits(["a"], [alone])
-            bounds(alone)
-            describe("a", alone)
-        except UNUSABLE as e:
-            found.pop(stem)
-            problems.append(f"{os.path.join(folder, stem + '.json')}: its figures cannot be "
-                            f"compared ({type(e).__name__}: {str(e)[:80]}); left out")
-    try:  # its files together: the speeds one measured against those another saw
-        limits(["a"], [found or {}])
-        [limit_of(speeds_of(found or {}), w) for w in ("forklift", "workbench")]
-    except UNUSABLE as e:
-        problems.append(f"{folder}: its files' figures cannot be compared together "
-                        f"({type(e).__name__}: {str(e)[:80]}); left out")
-        return None
-    return found
-
-
 # ---------------------------------------------------------------------------------------------
 # the command line
 
@@ -349,8 +314,8 @@ def main(argv=None):
     from tabulate import tabulate
     problems, found = [], []
     for folder in machine_folders(args.folders, problems):
-        data = usable(folder, read_machine(folder, problems), args.min_change, problems)
-        if data:
+        data = read_machine(folder, problems)  # what the schema's check refuses is left out,
+        if data:  #                               with its line; anything else is a bug
             found.append((folder, data))
     names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]
     sheets = [(title, *comparison(names, machines, s, args.min_change))

@@ -14,24 +14,25 @@ import time
 
 import numpy as np
 
-from harness.measuring import bench as b, pool, rounds, timing
 from harness import flags, runner
-from harness.judging import judge
-from harness.showing import sheets
-from harness.keeping import records
+from harness.post import CUBE_TOKENS, NOTES
+from harness.terminal import plural
+from harness.measuring import bench as b, pool, rounds, timing
 from harness.measuring.devices import NUMPY
 from harness.measuring.kernels import Paths
-from harness.showing.printers import ROW, Saved, format_table, sheet
-from harness.keeping.records import KEYS, Layout, Measured, col, ms
 from harness.measuring.rounds import Trial
-from harness.terminal import plural
+from harness.keeping import records
+from harness.keeping.records import KEYS, Layout, Measured, col, ms
+from harness.judging import judge
+from harness.showing import sheets
+from harness.showing.printers import ROW, Saved, format_table, sheet
 import model
 
-TOKENS = 256  # a 256-token question ...
+TOKENS = CUBE_TOKENS  # a 256-token question ...
 MLP = 4 * model.SIZES["small"].width  # ... times the thinking room's width (3072): one floor's
 #                                       786,432 numbers
 QUICK = {"tokens": 16, "in_model": False}  # a smoke run of a second: the numbers alone
-NOTES, QUICK_NOTES = 512, 64  # the typing user's notes, as in two_phases.py
+QUICK_NOTES = 64  # the typing user's notes in a quick run (a full run's: the post's NOTES)
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
 BUDGET_S = 35  # seconds the measuring may take with the rounds added for undecided claims

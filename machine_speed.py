@@ -11,17 +11,17 @@ import math
 import time
 
 from harness import flags, runner
-from harness.judging import judge
-from harness.showing import sheets
-from harness.keeping import records
+from harness.terminal import plural, warn
 from harness.measuring import rounds
-from harness.showing.printers import Saved, sheet
-from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.measuring.rounds import PROCESSES, Trial
 from harness.measuring.speeds import (MATMUL, QUICK, SIZE, forklift, memory_bytes,
                                       tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
-from harness.terminal import plural, warn
+from harness.keeping import records
+from harness.keeping.records import Layout, Measured, col, ms, timed
+from harness.judging import judge
+from harness.showing import sheets
+from harness.showing.printers import Saved, sheet
 from model import BYTES
 
 CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache

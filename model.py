@@ -85,7 +85,7 @@ SIZES = {c.name: c for c in (gpt2("small", 12, 768, 12), gpt2("medium", 24, 1024
 #        GPT-2's four sizes (Radford et al. 2019)
 TINY = gpt2("tiny", 2, 64, 4)  # the same math at a size tests run in milliseconds
 EPS = 1e-5  # GPT-2's LayerNorm epsilon
-BYTES = 4  # float32
+BYTES = DTYPE_BYTES["float32"]  # the model runs in float32
 FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
 
 

@@ -17,29 +17,21 @@ import argparse
 import dataclasses
 import time
 
-from harness.measuring import bench as b, pool, rounds, speeds, timing, tuning
 from harness import flags, runner
-from harness.judging import check
-from harness.judging import judge
-from harness.showing import sheets
-from harness.keeping import records
-from harness.predicting import plans, predict, presets
-from harness.showing import pictures, printers
-from harness.measuring.kernels import Paths
-from harness.predicting.plans import Experiment, Outcome, Row, figures, trial_name
-from harness.showing.printers import Picture, Saved, sheet
-from harness.keeping.records import Layout, Measured, col, ms, timed
-from harness.measuring.rounds import Trial
-from harness.judging.rules import FREEZE
+from harness.post import CHUNK, NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note, plural, progress
+from harness.measuring import bench as b, pool, rounds, speeds, timing, tuning
+from harness.measuring.kernels import Paths
+from harness.measuring.rounds import Trial
+from harness.keeping import records
+from harness.keeping.records import Layout, Measured, col, ms, timed
+from harness.judging import check, judge
+from harness.judging.rules import FREEZE
+from harness.predicting import plans, predict, presets
+from harness.predicting.plans import Experiment, Outcome, Row, figures, trial_name
+from harness.showing import pictures, printers, sheets
+from harness.showing.printers import Picture, Saved, sheet
 import model
-
-PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
-USERS = (1, 4, 16, 64)  # Phase 2: users typing one token each in the same trip
-NOTES = 512  # notes already in each typer's notebook
-TYPERS = 8  # the collision: 8 users typing ...
-QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
-CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
 DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise

@@ -10,11 +10,11 @@ import secrets
 import sys
 import types
 
-from harness.keeping import exports, results, schema
+from harness.terminal import plain_streams, quoted, warn
+from harness.measuring import devices, host
 from harness.measuring.kernels import ATTENTION
 from harness.measuring.speeds import Speeds
-from harness.measuring import devices, host
-from harness.terminal import plain_streams, quoted, warn
+from harness.keeping import exports, results, schema
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it

@@ -13,16 +13,15 @@ import signal
 import sys
 import time
 
-from harness import stopping
-from harness.keeping import exports, records, results, schema
-from harness.measuring import host, rounds
-from harness.showing import pictures, report
-from harness import flags
+from harness import flags, stopping
 from harness.flags import folder_of
-from harness.showing.printers import Picture, Saved, Sheet, entry, render
-from harness.keeping.results import ROOT
-from harness.measuring.speeds import Speeds
 from harness.terminal import kept, note, plain_streams, plural, show, steps
+from harness.measuring import host, rounds
+from harness.measuring.speeds import Speeds
+from harness.keeping import exports, records, results, schema
+from harness.keeping.results import ROOT
+from harness.showing import pictures, report
+from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
            "on")  # about the run, not the result

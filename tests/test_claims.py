@@ -9,12 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-from harness.judging import check, claims
-from harness.judging import rules
-from harness.judging import judge
-from harness.showing import sheets
+from harness.judging import check, claims, judge, rules
+from harness.showing import report, sheets
 from harness.keeping import records, schema
-from harness.showing import report
 from conftest import ROOT, made, reported
 from harness.keeping.records import KEYS, col
 from harness.measuring.speeds import Speeds

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from harness.judging import rules
-from harness.judging import judge
+from harness.judging import judge, rules
 from harness.showing import sheets
 from harness.keeping import records
 from harness.measuring import host, timing

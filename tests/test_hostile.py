@@ -169,14 +169,16 @@ def test_compare_leaves_out_a_file_with_a_wrong_field(tmp_path, change, says):
     assert "h**3 ms" in r.stdout and "nan" not in r.stdout
 
 
-def test_a_table_without_its_key_column_is_passed_over(tmp_path):
+def test_a_table_without_its_key_column_is_refused_in_one_line(tmp_path):
     def drop_prompt(data):
         for r in data["records"]:
             if r["experiment"] == "prefill":
                 r["keys"] = {}
     (tmp_path / "two_phases.json").write_text(json.dumps(shipped(drop_prompt)))
+    shutil.copy(os.path.join(SHIPPED, "machine_speed.json"), tmp_path / "machine_speed.json")
     r = compared(POST, str(tmp_path))
-    assert r.returncode == 0 and "users 1: step ms" in r.stdout and "Traceback" not in r.stderr
+    one_line(r, 1, "two_phases.json", "without its key 'prompt'", "left out")
+    assert "forklift" in r.stdout and "Traceback" not in r.stderr  # the rest compares
 
 
 def test_a_fifo_in_a_folder_is_left_out_without_a_hang(tmp_path):

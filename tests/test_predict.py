@@ -10,8 +10,7 @@ import pytest
 
 import model
 import two_phases
-from harness.judging import claims
-from harness.judging import judge
+from harness.judging import claims, judge
 from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets
 from harness.keeping.records import sig

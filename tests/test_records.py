@@ -9,8 +9,7 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
-from harness.judging import check, claims
-from harness.judging import judge
+from harness.judging import check, claims, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
 from harness.predicting import plans, predict

@@ -2,9 +2,9 @@
 against its limit) and the breakdown (where each row's time goes, and whose the excess is)."""
 import dataclasses
 
-import model
-from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
 from harness.terminal import plural, warn
+from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
+import model
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
 

@@ -3,15 +3,14 @@
 change, not the post's machine's number), the judge that reads its figures from the records,
 and the kind of machine on which it would not hold; and why a ratio of two rows does not hold.
 judge.py resolves them."""
+from harness.post import CUBE_TOKENS, MODEL, NOTES, PROMPTS, QUESTION, TYPERS, USERS
+from harness.terminal import plural
+from harness.keeping.records import Missing, rows
 from harness.judging.gpu_claims import GPU_CLAIMS
 from harness.judging.rules import (FREEZE, Claim, Test, above, below, every, figure, more, plain,
                                    speeds, value, within)
-from harness.keeping.records import Missing, rows
-from harness.terminal import plural
 from model import BYTES, FLOPS_PER_NUMBER
 
-PROMPTS = (1, 16, 64, 256, 1024)  # the post's question lengths, and its users typing together
-USERS = (1, 4, 16, 64)
 ABOUT = 1.5  # "about the same": within this factor either way
 ONE_TOKEN = FLOPS_PER_NUMBER / BYTES  # FLOPs per byte of a table number one token meets: 0.5
 FAR = 4  # "far more": this many times
@@ -298,11 +297,11 @@ def freeze_why(found, roofs):
 
 CUBE_WHY = ("h**3 takes NumPy's general power loop, whose speed depends on the NumPy build and "
             "the CPU (the post's: NumPy 2.5.3)")
-SMALL, NOTES, SERVER = (("model", "small"),), (("model", "small"), ("notes", 512)), (
-    ("model", "small"), ("notes", 512), ("typers", 8), ("question", 1024))
-CUBE = (("model", "small"), ("tokens", 256))
+SMALL = (("model", MODEL),)  # the flags each claim's figures were measured with, as the post's
+WITH_NOTES = (*SMALL, ("notes", NOTES))
+SERVER = (*WITH_NOTES, ("typers", TYPERS), ("question", QUESTION))
+CUBE = (*SMALL, ("tokens", CUBE_TOKENS))
 NOT_PRINTED = "in words only"  # the post gives no figure: judged on this machine's figures
-NOTES_CUBE = (("model", "small"),)
 LONG = "At 1,024 tokens each token costs more than at 256"
 REFERENCE_BLAS = "a NumPy on the reference BLAS (no OpenBLAS or MKL), whose math is slow"
 CLAIMS = [
@@ -318,7 +317,7 @@ CLAIMS = [
     Claim("two_phases", "A 1-token question costs about the same as typing one word",
           "32.7 against 37.5 ms", f"A 1-token read takes within {ABOUT:g}x of one user's typing "
           f"step either way: the same trip with one passenger", one_token,
-          (("prefill", {"prompt": 1}), ("decode", {"users": 1})), needs=NOTES,
+          (("prefill", {"prompt": 1}), ("decode", {"users": 1})), needs=WITH_NOTES,
           construction=True, fails_on="a machine whose notes are read far slower than its "
           "tables (attention many times its limit)"),
     Claim("two_phases", "At 64 to 256 tokens each token costs under 3 ms", "2.88 and 2.84 ms",
@@ -364,16 +363,16 @@ CLAIMS = [
           "One user's typing uses under 10% of the workbench (at any machine's limits one "
           "token does 0.5 FLOPs a byte against a balance of about 10: the post's 4% is its "
           "suite's distance from them)", idle_workbench, (("decode", {"users": 1}),),
-          needs=NOTES, fails_on="a machine whose balance is under 5 FLOPs per byte"),
+          needs=WITH_NOTES, fails_on="a machine whose balance is under 5 FLOPs per byte"),
     Claim("two_phases", "More than 80% of the typing time is the forklift", "31 of 37.5 ms",
           "One user's bytes at the forklift's speed take more than 80% of the typing step (the "
           "post's own threshold: the rest is math and overhead)", forklift_share,
-          (("decode", {"users": 1}),), needs=NOTES, construction=True,
+          (("decode", {"users": 1}),), needs=WITH_NOTES, construction=True,
           fails_on="a machine where one typing step is far from its memory limit (a slow "
           "matrix-vector product, or attention many times its limit)"),
     Claim("two_phases", "A faster workbench would barely help typing", "4.5 of 121 GFLOP/s",
           "One user's step does its math at the workbench's speed in under a tenth of the "
-          "time its fetching takes at the forklift's", workbench_barely_helps, needs=NOTES,
+          "time its fetching takes at the forklift's", workbench_barely_helps, needs=WITH_NOTES,
           basis="speeds", fails_on="a machine whose balance is under 5 FLOPs per byte"),
     Claim("two_phases", "A faster forklift, or fewer bytes to fetch, would help typing",
           NOT_PRINTED, "Typing for 1 user at 1,023 notes is slower than at none by at least half "
@@ -385,23 +384,23 @@ CLAIMS = [
     Claim("two_phases", "Batching 16 users gives about 3.7x the tokens per second", "3.7x",
           "16 users typing together give more than 2x one user's tokens per second and less "
           "than 16x: the tables are shared, the notebooks are not", batching_16,
-          (("decode", {"users": 16}),), needs=NOTES, fails_on="a GPU run one launch after "
+          (("decode", {"users": 16}),), needs=WITH_NOTES, fails_on="a GPU run one launch after "
           "another, whose step stays flat (16x), or a machine whose attention is far slower "
           "than its limit (under 2x)"),
     Claim("two_phases", "... and 64 users about 5.2x", "5.2x", "64 users give more tokens per "
           "second than 16, and less than 64x one user's", batching_64,
-          (("decode", {"users": 64}),), needs=NOTES, fails_on="a machine whose memory is "
+          (("decode", {"users": 64}),), needs=WITH_NOTES, fails_on="a machine whose memory is "
           "full at 64 users' notebooks, or whose attention slows past 16 users"),
     Claim("two_phases", "Each user's gap between words grows with the batch",
           "37.5, 85.3, 162.5, 461.8 ms", "Each step is slower than the one with fewer users",
-          gaps_grow, needs=NOTES, fails_on="a GPU whose steps are set by launches, not bytes"),
+          gaps_grow, needs=WITH_NOTES, fails_on="a GPU whose steps are set by launches, not bytes"),
     Claim("two_phases", "At 64 users the notebooks outweigh the tables, 7x over",
           "2,416 against 340 MB", f"64 users' notes weigh within {ABOUT:g}x of 7x the tables, "
-          f"by the model's accounting", notebooks_outweigh, needs=NOTES, basis="accounting",
+          f"by the model's accounting", notebooks_outweigh, needs=WITH_NOTES, basis="accounting",
           fails_on="none: it is the accounting's"),
     Claim("two_phases", "... so at 64 users the forklift mostly carries notebooks", NOT_PRINTED,
           "In the recorded trip of 64 users, reading the notes takes longer than the tables",
-          notebooks_carried, needs=NOTES, fails_on="a machine whose table products are far "
+          notebooks_carried, needs=WITH_NOTES, fails_on="a machine whose table products are far "
           "slower than its attention"),
     Claim("two_phases", "Reading a long question at once freezes the typers for about 40x "
           "their normal gap", "4723.0 against 118.0 ms", f"A 1,024-token question read at "
@@ -421,7 +420,7 @@ CLAIMS = [
           "whatever they carry (launch-bound)"),
     Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",
           "The cheapest read costs a token under a fifth of one user's typing step (about an "
-          "order of magnitude: the post's 14x)", cheaper, needs=NOTES,
+          "order of magnitude: the post's 14x)", cheaper, needs=WITH_NOTES,
           fails_on="a machine whose balance is under about 2 FLOPs per byte (at its limits "
           "the read is about 2 x the balance times cheaper)"),
     Claim("cube_bug", "h**3 is about 2x slower than h*h*h on positive numbers", "2x",
@@ -446,7 +445,7 @@ CLAIMS = [
     Claim("cube_bug", "... and typing barely slower", "barely", "One user's typing step with "
           "h**3 takes under 1.25x its time with h*h*h, and is not faster beyond the interval "
           "(one token is only 3,072 numbers a floor)", bug_in_typing, why=CUBE_WHY,
-          needs=NOTES_CUBE, fails_on="a machine whose power loop is so slow that 3,072 "
+          needs=SMALL, fails_on="a machine whose power loop is so slow that 3,072 "
           "numbers a floor cost as much as the tables"),
     *GPU_CLAIMS,
 ]

@@ -2,10 +2,9 @@
 share the chance of a wrong firm verdict), as measured and at this machine's limits; why a claim
 does not hold, from the check and breakdown tables; and which rows more rounds could settle a
 claim with."""
-from harness.judging import intervals
-from harness.judging import claims
-from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
+from harness.judging import claims, intervals
+from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
 
 
 def verdicts(found, roofs, scripts, settings=None, busy=()):

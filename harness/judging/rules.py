@@ -6,8 +6,8 @@ came and how many more rounds would settle it."""
 import dataclasses
 import math
 
-from harness.judging.intervals import Figure, interval, lift, of, shared
 from harness.keeping.records import Missing, find
+from harness.judging.intervals import Figure, interval, lift, of, shared
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 

@@ -2,9 +2,9 @@
 save left them, each described in one line with the settings its figures were measured with."""
 import os
 
-from harness.keeping import results, schema
-from harness.measuring import host
 from harness.terminal import note
+from harness.measuring import host
+from harness.keeping import results, schema
 
 
 

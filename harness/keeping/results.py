@@ -12,8 +12,8 @@ import sys
 import time
 
 from harness import stopping
-from harness.keeping import schema
 from harness.terminal import note, printable, warn
+from harness.keeping import schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the
 #      checkout: the scripts

@@ -7,8 +7,8 @@ import math
 import os
 import stat
 
-from harness.measuring.speeds import Speeds
 from harness.terminal import printable
+from harness.measuring.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
 READABLE = (1, 2, 3, 4, 5, 6, 7)  # the schema versions read; older layouts become the newest
@@ -94,6 +94,7 @@ def check(data, script):
     if version >= 4:
         check_records(data.get("records"))
         check_sheets(data.get("sheets"))
+        check_layouts(data["records"], data["sheets"])
     else:
         from harness.keeping import older
         older.check_tables(data.get("tables"))
@@ -225,6 +226,29 @@ def check_sheets(sheets):
         raise ValueError("has no usable sheets")
 
 
+def check_layouts(found, sheets):
+    """Raise ValueError, naming the record, unless each record is as its sheet declares it: the
+    unit its column gives, and every key its sheet keys its rows by (a row's printed name
+    aside). What passes here, every reader can read: a file that does not is told by this
+    error, and anything else a reader meets is a bug."""
+    declared = {}
+    for name, sheet in sheets.items():
+        for c in sheet.get("columns", []):
+            declared.setdefault(name.split(" @")[0], {})[c["figure"]] = c
+    for i, r in enumerate(found):
+        columns = declared.get(r["experiment"], {})
+        said = columns.get(r["figure"])
+        if said is not None and said.get("unit", "") != r["unit"]:
+            raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) in "
+                             f"{r['unit'] or 'no unit'}, where its sheet says "
+                             f"{said.get('unit') or 'none'}")
+        missing = [f for f, c in columns.items() if c.get("key") and f not in ("row", "phase")
+                   and f not in r["keys"] and not r.get("predicted")]
+        if missing:
+            raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) without its "
+                             f"key {missing[0]!r}")
+
+
 def cell(unit, v):
     """A figure in a column of this unit: none (a figure not given, as the post leaves some),
     text or a number where there is no unit, else a finite number, above 0 for a time, a rate
@@ -243,8 +267,8 @@ def kind(unit):
 
 
 def positive(unit):
-    """A figure of this unit is above 0: a time, a rate or a ratio."""
-    return kind(unit) != "other" or unit == "x"
+    """A figure of this unit is above 0: a time, a rate, a ratio or a size (what a trip reads)."""
+    return kind(unit) != "other" or unit in ("x", "MB", "GB")
 
 
 def what(unit):

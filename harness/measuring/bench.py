@@ -7,12 +7,12 @@ import types
 
 import numpy as np
 
-import model
+from harness.terminal import plural
 from harness.measuring import devices, timing
 from harness.measuring.kernels import Paths, table, ways
 from harness.measuring.pool import sharing
 from harness.measuring.rounds import Trial
-from harness.terminal import plural
+import model
 
 ALONE_RUNS = 3  # the table products alone, best of this many calls in each process
 

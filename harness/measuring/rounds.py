@@ -27,8 +27,8 @@ import time
 import numpy as np
 
 from harness import stopping
-from harness.measuring import host, timing
 from harness.terminal import clock, hushed, note, plural, progress
+from harness.measuring import host, timing
 
 PROCESSES = 3  # worker processes a full run spreads its rounds over (pyperf's point: several)
 SEED = 0  # the orders the rounds visit their trials in: the same every run

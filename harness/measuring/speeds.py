@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-import model
 from harness.measuring import devices
+import model
 from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache

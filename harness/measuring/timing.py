@@ -6,8 +6,8 @@ import math
 import statistics
 import time
 
-from harness.measuring import host
 from harness.terminal import progress, warn
+from harness.measuring import host
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is

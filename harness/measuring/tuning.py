@@ -8,17 +8,18 @@ import time
 
 import numpy as np
 
-import model
+from harness.post import NOTES, TYPERS
 from harness.measuring import timing
 from harness.measuring.bench import tokens
 from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
 from harness.measuring.pool import blas_threads, sharing
+import model
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
 ROWS = (64, 128, 256, 512)  # ... of this many rows of a thread's share, and a table of more
 #                             inputs than the model's width may meet them that many at a time
 TRIES = 5  # each candidate timed this often (at most --runs), the best kept: under a second
-TRIAL_USERS, TRIAL_NOTES = 8, 512  # attention's choice is timed on the post's 8 typers' notes
+TRIAL_USERS, TRIAL_NOTES = TYPERS, NOTES  # attention's choice is timed on the post's typers' notes
 
 
 def choose(bench, attention="auto", blocks="auto"):

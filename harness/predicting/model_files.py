@@ -10,8 +10,8 @@ import json
 import os
 import stat
 
-import model
 from harness.terminal import printable, quoted
+import model
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))), "models")  # the checkout's models/

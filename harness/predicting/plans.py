@@ -4,11 +4,11 @@ run needs are read off the same rows, with no model built."""
 import dataclasses
 import statistics
 
-import model
-from harness.keeping import records
-from harness.measuring import timing
-from harness.keeping.records import SIG, col, sig
 from harness.terminal import plural
+from harness.measuring import timing
+from harness.keeping import records
+from harness.keeping.records import SIG, col, sig
+import model
 
 
 @dataclasses.dataclass(frozen=True)

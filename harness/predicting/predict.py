@@ -11,18 +11,17 @@ import dataclasses
 import functools
 import re
 
-import model
-from harness.showing import sheets
-from harness.keeping import records
-from harness.predicting import plans
-from harness.showing import pictures
-from harness.predicting.plans import gb, verdict
 from harness.flags import check_folder, whole
-from harness.predicting.presets import GIVEN, known, target, targets
-from harness.predicting.model_files import config
 from harness.terminal import note
-from harness.showing.printers import Picture, Saved, Sheet, spaced
+from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
+from harness.predicting import plans
+from harness.predicting.model_files import config
+from harness.predicting.plans import gb, verdict
+from harness.predicting.presets import GIVEN, known, target, targets
+from harness.showing import pictures, sheets
+from harness.showing.printers import Picture, Saved, Sheet, spaced
+import model
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
 MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's

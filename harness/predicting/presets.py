@@ -11,11 +11,11 @@ import json
 import os
 import re
 
-import model
 from harness import flags
-from harness.keeping import results, schema
-from harness.measuring.speeds import Speeds
 from harness.terminal import note, quoted
+from harness.measuring.speeds import Speeds
+from harness.keeping import results, schema
+import model
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))

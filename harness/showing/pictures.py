@@ -10,8 +10,8 @@ import textwrap
 
 import numpy as np
 
-from harness.keeping.records import rows, sig
 from harness.terminal import plural
+from harness.keeping.records import rows, sig
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (8, -4), (-8, -4), (0, 9), (0, -17),

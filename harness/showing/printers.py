@@ -3,9 +3,9 @@ as any tabulate format, and as its JSON entry. Printers never measure."""
 import dataclasses
 import math
 
+from harness.terminal import plural
 from harness.keeping.records import ROW, SIG, Layout, named, sig, value
 from harness.judging.intervals import outliers
-from harness.terminal import plural
 
 
 @dataclasses.dataclass(frozen=True)

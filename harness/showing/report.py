@@ -8,50 +8,27 @@ runs never go into it. It reads saved results and measures nothing.
 import os
 import re
 
-from harness.judging import judge
-from harness.keeping import older, results, schema
-from harness.measuring import host, speeds
-from harness.showing.printers import cell
-from harness.keeping.records import Column, ROW, label, rows, sig
 from harness.terminal import printable, warn
+from harness.measuring import host, speeds
+from harness.keeping import older, results, schema
+from harness.keeping.records import Column, ROW, label, rows, sig
+from harness.judging import judge
 from harness.showing.escaping import for_cell, for_markdown
+from harness.showing.printers import cell
 
 NAME = "report.md"
 
 
 def with_run(folder, script, data, names):
     """A writer of the folder's report as it will be once this run's files (names) are in:
-    the folder's saved full runs, this script's replaced by data. It runs inside the run's own
-    save, under the folder's lock, so that a result and its report are one save."""
+    the folder's saved full runs (each through the schema's check: what it refuses is left out,
+    with its line), this script's replaced by data. It runs inside the run's own save, under the
+    folder's lock, so that a result and its report are one save."""
     def write(f):  # f: the new file, open, binary
         runs = {**saved_runs(folder), script: older.upgrade(data)}
         runs = {s: runs[s] for s in results.SCRIPTS if s in runs}  # the post's order
-        f.write(made(runs, script, [*os.listdir(folder), *names]).encode("utf-8"))
+        f.write(markdown(runs, [*os.listdir(folder), *names]).encode("utf-8"))
     return write
-
-
-UNUSABLE = (ArithmeticError, ValueError, TypeError, KeyError, IndexError, AttributeError)
-
-
-def made(runs, script, names):
-    """The report of these runs; an earlier run whose figures it cannot use (one that divides by
-    zero, text where a number must be) is left out with one line, so that no saved file ever
-    keeps a run from saving its own result; and if even this run's own cannot be reported, the
-    report says so in place of it."""
-    for other in [s for s in runs if s != script]:
-        try:
-            markdown({other: runs[other]}, names)
-        except UNUSABLE as e:
-            warn(f"the report leaves out {other}.json: its figures cannot be reported "
-                 f"({type(e).__name__}: {str(e)[:80]})")
-            runs = {s: d for s, d in runs.items() if s != other}
-    for tried in (runs, {script: runs[script]}):
-        try:
-            return markdown(tried, names)
-        except UNUSABLE as e:
-            why = f"{type(e).__name__}: {str(e)[:80]}"
-    warn(f"the report could not be made ({why}); this run's own files are saved")
-    return f"# Prefill vs Decode\n\nThe report could not be made from these results ({md(why)}).\n"
 
 
 def saved_runs(folder):

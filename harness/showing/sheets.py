@@ -6,13 +6,13 @@ led by how busy or disturbed the run was)."""
 import dataclasses
 
 from harness import stopping
-from harness.judging import intervals
-from harness.judging.judge import VERDICTS, both, verdict_records
-from harness.judging.rules import HOLDS, UNKNOWN
+from harness.measuring import bench
 from harness.keeping import records
 from harness.keeping.records import Layout, col, disturbance
+from harness.judging import intervals
 from harness.judging.check import BREAKDOWN, CHECK, DATASHEET, SLIVER
-from harness.measuring import bench
+from harness.judging.judge import VERDICTS, both, verdict_records
+from harness.judging.rules import HOLDS, UNKNOWN
 from harness.showing.printers import Sheet, sheet
 
 

@@ -1,0 +1,11 @@
+"""The post's experiment, as its own settings: the sizes its tables were measured at, defined once
+for the scripts that measure them and the claims judged on them."""
+
+MODEL = "small"  # GPT-2 small: 12 floors, width 768
+PROMPTS = (1, 16, 64, 256, 1024)  # Phase 1: question lengths, one user
+USERS = (1, 4, 16, 64)  # Phase 2: users typing one token each in the same trip
+NOTES = 512  # notes already in each typer's notebook
+TYPERS = 8  # the collision: 8 users typing ...
+QUESTION = 1024  # ... when a new user arrives with a 1,024-token question
+CHUNK = 128  # chunked prefill: question tokens read per step, the post's third line
+CUBE_TOKENS = 256  # cube_bug: one floor's worth of numbers for a 256-token question
