@@ -54,7 +54,7 @@ def stems():
     return [stem for script in results.SCRIPTS for stem in (script, script + ".sweep")]
 
 
-def figures(found, section):
+def values_of(found, section):
     """{(row label, figure): (value, samples or None, unit, settings)} of one machine for one
     section, and {(row label, figure): text} of the figures a row's other records explain."""
     experiment, _, compared = section
@@ -109,7 +109,7 @@ def parts(found, keys):
 def compared(names, machines, section, min_change):
     """One section as tidy rows: each figure of each machine, its value and, for every machine
     after the first that has it, the reference machine, the ratio, its interval and verdict."""
-    per = [figures(m, section) for m in machines]
+    per = [values_of(m, section) for m in machines]
     labels = list(dict.fromkeys(k for values, words in per for k in [*values, *words]))
     rows = []
     for label, figure in labels:
@@ -233,7 +233,7 @@ def summary(names, machines):
         said = {}
         for what, experiment, figure in (("reading", "prefill", "time per token"),
                                           ("typing", "decode", "step")):
-            a, b = (figures(x, (experiment, "", {figure: ""}))[0] for x in (first, m))
+            a, b = (values_of(x, (experiment, "", {figure: ""}))[0] for x in (first, m))
             said[what] = geometric_mean([speedup(a[k], b[k]) for k in a if k in b
                                          and not unlike_settings(a[k][3], b[k][3])])
         if None in said.values():

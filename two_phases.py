@@ -27,8 +27,8 @@ from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.judging import check, judge
 from harness.judging.rules import FREEZE
-from harness.predicting import plans, predict, presets
-from harness.predicting.plans import Experiment, Outcome, Row, figures, trial_name
+from harness.predicting import plans, predict, presets, turning
+from harness.predicting.plans import Experiment, Outcome, Row, timings, trial_name
 from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 import model
@@ -455,7 +455,7 @@ def outcomes_of(cfg, planned, rows, done):
         for row in rows[name]:
             trial = trial_name(name, row)
             runs = done.runs(trial)
-            out[name].append(Outcome(row, figures(row, runs, what=trial), recorded(
+            out[name].append(Outcome(row, timings(row, runs, what=trial), recorded(
                 cfg, row, trial, done.recorded.get(trial)) if e.checked else None))
     return out
 
@@ -542,7 +542,7 @@ def printed(cfg, args, facts, planned, made, done):
             turned = turning_here(cfg, args, held_to, settings)
             found += turned
             yield from printers.spaced([printers.Sheet(
-                predict.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
+                turning.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
                                                          f"the post's machine to compare")])
         preset = presets.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
         if preset:
@@ -563,9 +563,9 @@ def turning_here(cfg, args, speeds, settings):
     """The turning points at the speeds this run measured (a GPU's), and the post's machine's to
     compare: the records the post's GPU claims are judged on, as a prediction's are."""
     post = presets.target("post", "float32", None, args.out).roofs
-    return records.make(predict.TURNING, [
+    return records.make(turning.TURNING, [
         {"name": name, "precision": "float32",
-         **predict.turning(cfg, at, args.notes, args.typers, args.question)}
+         **turning.turning(cfg, at, args.notes, args.typers, args.question)}
         for name, at in ((args.device, speeds), ("post", post))], settings)
 
 

@@ -11,7 +11,7 @@ import pytest
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness.predicting import model_files, predict, presets
+from harness.predicting import fitting, model_files, presets, turning
 
 LLAMA_8B = (32, 4096, 32, 8, 128, 14336, 128256)  # layers, width, heads, kv heads, head, ffn,
 #                                                    words: meta-llama/Meta-Llama-3-8B
@@ -84,8 +84,8 @@ def test_mixtral_reads_the_experts_its_tokens_are_routed_to_until_it_reads_them_
         assert model.tables_read(cfg, tokens) == pytest.approx((attention + read * expert) * 2)
     dense = dataclasses.replace(cfg, experts=0, active=0)  # the same shape, one feed-forward
     roofs = presets.target("h100-sxm", "bfloat16", None, "results").roofs
-    assert predict.turning(cfg, roofs, 512, 8, 1024)["reads turn"] > \
-        predict.turning(dense, roofs, 512, 8, 1024)["reads turn"]  # more tables per token
+    assert turning.turning(cfg, roofs, 512, 8, 1024)["reads turn"] > \
+        turning.turning(dense, roofs, 512, 8, 1024)["reads turn"]  # more tables per token
 
 
 def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_count_says():
@@ -103,8 +103,8 @@ def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_coun
                 + 32 * (12 * 4096 + 10 * 14336) * p)
         return math / 989.5e12 >= fetched / 3350e9
     turns = next(p for p in range(1, 10 ** 4) if bound(p))
-    assert predict.turning(cfg, four.roofs, 512, 8, 1024)["reads turn"] == turns
-    assert turns < predict.turning(at("llama-3-8b"), four.roofs, 512, 8, 1024)["reads turn"] / 3
+    assert turning.turning(cfg, four.roofs, 512, 8, 1024)["reads turn"] == turns
+    assert turns < turning.turning(at("llama-3-8b"), four.roofs, 512, 8, 1024)["reads turn"] / 3
 
 
 def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
@@ -113,16 +113,16 @@ def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
     aim = presets.targets(args)[0]
     assert aim.devices == 2
     cfg = aim.config(model_files.config("llama-3-70b"))
-    sheet = predict.grid_sheet(cfg, aim, {})
+    sheet = fitting.grid_sheet(cfg, aim, {})
     cells = {(r["keys"]["users"], r["figure"]): r["value"] for r in sheet.records}
-    need = predict.typing_memory(cfg, 4096, 1024)
+    need = fitting.typing_memory(cfg, 4096, 1024)
     by_hand_need = model.held_bytes(cfg) + 1024 * 4097 * 80 * 2 * 4 * 128 * 2 + (
         model.trip_scratch_bytes(cfg, [(4096, 1)] * 1024))
     assert need == pytest.approx(by_hand_need)
     assert cells[(1024, "4096 notes")] == f"does not fit ({need / 1e9:,.0f} GB)"
     assert cells[(1, "0 notes")].startswith("forklift")
     most = int(cells[("most that fit", "1024 notes")].replace(",", ""))
-    assert predict.typing_memory(cfg, 1024, most) <= 80e9 < predict.typing_memory(
+    assert fitting.typing_memory(cfg, 1024, most) <= 80e9 < fitting.typing_memory(
         cfg, 1024, most + 1)
 
 

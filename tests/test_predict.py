@@ -12,7 +12,7 @@ import model
 import two_phases
 from harness.judging import claims, judge
 from harness.keeping import records, results, schema
-from harness.predicting import model_files, plans, predict, presets
+from harness.predicting import model_files, plans, predict, presets, turning
 from harness.keeping.records import sig
 from harness.measuring.speeds import Speeds
 
@@ -144,7 +144,7 @@ def speeds(gbs, gflops):
 
 def test_each_turning_point_is_the_first_where_the_workbench_binds():
     roofs, cfg = speeds(2039, 312_000), dataclasses_replace(LLAMA, "bfloat16")  # an A100
-    found = predict.turning(cfg, roofs, 512, 8, 1024)
+    found = turning.turning(cfg, roofs, 512, 8, 1024)
     bound = [model.limit(cfg, [(0, p)], roofs.bytes_per_s, roofs.flops_per_s)[1]
              for p in (found["reads turn"] - 1, found["reads turn"])]
     assert bound == ["forklift", "workbench"]
@@ -166,7 +166,7 @@ def turned(cfg, *machines, notes=512):
     bfloat16; the post's machine is added to compare."""
     args = argparse.Namespace(notes=notes, typers=8, question=1024, out="results")
     aimed = [presets.Target(n, n, s, "bfloat16", "bfloat16") for n, s in machines]
-    return list(predict.turning_sheet(cfg, aimed, args, {}).records)
+    return list(turning.turning_sheet(cfg, aimed, args, {}).records)
 
 
 def judged(found):
@@ -240,7 +240,7 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
     assert [dict(k)["name"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
     h100 = records.find(found, "turning points", "reads turn", name="h100-sxm")["value"]
     cfg = dataclasses_replace(LLAMA, "bfloat16")
-    assert h100 == predict.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
+    assert h100 == turning.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
                                  == "workbench")
     assert "(predicted: every figure is its trip's limit" in out and "0.000" not in out
 

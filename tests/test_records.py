@@ -12,13 +12,13 @@ import two_phases
 from harness.judging import check, claims, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
-from harness.predicting import plans, predict
+from harness.predicting import fitting, plans, predict, turning
 from harness.showing import pictures, sheets
 from harness.keeping.records import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans)
+SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans, fitting, turning)
 
 
 def renamed(monkeypatch):
@@ -60,7 +60,7 @@ def readers(data):
     roofline = [(m["name"], [[p[0], *p[2:]] for p in m["points"]])  # each point, but its name
                 for m in data["roofline"]["machines"]]
     machine = {"two_phases": data}
-    compared = {s[0]: compare.figures(machine, s)[0] for s in compare.sections([machine])}
+    compared = {s[0]: compare.values_of(machine, s)[0] for s in compare.sections([machine])}
     exported = exports.run("csv", "two_phases", data["machine"], found, "predicted")
     return judged, points, roofline, compared, exported
 

@@ -62,7 +62,7 @@ def recorded_step(cfg, row):
     return max(range(len(costs)), key=lambda i: (costs[i], i))
 
 
-def figures(row, runs, stat="middle", what=""):
+def timings(row, runs, stat="middle", what=""):
     """A row's figures from its Runs, the seconds of each step of every run: a one-trip row's
     time; a schedule's (the dial's) time to first word, the typers' median and worst gap, and
     total."""
@@ -77,9 +77,9 @@ def figures(row, runs, stat="middle", what=""):
             "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
 
 
-def predicted(cfg, rows, roofs):
+def at_limits(cfg, rows, roofs):
     """Each row with every trip at its limit on the given speeds: one "run" of limits."""
-    return [Outcome(row, figures(row, timing.Runs([[roofs.limit(cfg, riders)[0]
+    return [Outcome(row, timings(row, timing.Runs([[roofs.limit(cfg, riders)[0]
                                                     for riders in row.steps]], [None]), "limit"))
             for row in rows]
 
@@ -101,7 +101,7 @@ def held(cfg, rows):
     return note * firsts + notes, working
 
 
-def predict(cfg, experiments, args, roofs, settings, memory=None):
+def limit_sheets(cfg, experiments, args, roofs, settings, memory=None):
     """Each experiment's records and sheets with every trip of every planned row at its limit:
     [(records, [Sheet])]. memory: what one device has ([bytes, source], or None where unknown):
     each row says whether it fits there, its time never alone."""
@@ -112,7 +112,7 @@ def predict(cfg, experiments, args, roofs, settings, memory=None):
         fitting = {tuple(row.keys.items()): fits(cfg, row, memory) for row in rows}
         made = [(with_memory(layout), [{**r, "memory": fitting.get(tuple(
                     (k, r[k]) for k in row_keys(layout)))} for r in found])
-                for layout, found in e.figures(cfg, args, predicted(cfg, rows, roofs), roofs)]
+                for layout, found in e.figures(cfg, args, at_limits(cfg, rows, roofs), roofs)]
         found = records.from_rows(made, settings, predicted=True)
         out.append((found, [dataclasses.replace(sheet, text=None, layout=dataclasses.replace(
             with_memory(sheet.layout), timed=(), title=f"{sheet.title}, PREDICTED", columns=[
@@ -164,7 +164,7 @@ def at_the_limits(cfg, args, experiments, roofs, also=()):
     """The records a perfect implementation would give on this machine: every planned row of
     these experiments ({name: Experiment}) with each trip at its limit on these speeds, and the
     figures each of `also` makes of them ({name: [Outcome]} -> [(Layout, rows)])."""
-    done = {name: predicted(cfg, e.plan(args), roofs) for name, e in experiments.items()}
+    done = {name: at_limits(cfg, e.plan(args), roofs) for name, e in experiments.items()}
     return records.from_rows([*(made for name, e in experiments.items()
                                 for made in e.figures(cfg, args, done[name], roofs)),
                               *(made for more in also for made in more(done))], {},

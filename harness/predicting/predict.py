@@ -7,8 +7,6 @@ reaches some fraction of it.
     python two_phases.py --predict h100-sxm --dtype bfloat16
     python two_phases.py --predict h100-sxm rtx-4090:int4 post --model llama-3-8b
 """
-import dataclasses
-import functools
 import re
 
 from harness.flags import check_folder, whole
@@ -17,202 +15,19 @@ from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans
 from harness.predicting.model_files import config
-from harness.predicting.plans import gb, verdict
-from harness.predicting.presets import GIVEN, known, target, targets
+from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet, plan_bytes
+from harness.predicting.plans import gb
+from harness.predicting.presets import GIVEN, known, targets
+from harness.predicting.turning import turning_sheet
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, spaced
 import model
 
-BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the table of limits
-MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's
-MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
 MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few seconds' work
 
 
 # ---------------------------------------------------------------------------------------------
 # the turning points: where each phase turns from the forklift to the workbench
-
-
-def busy(cfg, riders, roofs):
-    """The share of the time the workbench works on a trip at its limit: 1 when it binds."""
-    work = model.trip_flops(cfg, riders) / roofs.flops_per_s
-    return work / roofs.limit(cfg, riders)[0]
-
-
-def first(holds, hi=MOST):
-    """The smallest n in 1..hi where holds(n), holds being monotone; None where none does."""
-    if not holds(hi):
-        return None
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if holds(mid) else (mid + 1, hi)
-    return lo
-
-
-def turning(cfg, roofs, notes, typers, question):
-    """One machine's turning points and shares, as a sheet row. -> {figure: value}"""
-    typing = functools.partial(model.typing_load, notes)  # users -> their trip's Load
-    normal = roofs.limit(cfg, typing(typers))[0]
-    at_once = roofs.limit(cfg, [(notes, 1)] * typers + [(0, question)])[0]
-    return {"balance": roofs.balance,
-            "reads turn": first(lambda p: busy(cfg, [(0, p)], roofs) >= 1),
-            "types turn": first(lambda u: busy(cfg, typing(u), roofs) >= 1),
-            "half bench": first(lambda u: busy(cfg, typing(u), roofs) >= 0.5),
-            "one typer": 100 * busy(cfg, typing(1), roofs),
-            "typing ceiling": 100 * busy(cfg, typing(MOST), roofs),
-            "notes outweigh": model.table_bytes(cfg) / model.note_bytes(cfg),
-            "freeze": at_once / normal}
-
-
-def turning_sheet(cfg, aimed, args, settings):
-    """The turning points of every machine asked for, and of the post's machine to compare."""
-    post = [] if any(t.name == "post" for t in aimed) else [target("post", "float32", None,
-                                                                   args.out)]
-    found = [{"name": t.name + t.times, "precision": t.precision,
-              **turning(t.config(cfg), t.roofs, args.notes, args.typers, args.question)}
-             for t in [*aimed, *post]]
-    return Sheet(TURNING, records.make(TURNING, found, settings, predicted=True),
-                 settings=f"{cfg}; typers with {args.notes} notes each"
-                          + ("; the post's machine to compare" if post else ""),
-                 note=f"(predicted limits, nothing was run. balance: FLOPs per byte; reads turn "
-                      f"at: the question length from which reading is workbench-bound; types "
-                      f"turn at: the users typing together from which typing is; half bench "
-                      f"at: the users for half the workbench's speed; one typer busy: how much of "
-                      f"the workbench one typer uses; typing ceiling: the most any number of "
-                      f"typers can use, their notes growing with them; notes outweigh at: the "
-                      f"notes one user needs to weigh what the tables weigh; freeze: a "
-                      f"{args.question:,}-token question read at once, against the "
-                      f"{args.typers} typers' normal gap. A real engine reaches some fraction "
-                      f"of each limit.)")
-
-
-TURNING = Layout("turning points", [
-    col("name", "machine", "", "s", key=True), col("precision", "precision", "", "s", key=True),
-    col("balance", "balance", "FLOPs/byte", SIG),
-    col("reads turn", "reads turn at", "tokens", SIG, compared=True, empty="never"),
-    col("types turn", "types turn at", "users", SIG, compared=True, empty="never"),
-    col("half bench", "half bench at", "users", SIG, empty="never"),
-    col("one typer", "one typer busy %", "%", SIG, compared=True),
-    col("typing ceiling", "typing ceiling %", "%", SIG),
-    col("notes outweigh", "notes outweigh at", "notes", SIG),
-    col("freeze", "freeze x normal", "x", SIG, compared=True)],
-    title="Which limit you will hit: the turning points, predicted")
-
-
-def grid_sheet(cfg, aim, settings):
-    """For one machine: the limit each typing trip hits, users down, each one's notes across
-    (the notebook depth): the workbench, the forklift (and how busy the workbench is meanwhile),
-    the link, or does not fit; and, under them, the most users that fit at each depth."""
-    depths = [d for d in DEPTHS if d < cfg.context]
-    rows = []
-    for u in BATCHES:
-        row = {"users": u}
-        for d in depths:
-            need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
-            bound = aim.roofs.limit(cfg, ride)[1]
-            row[f"{d} notes"] = (
-                f"does not fit ({gb(need)} GB)" if aim.memory and need > aim.memory[0]
-                else bound if bound == "workbench"
-                else f"{bound} {sig(100 * busy(cfg, ride, aim.roofs))}%")
-        rows.append(row)
-    if aim.memory:
-        rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.memory[0])
-                                                 for d in depths}})
-    layout = Layout("grid", [GRID_COLUMNS[0], *(GRID_COLUMNS[1 + DEPTHS.index(d)]
-                                                for d in depths)],
-                    title=f"Which limit typing hits on {aim.title}{aim.times}, {aim.precision}, "
-                          f"predicted")
-    return Sheet(layout, records.make(layout, rows, settings, predicted=True),
-                 settings=f"{cfg}; each user types one token, with that many notes",
-                 note="(each trip's limit: the workbench, the forklift and how busy the workbench "
-                      "is meanwhile, or the link between devices; does not fit: the tables, "
-                      "every user's notes and the trip's working space need more than the "
-                      "memory" + (f" ({gb(aim.memory[0])} GB" + (" each" if aim.devices > 1
-                                                                    else "") + ")"
-                                  if aim.memory else " (unknown here: every cell is a limit)")
-                      + "; most that fit: the most users who type together at that depth)")
-
-
-DEPTHS = (0, 1024, 4096, 16384, 65536, 131072)  # notes each typer keeps, in the grid (up to the
-#                                                 model's context)
-GRID_COLUMNS = [col("users", "users", "users", "s", key=True)] + [
-    col(f"{d} notes", f"{d:,} notes", "", "s") for d in DEPTHS]
-
-
-def typing_memory(cfg, notes, users):
-    """What `users` typers with `notes` notes each hold on one device as they type: the tables,
-    every user's notes (the new one among them) and the trip's working space."""
-    kept = model.note_bytes(cfg) * model.notes_share(cfg) * users * (notes + 1)
-    one, two = (model.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
-    working = one + (users - 1) * (two - one)  # the scores of one user at a time, and every
-    #                                            user's activations
-    return model.held_bytes(cfg) + kept + working
-
-
-def most_users(cfg, notes, memory):
-    """The most users typing together, `notes` notes each, that fit in memory: 0 if one does
-    not."""
-    over = first(lambda u: typing_memory(cfg, notes, u) > memory)
-    return f"{MOST if over is None else over - 1:,}"
-
-
-def fits(cfg, aimed, args, settings, experiments):
-    """Whether the plan fits each machine's memory: what each device needs (its share of the
-    tables, of the fullest row's notes, of the working space of its biggest trip), what it has,
-    and the fewest devices that hold it, each its share, as tensor parallelism splits them."""
-    rows = []
-    for t in aimed:
-        need = plan_bytes(t.config(cfg), args, experiments)
-        total = sum(need.values())
-        row = {"name": t.name, "precision": t.precision, "devices": t.devices,
-               **{k: v / 1e9 for k, v in need.items()}, "needs": total / 1e9}
-        if t.memory:
-            least = fewest(cfg, t, args, experiments)
-            row.update(has=t.memory[0] / 1e9, fits=verdict(total, t.memory[0]),
-                       least=least or f"more than {MOST_DEVICES}")
-        rows.append(row)
-    return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
-                 settings=f"{cfg}; the most the plan holds at once, on each device", note=(
-                     "(needs: the tables at their precision, the head and the embedding among "
-                     "them, and, for the planned row that holds the most, every user's notes at "
-                     "their longest and its biggest trip's working space, each device its share "
-                     "(tensor parallel: the tables split, the notes split by key/value heads); "
-                     "fewest: the fewest such devices that hold it; memory as published: "
-                     + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed if t.memory) + ")"))
-
-
-FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
-                       col("precision", "precision", "", "s", key=True),
-                       col("devices", "devices", "devices", "d", key=True),
-                       col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
-                       col("working", "working GB", "GB", SIG),
-                       col("needs", "needs GB", "GB", SIG), col("has", "has GB", "GB", SIG,
-                                                                empty="unknown"),
-                       col("fits", "fits", "", "s", empty="unknown"),
-                       col("least", "fewest devices", "devices", "s", empty="unknown")],
-              title="Does it fit: the memory the plan holds at once, predicted")
-
-
-def plan_bytes(cfg, args, experiments):
-    """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
-    hold at most at once on one device, as a measured run's memory check counts them
-    (plans.held)."""
-    notes, working = max((plans.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
-    return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
-
-
-def fewest(cfg, aim, args, experiments):
-    """The fewest devices of this machine, 1 to MOST_DEVICES splitting the heads evenly, whose
-    memory holds the plan, each its share; None where none does (or the machine's memory is
-    unknown, or more than one of it has no published link)."""
-    for n in range(1, MOST_DEVICES + 1):
-        if n > 1 and (not aim.linked or cfg.heads % n):
-            continue
-        c = dataclasses.replace(aim, devices=n).config(cfg)
-        if aim.memory and sum(plan_bytes(c, args, experiments).values()) <= aim.memory[0]:
-            return n
-    return None
 
 
 def machines_sheet(aimed, settings):
@@ -245,7 +60,6 @@ def words(args):
                 f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s"
                 + (f", linked at {sig(t.roofs.link_per_s / 1e9)} GB/s" if t.devices > 1 else "")
                 for t in aimed))
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,7 +217,7 @@ def items(args, experiments):
     yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
                                                              experiments)])
     found = []
-    for made, printed in plans.predict(cfg, experiments.values(), args.replace(threads=None),
+    for made, printed in plans.limit_sheets(cfg, experiments.values(), args.replace(threads=None),
                                        first_roofs, settings, aimed[0].memory):
         found += made
         yield from spaced(printed)
@@ -427,6 +241,6 @@ def roofline(cfg, aimed, experiments, args):
     for t in aimed:
         c = t.config(cfg)
         done = [(name, o) for name in ("prefill", "decode") if name in experiments
-                for o in plans.predicted(c, experiments[name].plan(args), t.roofs)]
+                for o in plans.at_limits(c, experiments[name].plan(args), t.roofs)]
         machines.append({"name": t.label, **plans.roofline(c, done, t.roofs)})
     return {"predicted": True, "machines": machines}

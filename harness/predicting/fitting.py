@@ -1,0 +1,135 @@
+"""Whether a plan fits a machine's memory: what each row holds at once, the most typers that
+fit, the fewest devices a model too big for one is split over, and the grid of which limit
+typing hits at each batch and notebook depth (grey where it does not fit)."""
+import dataclasses
+
+from harness.keeping import records
+from harness.keeping.records import SIG, Layout, col, sig
+from harness.predicting import plans
+from harness.predicting.plans import gb, verdict
+from harness.predicting.turning import MOST, busy, first
+from harness.showing.printers import Sheet
+import model
+
+BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the grid
+
+
+MOST_DEVICES = 8  # the most devices a model is split over to fit: one server's
+
+
+def grid_sheet(cfg, aim, settings):
+    """For one machine: the limit each typing trip hits, users down, each one's notes across
+    (the notebook depth): the workbench, the forklift (and how busy the workbench is meanwhile),
+    the link, or does not fit; and, under them, the most users that fit at each depth."""
+    depths = [d for d in DEPTHS if d < cfg.context]
+    rows = []
+    for u in BATCHES:
+        row = {"users": u}
+        for d in depths:
+            need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
+            bound = aim.roofs.limit(cfg, ride)[1]
+            row[f"{d} notes"] = (
+                f"does not fit ({gb(need)} GB)" if aim.memory and need > aim.memory[0]
+                else bound if bound == "workbench"
+                else f"{bound} {sig(100 * busy(cfg, ride, aim.roofs))}%")
+        rows.append(row)
+    if aim.memory:
+        rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.memory[0])
+                                                 for d in depths}})
+    layout = Layout("grid", [GRID_COLUMNS[0], *(GRID_COLUMNS[1 + DEPTHS.index(d)]
+                                                for d in depths)],
+                    title=f"Which limit typing hits on {aim.title}{aim.times}, {aim.precision}, "
+                          f"predicted")
+    return Sheet(layout, records.make(layout, rows, settings, predicted=True),
+                 settings=f"{cfg}; each user types one token, with that many notes",
+                 note="(each trip's limit: the workbench, the forklift and how busy the workbench "
+                      "is meanwhile, or the link between devices; does not fit: the tables, "
+                      "every user's notes and the trip's working space need more than the "
+                      "memory" + (f" ({gb(aim.memory[0])} GB" + (" each" if aim.devices > 1
+                                                                    else "") + ")"
+                                  if aim.memory else " (unknown here: every cell is a limit)")
+                      + "; most that fit: the most users who type together at that depth)")
+
+
+DEPTHS = (0, 1024, 4096, 16384, 65536, 131072)  # notes each typer keeps, in the grid (up to the
+#                                                 model's context)
+
+
+#                                                 model's context)
+GRID_COLUMNS = [col("users", "users", "users", "s", key=True)] + [
+    col(f"{d} notes", f"{d:,} notes", "", "s") for d in DEPTHS]
+
+
+def typing_memory(cfg, notes, users):
+    """What `users` typers with `notes` notes each hold on one device as they type: the tables,
+    every user's notes (the new one among them) and the trip's working space."""
+    kept = model.note_bytes(cfg) * model.notes_share(cfg) * users * (notes + 1)
+    one, two = (model.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
+    working = one + (users - 1) * (two - one)  # the scores of one user at a time, and every
+    #                                            user's activations
+    return model.held_bytes(cfg) + kept + working
+
+
+def most_users(cfg, notes, memory):
+    """The most users typing together, `notes` notes each, that fit in memory: 0 if one does
+    not."""
+    over = first(lambda u: typing_memory(cfg, notes, u) > memory)
+    return f"{MOST if over is None else over - 1:,}"
+
+
+def fits(cfg, aimed, args, settings, experiments):
+    """Whether the plan fits each machine's memory: what each device needs (its share of the
+    tables, of the fullest row's notes, of the working space of its biggest trip), what it has,
+    and the fewest devices that hold it, each its share, as tensor parallelism splits them."""
+    rows = []
+    for t in aimed:
+        need = plan_bytes(t.config(cfg), args, experiments)
+        total = sum(need.values())
+        row = {"name": t.name, "precision": t.precision, "devices": t.devices,
+               **{k: v / 1e9 for k, v in need.items()}, "needs": total / 1e9}
+        if t.memory:
+            least = fewest(cfg, t, args, experiments)
+            row.update(has=t.memory[0] / 1e9, fits=verdict(total, t.memory[0]),
+                       least=least or f"more than {MOST_DEVICES}")
+        rows.append(row)
+    return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
+                 settings=f"{cfg}; the most the plan holds at once, on each device", note=(
+                     "(needs: the tables at their precision, the head and the embedding among "
+                     "them, and, for the planned row that holds the most, every user's notes at "
+                     "their longest and its biggest trip's working space, each device its share "
+                     "(tensor parallel: the tables split, the notes split by key/value heads); "
+                     "fewest: the fewest such devices that hold it; memory as published: "
+                     + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed if t.memory) + ")"))
+
+
+FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
+                       col("precision", "precision", "", "s", key=True),
+                       col("devices", "devices", "devices", "d", key=True),
+                       col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
+                       col("working", "working GB", "GB", SIG),
+                       col("needs", "needs GB", "GB", SIG), col("has", "has GB", "GB", SIG,
+                                                                empty="unknown"),
+                       col("fits", "fits", "", "s", empty="unknown"),
+                       col("least", "fewest devices", "devices", "s", empty="unknown")],
+              title="Does it fit: the memory the plan holds at once, predicted")
+
+
+def plan_bytes(cfg, args, experiments):
+    """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
+    hold at most at once on one device, as a measured run's memory check counts them
+    (plans.held)."""
+    notes, working = max((plans.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
+    return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
+
+
+def fewest(cfg, aim, args, experiments):
+    """The fewest devices of this machine, 1 to MOST_DEVICES splitting the heads evenly, whose
+    memory holds the plan, each its share; None where none does (or the machine's memory is
+    unknown, or more than one of it has no published link)."""
+    for n in range(1, MOST_DEVICES + 1):
+        if n > 1 and (not aim.linked or cfg.heads % n):
+            continue
+        c = dataclasses.replace(aim, devices=n).config(cfg)
+        if aim.memory and sum(plan_bytes(c, args, experiments).values()) <= aim.memory[0]:
+            return n
+    return None
