@@ -14,7 +14,7 @@ import pytest
 import compare
 import model
 import two_phases
-from harness.keeping import schema
+from harness.keeping import records, schema
 from conftest import ROOT, compared, in_process, script
 
 ROOT_PATH = pathlib.Path(ROOT)
@@ -215,7 +215,7 @@ def scaled(folder, factor, to):
             continue
         data = schema.load(os.path.join(folder, name), name.split(".")[0])
         for r in data["records"]:
-            power = {"time": 1, "rate": -1}.get(schema.kind(r["unit"]), 0)
+            power = {"time": 1, "rate": -1}.get(records.kind(r["unit"]), 0)
             if power and r["samples"]:
                 r["value"] *= factor ** power
                 r["samples"] = [x * factor ** power for x in r["samples"]]

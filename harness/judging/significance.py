@@ -4,13 +4,11 @@ against the other's (as Google Benchmark's compare.py tests two runs): a change 
 test finds one and it is at least --min-change percent; not significant otherwise."""
 import math
 
-from harness.keeping import schema
+from harness.keeping.records import kind
 
 MIN_CHANGE = 10.0  # percent: a smaller change, even a significant one, is no change (pyperf's
 #                    --min-speed idea): two quiet runs here differ by a few percent on a figure
 ALPHA = 0.05  # a two-sided p-value under this is significant (Google Benchmark's default)
-
-kind = schema.kind
 
 
 def speedup(first, other):

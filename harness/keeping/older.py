@@ -6,7 +6,7 @@ import contextlib
 import math
 import re
 
-from harness.keeping.schema import cell, kind, number, what
+from harness.keeping.records import cell, kind, number, what
 
 def check_tables(tables):
     """Raise ValueError, naming the table and the cell, unless every table is columns with

@@ -240,3 +240,49 @@ def named(r):
 def label(keys):
     """A row's keys in words: 'prompt 256', 'users 16 notes 512'; a text key as it is."""
     return " ".join(str(v) if isinstance(v, str) else f"{k} {v}" for k, v in keys.items())
+
+
+# ---- what a record's value may be, by its unit (the schema's check, and every reader)
+
+
+FIGURE_MAX = 1e30  # no figure of the suite comes near; larger ones only overflow what reads them
+
+
+FIGURE_MIN = 1e-30  # nor so small: a tiny figure's inverse, or a ratio over it, overflows
+
+
+def number(v, low=-math.inf):
+    """A finite int or float (not a bool) of at least low, and 0 or from FIGURE_MIN to
+    FIGURE_MAX either way."""
+    try:
+        return type(v) in (int, float) and low <= float(v) and (
+            FIGURE_MIN <= abs(float(v)) <= FIGURE_MAX or v == 0)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def cell(unit, v):
+    """A figure in a column of this unit: none (a figure not given, as the post leaves some),
+    text or a number where there is no unit, else a finite number, above 0 for a time, a rate
+    or a ratio."""
+    if v is None:
+        return True
+    if unit == "":
+        return isinstance(v, str) or number(v)
+    return number(v, 0) and (v > 0 or not positive(unit))
+
+
+def kind(unit):
+    """'time' for a figure that shrinks as the machine gets faster, 'rate' for one that grows,
+    'other' for neither (a ratio, a balance, a count)."""
+    return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
+
+
+def positive(unit):
+    """A figure of this unit is above 0: a time, a rate, a ratio or a size (what a trip reads)."""
+    return kind(unit) != "other" or unit in ("x", "MB", "GB")
+
+
+def what(unit):
+    return ("text or a number" if unit == "" else "finite number above 0" if positive(unit)
+            else "finite number of 0 or more")

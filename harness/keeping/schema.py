@@ -8,6 +8,8 @@ import os
 import stat
 
 from harness.terminal import printable
+from harness.keeping import older
+from harness.keeping.records import cell, number, what
 from harness.measuring.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
@@ -42,7 +44,6 @@ def load(path, script, follow=False):
     data = cleaned(data)
     check(data, script)
     try:
-        from harness.keeping import older  # it reads the checks below: not at import
         return older.upgrade(data)
     except (ArithmeticError, TypeError, KeyError, IndexError) as e:  # checked, yet its figures
         raise ValueError(f"cannot be brought to the newest layout ({type(e).__name__})") \
@@ -96,7 +97,6 @@ def check(data, script):
         check_sheets(data.get("sheets"))
         check_layouts(data["records"], data["sheets"])
     else:
-        from harness.keeping import older
         older.check_tables(data.get("tables"))
     for key, speeds in data.items():
         base, at, threads = key.partition(" @")
@@ -104,22 +104,6 @@ def check(data, script):
             if at and not (threads.isdigit() and threads.isascii() and len(threads) < 6):
                 raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
             check_speeds(speeds, key)
-
-
-FIGURE_MAX = 1e30  # no figure of the suite comes near; larger ones only overflow what reads them
-
-
-FIGURE_MIN = 1e-30  # nor so small: a tiny figure's inverse, or a ratio over it, overflows
-
-
-def number(v, low=-math.inf):
-    """A finite int or float (not a bool) of at least low, and 0 or from FIGURE_MIN to
-    FIGURE_MAX either way."""
-    try:
-        return type(v) in (int, float) and low <= float(v) and (
-            FIGURE_MIN <= abs(float(v)) <= FIGURE_MAX or v == 0)
-    except OverflowError:  # an integer beyond any float
-        return False
 
 
 MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
@@ -247,33 +231,6 @@ def check_layouts(found, sheets):
         if missing:
             raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) without its "
                              f"key {missing[0]!r}")
-
-
-def cell(unit, v):
-    """A figure in a column of this unit: none (a figure not given, as the post leaves some),
-    text or a number where there is no unit, else a finite number, above 0 for a time, a rate
-    or a ratio."""
-    if v is None:
-        return True
-    if unit == "":
-        return isinstance(v, str) or number(v)
-    return number(v, 0) and (v > 0 or not positive(unit))
-
-
-def kind(unit):
-    """'time' for a figure that shrinks as the machine gets faster, 'rate' for one that grows,
-    'other' for neither (a ratio, a balance, a count)."""
-    return "time" if unit in ("ms", "s") else "rate" if unit.endswith("/s") else "other"
-
-
-def positive(unit):
-    """A figure of this unit is above 0: a time, a rate, a ratio or a size (what a trip reads)."""
-    return kind(unit) != "other" or unit in ("x", "MB", "GB")
-
-
-def what(unit):
-    return ("text or a number" if unit == "" else "finite number above 0" if positive(unit)
-            else "finite number of 0 or more")
 
 
 def check_speeds(speeds, key):
