@@ -146,3 +146,10 @@ def test_the_claims_judged_between_added_rounds_warn_nothing_twice(capsys):
         rounds.until_told(job, done, None, worker, 1, 60.0, rounds.time.monotonic(),
                           lambda d: (warn("noisy machine: a figure spread 1.3x"), {})[1])
     assert warned == [] and "noisy" not in capsys.readouterr().err
+
+
+def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():
+    r = subprocess.run([sys.executable, f"{ROOT}/machine_speed.py", "--worker"], input="not a job",
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    one_line(r, 2, "--worker", "worker processes")
+    assert r.stdout == ""

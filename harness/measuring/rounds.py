@@ -188,7 +188,14 @@ def serve(args, measure):
     there), then exit."""
     for signum in (signal.SIGINT, signal.SIGTERM):  # the run that started it says what happened
         signal.signal(signum, lambda n, _: os._exit(128 + n))
-    job = json.loads(sys.stdin.read())
+    try:
+        job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
+    except ValueError:
+        job = None
+    if not isinstance(job, dict) or not isinstance(job.get("rounds"), list):
+        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: only the "
+                         f"run's own worker processes take it, their job as JSON on stdin\n")
+        return 2
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
