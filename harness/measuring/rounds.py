@@ -269,7 +269,7 @@ class Measured:
         vs = sorted(self.visits[name], key=lambda v: v[0])
         clean = sum(not timing.disturbed(v[2]) for v in vs)
         return timing.Runs([v[1] for v in vs], [v[2] for v in vs], sum(v[3] for v in vs),
-                           clean < timing.MIN_RUNS, tuple(range(len(vs))),
+                           clean < min(timing.MIN_RUNS, len(vs)), tuple(range(len(vs))),
                            tuple(v[0] for v in vs), name)
 
     def visit_s(self, name):
