@@ -11,9 +11,9 @@ import math
 import time
 
 from harness import flags, runner
-from harness.terminal import plural, warn
-from harness.measuring import rounds
-from harness.measuring.rounds import PROCESSES, Trial
+from harness.terminal import note, plural, warn
+from harness.measuring import devices, rounds, speeds
+from harness.measuring.rounds import PROCESSES
 from harness.measuring.speeds import (MATMUL, QUICK, SIZE, forklift, memory_bytes,
                                       tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
@@ -35,15 +35,24 @@ BUDGET_S = 15  # seconds the measuring may take with the rounds added for undeci
 
 
 TRIALS = ("forklift", "workbench")
+SIXTEEN = "workbench bfloat16"  # on a device that computes bfloat16: the workbench at it too
 
 
 def measure_here(args, job):
-    """A worker's part of the rounds: both products made, then visited in the job's rounds."""
+    """A worker's part of the rounds: both products made (and, on a device that computes
+    bfloat16, the workbench at it too), then visited in the job's rounds."""
     began, on = time.perf_counter(), args.on
-    (fork, _), (bench, _) = forklift(args.size, on), workbench(args.matmul, on)
+    trials = [speeds.trial(TRIALS[0], forklift(args.size, on)[0], on),
+              speeds.trial(TRIALS[1], workbench(args.matmul, on)[0], on)]
+    if sixteen(on):
+        trials.append(speeds.trial(SIXTEEN, workbench(args.matmul, on, "bfloat16")[0], on))
     setup_s = time.perf_counter() - began
-    return {**rounds.run([Trial(TRIALS[0], [fork]), Trial(TRIALS[1], [bench])], job),
-            "setup_s": setup_s}
+    return {**rounds.run(trials, job), "setup_s": setup_s}
+
+
+def sixteen(on):
+    """Whether the workbench is measured at bfloat16 too: on a GPU library's device that has it."""
+    return not on.numpy and on.has_bf16()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,16 +66,24 @@ def figures(args, done):
     moved, flops = args.size ** 2 * BYTES, 2 * args.matmul ** 3
     both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
     balance = (flops / w.seconds) / (moved / f.seconds)
-    return [(SPEEDS, [{
+    made = [(SPEEDS, [{
         "memory speed": timed(moved / f.seconds / 1e9, f, -1), "read": moved / 1e6,
         "read time": ms(f), "math speed": timed(flops / w.seconds / 1e9, w, -1),
         "math": flops / 1e9, "math time": ms(w), "balance": Measured(balance, both),
         "tokens a trip needs": Measured(tokens_a_trip_needs(balance), both)}])]
+    if SIXTEEN in done.visits:  # the same product at bfloat16 (a GPU's tensor cores)
+        h = taken([s[0] for s in done.runs(SIXTEEN).steps], "best", SIXTEEN, done.runs(SIXTEEN),
+                  said=True)
+        made.append((SIXTEEN_TABLE, [{
+            "precision": "bfloat16", "math speed": timed(flops / h.seconds / 1e9, h, -1),
+            "math time": ms(h), "over float32": Measured(w.seconds / h.seconds, ((1, w), (-1, h))),
+            "balance": Measured(flops / h.seconds / (moved / f.seconds), ((1, f), (-1, h)))}]))
+    return made
 
 
 def post_block(found):
     """The post's four lines, from the records."""
-    v = {r["figure"]: r["value"] for r in found}
+    v = {r["figure"]: r["value"] for r in records.of(found, SPEEDS.name)}
     return "\n".join([
         f"memory speed : {v['memory speed']:6.1f} GB/s   (read {v['read']:.0f} MB in "
         f"{v['read time']:.1f} ms)",
@@ -86,6 +103,16 @@ SPEEDS = Layout("machine_speed", [
     timed=("read time", "math time"), per="figure", title="The forklift and the workbench")
 
 
+SIXTEEN_TABLE = Layout("workbench at 16 bits", [
+    col("precision", "precision", "", "s", key=True),
+    col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
+    col("math time", "math time", "ms", ".2f"),
+    col("over float32", "x float32", "x", ".1f"),
+    col("balance", "balance", "FLOPs/byte", ".1f", compared=True)],
+    timed=("math time",), per="figure",
+    title="The workbench at 16 bits (the same product, on the device's bfloat16 path)")
+
+
 def warn_if_cached(size, llc_bytes):
     """STREAM's rule: warn if the forklift's table is small enough to come partly from cache."""
     if llc_bytes and size * size * BYTES < CACHE_RULE * llc_bytes:
@@ -103,13 +130,13 @@ def experiment(args, facts):
     """Measure both limits in rounds into records (rounds added while a claim cannot be told
     yet, within --time-budget); the post's lines, the speeds two_phases reads, and the claims,
     each from them."""
-    if not args.quick:
+    if not args.quick and args.on.kind == "cpu":  # a GPU's table is sized to its own cache
         warn_if_cached(args.size, facts["llc_bytes"])
     settings = records.settings_of(args)
     done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
         records.from_rows(figures(args, d), settings), None, ("machine_speed",), vars(args)))
     found = records.from_rows(figures(args, done), settings)
-    speed = {r["figure"]: r["value"] for r in found}
+    speed = {r["figure"]: r["value"] for r in records.of(found, SPEEDS.name)}
     yield Saved("roofs", {"bytes_per_s": speed["memory speed"] * 1e9,
                           "flops_per_s": speed["math speed"] * 1e9})
     yield sheet(SPEEDS, found, text=post_block(found) if args.tablefmt == "plain" else None,
@@ -117,6 +144,10 @@ def experiment(args, facts):
                          f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
                          f"{plural(args.threads, 'thread')}")
     yield ""
+    if records.of(found, SIXTEEN_TABLE.name):
+        yield sheet(SIXTEEN_TABLE, found, settings=f"two {args.matmul:,} x {args.matmul:,} "
+                                                    f"bfloat16 tables multiplied, on {args.device}")
+        yield ""
     if done.stopped:
         yield Saved("stopped", done.stopped)
     yield sheets.claims(found, None, ("machine_speed",), args, facts["busy"],
@@ -136,6 +167,13 @@ def build_parser():
 def parse_args(argv=None):
     p = build_parser()
     args = flags.parse(p, argv, QUICK)
+    on = devices.device(args.device)
+    wide = speeds.side(args.size, on)  # at least 8x a GPU's own last-level cache
+    if wide != args.size and not args.worker:
+        note(f"the forklift's table on {args.device}: {wide:,} x {wide:,} "
+             f"({wide ** 2 * BYTES / 1e6:,.0f} MB, {speeds.DEVICE_CACHE_RULE}x its "
+             f"{on.cache_bytes() / 2 ** 20:.0f} MiB cache at least), not {args.size:,}")
+    args.size = wide
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     flags.need_memory(p, memory_bytes(args.size, args.matmul),
                     f"--size {args.size} with --matmul {args.matmul}", biggest)

@@ -26,6 +26,8 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "int8": 1,
 #   math on 8-bit activations; int8-weights and int4-weights keep only the tables that small,
 #   the math at 16 bits (as most engines run a quantized model); fp8 is e4m3
 NOTE_DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8")  # what a note can be kept in
+RUNS_IN = ("float32", "bfloat16", "float16")  # what the model computes in: float32 (NumPy's, the
+#   post's), or 16 bits on PyTorch's or CuPy's device (two_phases.py --dtype)
 CONTEXT = 1024  # GPT-2's n_ctx: the longest question, or notebook of a typer, the flags accept
 
 
@@ -44,7 +46,7 @@ class Config:
     head: int  # numbers per head (64 in every GPT-2)
     gated: bool = False  # a gate table beside up, multiplied into it (SwiGLU)
     context: int = CONTEXT  # the longest notebook the model was trained for
-    dtype: str = "float32"  # a table number's precision; the model runs in float32 only
+    dtype: str = "float32"  # a table number's precision; the model runs in RUNS_IN
     note_dtype: str = "float32"  # a note's
     family: str = "GPT-2"
     vocab: int = 0  # the LM head's rows, and the embedding's; 0: neither counted (the post's)
@@ -55,9 +57,11 @@ class Config:
 
     @property
     def runnable(self):
-        """Whether this file can run it, not only count it: GPT-2's block in float32."""
-        return self == dataclasses.replace(gpt2(self.name, self.layers, self.width, self.heads),
-                                           context=self.context, family=self.family)
+        """Whether this file can run it, not only count it: GPT-2's block, in float32 (or, on a
+        GPU library's device, a 16-bit precision, tables and notes alike)."""
+        return self.dtype in RUNS_IN and self == dataclasses.replace(
+            gpt2(self.name, self.layers, self.width, self.heads), context=self.context,
+            family=self.family, dtype=self.dtype, note_dtype=self.dtype)
 
     def __str__(self):
         shape = [f"{self.layers} floors", f"width {self.width}"]
@@ -95,13 +99,15 @@ FLOPS_PER_NUMBER = 2  # a table number meets a token once: one multiply, one add
 
 def floors(cfg, seed=0):
     """Random float32 tables for every floor, scaled like GPT-2's init so activations stay
-    realistic: [{"qkv", "out", "up", "down"}], one dict per floor.
+    realistic: [{"qkv", "out", "up", "down"}], one dict per floor (a device rounds them to its
+    precision when they are copied there).
 
     Same seed, same tables, bit for bit. GPT-2 draws every weight from N(0, 0.02) and shrinks
     the two projections that add into the residual stream by 1/sqrt(2 * layers).
     """
     if not cfg.runnable:
-        raise ValueError(f"{cfg} is predicted only: the model runs GPT-2's block in float32")
+        raise ValueError(f"{cfg} is predicted only: the model runs GPT-2's block in "
+                         f"{', '.join(RUNS_IN)}")
     rng = np.random.default_rng(seed)
     std, residual_std, w = 0.02, 0.02 / math.sqrt(2 * cfg.layers), cfg.width
 
@@ -136,7 +142,8 @@ def notebook(cfg, users, capacity, like=None):
     As in the post's q @ K and softmax(att) @ V, keys are (layers, users, heads, 64, capacity)
     and values (layers, users, heads, capacity, 64): a new value is written in one piece. All its
     users have the same number of notes, "len"; another number keeps another notebook. like:
-    an array (a table) whose library and device the notebook is made on; NumPy's if None.
+    an array (a table) whose library, device and precision the notebook is made in; NumPy's
+    float32 if None.
     """
     shape = (cfg.layers, users, cfg.heads)
     if like is None:
@@ -144,8 +151,8 @@ def notebook(cfg, users, capacity, like=None):
                 "v": np.zeros((*shape, capacity, cfg.head), dtype=np.float32),
                 "len": 0}
     xp, device = namespace(like), like.device
-    return {"k": xp.zeros((*shape, cfg.head, capacity), dtype=xp.float32, device=device),
-            "v": xp.zeros((*shape, capacity, cfg.head), dtype=xp.float32, device=device),
+    return {"k": xp.zeros((*shape, cfg.head, capacity), dtype=like.dtype, device=device),
+            "v": xp.zeros((*shape, capacity, cfg.head), dtype=like.dtype, device=device),
             "len": 0}
 
 
@@ -218,6 +225,21 @@ def causal(t):
     return mask
 
 
+MASKS = {}  # causal(t) on another library's device, in its precision: copied there once
+
+
+def causal_like(t, s):
+    """causal(t) as s's library keeps it, on s's device and in its precision. Made there once
+    (a copy from the host waits for the device: once per trip would stall every one)."""
+    if isinstance(s, np.ndarray):
+        return causal(t)
+    key = (t, str(s.device), str(s.dtype))
+    if key not in MASKS:
+        xp = namespace(s)
+        MASKS[key] = xp.astype(xp.asarray(causal(t), device=s.device, copy=True), s.dtype)
+    return MASKS[key]
+
+
 def by_head(x, users, heads):
     """(width, users * t) -> (users, heads, 64, t): each user's tokens, split into heads. A view."""
     width, cols = x.shape
@@ -234,8 +256,7 @@ def attend(q, k, v, how="einsum"):
     xp = namespace(q)
     s = product(q, k, how)  # (u, h, t, 64) @ (u, h, 64, n) -> (u, h, t, n)
     if t > 1:  # the queries' own tokens: a triangle
-        s[..., n - t:] += causal(t) if xp is np else xp.asarray(causal(t), device=s.device,
-                                                                copy=True)
+        s[..., n - t:] += causal_like(t, s)
     w = exp_shifted(s)  # softmax's numerator ...
     o = product(w, v, how)  # (u, h, t, n) @ (u, h, n, 64) -> (u, h, t, 64)
     return o / xp.sum(w, axis=-1)[..., None]  # ... and its denominator
@@ -323,7 +344,7 @@ def plain(tokens):
 # one trip through the floors
 
 
-def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_counter):
+def trip(cfg, floors, x, segments, ways=plain, watch=None, timer=None):
     """Push every token on the trip through every floor; returns the new hidden states.
 
     x: (width, tokens), the segments' tokens side by side. segments: [(notebook, t)], t new
@@ -332,12 +353,15 @@ def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_count
     segment holding a whole prompt; decode is one token for each waiting user; chunked prefill
     is a piece of a prompt riding with the typers' tokens. Each notebook grows by its t tokens.
     ways(tokens): how the work is done (see PLAIN). watch: a dict to fill with the seconds of
-    each part of the trip and of the whole, "trip" (see timed()), or None.
+    each part of the trip and of the whole, "trip" (see timed()), or None. timer: what marks
+    each part's two ends and says the seconds between (CLOCK, this CPU's clock, by default; a
+    GPU's events, read once the trip is done, so that no part waits for the device).
     """
     validate(cfg, x, segments)
-    w = ways(x.shape[1])
-    f = timed(w, watch, clock)
-    start = clock()
+    w, timer = ways(x.shape[1]), timer or CLOCK
+    marks = [] if watch is not None else None
+    f = timed(w, marks, timer)
+    start = timer.mark() if watch is not None else None
     with w.threads():
         for i, p in enumerate(floors):
             qkv = f.table(p["qkv"], f.norm(x))  # (3 width, tokens): q, k, v stacked
@@ -346,7 +370,12 @@ def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_count
             h = f.mlp(f.table(p["up"], f.norm(x)), w)  # (4 width, tokens)
             x = f.add(x, f.table(p["down"], h))
     if watch is not None:
-        watch["trip"] = clock() - start
+        end = timer.mark()
+        watch.clear()
+        watch.update({p: 0.0 for p in PARTS})
+        for part, a, b in marks:
+            watch[part] += timer.between(a, b)
+        watch["trip"] = timer.between(start, end)
         watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
     for book, t in segments:
         book["len"] += t
@@ -355,23 +384,24 @@ def trip(cfg, floors, x, segments, ways=plain, watch=None, clock=time.perf_count
 
 PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time goes; "other" is
 #                                                          what is left (splits, Python)
+CLOCK = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
+#   this CPU's clock as a timer: a mark is the time itself
 
 
-def timed(ways, watch=None, clock=time.perf_counter):
-    """A floor's pieces, each adding its seconds to its part in `watch` when that is a dict."""
+def timed(ways, marks=None, timer=CLOCK):
+    """A floor's pieces, each adding (its part, the marks of its two ends) to `marks` when that
+    is a list."""
     pieces = {"table": ("tables", ways.table), "attention": ("attention", attention),
               "norm": ("elementwise", norm), "mlp": ("elementwise", mlp),
               "add": ("elementwise", add)}
-    if watch is None:
+    if marks is None:
         return types.SimpleNamespace(**{name: fn for name, (_, fn) in pieces.items()})
-    watch.clear()
-    watch.update({p: 0.0 for p in PARTS})
 
     def charged(part, fn):
         def run(*args):
-            start = clock()
+            start = timer.mark()
             out = fn(*args)
-            watch[part] += clock() - start
+            marks.append((part, start, timer.mark()))
             return out
         return run
     return types.SimpleNamespace(**{name: charged(part, fn)
@@ -380,8 +410,10 @@ def timed(ways, watch=None, clock=time.perf_counter):
 
 def validate(cfg, x, segments):
     """Refuse a trip before it changes anything: tokens must match, notebooks must have room."""
-    if x.dtype != namespace(x).float32 or x.shape[0] != cfg.width:
-        raise TypeError(f"x must be float32 of {cfg.width} rows, got {x.dtype} {x.shape}")
+    kept = {str(book["k"].dtype) for book, _ in segments} or {str(namespace(x).float32)}
+    if str(x.dtype) not in kept or len(kept) > 1 or x.shape[0] != cfg.width:
+        raise TypeError(f"x must be {' or '.join(sorted(kept))} (the notebooks' precision) of "
+                        f"{cfg.width} rows, got {x.dtype} {x.shape}")
     if any(t < 1 for _, t in segments):
         raise ValueError(f"every segment needs a new token, got {[t for _, t in segments]}")
     if sum(readers(book) * t for book, t in segments) != x.shape[1]:

@@ -364,7 +364,7 @@ def experiment(args, facts):
     """Measure the rows in rounds (rounds added for the claims that cannot be told yet, while
     the time budget allows), then print every sheet from the records: each experiment's, the
     speeds, the check and breakdown against them, the claims; then draw the pictures."""
-    cfg = model.SIZES[args.model]
+    cfg = measured(args)
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
     rows = {n: e.plan(args) for n, e in planned.items()}
     done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
@@ -372,6 +372,12 @@ def experiment(args, facts):
         trials=None, record=True, alone=True)
     made = assessed(cfg, args, planned, rows, done)
     yield from printed(cfg, args, facts, planned, made, done)
+
+
+def measured(args):
+    """The model a run measures: GPT-2 of --model, in --dtype's precision (float32 but on a GPU
+    library's device), tables and notes alike."""
+    return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
 def judged_on(cfg, args, planned, rows, done):
@@ -385,10 +391,10 @@ def speed_trials(args, on):
     none where the flags give the speeds."""
     if flags.given_speeds(args):
         return []
-    size = speeds.sizes(args.quick)
-    return [Trial(SPEED_TRIALS[0], [speeds.forklift(size["size"], on)[0]], group=0),
-            Trial(SPEED_TRIALS[1], [speeds.workbench(size["matmul"], on)[0]], group=0)]
-    #       the BLAS's own threads: visited with the one-token trips
+    size = speeds.sizes(args.quick, on)
+    return [speeds.trial(SPEED_TRIALS[0], speeds.forklift(size["size"], on)[0], on, group=0),
+            speeds.trial(SPEED_TRIALS[1], speeds.workbench(size["matmul"], on, on.dtype)[0], on,
+                         group=0)]  # the BLAS's own threads: visited with the one-token trips
 
 
 SPEED_TRIALS = ("speeds forklift", "speeds workbench")
@@ -398,7 +404,7 @@ def measure_here(args, job):
     """A worker's part of the rounds, in this process: the model's tables (random weights), the
     paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
     (where asked) the table products alone. -> the result rounds.run() and the job describe"""
-    began, cfg, on = time.perf_counter(), model.SIZES[args.model], args.on
+    began, cfg, on = time.perf_counter(), measured(args), args.on
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
@@ -477,7 +483,7 @@ def roofs_of(args, done):
     the speeds the flags give), and their records."""
     if flags.given_speeds(args):
         return flags.given_speeds(args), []
-    size = speeds.sizes(args.quick)
+    size = speeds.sizes(args.quick, args.on)
     fork, work = (timing.taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n),
                                said=True) for n in SPEED_TRIALS)
     moved, flops = size["size"] ** 2 * model.BYTES, 2 * size["matmul"] ** 3
@@ -572,7 +578,7 @@ def turning_here(cfg, args, speeds, settings):
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(args.quick)
-    return plans.peak_bytes(model.SIZES[args.model], [EXPERIMENTS[n].plan(args)
+    return plans.peak_bytes(measured(args), [EXPERIMENTS[n].plan(args)
                                                      for n in args.experiments], measuring)
 
 
@@ -616,6 +622,7 @@ def build_parser():
                    help="draw the pictures (roofline, dial, decode, depth) into the results "
                         "folder; default: for a full run that saves, not for --quick")
     flags.add_speed_flags(g)
+    flags.add_device_flags(g)
     predict.add_flags(g)
     flags.add_path_flags(g)
     return p

@@ -164,6 +164,10 @@ def parser(doc, runs, prog, budget=None):
                    help="where the arrays live: numpy (the post's, this CPU), torch:cpu, "
                         "torch:cuda, torch:mps (an Apple GPU) or cupy:cuda; PyTorch and CuPy "
                         f"only when asked ({devices.INSTALL})")
+    g.add_argument("--tf32", action="store_true",
+                   help="let float32 products run in TF32 on an NVIDIA GPU (faster, coarser; "
+                        "off by default, whatever TORCH_ALLOW_TF32_CUBLAS_OVERRIDE says); the "
+                        "setting is on the machine line")
     g.add_argument("--oversubscribe", action="store_true",
                    help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",
@@ -205,7 +209,27 @@ def settled(args):
     """A script's flags, once checked, as its Settings (a Settings stays as it is)."""
     if isinstance(args, Settings):
         return args
-    return Settings(**vars(args), on=devices.device(getattr(args, "device", "numpy")))
+    return Settings(**vars(args), on=devices.device(
+        getattr(args, "device", "numpy"), getattr(args, "dtype", "float32"),
+        getattr(args, "tf32", False)))
+
+
+def add_device_flags(g):
+    """What a model run on another library's device may change (its precision is --dtype's):
+    whether its trips are replayed as CUDA graphs."""
+    g.add_argument("--graphs", action="store_true",
+                   help="replay each trip as a CUDA graph (--device torch:cuda): the launches "
+                        "of its ~500 kernels cost one, so typing can reach the forklift")
+
+
+def check_device_flags(p, args):
+    """Refuse, in one line, what the device named cannot do."""
+    library = args.device.partition(":")[0]
+    if args.tf32 and library == "numpy":
+        p.error("argument --tf32: TF32 is an NVIDIA GPU's: it needs --device torch:cuda or "
+                "cupy:cuda (NumPy computes float32 as it is)")
+    if getattr(args, "graphs", False) and args.device != "torch:cuda":
+        p.error(f"argument --graphs: CUDA graphs need --device torch:cuda, got {args.device}")
 
 
 _UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given
@@ -234,6 +258,7 @@ def parse(p, argv, quick):
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
     if args.threads:
         args.threads = sorted(set(args.threads))
+    check_device_flags(p, args)
     if getattr(args, "predict", None) is None and not args.worker:  # a prediction's folder is
         check_folder(p, args)  #                     named later; a worker process saves nothing
     return args

@@ -3,7 +3,7 @@ default), refuses in one line what is not here, and every timed region waits for
 Here PyTorch on this CPU stands in for a GPU; a test that needs a GPU skips without one."""
 import importlib.util
 import json
-import time
+import types
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ import machine_speed
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness.measuring import bench as b, devices
+from harness.measuring import bench as b, devices, rounds
 
 TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
@@ -21,41 +21,68 @@ pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pyte
 
 
 class Recorder:
-    """A fake library whose device records every wait, and a clock that moves 1 s a call."""
-    __name__ = "fake"
+    """A fake PyTorch whose CUDA events record what the device is given, in order: each event's
+    record, each wait for one; an event's time is its place in that order, in milliseconds."""
+    __name__ = "torch"
     __version__ = "0"
 
     def __init__(self):
         self.calls = []
+        self.cuda = types.SimpleNamespace(Event=lambda enable_timing: Event(self.calls),
+                                          synchronize=lambda device: self.calls.append("sync"))
 
 
-class FakeDevice(devices.Device):
-    def sync(self):
-        self.library.calls.append("sync")
+class Event:
+    def __init__(self, calls):
+        self.calls, self.at = calls, None
+
+    def record(self):
+        self.at = len(self.calls)
+        self.calls.append("record")
+
+    def synchronize(self):
+        self.calls.append("wait")
+
+    def elapsed_time(self, end):
+        return float(end.at - self.at)
 
 
-def test_a_timed_region_ends_by_waiting_for_the_device(monkeypatch):
-    fake = FakeDevice("fake:gpu", Recorder(), np, device="gpu")
-    work = fake.synced(lambda: fake.library.calls.append("work") or 7)
-    assert work() == 7 and fake.library.calls == ["work", "sync"]  # the time ends after the wait
-    clock = iter(range(100))
-    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
-    assert fake.clock() == 0 and fake.library.calls[-1] == "sync"  # each end of a part waits
-    assert devices.NUMPY.synced(len) is len  # NumPy's path: the function itself, no wait
+class FakeGpu(devices.Device):
+    def asarray(self, a, dtype="float32"):
+        return a  # NumPy's arrays stand in for the device's
 
 
-def test_a_trip_on_a_device_waits_at_its_end_and_at_each_parts(monkeypatch):
-    fake = FakeDevice("fake:gpu", Recorder(), np, device="gpu")
-    fake.asarray = lambda a: a  # NumPy's arrays stand in for the device's
-    cfg = model.TINY
+def fake_gpu():
+    return FakeGpu("torch:cuda", Recorder(), np, types.SimpleNamespace(type="cuda"))
+
+
+def test_a_sample_is_a_burst_between_two_events_with_one_wait():
+    """On an NVIDIA GPU a sample's calls run between two of the device's events: no wait for
+    the device between them (a GPU runs ahead of Python), one at the end, to read the time."""
+    fake = fake_gpu()
+    work = lambda: fake.library.calls.append("work")  # noqa: E731
+    seconds, _ = rounds.visit(rounds.Trial("burst", [work], number=4, timer=fake),
+                              watch=lambda: (lambda: None))
+    assert fake.library.calls == ["record", "work", "work", "work", "work", "record", "wait"]
+    assert seconds == [pytest.approx(5 / 1e3 / 4)]  # the events' 5 ms apart, per call
+    assert devices.NUMPY.mark() <= devices.NUMPY.mark()  # NumPy's: this CPU's clock
+
+
+def test_a_trip_on_a_gpu_marks_each_part_and_waits_only_once_done(monkeypatch):
+    """The breakdown on a GPU: each part's two ends are events the device records as it gets
+    there; the times are read once the trip is done, so no part waits for the device."""
+    fake, cfg = fake_gpu(), model.TINY
     bench = b.Bench(cfg, model.floors(cfg), None, 1, on=fake)
     monkeypatch.setattr(b, "book", lambda bench, users, cap: model.notebook(cfg, users, cap))
     x, book = b.tokens(cfg, 3, 1, fake), b.book(bench, 1, 3)
     watch = {}
     b.trip_of(bench, x, [(book, 3)], watch)()
     pieces = cfg.layers * (4 + 2 + 1 + 1 + 2)  # a floor's tables, norms, attention, mlp, adds
-    assert fake.library.calls == ["sync"] * (2 * pieces + 2 + 1)  # each piece's two ends, the
-    #   trip's two, and the wait before the trip's call returns
+    calls = fake.library.calls
+    first_wait = calls.index("wait")
+    assert calls[:first_wait] == ["record"] * (2 * pieces + 2)  # every mark, no wait among them
+    assert set(calls[first_wait:]) == {"wait"} and "sync" not in calls
+    assert watch["trip"] == (2 * pieces + 1) / 1e3  # the trip's first mark to its last
     assert watch["trip"] >= sum(watch[p] for p in model.PARTS[:-1])
 
 

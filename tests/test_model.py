@@ -2,6 +2,7 @@
 the three ways of cutting the same work into trips (cached decode, chunks, batches)."""
 import importlib.util
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -345,7 +346,8 @@ def test_a_recorded_trip_gives_the_same_answers_bit_for_bit():
 def test_each_piece_is_charged_to_its_part_and_the_parts_add_up():
     ticks = iter(range(10 ** 6))  # every reading of the clock is one second later
     layers, watch = floors(), {}
-    model.trip(CFG, layers, tokens(3), [(book(3), 3)], watch=watch, clock=lambda: next(ticks))
+    clock = types.SimpleNamespace(mark=lambda: next(ticks), between=lambda a, b: b - a)
+    model.trip(CFG, layers, tokens(3), [(book(3), 3)], watch=watch, timer=clock)
     n = CFG.layers  # each floor: 4 table products, attention, 2 norms + GELU + 2 adds
     assert (watch["tables"], watch["attention"], watch["elementwise"]) == (4 * n, n, 5 * n)
     assert watch["trip"] == 2 * 10 * n + 1  # two readings per piece, then the last one

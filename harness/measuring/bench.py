@@ -32,10 +32,10 @@ class Bench:
 
 
 def tokens(cfg, t, seed, on=devices.NUMPY):
-    """t tokens' hidden states as they enter the first floor: (width, t) float32, seeded, the
-    same numbers on every device."""
+    """t tokens' hidden states as they enter the first floor: (width, t), seeded, the same
+    numbers on every device (float32, or rounded to the device's --dtype)."""
     return on.asarray(np.random.default_rng(seed).standard_normal((cfg.width, t),
-                                                                  dtype=np.float32))
+                                                                  dtype=np.float32), on.dtype)
 
 
 def book(bench, users, capacity):
@@ -53,7 +53,7 @@ def book(bench, users, capacity):
 def device_table(w, x):
     """W @ x on another library's device, computed as (x^T W^T)^T: the same numbers, the layout
     PyTorch's CPU products are several times faster in (a GPU's are as fast either way)."""
-    return (x.mT @ w.mT).mT
+    return (x.T @ w.T).T  # (CuPy's arrays have .T, not the array API's .mT, before CuPy 14)
 
 
 def restore(segments):
@@ -67,20 +67,16 @@ def restore(segments):
 
 
 def trip_of(bench, x, segments, watch=None):
-    """The trip as a call, built before the timer starts; on a GPU it returns once the device
-    has done it (a device runs ahead of Python), each part's time too."""
+    """The trip as a call, built before the timer starts. On another library's device each part
+    is marked by the device's own timer (a GPU's events), read once the trip is done."""
     if bench.on.numpy:
         how = ways(bench.paths, bench.pool)
         return lambda: model.trip(bench.cfg, bench.floors, x, segments, how, watch)
 
     how = types.SimpleNamespace(**{**vars(model.PLAIN), "cube": bench.paths.cube,
                                    "table": device_table})
-
-    def synced():
-        model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how, watch,
-                   bench.on.clock)
-        bench.on.sync()
-    return synced
+    return lambda: model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how, watch,
+                              bench.on)
 
 
 def trial(bench, name, x, segments, warm=True, recorded=True):
@@ -93,7 +89,7 @@ def trial(bench, name, x, segments, warm=True, recorded=True):
         setup()
         trip_of(bench, x, segments, watch)()
     return Trial(name, [trip_of(bench, x, segments)], setup, record if recorded else None,
-                 group=group(bench, [x.shape[1]]), warm=warm)
+                 group=group(bench, [x.shape[1]]), warm=warm, timer=bench.on)
 
 
 def group(bench, tokens):
@@ -109,15 +105,14 @@ def products_alone(floors, tokens, seed=0, on=devices.NUMPY):
     -> a function to time"""
     rng = np.random.default_rng(seed)
     width = floors[0]["qkv"].shape[1]
-    x, h = (on.asarray(rng.standard_normal((n, tokens), dtype=np.float32))
+    x, h = (on.asarray(rng.standard_normal((n, tokens), dtype=np.float32), on.dtype)
             for n in (width, 4 * width))
-    product = table if on.numpy else (lambda w, a: w @ a)
+    product = table if on.numpy else device_table  # the trip's own layout
 
     def products():
         for p in floors:
             for name, into in (("qkv", x), ("out", x), ("up", x), ("down", h)):
                 product(p[name], into)
-        on.sync()
     return products
 
 
@@ -127,6 +122,7 @@ def tables_alone(bench, n, again=timing.AGAIN):
     forklift and the workbench, it is what this machine can do; a call other work disturbed is
     made again, `again` x ALONE_RUNS times at most). -> their seconds"""
     t = timing.measure(products_alone(bench.floors, n, on=bench.on), ALONE_RUNS, stat="best",
+                       clock=bench.on.clock,
                        what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
                             f"each", again=again)
     return list(t.samples)
@@ -201,4 +197,5 @@ class Server:
             trip_of(self.bench, *trips[worst], watch)()
         return Trial(name, [trip_of(self.bench, *t) for t in trips],
                      lambda: self.before(0, slice(0, 0)), recorded,
-                     group=group(self.bench, [x.shape[1] for x, _ in trips]), warm=warm)
+                     group=group(self.bench, [x.shape[1] for x, _ in trips]), warm=warm,
+                     timer=self.bench.on)

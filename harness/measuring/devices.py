@@ -1,6 +1,7 @@
 """Where the arrays live: NumPy's (the default, the post's), or PyTorch's or CuPy's on a device
-they name, each imported only when asked. A Device makes arrays there, waits for the device
-(a GPU runs ahead of Python: every timed region ends by synchronising), and says what it is.
+they name, each imported only when asked. A Device makes arrays there, in the run's precision,
+times what the device does (on an NVIDIA GPU by its own events: a GPU runs ahead of Python, and
+a region's time is the device's, with no wait inside it), and says what it is.
 
     python two_phases.py --device torch:cuda     # an NVIDIA GPU; torch:mps on an Apple laptop
     python two_phases.py --device torch:cpu      # PyTorch on this CPU: the same tables
@@ -13,37 +14,70 @@ import time
 import numpy as np
 
 LIBRARIES = {"numpy": ("cpu",), "torch": ("cpu", "cuda", "mps"), "cupy": ("cuda",)}
+DTYPES = {"numpy": ("float32",), "torch": ("float32", "bfloat16", "float16"),
+          "cupy": ("float32", "float16")}  # what the model may compute in, by library (--dtype)
 INSTALL = "pip install -r requirements-gpu.txt"  # the GPU libraries' own requirements
+CUPY_FLOOR = 13  # CuPy's first major version the array API namespace runs the model on
+ENV = ("TORCH_", "PYTORCH_", "NVIDIA_", "CUDA_", "CUBLAS_", "CUPY_")  # what a GPU library reads
+#       from the environment (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, NVIDIA_TF32_OVERRIDE, ...)
+AT_START = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV)}  # as given, before
+#                                                     a run takes any of them away (TF32's)
 
 
 @dataclasses.dataclass(frozen=True)
 class Device:
     """An array library on one device: its name as given ('numpy', 'torch:cuda'), the library
-    module, its array API namespace, and the device object it takes (None for NumPy)."""
+    module, its array API namespace, the device object it takes (None for NumPy), the precision
+    the model computes in there (--dtype), and whether float32 products may run in TF32 (--tf32:
+    an NVIDIA GPU's coarser, faster float32; off unless asked)."""
     name: str
     library: object
     xp: object
     device: object = None
+    dtype: str = "float32"
+    tf32: bool = False
 
     @property
     def numpy(self):
         return self.device is None
 
-    def asarray(self, a):
-        """A NumPy array (float32) as this device's array, copied there."""
-        return a if self.numpy else self.xp.asarray(a, device=self.device, copy=True)
+    @property
+    def kind(self):
+        """'cpu', 'cuda' or 'mps': what runs the work."""
+        return "cpu" if self.numpy else getattr(self.device, "type", "cuda")
+
+    @property
+    def gpu(self):
+        return self.kind in ("cuda", "mps")
+
+    @property
+    def torch(self):
+        return self.library.__name__ == "torch"
+
+    def type_of(self, dtype):
+        """The library's own dtype of a name ('bfloat16')."""
+        return getattr(self.library, dtype)
+
+    def asarray(self, a, dtype="float32"):
+        """A NumPy array (float32) as this device's array, copied there, in dtype."""
+        if self.numpy:
+            return a
+        out = self.xp.asarray(a, device=self.device, copy=True)
+        return out if dtype == "float32" else self.xp.astype(out, self.type_of(dtype))
 
     def tables(self, floors):
-        """A model's tables ([{name: NumPy array}], one dict per floor) copied to this device."""
-        return floors if self.numpy else [{k: self.asarray(t) for k, t in f.items()}
+        """A model's tables ([{name: NumPy array}], one dict per floor) copied to this device,
+        in the run's precision."""
+        return floors if self.numpy else [{k: self.asarray(t, self.dtype) for k, t in f.items()}
                                           for f in floors]
 
     def to_numpy(self, a):
-        """An array of this device's as NumPy's (copied back from a GPU)."""
+        """An array of this device's as NumPy's float32 (copied back from a GPU)."""
         if self.numpy:
             return a
-        a = a.cpu() if hasattr(a, "cpu") else a
-        return a.get() if hasattr(a, "get") else np.asarray(a)
+        if self.torch:
+            return a.detach().to("cpu", self.library.float32).numpy()
+        return np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float32)
 
     def concat(self, arrays, axis):
         """Arrays joined along an axis, on this device."""
@@ -51,69 +85,133 @@ class Device:
 
     def threads(self, n):
         """Hold the library's own CPU threads to n (--threads), where it runs on this CPU."""
-        if n and self.library.__name__ == "torch" and self.device.type == "cpu":
+        if n and self.torch and self.kind == "cpu":
             self.library.set_num_threads(n)
 
-    def synced(self, fn):
-        """fn, returning once the device has done it: what a timer may time (NumPy's: fn)."""
-        if self.numpy:
-            return fn
+    # ---- time: a mark at each end of a region, and the seconds between two marks
 
-        def done():
-            out = fn()
-            self.sync()
-            return out
-        return done
+    def mark(self):
+        """A region's end: on an NVIDIA GPU an event the device records when it gets there (no
+        wait); elsewhere the host's clock, once the device has caught up."""
+        if self.kind == "cuda":
+            event = (self.library.cuda.Event(enable_timing=True) if self.torch
+                     else self.library.cuda.Event())
+            event.record()
+            return event
+        self.sync()
+        return time.perf_counter()
+
+    def between(self, start, end):
+        """Seconds from mark start to mark end (waiting for the device to reach end)."""
+        if self.kind != "cuda":
+            return end - start
+        end.synchronize()
+        if self.torch:
+            return start.elapsed_time(end) / 1e3
+        return self.library.cuda.get_elapsed_time(start, end) / 1e3
 
     def sync(self):
         """Wait until the device has done what it was given."""
-        if self.numpy:
+        if self.numpy or self.kind == "cpu":
             return
-        if self.library.__name__ == "torch":
-            kind = self.device.type
-            if kind == "cuda":
+        if self.torch:
+            if self.kind == "cuda":
                 self.library.cuda.synchronize(self.device)
-            elif kind == "mps":
+            else:
                 self.library.mps.synchronize()
         else:  # CuPy
             self.library.cuda.Device().synchronize()
 
     def clock(self):
-        """time.perf_counter() once the device has caught up: a timed region's two ends."""
+        """time.perf_counter() once the device has caught up."""
         self.sync()
         return time.perf_counter()
 
+    # ---- what the device is and holds
+
+    def cache_bytes(self):
+        """The device's last-level cache (an NVIDIA GPU's L2), or None where it is the CPU's or
+        the library does not say."""
+        if self.kind != "cuda":
+            return None
+        if self.torch:
+            return getattr(self.library.cuda.get_device_properties(self.device),
+                           "L2_cache_size", None) or None
+        return self.library.cuda.runtime.getDeviceProperties(self.device.id).get(
+            "l2CacheSize") or None
+
+    def has_bf16(self):
+        """Whether the model's and the workbench's bfloat16 runs here: PyTorch's on this CPU and
+        on a GPU that computes it (an NVIDIA GPU from Ampere on); CuPy has no bfloat16."""
+        if not self.torch:
+            return False
+        if self.kind == "cuda":
+            return bool(self.library.cuda.is_bf16_supported())
+        return self.kind == "cpu"
+
+    def memory_used(self):
+        """The most device memory the library held at once in this process, or None (NumPy's
+        and a CPU's: the machine's own peak says it)."""
+        if self.kind != "cuda":
+            return None
+        if self.torch:
+            return int(self.library.cuda.max_memory_allocated(self.device))
+        return int(self.library.get_default_memory_pool().total_bytes())
+
     def facts(self):
-        """{"device", "library", "memory_bytes", "driver"} for the machine line; None: NumPy's."""
+        """What the machine line says of the device: {"device", "library", "name",
+        "memory_bytes", "driver", "cache_bytes", "dtype", "tf32", "env"}; None: NumPy's."""
         if self.numpy:
             return None
-        lib, kind = self.library, getattr(self.device, "type", "cuda")
+        lib, kind = self.library, self.kind
         out = {"device": self.name, "library": f"{lib.__name__} {lib.__version__}",
-               "memory_bytes": None, "driver": None, "name": kind}
-        if lib.__name__ == "torch" and kind == "cuda":
+               "memory_bytes": None, "driver": None, "name": kind, "cache_bytes": None,
+               "dtype": self.dtype, "tf32": tf32_words(self), "env": dict(AT_START)}
+        if self.torch and kind == "cuda":
             props = lib.cuda.get_device_properties(self.device)
             out.update(name=props.name, memory_bytes=props.total_memory,
-                       driver=f"CUDA {lib.version.cuda}")
-        elif lib.__name__ == "torch" and kind == "mps":
-            out.update(name="Apple GPU (mps)")
-        elif lib.__name__ == "torch":
+                       driver=f"CUDA {lib.version.cuda}", cache_bytes=self.cache_bytes())
+        elif self.torch and kind == "mps":
+            out.update(name=apple_chip() or "Apple GPU (mps)")
+        elif self.torch:
             out.update(name="this CPU, through PyTorch")
-        elif lib.__name__ == "cupy":
+        else:  # CuPy
             dev = lib.cuda.Device()
             free, total = dev.mem_info
             out.update(name=lib.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
-                       memory_bytes=total, driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}")
+                       memory_bytes=total, driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}",
+                       cache_bytes=self.cache_bytes())
         return out
+
+
+def tf32_words(on):
+    """Whether float32 products may run in TF32 on this device, as the machine line says it."""
+    if not on.tf32:
+        return "off"
+    if AT_START.get("NVIDIA_TF32_OVERRIDE") == "0":
+        return "off (asked for, but NVIDIA_TF32_OVERRIDE=0 holds it off)"
+    return "on" if on.kind == "cuda" else "on (no effect off an NVIDIA GPU)"
+
+
+def apple_chip():
+    """'Apple M2 Max', the chip an Apple GPU is part of, or None."""
+    import subprocess
+    try:
+        return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
+                              text=True, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 NUMPY = Device("numpy", np, np)
 
 
 @functools.lru_cache(maxsize=None)
-def device(text):
+def device(text, dtype="float32", tf32=False):
     """The Device `--device` names: numpy, torch:cpu, torch:cuda, torch:mps or cupy:cuda (a
-    library alone: its first device); or raise ValueError in one line (a library not
-    installed, a device it does not have here)."""
+    library alone: its first device), computing the model in dtype, float32 products in TF32
+    only where tf32; or raise ValueError in one line (a library not installed, a device it does
+    not have here, a CuPy too old)."""
     name, _, kind = text.partition(":")
     if name not in LIBRARIES or (kind and kind not in LIBRARIES[name]):
         raise ValueError("must be " + ", ".join(f"{lib}:{d}" if lib != "numpy" else lib
@@ -124,6 +222,7 @@ def device(text):
     kind = kind or LIBRARIES[name][0]
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # PyTorch's CPU threads sleep between
     #   its calls instead of spinning, leaving the cores to NumPy and the rest of the run
+    tf32_setting(name, tf32)  # before the library makes its first product
     try:
         library = __import__(name)
         import array_api_compat
@@ -140,7 +239,14 @@ def device(text):
                                 "mps": " (mps is an Apple laptop's GPU, with PyTorch's macOS "
                                        "build)"}.get(kind, ""))
         where = library.device(kind)
+        library.backends.cuda.matmul.allow_tf32 = tf32
+        library.backends.cudnn.allow_tf32 = tf32
+        library.set_float32_matmul_precision("high" if tf32 else "highest")
     else:
+        major = int(library.__version__.split(".")[0])
+        if major < CUPY_FLOOR:
+            raise ValueError(f"{text}: CuPy {library.__version__} is too old: the model needs "
+                             f"CuPy {CUPY_FLOOR} or later (pip install -U cupy-cuda12x)")
         try:
             if library.cuda.runtime.getDeviceCount() < 1:
                 raise RuntimeError
@@ -148,4 +254,15 @@ def device(text):
             raise ValueError(f"{text}: CuPy finds no CUDA device here") from None
         where = library.cuda.Device()
     return Device(f"{name}:{kind}", library, array_api_compat.array_namespace(
-        library.zeros(1, device=where) if name == "torch" else library.zeros(1)), where)
+        library.zeros(1, device=where) if name == "torch" else library.zeros(1)), where, dtype,
+        tf32)
+
+
+def tf32_setting(library, tf32):
+    """Set, before the library computes anything, whether its float32 products may run in TF32:
+    off unless asked (a container's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 would turn it on for
+    every product, the workbench's too, behind the float32 the run says it measured)."""
+    if library == "torch" and not tf32:
+        os.environ.pop("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", None)
+    if library == "cupy":
+        os.environ["CUPY_TF32"] = "1" if tf32 else "0"

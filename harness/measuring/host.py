@@ -188,13 +188,17 @@ def line(m):
 
 
 def device_line(d):
-    """' | device torch:cuda, NVIDIA H100 80GB HBM3, 85.0 GB, CUDA 12.4, torch 2.13.0', or ''
-    for NumPy's arrays (this CPU, as the line's start says)."""
+    """' | device torch:cuda: NVIDIA H100 80GB HBM3, 85.0 GB, CUDA 12.4, torch 2.13.0 | float32,
+    TF32 off | device env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1', or '' for NumPy's arrays (this
+    CPU, as the line's start says)."""
     if not isinstance(d, dict):
         return ""
     memory = f", {d['memory_bytes'] / 1e9:.1f} GB" if d.get("memory_bytes") else ""
     driver = f", {d['driver']}" if d.get("driver") else ""
-    return f" | device {d.get('device')}: {d.get('name')}{memory}{driver}, {d.get('library')}"
+    precision = f" | {d['dtype']}, TF32 {d['tf32']}" if d.get("dtype") and d.get("tf32") else ""
+    env = " ".join(f"{k}={v}" for k, v in (d.get("env") or {}).items())
+    return (f" | device {d.get('device')}: {d.get('name')}{memory}{driver}, {d.get('library')}"
+            f"{precision}" + (f" | device env {env}" if env else ""))
 
 
 def quiet_line(m):

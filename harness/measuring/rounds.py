@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -55,21 +56,27 @@ class Trial:
     #                 after (~0.1 s): a round visits those first, then the rest after BRIDGE_S
     warm: bool = True  # warmed up on its own before the rounds; else a larger sibling's warm-up
     #                    readies what it uses (its notebooks are touched when made)
+    timer: object = None  # what times its steps: the Device its arrays live on (a GPU's own
+    #                       events, no wait between the calls of a sample); None: this CPU's clock
 
 
-def visit(trial, watch=host.watch, clock_=time.perf_counter):
-    """One visit: setup, then each step timed. -> ([seconds per call of each step], the share of
-    the cores other work took meanwhile, or None where the OS does not say). A signal that came
-    before it and was lost on its way stops the run here (stopping.check)."""
+HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
+
+
+def visit(trial, watch=host.watch):
+    """One visit: setup, then each step timed, its `number` calls between two marks of the
+    trial's timer. -> ([seconds per call of each step], the share of the cores other work took
+    meanwhile, or None where the OS does not say). A signal that came before it and was lost on
+    its way stops the run here (stopping.check)."""
     stopping.check()
     if trial.setup is not None:
         trial.setup()
-    done, seconds = watch(), []
+    timer, done, seconds = trial.timer or HOST, watch(), []
     for step in trial.steps:
-        start = clock_()
+        start = timer.mark()
         for _ in range(trial.number):
             step()
-        seconds.append((clock_() - start) / trial.number)
+        seconds.append(timer.between(start, timer.mark()) / trial.number)
     return seconds, done()
 
 
@@ -122,14 +129,12 @@ class Bridged:
 
 
 def calibrate(trial, min_sample_s):
-    """The trial with each sample lasting at least min_sample_s: a call timed once decides how
-    many calls a sample repeats."""
+    """The trial with each sample a burst lasting at least min_sample_s: a visit, warm (one
+    untimed first), timed once decides how many calls a sample repeats."""
     if min_sample_s <= 0:
         return trial
-    start = time.perf_counter()
-    for step in trial.steps:
-        step()
-    took = max(time.perf_counter() - start, 1e-9)
+    visit(trial, watch=lambda: (lambda: None))  # warm: a first call pays for what it readies
+    took = max(sum(visit(trial, watch=lambda: (lambda: None))[0]), 1e-9)
     return dataclasses.replace(trial, number=min(int(min_sample_s / took) + 1, 10_000))
 
 

@@ -6,12 +6,17 @@ import math
 import numpy as np
 
 from harness.measuring import devices
+from harness.measuring.rounds import Trial, calibrate
 import model
 from model import BYTES, FLOPS_PER_NUMBER
 
 SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
 MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
 QUICK = {"size": 4000, "matmul": 1024}
+DEVICE_CACHE_RULE = 8  # on a GPU the forklift's table is at least this many times the device's
+#                        last-level cache (an H100's 50 MiB L2: a 10,240-wide table, 420 MB)
+BURST_S = 0.01  # on another library's device a sample is a burst of calls lasting this long,
+#                 timed by the device's own events (one call of an H100's forklift: 0.13 ms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +68,21 @@ def memory_bytes(size, matmul):
     return (size * size + 3 * matmul * matmul) * BYTES
 
 
-def sizes(quick):
-    return QUICK if quick else {"size": SIZE, "matmul": MATMUL}
+def sizes(quick, on=devices.NUMPY):
+    """The forklift's and the workbench's sides (--quick's, or the post's), the forklift's
+    table wider where the device's own cache would hold too much of it (side())."""
+    made = QUICK if quick else {"size": SIZE, "matmul": MATMUL}
+    return {**made, "size": side(made["size"], on)}
+
+
+def side(size, on=devices.NUMPY):
+    """The forklift's table side on this device: size, or, on a device whose last-level cache
+    the library reports (an NVIDIA GPU's L2), wide enough to be DEVICE_CACHE_RULE x that cache
+    (rounded up to a thousand)."""
+    cache = on.cache_bytes()
+    if not cache:
+        return size
+    return max(size, math.ceil(math.sqrt(DEVICE_CACHE_RULE * cache / BYTES) / 1000) * 1000)
 
 
 def roofs_memory_bytes(quick=False):
@@ -87,14 +105,22 @@ def forklift(size=SIZE, on=devices.NUMPY):
     -> (the product to time, the bytes it reads)"""
     big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
     one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
-    return on.synced(lambda: big @ one), size * size * BYTES
+    return lambda: big @ one, size * size * BYTES
 
 
-def workbench(n=MATMUL, on=devices.NUMPY):
+def workbench(n=MATMUL, on=devices.NUMPY, dtype="float32"):
     """Workbench: multiply two n x n tables. They fit close to the workbench (the caches), so
-    this is almost pure math: n*n outputs, each n multiplies and n adds.
+    this is almost pure math: n*n outputs, each n multiplies and n adds. dtype: the numbers'
+    precision (float32, the post's; a GPU's bfloat16 on its tensor cores).
     -> (the product to time, its FLOPs)"""
     rng = np.random.default_rng(0)
-    a = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
-    b = on.asarray(rng.standard_normal((n, n), dtype=np.float32))  # (n, n)
-    return on.synced(lambda: a @ b), 2 * n ** 3
+    a = on.asarray(rng.standard_normal((n, n), dtype=np.float32), dtype)  # (n, n)
+    b = on.asarray(rng.standard_normal((n, n), dtype=np.float32), dtype)  # (n, n)
+    return lambda: a @ b, 2 * n ** 3
+
+
+def trial(name, product, on=devices.NUMPY, group=1):
+    """One of the two as a round visits it: on NumPy one call a sample, as the post times it;
+    on another library's device a burst of calls lasting BURST_S, timed by its own timer."""
+    made = Trial(name, [product], group=group, timer=on)
+    return made if on.numpy else calibrate(made, BURST_S)

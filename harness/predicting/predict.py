@@ -11,6 +11,7 @@ import re
 
 from harness.flags import check_folder, whole
 from harness.terminal import note
+from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans
@@ -94,14 +95,21 @@ def check_flags(p, args, experiments):
     a prediction cannot (threads); for a prediction, resolve its machines now and name its
     folder after them. -> whether the run is a prediction"""
     if args.predict is None:
+        library = args.device.partition(":")[0]
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
-                                ("--dtype", args.dtype, args.dtype in (None, "float32")),
                                 ("--note-dtype", args.note_dtype, args.note_dtype is None),
                                 ("--gpus", args.gpus, args.gpus is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
                         f"in float32, the model the post built; {value} is for --predict")
-        args.dtype = "float32"  # what a measured run's records say it ran in
+        runs_in = devices.DTYPES[library]
+        if args.dtype not in (None, *runs_in):
+            p.error(f"argument --dtype: a measured run on {args.device} computes "
+                    f"{' or '.join(runs_in)}, got {args.dtype}" + (
+                        "; 16 bits need --device torch:cuda, torch:mps or torch:cpu, and "
+                        "other precisions are for --predict" if library == "numpy" else
+                        "; other precisions are for --predict"))
+        args.dtype = args.dtype or "float32"  # what a measured run's records say it ran in
         return False
     if args.threads:
         p.error("argument --threads: a prediction runs nothing, on no threads; leave it out")
