@@ -160,6 +160,8 @@ def experiment(args, facts):
                           f"{args.threads} {plural(args.threads, 'thread')}",
                           note=f"; {negative:.0f}% of the numbers its first floor cubes reading "
                                f"the question are negative"), "")
+    if done.device_bytes is not None:  # a GPU's: the most its processes held there
+        yield Saved("device_memory_bytes", done.device_bytes)
     if done.stopped:
         yield Saved("stopped", done.stopped)
     yield sheets.claims(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)

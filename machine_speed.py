@@ -148,6 +148,8 @@ def experiment(args, facts):
         yield sheet(SIXTEEN_TABLE, found, settings=f"two {args.matmul:,} x {args.matmul:,} "
                                                     f"bfloat16 tables multiplied, on {args.device}")
         yield ""
+    if done.device_bytes is not None:  # a GPU's: the most its processes held there
+        yield Saved("device_memory_bytes", done.device_bytes)
     if done.stopped:
         yield Saved("stopped", done.stopped)
     yield sheets.claims(found, None, ("machine_speed",), args, facts["busy"],

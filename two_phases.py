@@ -124,6 +124,59 @@ DECODE_TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
                 timed=("step",), title="Phase 2, typing (decode)")
 
 
+# ---- on a GPU library's device: what launching a typing step's work costs, with almost no work
+
+LAUNCHES = "launches"  # the empty trip's trial, and its table
+
+
+def launch_trials(bench, args):
+    """The empty trip: one user typing through the same floors and operations as the model's,
+    on tables one number a head wide (width = heads): every kernel a typing step launches, with
+    almost no bytes or math, so its time is what launching costs (and, with --graphs, what is
+    left of it)."""
+    cfg = dataclasses.replace(model.gpt2("empty", bench.cfg.layers, bench.cfg.heads,
+                                         bench.cfg.heads), dtype=bench.cfg.dtype,
+                              note_dtype=bench.cfg.dtype)
+    empty = dataclasses.replace(bench, cfg=cfg, floors=bench.on.tables(model.floors(cfg)),
+                                questions={})
+    first = b.read_question(empty, args.notes, SEED + 1)
+    return [b.trial(empty, LAUNCHES, b.tokens(cfg, 1, SEED + 3, bench.on),
+                    [(b.copies(empty, first, 1, room=1), 1)], recorded=False)]
+
+
+def launch_figures(outcomes, done):
+    """The empty trip against one user's typing step (the fewest users decode ran). -> [(Layout,
+    rows)], none where it was not measured"""
+    decode = sorted(outcomes.get("decode", []), key=lambda r: r.row.key)
+    if LAUNCHES not in done.visits or not decode:
+        return []
+    empty = timing.taken([s[0] for s in done.runs(LAUNCHES).steps], "middle", LAUNCHES,
+                         done.runs(LAUNCHES), said=True)
+    step = decode[0].figures["time"]
+    return [(LAUNCH_TABLE, [{"users": decode[0].row.key[0], "empty trip": ms(empty),
+                             "step": ms(step),
+                             "share": Measured(empty.seconds / step.seconds,
+                                               ((1, empty), (-1, step)))}])]
+
+
+LAUNCH_TABLE = Layout(LAUNCHES, [col("users", "users", "users", "d", key=True),
+                                 col("empty trip", "empty trip ms", "ms", ".3f", compared=True),
+                                 col("step", "step ms", "ms", ".3f"),
+                                 col("share", "empty trip's share", "x", ".2f")],
+                      timed=("empty trip", "step"),
+                      title="Launching a typing step's work: the empty trip")
+
+
+def launch_sheets(found, args):
+    if not records.of(found, LAUNCHES):
+        return []
+    how = "replayed as one CUDA graph (--graphs)" if args.graphs else \
+        "launched one after another (eager: --graphs replays them as one)"
+    return [sheet(LAUNCH_TABLE, found, settings=f"the same floors and operations on tables one "
+                                                f"number a head wide, almost no bytes: {how}",
+                  note="; a share near 1: the step is its launches, not the forklift")]
+
+
 # ---------------------------------------------------------------------------------------------
 # When the two phases share a server
 
@@ -408,7 +461,7 @@ def measure_here(args, job):
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
-                    again=job.get("again", timing.AGAIN), on=on)
+                    again=job.get("again", timing.AGAIN), on=on, graphs=args.graphs)
     try:
         chosen = None
         if on.numpy and job.get("paths"):
@@ -417,6 +470,9 @@ def measure_here(args, job):
             bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
         wanted = job.get("trials")
         trials = [t for t in speed_trials(args, on) if wanted is None or t.name in wanted]
+        if not on.numpy and "decode" in args.experiments and (wanted is None
+                                                              or LAUNCHES in wanted):
+            trials += launch_trials(bench, args)
         checked = []
         for name, e in EXPERIMENTS.items():
             rows = [r for r in e.plan(args) if name in args.experiments
@@ -512,6 +568,7 @@ def assessed(cfg, args, planned, rows, done):
     for name, e in planned.items():
         found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
     found += records.from_rows(summary(outcomes), settings)
+    found += records.from_rows(launch_figures(outcomes, done), settings)
     checked = [(n, o) for n, e in planned.items() if e.checked for o in outcomes[n]]
     held, ideal, points = [], [], None
     if checked:
@@ -533,10 +590,14 @@ def printed(cfg, args, facts, planned, made, done):
         yield f"paths: {args.on.name}'s own products, one call each"
     yield Saved("rounds", {"rounds": done.rounds, "processes": done.processes,
                            "visit_s": {n: done.visit_s(n) for n in done.visits}})
+    if done.device_bytes is not None:  # a GPU's: the most its processes held there
+        yield Saved("device_memory_bytes", done.device_bytes)
     if done.stopped:
         yield Saved("stopped", done.stopped)
     for name, e in planned.items():
         yield from printers.spaced(e.sheets(found, cfg, args))
+        if name == "decode":  # under the typing table, on a GPU library's device
+            yield from printers.spaced(launch_sheets(found, args))
     yield from printers.spaced(summary_sheets(found))
     if records.of(found, ROOFS_TABLE.name):
         yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
@@ -550,11 +611,13 @@ def printed(cfg, args, facts, planned, made, done):
             yield from printers.spaced([printers.Sheet(
                 turning.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
                                                          f"the post's machine to compare")])
-        preset = presets.preset_of(facts.get("device"))  # a GPU with a preset: its datasheet
-        if preset:
+        preset = presets.preset_of(facts.get("device"), cfg.dtype)  # a GPU with a preset: its
+        if preset:  # datasheet; else why it has none
             checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
             found += records.from_rows(check.datasheet_figures(cfg, checked, preset), settings)
             yield from printers.spaced(sheets.datasheet(found, checked, preset))
+        elif presets.identified(facts.get("device")):
+            note(f"no datasheet row: {presets.identified(facts.get('device'))}")
         yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
                     Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
@@ -570,7 +633,7 @@ def turning_here(cfg, args, speeds, settings):
     compare: the records the post's GPU claims are judged on, as a prediction's are."""
     post = presets.target("post", "float32", None, args.out).roofs
     return records.make(turning.TURNING, [
-        {"name": name, "precision": "float32",
+        {"name": name, "precision": cfg.dtype,
          **turning.turning(cfg, at, args.notes, args.typers, args.question)}
         for name, at in ((args.device, speeds), ("post", post))], settings)
 

@@ -304,10 +304,20 @@ def shipped(path):
 
 
 def folder_of(args):
-    """Where a run's results go: --out/--label, or --out/<this machine's CPU and cores>."""
-    cpu = {"cpu": host.quietly(host.cpu_model, "unknown CPU"),
-           "cores": host.quietly(os.cpu_count)}
-    return os.path.join(args.out, args.label or host.machine_id(cpu))
+    """Where a run's results go: --out/--label, or --out/<the machine measured>: this CPU's model
+    and cores (amd-epyc-2c), or, on another library's device, the device and the library that ran
+    there (nvidia-h100-80gb-hbm3-torch-cuda; amd-epyc-2c-torch-cpu): a GPU is its own machine,
+    and PyTorch's run on this CPU never replaces NumPy's."""
+    if args.label:
+        return os.path.join(args.out, args.label)
+    cpu = host.machine_id({"cpu": host.quietly(host.cpu_model, "unknown CPU"),
+                           "cores": host.quietly(os.cpu_count)})
+    name = getattr(args, "device", "numpy")
+    if name == "numpy":
+        return os.path.join(args.out, cpu)
+    on = getattr(args, "on", None) or devices.device(name)
+    where = host.slug(on.facts()["name"]) if on.gpu else cpu
+    return os.path.join(args.out, f"{where}-{name.replace(':', '-')}")
 
 
 def unwritable(folder, names=()):

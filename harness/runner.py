@@ -15,8 +15,8 @@ import time
 
 from harness import flags, stopping
 from harness.flags import folder_of
-from harness.terminal import kept, note, plain_streams, plural, show, steps
-from harness.measuring import host, rounds
+from harness.terminal import kept, note, plain_streams, plural, show, steps, warn
+from harness.measuring import host, nvidia, rounds
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
 from harness.keeping.results import ROOT
@@ -110,6 +110,7 @@ def each_thread_count(args, body, busy, out, headline):
             if facts is None:
                 facts = host.facts(busy, out.sweep)
                 facts["device"] = args.on.facts()
+                facts["busy"] += gpu_busy(args.on)
                 out.show(headline or host.line(facts))
             args.on.threads(n)  # PyTorch's, on this CPU
             n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
@@ -122,6 +123,16 @@ def each_thread_count(args, body, busy, out, headline):
                 out.take(item, f" @{n}" if out.sweep else "")
             stopping.check()
     return facts
+
+
+def gpu_busy(on):
+    """Other processes computing on the run's GPU when it starts, in words, said once: []
+    where none is (or it cannot be known)."""
+    said = nvidia.busy_words(on.others())
+    if said:
+        warn(f"the machine is busy ({said}): every timing of this run on the GPU may be slower "
+             f"than it can do; the machine line says so")
+    return [said] if said else []
 
 
 class Output:

@@ -8,6 +8,7 @@ from harness.keeping import records, results, schema
 from harness.showing import printers, sheets
 from harness.predicting.plans import Outcome, Row
 from harness.measuring.speeds import Speeds
+from harness.measuring import timing
 from harness.measuring.timing import Timing
 import model
 
@@ -154,7 +155,9 @@ def test_a_quick_run_holds_its_rows_to_the_best_of_every_rounds_speeds(quick_run
     assert data["roofs"]["bytes_per_s"] == pytest.approx(figures["memory speed"] * 1e9)
     assert data["roofs"]["flops_per_s"] == pytest.approx(figures["math speed"] * 1e9)
     fork = records.find(data["records"], "speeds", "memory speed")
-    assert fork["statistic"] == "best" and fork["value"] == pytest.approx(max(fork["samples"]))
+    clean = [v for v, share in zip(fork["samples"], fork["shares"])  # the best of the samples
+             if not timing.disturbed(share)] or fork["samples"]  # other work did not disturb
+    assert fork["statistic"] == "best" and fork["value"] == pytest.approx(max(clean))
     assert sorted(fork["rounds"]) == [0, 1] and fork["trials"] == ["speeds forklift"]
 
 

@@ -126,3 +126,187 @@ def test_a_gpus_forklift_table_is_8x_its_own_cache():
     assert speeds.side(10_000, fake) == 11_000  # 8 x 50 MiB = 419 MB: 10,240 wide at least
     assert speeds.sizes(True, fake)["size"] == 11_000 and speeds.sizes(True)["size"] == 4_000
     assert speeds.side(20_000, fake) == 20_000 and speeds.side(10_000) == 10_000
+
+
+def test_typing_on_a_gpu_is_judged_against_its_launches():
+    """An empty trip (every launch of a typing step, almost no bytes) under half the step: the
+    step is the forklift's; near the step: it is its launches. Judged on a GPU's run only."""
+    from conftest import made
+    from harness.judging import judge, rules
+    from harness.keeping.records import col
+    from test_claims import ROOFS, the_posts_figures
+    says = "On a GPU, typing waits on the forklift, not on launching its work"
+
+    def judged(empty_ms, device):
+        found = the_posts_figures() + made("launches", [
+            col("users", "users", "users", "d", key=True),
+            col("empty trip", "empty trip ms", "ms", ".3f")], [{"users": 1,
+                                                                "empty trip": empty_ms}])
+        return [v for v in judge.verdicts(found, ROOFS, ("two_phases",), {
+            "device": device, "model": "small", "notes": 512}) if v[0].says == says]
+    (_, here, verdict, why, _), = judged(3.0, "torch:cuda")  # the post's step: 37.5 ms
+    assert verdict == rules.HOLDS and here == "an empty trip 3 ms of a 37.5 ms step"
+    (_, _, verdict, why, _), = judged(30.0, "torch:cuda")
+    assert verdict == rules.FAILS and "--graphs" in why
+    assert judged(30.0, "torch:cpu") == [] and judged(30.0, "numpy") == []  # no GPU: not judged
+
+
+# ---- a GPU's name, its folder, its datasheet row
+
+
+class Named(devices.Device):
+    """A fake GPU, named as its driver names it."""
+    def facts(self):
+        return {"device": self.name, "name": self.library, "library": "torch 0"}
+
+    @property
+    def gpu(self):
+        return True
+
+
+@pytest.mark.parametrize("said,preset,why", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm", None),
+    ("nvidia  h100 80GB hbm3", "h100-sxm", None),  # case and spacing aside
+    ("NVIDIA H100 NVL", None, "is not h100-sxm: it is the H100 NVL"),
+    ("NVIDIA H800", None, "is not h100-sxm: it is the H800"),
+    ("NVIDIA H200 NVL", None, "is not h200-sxm: it is the H200 NVL"),
+    ("NVIDIA GH200 480GB", None, "is not h100-sxm: it is the GH200"),
+    ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", None, "a MIG slice of NVIDIA H100 80GB HBM3"),
+    ("NVIDIA A100 80GB PCIe", None, "is not a100-sxm"),
+    ("Apple M3 Max, 40-core GPU", "m3-max", None),
+    ("Apple M3 Max, 30-core GPU", None, "300 GB/s, not 400"),
+    ("NVIDIA Tesla T4", None, "no preset names it"),
+])
+def test_a_gpu_meets_its_datasheet_by_its_exact_name(said, preset, why):
+    from harness.predicting import presets
+    card = {"device": "torch:cuda", "name": said}
+    found = presets.preset_of(card)
+    assert (found.name if found else None) == preset
+    assert presets.identified(card) is None if why is None else why in presets.identified(card)
+    assert presets.preset_of(card, "bfloat16") is None or \
+        presets.preset_of(card, "bfloat16").dtype == "bfloat16"  # at the run's precision
+    assert presets.identified({"device": "torch:cpu", "name": said}) is None  # no GPU: no row
+
+
+def test_a_gpus_results_go_to_a_folder_of_its_own():
+    import types
+    from harness import flags
+    gpu = Named("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda")
+    args = types.SimpleNamespace(out="results", label=None, device="torch:cuda", on=gpu)
+    assert flags.folder_of(args) == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda")
+    cpu = flags.folder_of(types.SimpleNamespace(out="results", label=None, device="numpy"))
+    assert flags.folder_of(types.SimpleNamespace(out="results", label="mine", device="torch:cuda",
+                                                 on=gpu)) == os.path.join("results", "mine")
+    assert cpu != flags.folder_of(args) and not cpu.endswith("torch-cuda")
+    if TORCH:  # PyTorch on this CPU is another library's run, beside NumPy's, never over it
+        assert flags.folder_of(types.SimpleNamespace(
+            out="results", label=None, device="torch:cpu")) == cpu + "-torch-cpu"
+
+
+# ---- CUDA graphs: a trip captured once, replayed each visit
+
+
+class Graphs(devices.Device):
+    """A fake device whose capture runs the trip once, as capturing does (its Python runs, the
+    notebooks move), and whose replay counts: the device's work only, no Python."""
+    def asarray(self, a, dtype="float32"):
+        return a
+
+    def mark(self):
+        return devices.NUMPY.mark()
+
+    def between(self, start, end):
+        return end - start
+
+    def capture(self, run, back):
+        self.library.captured += 1
+        run()
+        back()
+        return lambda: setattr(self.library, "replays", self.library.replays + 1)
+
+
+def test_a_graphed_trip_is_captured_once_and_replays_move_the_notebooks():
+    import types
+    from harness.measuring import rounds
+    fake = Graphs("torch:cuda", types.SimpleNamespace(captured=0, replays=0, __name__="fake"),
+                  np, device="cuda")
+    cfg = model.TINY
+    bench = b.Bench(cfg, model.floors(cfg), None, 1, on=fake, graphs=True)
+    first = b.read_question(dataclasses.replace(bench, graphs=False), 4, 1)
+    x, segments = b.typing(bench, first, 2, 3)
+    trial = b.trial(bench, "typing", x, segments, recorded=True)
+    assert fake.library.captured == 1 and segments[0][0]["len"] == 4  # captured from the start
+    for _ in range(3):
+        rounds.visit(dataclasses.replace(trial, timer=None), watch=lambda: (lambda: None))
+        assert segments[0][0]["len"] == 5  # each visit: put back, replayed, moved on by one
+    assert fake.library.replays == 3
+    parts = {}
+    trial.recorded(parts)  # the breakdown's trip runs as itself: a graph has no parts to time
+    assert fake.library.replays == 3 and parts["trip"] > 0
+
+
+def test_graphs_on_a_real_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here: a CUDA graph's capture and replay are not run (the "
+                    "fake device above checks their bookkeeping)")
+    on, cfg = devices.device("torch:cuda"), model.TINY
+    bench = b.Bench(cfg, on.tables(model.floors(cfg)), None, 1, on=on, graphs=True)
+    first = b.read_question(dataclasses.replace(bench, graphs=False), 4, 1)
+    x, segments = b.typing(bench, first, 2, 3)
+    eager = b.copies(bench, first, 2, room=1)
+    model.trip(cfg, bench.floors, x, [(eager, 1)])  # the same trip, eager
+    replay = b.trip_of(bench, x, segments)
+    replay()
+    on.sync()
+    graphed = segments[0][0]
+    assert graphed["len"] == eager["len"] == 5
+    for kind in ("k", "v"):  # the replay wrote the notes the eager trip wrote
+        np.testing.assert_allclose(on.to_numpy(graphed[kind]), on.to_numpy(eager[kind]),
+                                   rtol=1e-5, atol=1e-6)
+
+
+# ---- what nvidia-smi says: the machine line's facts, and other work on the GPU
+
+
+@pytest.fixture
+def smi(tmp_path, monkeypatch):
+    """A fake nvidia-smi on PATH: one GPU at full clocks, and two processes computing on it,
+    this test's own and another."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(f"""#!/bin/sh
+case "$1" in
+  --query-gpu=*) echo "550.54.15, 1980, 1980, 2619, 700.00, 34, Disabled, Enabled, 0" ;;
+  --query-compute-apps=*) echo "{os.getpid()}, GPU-abc, 1024"; echo "4242, GPU-abc, 20480" ;;
+esac
+""")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_the_machine_line_says_what_nvidia_smi_says(smi):
+    from harness.measuring import nvidia
+    facts = nvidia.facts("abc")
+    assert facts == {"driver": "550.54.15", "sm_mhz": 1980, "max_sm_mhz": 1980,
+                     "memory_mhz": 2619, "power_limit_w": 700, "celsius": 34, "mig": "Disabled",
+                     "persistence": "Enabled", "busy_pct": 0}
+    assert nvidia.words(facts) == ("driver 550.54.15, SM 1980 of 1980 MHz, power limit 700 W, "
+                                   "34 C, persistence Enabled, MIG Disabled")
+    assert "| driver 550.54.15, SM 1980 of 1980 MHz" in host.device_line(
+        {"device": "torch:cuda", "name": "NVIDIA H100 80GB HBM3", "library": "torch 0",
+         "smi": facts})
+
+
+def test_other_work_on_the_gpu_is_named_and_ours_is_not(smi):
+    from harness.measuring import nvidia
+    assert nvidia.others("abc") == [(4242, 20480)]  # this process left out
+    assert nvidia.others("xyz") == []  # another GPU's
+    assert nvidia.busy_words(nvidia.others()) == \
+        "other work on the GPU: 1 process (pid 4242, 20,480 MiB)"
+
+
+def test_without_nvidia_smi_nothing_is_said(monkeypatch, tmp_path):
+    from harness.measuring import nvidia
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert nvidia.facts() is None and nvidia.others() is None and nvidia.words(None) == ""
+    assert devices.NUMPY.others() is None and devices.NUMPY.memory_used() is None

@@ -145,7 +145,7 @@ BREAKDOWN = Layout("breakdown", [*HELD_KEYS, col("trip", "trip ms", "ms", ".1f",
 
 def datasheet_figures(cfg, checked, preset):
     """Reading's and typing's rows against their limits at the preset's published speeds
-    (checked: [(experiment, Outcome)]; preset: hardware.Target at float32). -> [(Layout,
+    (checked: [(experiment, Outcome)]; preset: presets.Target at the run's precision). -> [(Layout,
     rows)]"""
     rows = []
     for experiment, r in checked:

@@ -6,7 +6,7 @@ judge.py resolves them."""
 from harness.post import CUBE_TOKENS, MODEL, NOTES, PROMPTS, QUESTION, TYPERS, USERS
 from harness.terminal import plural
 from harness.keeping.records import Missing, rows
-from harness.judging.gpu_claims import GPU_CLAIMS
+from harness.judging.gpu_claims import GPU_CLAIMS, LAUNCH_CLAIM
 from harness.judging.rules import (FREEZE, Claim, Test, above, below, every, figure, more, plain,
                                    speeds, value, within)
 from model import BYTES, FLOPS_PER_NUMBER
@@ -224,6 +224,8 @@ def dial(t, r):
 
 def cheaper(t, r):
     typed = figure(t, "decode", "step", users=1)
+    if not rows(t, "prefill"):
+        raise Missing("prefill: not run")
     read = min((figure(t, "prefill", "time per token", prompt=dict(k)["prompt"])
                 for k in rows(t, "prefill")), key=lambda f: f.value)
     times = typed / read
@@ -370,6 +372,7 @@ CLAIMS = [
           (("decode", {"users": 1}),), needs=WITH_NOTES, construction=True,
           fails_on="a machine where one typing step is far from its memory limit (a slow "
           "matrix-vector product, or attention many times its limit)"),
+    LAUNCH_CLAIM,
     Claim("two_phases", "A faster workbench would barely help typing", "4.5 of 121 GFLOP/s",
           "One user's step does its math at the workbench's speed in under a tenth of the "
           "time its fetching takes at the forklift's", workbench_barely_helps, needs=WITH_NOTES,

@@ -25,7 +25,7 @@ def judged(found, roofs, scripts, settings, busy):
     """Every claim's rule first, then each resolved at the one level they share."""
     predicting = bool(settings and settings.get("predict"))
     gpu = not predicting and on_a_gpu(settings)  # a GPU's claims, at its measured speeds too
-    chosen = [c for c in claims.CLAIMS if c.script in scripts
+    chosen = [c for c in claims.CLAIMS if c.script in scripts and (gpu or not c.gpu)
               and (c.predicted == predicting or gpu and c in claims.GPU_CLAIMS)]
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
     confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
@@ -39,7 +39,9 @@ def undecided(found, roofs, scripts, settings):
     that cannot be told yet, where more rounds could tell them (an interval that straddles its
     edge, or too few clean rounds); empty where every claim is firm."""
     predicting = bool(settings and settings.get("predict"))
-    chosen = [c for c in claims.CLAIMS if c.script in scripts and c.predicted == predicting]
+    gpu = not predicting and on_a_gpu(settings)
+    chosen = [c for c in claims.CLAIMS if c.script in scripts and c.predicted == predicting
+              and (gpu or not c.gpu)]
     ruled = [(c, *rule_of(c, found, roofs, settings, ())) for c in chosen]
     confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
     wanted = {}

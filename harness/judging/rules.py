@@ -39,6 +39,7 @@ class Claim:
     explain: object = None
     construction: bool = False  # at the machine's limits it holds by how the limit is made
     fails_on: str = ""  # a machine on which it would not hold
+    gpu: bool = False  # judged on a run whose arrays lived on a GPU only (--device torch:cuda)
 
     @property
     def measured(self):

@@ -27,6 +27,7 @@ class Bench:
     paths: Paths = Paths()  # how the work is done, chosen on this machine
     again: int = timing.AGAIN  # disturbed runs measured again, x runs (0 in a quick run)
     on: devices.Device = devices.NUMPY  # where the tables, notes and tokens live
+    graphs: bool = False  # each timed trip replayed as one CUDA graph (--graphs, torch:cuda)
     questions: dict = dataclasses.field(default_factory=dict, compare=False)  # the questions
     #                                       read so far, by (notes, seed): see read_question()
 
@@ -75,8 +76,28 @@ def trip_of(bench, x, segments, watch=None):
 
     how = types.SimpleNamespace(**{**vars(model.PLAIN), "cube": bench.paths.cube,
                                    "table": device_table})
-    return lambda: model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how, watch,
-                              bench.on)
+    run = lambda: model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how,  # noqa
+                             watch, bench.on)
+    return replayed(bench.on, run, segments) if bench.graphs and watch is None else run
+
+
+def replayed(on, run, segments):
+    """A trip captured once as a CUDA graph, from where its notebooks stand now, and a call
+    that replays it: its ~500 kernels launched as one, the notebooks moved on as the trip moves
+    them (a graph replays the device's work, not Python's). The breakdown's recorded trips are
+    not replayed: a graph has no parts to time."""
+    start = [(book, book["len"]) for book, _ in segments]
+
+    def back():
+        for book, n in start:
+            book["len"] = n
+    graph = on.capture(run, back)
+
+    def replay():
+        graph()
+        for book, t in segments:
+            book["len"] += t
+    return replay
 
 
 def trial(bench, name, x, segments, warm=True, recorded=True):
@@ -190,12 +211,15 @@ class Server:
         """A schedule as a round visits it: every step from the start, and its step `worst`
         (the one the accounting says is slowest), set to where it starts, recorded part by part
         for the breakdown (and, where it warms up on its own, run once to warm up)."""
-        trips = [self.trip(s) for s in steps]
+        trips, calls = [self.trip(s) for s in steps], []
+        for i, (s, trip) in enumerate(zip(steps, trips)):
+            self.before(i, s)  # each step's call made from where it starts (a graph's capture)
+            calls.append(trip_of(self.bench, *trip))
+        self.before(0, slice(0, 0))
 
         def recorded(watch):
             self.before(worst, steps[worst])
             trip_of(self.bench, *trips[worst], watch)()
-        return Trial(name, [trip_of(self.bench, *t) for t in trips],
-                     lambda: self.before(0, slice(0, 0)), recorded,
+        return Trial(name, calls, lambda: self.before(0, slice(0, 0)), recorded,
                      group=group(self.bench, [x.shape[1] for x, _ in trips]), warm=warm,
                      timer=self.bench.on)

@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from harness.measuring import nvidia
+
 LIBRARIES = {"numpy": ("cpu",), "torch": ("cpu", "cuda", "mps"), "cupy": ("cuda",)}
 DTYPES = {"numpy": ("float32",), "torch": ("float32", "bfloat16", "float16"),
           "cupy": ("float32", "float16")}  # what the model may compute in, by library (--dtype)
@@ -127,6 +129,24 @@ class Device:
         self.sync()
         return time.perf_counter()
 
+    def capture(self, run, back):
+        """run (a trip) captured as a CUDA graph (torch:cuda): run twice on a side stream to warm
+        up, as capturing requires (back() after each puts the notebooks back), then once under
+        capture, then back(). -> a call that replays the graph: the device's work only."""
+        torch = self.library
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                run()
+                back()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        back()
+        return graph.replay
+
     # ---- what the device is and holds
 
     def cache_bytes(self):
@@ -170,7 +190,8 @@ class Device:
         if self.torch and kind == "cuda":
             props = lib.cuda.get_device_properties(self.device)
             out.update(name=props.name, memory_bytes=props.total_memory,
-                       driver=f"CUDA {lib.version.cuda}", cache_bytes=self.cache_bytes())
+                       driver=f"CUDA {lib.version.cuda}", cache_bytes=self.cache_bytes(),
+                       uuid=str(getattr(props, "uuid", "") or "") or None)
         elif self.torch and kind == "mps":
             out.update(name=apple_chip() or "Apple GPU (mps)")
         elif self.torch:
@@ -178,10 +199,22 @@ class Device:
         else:  # CuPy
             dev = lib.cuda.Device()
             free, total = dev.mem_info
-            out.update(name=lib.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
-                       memory_bytes=total, driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}",
-                       cache_bytes=self.cache_bytes())
+            props = lib.cuda.runtime.getDeviceProperties(dev.id)
+            uuid = props.get("uuid")
+            out.update(name=props["name"].decode(), memory_bytes=total,
+                       driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}",
+                       cache_bytes=self.cache_bytes(),
+                       uuid=bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) else None)
+        if kind == "cuda":
+            out["smi"] = nvidia.facts(out.get("uuid"))  # None where nvidia-smi is not here
         return out
+
+    def others(self):
+        """The other processes computing on this GPU (nvidia-smi's), [(pid, MiB)]; None where
+        it cannot be known (no NVIDIA GPU, no nvidia-smi)."""
+        if self.kind != "cuda":
+            return None
+        return nvidia.others(self.facts().get("uuid"))
 
 
 def tf32_words(on):
@@ -194,13 +227,20 @@ def tf32_words(on):
 
 
 def apple_chip():
-    """'Apple M2 Max', the chip an Apple GPU is part of, or None."""
+    """'Apple M2 Max, 38-core GPU': the chip an Apple GPU is part of and its GPU cores (one chip
+    comes with several), or None where the system does not say."""
+    import re
     import subprocess
-    try:
-        return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
-                              text=True, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
+
+    def said(*command):
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    chip = said("sysctl", "-n", "machdep.cpu.brand_string").strip()
+    cores = re.search(r"Total Number of Cores:\s*(\d+)", said("system_profiler",
+                                                              "SPDisplaysDataType"))
+    return (chip + (f", {cores.group(1)}-core GPU" if cores else "")) or None
 
 
 NUMPY = Device("numpy", np, np)

@@ -12,6 +12,7 @@ import tempfile
 import time
 
 from harness.terminal import plural, warn
+from harness.measuring import nvidia
 
 try:
     import fcntl  # POSIX: where there is none, no run marks the machine
@@ -197,8 +198,9 @@ def device_line(d):
     driver = f", {d['driver']}" if d.get("driver") else ""
     precision = f" | {d['dtype']}, TF32 {d['tf32']}" if d.get("dtype") and d.get("tf32") else ""
     env = " ".join(f"{k}={v}" for k, v in (d.get("env") or {}).items())
+    smi = nvidia.words(d.get("smi"))
     return (f" | device {d.get('device')}: {d.get('name')}{memory}{driver}, {d.get('library')}"
-            f"{precision}" + (f" | device env {env}" if env else ""))
+            f"{precision}" + (f" | {smi}" if smi else "") + (f" | device env {env}" if env else ""))
 
 
 def quiet_line(m):
@@ -284,7 +286,12 @@ def own_mark(path):
 def machine_id(m):
     """A readable folder name: the CPU model and core count, e.g. amd-epyc-2c."""
     cpu = re.sub(r"\((r|tm|c)\)|\bcpu\b|@.*$", " ", m["cpu"].lower())
-    return (re.sub(r"[^a-z0-9]+", "-", cpu).strip("-") or "unknown") + f"-{m.get('cores') or 0}c"
+    return slug(cpu) + f"-{m.get('cores') or 0}c"
+
+
+def slug(name):
+    """A name as a folder's: lower-case letters and digits between dashes ('nvidia-h100-80gb')."""
+    return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")[:80] or "unknown"
 
 
 def peak_rss_bytes():

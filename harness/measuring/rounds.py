@@ -28,8 +28,8 @@ import types
 import numpy as np
 
 from harness import stopping
-from harness.terminal import clock, hushed, note, plural, progress
-from harness.measuring import host, timing
+from harness.terminal import clock, hushed, note, plural, progress, warn
+from harness.measuring import host, nvidia, timing
 
 PROCESSES = 3  # worker processes a full run spreads its rounds over (pyperf's point: several)
 SEED = 0  # the orders the rounds visit their trials in: the same every run
@@ -207,10 +207,16 @@ def serve(args, measure):
     block = args.replace(threads=job.get("threads"))
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
-        result = measure(block, job)
+        result = {**measure(block, job), **on_the_device(block.on)}
     json.dump(result, out)
     out.flush()
     return 0
+
+
+def on_the_device(on):
+    """What a process says of a GPU library's device once its rounds are done: the most memory
+    it held there, and the other processes computing on the GPU meanwhile (None: unknown)."""
+    return {"device_bytes": on.memory_used(), "gpu_others": on.others()}
 
 
 class WorkerFailed(Exception):
@@ -235,7 +241,8 @@ def spread(rounds, processes):
     return sorted((s for s in shares if s), key=len, reverse=True)
 
 
-KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s")  # a result's own keys
+KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
+         "gpu_others")  # a result's own keys
 
 
 @dataclasses.dataclass
@@ -252,6 +259,8 @@ class Measured:
     rounds: int = 0  # the most round ids any trial was visited in
     stopped: int = None  # the signal that stopped the rounds added for undecided claims
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
+    device_bytes: int = None  # the most memory any process held on a GPU library's device
+    gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
 
     def take(self, result):
         for name, vs in result["visits"].items():
@@ -263,6 +272,10 @@ class Measured:
         self.paths = self.paths or result.get("paths")
         self.chosen = self.chosen or result.get("chosen")
         self.setup_s.append(result.get("setup_s", 0.0))
+        if result.get("device_bytes") is not None:
+            self.device_bytes = max(self.device_bytes or 0, result["device_bytes"])
+        self.gpu_others += [tuple(o) for o in result.get("gpu_others") or ()
+                            if tuple(o) not in self.gpu_others]
         for key, v in result.items():
             if key not in KNOWN:
                 self.extra.setdefault(key, v)
@@ -291,10 +304,15 @@ def measured(args, script, measure_here, undecided=None, **job):
     job = {"rounds": list(range(args.runs)), "threads": args.threads,
            "again": timing.again_for(args), "start": start, **job}
     worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
-    here = lambda j: measure_here(args, j)  # noqa: E731
+    here = lambda j: {**measure_here(args, j), **on_the_device(args.on)}  # noqa: E731
     done = measure(job, args.processes, worker, here)
     if undecided is not None and not args.quick:
         until_told(job, done, worker, here, args.processes, args.time_budget, start, undecided)
+    if done.gpu_others:
+        warn(f"disturbed: {nvidia.busy_words(done.gpu_others)} while the rounds ran: the GPU's "
+             f"timings may be slower than it can do")
+    if done.device_bytes:
+        note(f"{args.on.name} held at most {done.device_bytes / 1e9:.2f} GB")
     return done
 
 

@@ -202,5 +202,8 @@ def peak_bytes(cfg, plans, speeds_bytes):
 
 def words(cfg, threads):
     """The settings every sheet of the model states: '<model>, float32, 2 threads', as it ran
-    (always in float32); a prediction, which runs nothing, says its model and precision."""
-    return f"{cfg}, float32, {threads} {plural(threads, 'thread')}" if threads else str(cfg)
+    (a 16-bit run's model says its precision itself); a prediction, which runs nothing, says
+    its model and precision."""
+    if not threads:
+        return str(cfg)
+    return f"{cfg}{', float32' if cfg.dtype == 'float32' else ''}, {threads} "            f"{plural(threads, 'thread')}"

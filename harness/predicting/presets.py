@@ -122,14 +122,53 @@ def target(text, dtype, note_dtype, out):
                        f"holding machine_speed.json")
 
 
-def preset_of(device):
-    """The preset of the device a run measured on ({"name": the driver's name, ...}, or None):
-    the presets.json machine one of whose device_names is in it, at float32 (what a measured
-    run computes in); None where none is (a CPU, an unknown GPU)."""
+def preset_of(device, dtype="float32"):
+    """The preset of the device a run measured on ({"name": what its driver reports, ...}, or
+    None), at the precision the run computed in: the presets.json machine one of whose
+    device_names is that name exactly (case and spacing aside); None where none is (a CPU, a GPU
+    the presets do not know, a variant, a MIG slice: see identified()) or its datasheet gives no
+    speed at that precision."""
+    name = preset_name(device)
+    if name is None or dtype not in known()[name]["workbench"]:  # (no datasheet figure at it)
+        return None
+    return target(name, dtype, None, results.RESULTS)
+
+
+def preset_name(device):
+    said = spaced((device or {}).get("name"))
+    return next((n for n, e in known().items()
+                 if said in {spaced(d) for d in e.get("device_names", ())}), None)
+
+
+def identified(device):
+    """Why a GPU the run measured has no datasheet row, in a line, or None where it has one (or
+    is no GPU): a variant of a preset (another GPU with other limits), a MIG slice (a part of the
+    GPU, whose datasheet is the whole's), or a name the presets do not know."""
     said = (device or {}).get("name") or ""
-    found = [n for n, e in known().items() if any(d.lower() in said.lower()
-                                                  for d in e.get("device_names", ()))]
-    return target(found[0], "float32", None, results.RESULTS) if len(found) == 1 else None
+    if not device or device.get("device", "").split(":")[-1] not in ("cuda", "mps") \
+            or preset_name(device):
+        return None
+    whole, mig, _ = said.partition(" MIG ")
+    if mig:
+        near = preset_name({"name": whole})
+        return (f"{said} is a MIG slice of {whole}: a part of the GPU, whose datasheet is the "
+                f"whole's" + (f" (--predict {near})" if near else ""))
+    variant = next((v for n, v in variants().items() if spaced(n) == spaced(said)), None)
+    if variant:
+        return (f"{said} is not {variant[0]}: it is {variant[1]}; --predict {variant[0]} is "
+                f"the nearest preset")
+    return f"{said}: no preset names it (presets.json's device_names)"
+
+
+def variants():
+    """{a driver's name: [the preset it is near, how it differs]} of presets.json."""
+    with open(PRESETS, encoding="utf-8") as f:
+        return json.load(f).get("variants", {})
+
+
+def spaced(name):
+    """A device's name as matched: lower case, single spaces."""
+    return " ".join(str(name or "").lower().split())
 
 
 def served(name):

@@ -116,7 +116,7 @@ def datasheet(found, checked, preset):
               for name, r in checked}
     return [sheet(DATASHEET, found, labels=labels,
                   settings=f"{preset.title}'s published speeds: what --predict {preset.name}"
-                           f":float32 says",
+                           f":{preset.dtype} says",
                   note=f"(datasheet = max(bytes / {preset.roofs.bytes_per_s / 1e9:,.0f} GB/s, "
                        f"FLOPs / {preset.roofs.flops_per_s / 1e9:,.0f} GFLOP/s); x datasheet: how "
                        f"far this device falls short of its datasheet's limit; sources: "
