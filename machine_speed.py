@@ -178,7 +178,7 @@ def parse_args(argv=None):
     args.size = wide
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     flags.need_memory(p, memory_bytes(args.size, args.matmul),
-                    f"--size {args.size} with --matmul {args.matmul}", biggest)
+                      f"--size {args.size} with --matmul {args.matmul}", biggest, args.device)
     return flags.settled(args)
 
 

@@ -720,7 +720,8 @@ def parse_args(argv=None):
     if predict.check_flags(p, args, {n: EXPERIMENTS[n] for n in args.experiments}):
         return flags.settled(args)  # a prediction: nothing is built, nothing to fit in memory
     flags.need_memory(p, peak_bytes(args), f"GPT-2 {args.model} with these settings",
-                    "--model, --users, --prompts, --notes, --depths, --typers or --chunk")
+                      "--model, --users, --prompts, --notes, --depths, --typers or --chunk",
+                      args.device)
     return flags.settled(args)
 
 

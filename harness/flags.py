@@ -358,13 +358,18 @@ def unwritable(folder, names=()):
     return None
 
 
-def need_memory(p, need_bytes, what, flag):
+def need_memory(p, need_bytes, what, flag, device="numpy"):
     """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
-    available."""
+    available, or, on a GPU, more than the GPU holds."""
     have = host.quietly(host.available_memory_bytes)
     if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
         p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
                 f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
+    on = devices.device(device)
+    holds = (on.facts() or {}).get("memory_bytes") if on.gpu else None
+    if holds and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > holds:
+        p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin, but {device} holds "
+                f"{holds / 1e9:.1f} GB; use a smaller {flag}")
 
 
 # ---- the speeds a run holds its rows to, where the flags give them instead of the rounds
