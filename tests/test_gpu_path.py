@@ -310,3 +310,46 @@ def test_without_nvidia_smi_nothing_is_said(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert nvidia.facts() is None and nvidia.others() is None and nvidia.words(None) == ""
     assert devices.NUMPY.others() is None and devices.NUMPY.memory_used() is None
+
+
+# ---- the scripts on PyTorch's CPU device: what a GPU run adds, printed and saved
+
+
+@needs_torch
+def test_a_device_run_prints_the_empty_trip_under_the_typing_table(tmp_path):
+    import json
+    from harness.keeping import records
+    r = in_process(two_phases.main, "--quick", "--runs", "2", "--experiments", "decode",
+                   "--users", "1", "2", "--notes", "2", "--forklift", "10", "--workbench", "100",
+                   "--device", "torch:cpu", "--out", str(tmp_path), "--label", "dev")
+    assert r.returncode == 0, r.stderr
+    typing, launches = (r.stdout.index(t) for t in ("Phase 2, typing", "Launching a typing"))
+    assert typing < launches and "launched one after another (eager" in r.stdout
+    data = json.loads((tmp_path / "dev" / "two_phases.quick.json").read_text())
+    (keys, row), = records.rows(data["records"], "launches").items()
+    step = records.find(data["records"], "decode", "step", users=1)["value"]
+    assert dict(keys) == {"users": 1} and row["step"] == pytest.approx(step)
+    assert row["share"] == pytest.approx(row["empty trip"] / step, rel=0.5)  # middles: near
+    assert data["settings"]["tf32"] is False and data["machine"]["device"]["tf32"] == "off"
+
+
+@needs_torch
+def test_machine_speed_on_a_device_adds_the_workbench_at_16_bits():
+    r = in_process(machine_speed.main, "--quick", "--runs", "2", "--size", "500", "--matmul",
+                   "128", "--device", "torch:cpu", "--no-save")
+    assert r.returncode == 0, r.stderr
+    assert "The workbench at 16 bits" in r.stdout and "bfloat16" in r.stdout
+    r = in_process(machine_speed.main, "--quick", "--runs", "2", "--size", "500", "--matmul",
+                   "128", "--no-save")
+    assert "16 bits" not in r.stdout  # NumPy's: float32 only, as the post measured
+
+
+@needs_torch
+def test_a_sample_on_a_device_is_a_burst_sized_once_warm():
+    from harness.measuring import rounds
+    on, calls = devices.device("torch:cpu"), []
+    x = on.asarray(np.ones(1000, np.float32))
+    trial = rounds.calibrate(rounds.Trial("t", [lambda: calls.append(1) or x * x], timer=on),
+                             0.005)
+    assert trial.number > 1 and trial.timer is on  # a short call: many a sample
+    assert len(calls) == 2  # one warm call, then the one that sizes the burst
