@@ -15,7 +15,7 @@ import argparse
 import contextlib
 
 from harness import flags
-from harness.terminal import note, plain_streams, plural, printable, show
+from harness.terminal import arrived, note, plain_streams, plural, printable, show
 from harness.keeping import exports, records, results
 from harness.keeping.folders import (MADE, describe, machine_folders, read_machine, short_names,
                               unlike_settings)
@@ -351,7 +351,7 @@ def main(argv=None):
         note(f"compare.py: {printable(line)}")
     if not machines and not problems:
         note("compare.py: no results to compare; run the scripts first")
-    return 1 if problems or not machines else 0
+    return 1 if problems or not machines or not arrived(args.export) else 0
 
 
 if __name__ == "__main__":

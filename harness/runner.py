@@ -15,7 +15,7 @@ import time
 
 from harness import flags, stopping
 from harness.flags import folder_of
-from harness.terminal import kept, note, plain_streams, plural, show, steps, warn
+from harness.terminal import arrived, kept, note, plain_streams, plural, show, steps, warn
 from harness.measuring import host, nvidia, rounds
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
@@ -91,7 +91,9 @@ def run(script, args, body, headline=None):
 
 def stopped(out, code, saved=True):
     """The exit code of a run whose added rounds a signal stopped (it kept what was measured
-    before, marked): 128 + the signal's number; else code."""
+    before, marked): 128 + the signal's number; else code, or 1 where an export to stdout was
+    cut short."""
+    code = code or (0 if arrived(out.export) else 1)
     signum = out.kept.get("stopped")
     if signum is None or code:
         return code
@@ -141,6 +143,7 @@ class Output:
 
     def __init__(self, args):
         self.fmt, self.spread, self.quiet = args.tablefmt, args.spread, bool(args.export)
+        self.export = args.export
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
         self.settings = {k: v.saved() if isinstance(v, Speeds) else v
                          for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds

@@ -28,7 +28,10 @@ class Stopped(BaseException):
 def stop_quietly():
     """Outside a run (while the script loads, after it is done), SIGINT or SIGTERM end the
     script at once with the line that is true then. Each script calls this first when run,
-    never when imported."""
+    never when imported; a standard stream it was started without goes to the null device
+    first (terminal.open_streams)."""
+    from harness.terminal import open_streams
+    open_streams()
     for s in STOPS:
         signal.signal(s, _at_once)
 
@@ -36,7 +39,9 @@ def stop_quietly():
 def _at_once(signum, frame):
     if not _now["stopping"]:  # a second signal while the first one ends the run: no more lines
         _now["stopping"] = True
-        sys.stderr.write(f"{STOPS[signum]}: {_now['outcome']}\n")
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.write(f"{STOPS[signum]}: {_now['outcome']}\n")
+            sys.stderr.flush()
         os._exit(128 + signum)
 
 

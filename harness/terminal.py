@@ -7,14 +7,32 @@ import sys
 import time
 
 _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
+_stderr = {"broken": False}  # whether stderr stopped taking lines (closed, full): it says no more
 _steps = {"weights": [], "done": 0, "start": 0.0}  # a long run's rows, for its progress line
 _keeping = []  # the lists that keep the warnings said meanwhile (see kept())
 _hushed = []  # while not empty, warnings go unsaid (see hushed())
 
 
+def open_streams():
+    """A standard stream the script was started without (`2>&-`) goes to the null device: no
+    file the run opens later can take its number and receive what is written there, and the
+    notes a run says go nowhere instead of failing it."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
 def plain_streams():
     """stdout and stderr replace what the terminal's encoding cannot show (an ASCII terminal
     shows '?' for a '±'); the saved files keep every character (UTF-8)."""
+    open_streams()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="replace")
@@ -85,19 +103,46 @@ def kept():
 
 
 def note(message):
-    """A line for the person at the terminal (stderr): never part of the tables."""
+    """A line for the person at the terminal (stderr): never part of the tables. A stderr that
+    takes no more (a closed pipe, a full disk) ends the notes, never the run."""
     progress("")
-    with contextlib.suppress(OSError):
+    if _stderr["broken"]:
+        return
+    try:
         print(message, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        stderr_gone()
+
+
+def stderr_gone():
+    """stderr took no more: what would go there (and the exit's flush) goes nowhere."""
+    _stderr["broken"] = True
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+
+
+def arrived(export):
+    """Whether what stdout was given arrived whole, where it is the run's deliverable (an
+    export, FMT): a cut export (a full disk, a closed pipe) is said once, and the run fails.
+    The tables on a terminal or into `| head` arrive as far as they are read: always True."""
+    if not export or _stdout["broken"] is None:
+        return True
+    why = _stdout["broken"].strerror or _stdout["broken"]
+    note(f"error: the {export} export did not arrive whole ({why}): what stdout holds is cut "
+         f"short")
+    return False
 
 
 def progress(message):
     """One updating status line on stderr, only when stderr is a terminal; in a run of counted
     steps (see steps), led by the step, the time so far and an estimate of the time left."""
-    if sys.stderr.isatty():
-        with contextlib.suppress(OSError):
-            sys.stderr.write("\r\033[K" + (where() + message if message else ""))
-            sys.stderr.flush()
+    if _stderr["broken"] or sys.stderr is None or not sys.stderr.isatty():
+        return
+    try:
+        sys.stderr.write("\r\033[K" + (where() + message if message else ""))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        stderr_gone()
 
 
 def steps(weights):

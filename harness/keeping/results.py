@@ -2,6 +2,7 @@
 journal, never half written), and a folder read as its last whole save left it, changing
 nothing in it. What a folder contains never reaches outside it."""
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -205,6 +206,57 @@ def unchanged(folder, temp, identity):
                       f"this run wrote it; nothing is saved through it")
 
 
+# ---- the report: a file the suite writes and a user may edit; an edited one is kept
+
+REPORT = "report.md"  # the folder's report, made anew from its results by every save
+SIGNATURE = "<!-- made by the suite: sha256 {} -->\n"  # its last line: the digest of the rest
+
+
+def signed(text):
+    """The report's text, with a last line that holds the digest of the rest: an edit anywhere
+    changes one without the other (edited())."""
+    return text + SIGNATURE.format(hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def edited(path):
+    """Whether the regular file at path is not what the suite last wrote there: its last line
+    is not the digest of the rest (an edit; or a report of a version that signed none). False
+    where there is no regular file (a link is never read)."""
+    try:
+        with os.fdopen(os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return False
+            raw = f.read(schema.FILE_MAX + 1)
+    except OSError:
+        return False
+    text = raw.decode("utf-8", "replace")
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    return last + "\n" != SIGNATURE.format(hashlib.sha256((body + "\n").encode(
+        "utf-8")).hexdigest())
+
+
+def keep_edited(folder, files):
+    """A copy of the folder's report in a new folder of history/ where a user edited it and this
+    save replaces it (a report.<date>/, never trimmed: it is the user's): -> that folder, or
+    None where there is nothing of theirs to keep."""
+    if REPORT not in files or not edited(os.path.join(folder, REPORT)):
+        return None
+    history = os.path.join(folder, HISTORY)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(history)
+    if not stat.S_ISDIR(os.lstat(history).st_mode):
+        raise ValueError(f"{history} is a link or not a folder, so the edited report cannot be "
+                         f"kept there; remove it to save here")
+    when = stamp(time.strftime("%Y-%m-%dT%H-%M-%S"))
+    keep = new_entry(history, f"{REPORT.split('.')[0]}.{when}")
+    try:
+        copy_regular(os.path.join(folder, REPORT), keep)
+    except BaseException:
+        discard(keep)
+        raise
+    return keep
+
+
 def replace_together(folder, files, stem=None, busy=(), the_result=True):
     """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
     kill), every file is either new or as it was, all of them. Every file is written to a temp
@@ -217,8 +269,9 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
     with locked(folder):
         finish_replacing(folder)
         kept = keep_earlier(folder, files, stem) if stem else None
-        temps, identities, replacing = {}, {}, False
+        temps, identities, replacing, theirs = {}, {}, False, None
         try:
+            theirs = keep_edited(folder, files)
             for name, content in files.items():
                 temps[name] = _write_temp(folder, name, content, identities)
             for temp in temps.values():
@@ -239,11 +292,16 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
         except BaseException:
             if kept and kept[2] and not replacing:  # the earlier result is still in place: the
                 discard(kept[0])  #                      copy this save made is for nothing
+            if theirs and not replacing:
+                discard(theirs)
             raise
         finally:
             finish_replacing(folder)  # nothing half done is left: temps of a failed save go
     if kept:
         say_kept(stem, *kept[:2], busy)
+    if theirs:
+        note(f"report.md had been edited since the suite wrote it: your copy is kept in "
+             f"{theirs}/, and report.md is made anew from the results")
 
 
 def save(folder, files, stem=None, busy=()):
@@ -260,9 +318,9 @@ def save(folder, files, stem=None, busy=()):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(folder, LOCK))
                 os.rmdir(folder)
-        print(f"error: could not save results to {folder}/: {e}", file=sys.stderr)
+        note(f"error: could not save results to {folder}/: {e}")
         return 1
-    print(f"saved {', '.join(os.path.join(folder, name) for name in files)}", file=sys.stderr)
+    note(f"saved {', '.join(os.path.join(folder, name) for name in files)}")
     return 0
 
 

@@ -16,7 +16,7 @@ from harness.judging import judge
 from harness.showing.escaping import for_cell, for_markdown
 from harness.showing.printers import cell
 
-NAME = "report.md"
+NAME = results.REPORT
 
 
 def with_run(folder, script, data, names):
@@ -68,7 +68,7 @@ def markdown(runs, names):
                   if PICTURES[n][0] == name.split(" @")[0]}
         lines += [picture(n) for n in drawn if n not in placed]  # its table not in this run
     lines += appendix(runs, found)
-    return "\n".join(lines) + "\n"
+    return results.signed("\n".join(lines) + "\n")
 
 
 def judged(script, data, runs):
