@@ -15,6 +15,7 @@ import argparse
 import contextlib
 
 from harness import flags
+from harness.post import MATMUL, SIZE
 from harness.terminal import arrived, note, plain_streams, plural, printable, show
 from harness.keeping import exports, records, results
 from harness.keeping.folders import (MADE, describe, machine_folders, read_machine, short_names,
@@ -174,17 +175,19 @@ def limits(names, machines):
     machine whose own measurements disagree by more than their runs' spread. -> (headers, rows,
     lines)"""
     found = [speeds_of(m) for m in machines]
+    odd = sorted({what for f in found for what, _ in f if ALONE in what})  # other sizes
     rows = [[what, unit, *[f.get((what, key)) for f in found]]
             for key, unit, word in (("bytes_per_s", "GB/s", "forklift"),
                                     ("flops_per_s", "GFLOP/s", "workbench"))
-            for what in (f"{word}: machine_speed", f"{word}: two_phases' rounds",
-                         f"{word}: two_phases' start", f"{word}: two_phases' end")]
+            for what in (f"{word}: machine_speed", *(w for w in odd if w.startswith(word)),
+                         f"{word}: two_phases' rounds", f"{word}: two_phases' start",
+                         f"{word}: two_phases' end")]
     rows = [row for row in rows if any(v is not None for v in row[2:])]
     lines = []
     for name, f in zip(names, found):
         for word in ("forklift", "workbench"):
-            seen = [v for (what, key), v in f.items()
-                    if what.startswith(word) and key != "spread" and v]
+            seen = [v for (what, key), v in f.items()  # at the sizes every run measures at
+                    if what.startswith(word) and ALONE not in what and key != "spread" and v]
             spread = f.get((word, "spread"))  # machine_speed's runs: without them, no noise
             if spread and len(seen) > 1 and max(seen) / min(seen) > spread:
                 lines.append(f"{name}: its {word} measured from {min(seen):.1f} to "
@@ -193,8 +196,14 @@ def limits(names, machines):
     return ["limit", "unit", *names], rows, lines
 
 
+POST_SIZES = {"size": SIZE, "matmul": MATMUL}  # machine_speed's, and two_phases' rounds'
+ALONE = ", at --size"  # a machine_speed run at other sizes than the post's: shown, never compared
+
+
 def speeds_of(found):
-    """{(what, key): speed in GB/s or GFLOP/s} of one machine, and each speed's spread."""
+    """{(what, key): speed in GB/s or GFLOP/s} of one machine, and each speed's spread. A
+    machine_speed run at other sizes than the post's (a forklift table that may sit in cache)
+    is named with its sizes, and compared with nothing."""
     out = {}
     measured = found.get("machine_speed", {}).get("records", [])
     for word, figure, key in (("forklift", "memory speed", "bytes_per_s"),
@@ -205,6 +214,11 @@ def speeds_of(found):
             continue
         if not numeric(f["value"]):
             continue  # a speed that is not a number: none measured
+        ran = {k: (f.get("settings") or {}).get(k, v) for k, v in POST_SIZES.items()}
+        if ran != POST_SIZES:
+            out[(f"{word}: machine_speed{ALONE} {ran['size']} --matmul {ran['matmul']}",
+                 key)] = f["value"]
+            continue
         out[(f"{word}: machine_speed", key)] = f["value"]
         runs = f.get("samples")
         out[(word, "spread")] = max(runs) / min(runs) if runs else None
@@ -241,11 +255,13 @@ def summary(names, machines):
         words = [f"{what} {r:.2f}x faster" if r >= 1 else f"{what} {1 / r:.2f}x slower"
                  for what, r in said.items()]
         line = f"{name} against {names[0]}: {', '.join(words)}"
-        fast = [limit_of(f, word) for f in (speeds_of(first), speeds_of(m))
-                for word in ("forklift", "workbench")]
-        if None not in fast:
-            line += (f"; its workbench {fast[3] / fast[1]:.2f}x and its forklift "
-                     f"{fast[2] / fast[0]:.2f}x {names[0]}'s (machine_speed's)")
+        for source in ("machine_speed", "two_phases' rounds"):  # like measured with like
+            fast = [f.get((f"{word}: {source}", key)) for f in (speeds_of(first), speeds_of(m))
+                    for word, key in (("forklift", "bytes_per_s"), ("workbench", "flops_per_s"))]
+            if None not in fast:
+                line += (f"; its workbench {fast[3] / fast[1]:.2f}x and its forklift "
+                         f"{fast[2] / fast[0]:.2f}x {names[0]}'s ({source})")
+                break
         checked = [bounds(x) for x in (first, m)]
         if all(checked):
             line += "; by the checks, " + ", ".join(
@@ -269,14 +285,6 @@ def bounds(found):
             ratio = sorted(f["x limit"] for f in said)[len(said) // 2]
             out[what] = f"{bound}-bound at {ratio:.2f}x its limit"
     return out
-
-
-def limit_of(found, word):
-    """A machine's speed as machine_speed measured it, else the fastest two_phases saw."""
-    own = found.get((f"{word}: machine_speed", "bytes_per_s" if word == "forklift"
-                     else "flops_per_s"))
-    return own or max((v for (w, key), v in found.items() if w.startswith(word)
-                       and key != "spread" and v), default=None)
 
 
 def numeric(v):

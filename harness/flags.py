@@ -10,7 +10,7 @@ import secrets
 import sys
 import types
 
-from harness.terminal import plain_streams, quoted, warn
+from harness.terminal import plain_streams, printable, quoted, warn
 from harness.measuring import devices, host
 from harness.measuring.kernels import ATTENTION
 from harness.measuring.speeds import Speeds
@@ -361,10 +361,10 @@ def unwritable(folder, names=()):
 def need_memory(p, need_bytes, what, flag, device="numpy"):
     """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
     available, or, on a GPU, more than the GPU holds."""
-    have = host.quietly(host.available_memory_bytes)
+    have, why = host.memory_room()
     if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
         p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
-                f"machine, but only {have / 1e9:.1f} GB is available; use a smaller {flag}")
+                f"machine, but only {have / 1e9:.1f} GB is {why}; use a smaller {flag}")
     on = devices.device(device)
     holds = (on.facts() or {}).get("memory_bytes") if on.gpu else None
     if holds and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > holds:
@@ -401,10 +401,21 @@ def add_speed_flags(g):
 
 
 def check_speed_flags(p, args):
-    """Refuse, in one line, speeds given by halves."""
+    """Refuse, in one line, speeds given by halves; take a --roofs sweep's block of this run's
+    threads; and say when a --roofs file was measured on another machine than this one."""
     if (args.forklift is None) != (args.workbench is None):
         p.error(f"argument {'--workbench' if args.forklift else '--forklift'}: --forklift and "
                 f"--workbench go together")
+    if not args.roofs or not args.roofs.origin:
+        return
+    path, cpu, cores, block = args.roofs.origin
+    if args.threads and len(args.threads) == 1 and block and block != args.threads[0]:
+        args.roofs = schema.read_roofs(path, threads=args.threads[0])  # read once already
+    here = host.quietly(host.cpu_model, "unknown CPU"), host.quietly(os.cpu_count)
+    if not args.worker and getattr(args, "predict", None) is None and (cpu, cores) != here:
+        warn(f"--roofs {path} was measured on {printable(cpu)} with {cores} cores, not on this "
+             f"machine ({here[0]}, {here[1]} cores): every row here is held to that machine's "
+             f"speeds")
 
 
 # ---- the paths a trip takes, where a flag forces one instead of timing the candidates

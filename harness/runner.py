@@ -73,6 +73,7 @@ def run(script, args, body, headline=None):
             files = results.files(stem, data, text, out.pictures, args.quick)
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
                 files[report.NAME] = report.with_run(folder, script, data, list(files))
+                mixed(folder, script, facts, headline)
             saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
             if saved == 0:
                 note(next_steps(folder, report.NAME in files, args.quick))
@@ -87,6 +88,18 @@ def run(script, args, body, headline=None):
         return 128 + signum
     finally:
         pictures.tidy()  # matplotlib's temp folder, where this run had to make one
+
+
+def mixed(folder, script, facts, headline):
+    """Warn where the folder holds runs of another machine than this one: the report would mix
+    them (a label shared by two machines, or the default one by two BLAS builds)."""
+    if headline:
+        return
+    others = host.quietly(lambda: report.other_machines(folder, script, facts), {})
+    for other, line in (others or {}).items():
+        line = line.removeprefix("machine: ")[:160]
+        warn(f"{folder} holds {other}.py run on another machine or setup ({line}): its report will show "
+             f"both machines; keep them apart with --label")
 
 
 def stopped(out, code, saved=True):

@@ -430,20 +430,25 @@ def test_the_same_machine_twice_calls_nothing_faster_or_slower(tmp_path):
 
 
 def test_a_history_that_is_a_link_is_never_read_through(tmp_path):
-    from harness.keeping import folders as machines_read
+    """compare.py reads each machine's saved runs, not history/: a history that is a link, or
+    holds a link, is never followed, and changes nothing compared."""
     elsewhere = tmp_path / "elsewhere" / "cube_bug.2026-01-01T000000"
     elsewhere.mkdir(parents=True)
-    shutil.copy(SHIPPED + "/cube_bug.json", elsewhere / "cube_bug.json")
+    data = json.load(open(SHIPPED + "/cube_bug.json"))
+    data["records"] = "not records"  # read, it would be refused, in a line
+    (elsewhere / "cube_bug.json").write_text(json.dumps(data))
     box = tmp_path / "box"
     box.mkdir()
+    shutil.copy(SHIPPED + "/cube_bug.json", box / "cube_bug.json")
+    alone = run(str(box))
     (box / "history").symlink_to(tmp_path / "elsewhere")
-    assert machines_read.earlier(str(box), "cube_bug", "cube_bug") == []
+    linked = run(str(box))
     (box / "history").unlink()
     (box / "history").mkdir()
     (box / "history" / elsewhere.name).symlink_to(elsewhere)  # an entry that is a link
-    assert machines_read.earlier(str(box), "cube_bug", "cube_bug") == []
-    shutil.copytree(elsewhere, box / "history" / "cube_bug.2026-01-02T000000")
-    assert len(machines_read.earlier(str(box), "cube_bug", "cube_bug")) == 1  # a real one reads
+    entry = run(str(box))
+    assert alone.returncode == linked.returncode == entry.returncode == 0
+    assert alone.stdout == linked.stdout == entry.stdout and "refused" not in linked.stderr
 
 
 def test_the_posts_claims_side_by_side_as_each_run_judged_them(tmp_path):

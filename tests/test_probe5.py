@@ -104,3 +104,210 @@ def test_6_stderr_into_a_closed_pipe_is_no_failure(tmp_path):
                            f"--runs 1 --out {tmp_path} --label full 2>/dev/full", shell=True,
                            cwd=ROOT, capture_output=True, text=True)
         assert r.returncode == 0 and (tmp_path / "full" / "machine_speed.quick.json").exists()
+
+
+# ---- 4. a model name whose file is no file is one line, never a recursion
+
+
+@pytest.mark.parametrize("make", ["dangling link", "folder", "fifo"])
+def test_4_a_model_under_models_that_is_no_file_is_one_line(make, tmp_path, monkeypatch):
+    from harness.predicting import model_files
+    import two_phases
+    from conftest import one_line
+    models = tmp_path / "models"
+    shutil.copytree(model_files.MODELS, models)
+    monkeypatch.setattr(model_files, "MODELS", str(models))
+    name = "my-model"
+    if make == "dangling link":
+        (models / f"{name}.json").symlink_to(tmp_path / "gone.json")
+    elif make == "folder":
+        (models / f"{name}.json").mkdir()
+    else:
+        os.mkfifo(models / f"{name}.json")
+    assert name not in model_files.shipped_models()
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", name, "--no-save")
+    one_line(r, 2, "--model", name)
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", "/dev/zero",
+                   "--no-save")
+    one_line(r, 2, "--model", "not a regular file")
+
+
+# ---- 5. the memory check reads the process's own limits too
+
+
+def test_5_the_memory_check_holds_a_run_to_its_address_space_limit(monkeypatch):
+    import resource
+    import two_phases
+    from conftest import one_line
+    from harness.measuring import host
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (3 * 2 ** 30, 3 * 2 ** 30)
+                        if what == resource.RLIMIT_AS else real(what))
+    have, why = host.memory_room()
+    assert have < 3 * 2 ** 30 and "ulimit -v" in why
+    r = in_process(two_phases.parse_args, "--experiments", "decode", "--users", "40", "--notes",
+                   "1000", "--runs", "1", "--no-save")
+    one_line(r, 2, "ulimit -v", "use a smaller")
+
+
+def test_5_a_cgroup_limit_is_read_where_there_is_one(monkeypatch):
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cgroup_left", lambda: 2 * 2 ** 30)
+    monkeypatch.setattr(host, "address_space_left", lambda: None)
+    assert host.memory_room() == (2 * 2 ** 30, "left under this process's cgroup memory limit "
+                                                "(a container's)")
+
+
+# ---- 7. history trims by the time each run recorded, whatever a copy did to the folders
+
+
+def test_7_after_a_copy_history_keeps_the_newest_runs(tmp_path):
+    import time
+    from conftest import python  # noqa: F401  (the helpers' module)
+    from harness.keeping import results as r
+    history = tmp_path / "box" / "history"
+    history.mkdir(parents=True)
+    days = list(range(1, 12))
+    for day in reversed(days):  # made newest first: a copy's order, which ctime would follow
+        entry = history / f"cube_bug.2026-01-{day:02}T00-00-00"
+        entry.mkdir()
+        data = json.load(open(os.path.join(SHIPPED, "cube_bug.json")))
+        data["machine"]["date"] = f"2026-01-{day:02}T00:00:00+00:00"
+        (entry / "cube_bug.json").write_text(json.dumps(data))
+        time.sleep(0.01)
+    assert [os.path.basename(e)[9:19] for e in r.entries(str(history), "cube_bug")] == [
+        f"2026-01-{day:02}" for day in days]  # oldest first, as the runs recorded
+    r.trim(str(history), "cube_bug")
+    assert sorted(os.listdir(history)) == [f"cube_bug.2026-01-{day:02}T00-00-00"
+                                           for day in days[1:]]  # only the oldest went
+
+
+# ---- 8. compare's verdict is the two runs', whatever else history keeps
+
+
+def test_8_a_run_at_other_threads_in_history_changes_no_verdict(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    for name in ("machine_speed.json", "machine_speed.txt"):
+        shutil.copy(os.path.join(SHIPPED, name), box / name)
+    before = compared("post", str(box))
+    kept = box / "history" / "machine_speed.2026-01-01T00-00-00"
+    kept.mkdir(parents=True)
+    data = json.load(open(box / "machine_speed.json"))
+    data["settings"]["threads"] = 1
+    for record in data["records"]:
+        record["settings"]["threads"] = 1
+        if record.get("samples"):
+            record["samples"] = [x / 2.07 for x in record["samples"]]
+    (kept / "machine_speed.json").write_text(json.dumps(data))
+    after = compared("post", str(box))
+    assert before.returncode == after.returncode == 0 and after.stdout == before.stdout
+
+
+# ---- 9. a speed compare refuses to compare is in no summary
+
+
+def test_9_a_machine_speed_run_at_other_sizes_is_shown_and_compared_with_nothing(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["settings"].update(size=2000, matmul=256)
+    for record in data["records"]:
+        record["settings"].update(size=2000, matmul=256)
+    (box / "machine_speed.json").write_text(json.dumps(data))
+    for name in ("two_phases.json", "two_phases.txt"):
+        shutil.copy(os.path.join(SHIPPED, name), box / name)
+    r = compared("post", str(box))
+    assert r.returncode == 0 and "not compared: --size 2000 against 10000" in r.stdout
+    assert "forklift: machine_speed, at --size 2000 --matmul 256" in r.stdout
+    assert "(machine_speed's)" not in r.stdout  # the summary takes no speed it refused
+    assert "the machine's speed moved" not in r.stdout
+
+
+# ---- 10. --roofs is held to this run: its own figures, its machine, this run's threads
+
+
+def roofs_file(tmp_path, change=None):
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
+    if change:
+        change(data)
+    path = tmp_path / "machine_speed.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_10_a_roofs_file_changed_after_its_run_is_refused(tmp_path):
+    import two_phases
+    from conftest import one_line
+
+    def faster(data):
+        data["roofs @2"]["bytes_per_s"] = 2e12
+    r = in_process(two_phases.parse_args, "--quick", "--no-save", "--roofs",
+                   roofs_file(tmp_path, faster))
+    one_line(r, 2, "--roofs", "changed after its run")
+
+
+def test_10_a_sweeps_roofs_give_the_block_of_this_runs_threads(tmp_path, monkeypatch):
+    import two_phases
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "AMD EPYC")  # the file's own machine
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    path = roofs_file(tmp_path)
+    args = two_phases.parse_args(["--quick", "--no-save", "--roofs", path, "--threads", "1"])
+    assert args.roofs.bytes_per_s == pytest.approx(21.256161563754e9)  # the 1-thread block
+    args = two_phases.parse_args(["--quick", "--no-save", "--roofs", path])
+    assert args.roofs.bytes_per_s == pytest.approx(31.496058032745e9)  # the most threads'
+
+
+def test_10_another_machines_roofs_are_said(tmp_path, monkeypatch):
+    import two_phases
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "Intel(R) Xeon(R) Processor")
+    r = in_process(two_phases.parse_args, "--quick", "--no-save", "--roofs", roofs_file(tmp_path))
+    assert r.returncode == 0 and "was measured on AMD EPYC with 2 cores, not on this machine" \
+        in r.stderr
+
+
+# ---- 11. a folder that holds another machine's runs is said, in the run and its report
+
+
+def test_11_two_machines_in_one_folder_are_warned_of_and_reported_apart(tmp_path):
+    box = tmp_path / "shared"
+    box.mkdir()
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["machine"]["cpu"] = "Some Other CPU"
+    (box / "machine_speed.json").write_text(json.dumps(data))
+    shutil.copy(os.path.join(SHIPPED, "machine_speed.txt"), box / "machine_speed.txt")
+    r = in_process(cube_bug.main, "--tokens", "4", "--runs", "3", "--processes", "1",
+                   "--no-in-model", "--out", str(tmp_path), "--label", "shared")
+    assert r.returncode == 0 and "holds machine_speed.py run on another machine" in r.stderr
+    report = (box / "report.md").read_text()
+    assert report.startswith("# Prefill vs Decode, rerun on 2 machines")
+    assert "Some Other CPU" in report and "- `cube_bug.py`: machine: " in report
+
+
+def test_11_a_gpu_runs_device_is_in_the_reports_machine_line():
+    from harness.measuring import host
+    from harness.showing import report
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["machine"]["device"] = {"device": "torch:cuda", "name": "NVIDIA H100 80GB HBM3",
+                                 "library": "torch 2.13.0", "dtype": "float32", "tf32": "off"}
+    assert "device torch:cuda: NVIDIA H100 80GB HBM3" in report.steady(host.line(
+        data["machine"]))
+
+
+# ---- 12. a figure recorded twice is refused, never read two ways
+
+
+def test_12_a_record_twice_is_refused_by_the_schema(tmp_path):
+    from harness.keeping import schema
+    data = json.load(open(os.path.join(SHIPPED, "two_phases.json")))
+    twice = next(r for r in data["records"] if r["experiment"] == "decode")
+    data["records"].append({**twice, "value": twice["value"] * 10})
+    with pytest.raises(ValueError, match="twice"):
+        schema.check(data, "two_phases")
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "two_phases.json").write_text(json.dumps(data))
+    r = compared("post", str(box))
+    assert "twice" in r.stderr and "left out" in r.stderr

@@ -87,7 +87,6 @@ def read_machine(folder, problems):
                     found[stem] = schema.load(paths[stem + ".json"], script)
                     if not found[stem]["records"]:
                         raise ValueError("holds no figures")
-                    found[stem]["earlier"] = earlier(folder, stem, script)
                 except ValueError as e:
                     found.pop(stem, None)
                     problems.append(f"{os.path.join(folder, stem + '.json')}: {e}; left out")
@@ -139,28 +138,6 @@ def short_names(folders):
 ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict",
          "dtype", "note_dtype", "devices")
 #         the settings two figures must share to be compared: what they measured, not how
-
-
-def earlier(folder, stem, script):
-    """The records of this script's earlier runs that the folder's history/ keeps, newest
-    first: what the same machine measured before, to tell a change from how much separate runs
-    differ. A kept run that cannot be read is passed over (history/ is the save's, not the
-    user's); a link is never followed."""
-    history, out = os.path.join(folder, results.HISTORY), []
-    try:
-        if os.path.islink(history):  # a link leads elsewhere: read nothing through it
-            return out
-        entries = sorted((e for e in os.listdir(history) if e.startswith(stem + ".")
-                          and not os.path.islink(os.path.join(history, e))), reverse=True)
-    except OSError:
-        return out
-    for entry in entries[:results.KEPT]:
-        try:
-            out.append(schema.load(os.path.join(history, entry, stem + ".json"),
-                                   script)["records"])
-        except ValueError:
-            continue
-    return out
 
 
 def unlike_settings(a, b):

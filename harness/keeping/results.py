@@ -2,6 +2,7 @@
 journal, never half written), and a folder read as its last whole save left it, changing
 nothing in it. What a folder contains never reaches outside it."""
 import contextlib
+import datetime
 import hashlib
 import json
 import os
@@ -457,16 +458,30 @@ def copy_regular(src, folder):
 
 def entries(history, stem):
     """stem's entries in history/ that the suite made: real folders, not links, named
-    <stem>.<stamp>[.n]; oldest first, by when each last changed (its ctime, which no one can set,
-    and which the suite's entries never change), not by a name anyone can choose."""
+    <stem>.<stamp>[.n]; oldest first, by the time each run recorded in its result (a copy, `cp
+    -r` of a folder, keeps it, where it sets every folder's ctime anew, in listing order); an
+    entry whose result says no time comes before them all, by when it last changed (its
+    ctime, which no one can set)."""
     named = re.compile(re.escape(stem) + r"\." + STAMP + r"(\.\d{1,3})?")
     found = []
     for name in filter(named.fullmatch, os.listdir(history)):
         with contextlib.suppress(OSError):
-            st = os.lstat(os.path.join(history, name))
+            path = os.path.join(history, name)
+            st = os.lstat(path)
             if stat.S_ISDIR(st.st_mode):
-                found.append((st.st_ctime_ns, name))
-    return [os.path.join(history, name) for _, name in sorted(found)]
+                when = recorded_at(os.path.join(path, stem + ".json"))
+                found.append((when is not None, st.st_ctime if when is None else when, name))
+    return [os.path.join(history, name) for *_, name in sorted(found)]
+
+
+def recorded_at(path):
+    """When the run of the result at path was made, as it recorded it (seconds since the epoch),
+    or None where it cannot be read."""
+    try:
+        made = datetime.datetime.fromisoformat(str((earlier_facts(path) or {}).get("date")))
+    except ValueError:  # unreadable, or no date in it
+        return None
+    return (made if made.tzinfo else made.astimezone()).timestamp()
 
 
 def trim(history, stem):

@@ -96,6 +96,7 @@ def check(data, script):
         check_records(data.get("records"))
         check_sheets(data.get("sheets"))
         check_layouts(data["records"], data["sheets"])
+        check_once(data["records"])
     else:
         older.check_tables(data.get("tables"))
     for key, speeds in data.items():
@@ -170,6 +171,21 @@ def check_records(found):
             raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) whose {problem}")
     if sum(len(r.get("samples") or ()) for r in found) > ALL_SAMPLES_MAX:
         raise ValueError(f"holds more than {ALL_SAMPLES_MAX:,} samples: not a run's")
+
+
+
+def check_once(found):
+    """Raise ValueError where a figure is recorded twice (the same experiment, keys, figure and
+    threads): a reader that took the first copy and one that took the last would read two
+    values of it."""
+    seen = {}
+    for i, r in enumerate(found):
+        figure = (r["experiment"], json.dumps(r["keys"], sort_keys=True), r["figure"],
+                  json.dumps(r["settings"].get("threads")))
+        if figure in seen:
+            raise ValueError(f"has record {i} ({r['experiment']}: {r['figure']}) twice (as "
+                             f"record {seen[figure]} too): which one holds is not known")
+        seen[figure] = i
 
 
 def rounds_problem(r, runs):
@@ -256,17 +272,32 @@ SPEEDS = {"bytes_per_s": (1e6, 1e15, "memory speed", "GB/s"),  # 1 MB/s to 1 PB/
           "flops_per_s": (1e6, 1e18, "math speed", "GFLOP/s")}  # 1 MFLOP/s to 1 EFLOP/s
 
 
-def read_roofs(path, follow=True):
-    """The two speeds of a saved machine_speed.json (of a sweep, its most threads'): Speeds; or
-    raise ValueError saying why not. follow: the path is the user's own (--roofs), which may
-    be a link; one found inside a results folder is not followed (hardware's measured
-    machines)."""
+def read_roofs(path, follow=True, threads=None):
+    """The two speeds of a saved machine_speed.json: its one run's, or, of a sweep, the block of
+    `threads` threads (its most threads' where none is given or there is no such block):
+    Speeds; or raise ValueError saying why not, where the speeds it saved disagree with its own
+    figures (a file changed after its run). follow: the path is the user's own (--roofs), which
+    may be a link; one found inside a results folder is not followed (a measured machine)."""
     data = load(path, "machine_speed", follow)
     found = sorted((k for k in data if k.split(" @")[0] == "roofs"),
                    key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
     if not found:
         raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    roofs = {name: float(data[found[-1]][name]) for name in SPEEDS}  # checked as it was read
-    threads = f", {found[-1].split(' @')[1]} threads" if " @" in found[-1] else ""
-    return Speeds(**roofs, source=f"from {path} (measured {data['machine']['date'][:10]}"
-                                  f"{threads})")
+    chosen = f"roofs @{threads}" if f"roofs @{threads}" in found else found[-1]
+    roofs = {name: float(data[chosen][name]) for name in SPEEDS}  # checked as it was read
+    block = int(chosen.split(" @")[1]) if " @" in chosen else None
+    for name, (_, _, figure, unit) in SPEEDS.items():
+        own = [r["value"] for r in data["records"] if r["experiment"] == "machine_speed"
+               and r["figure"] == figure and (block is None or
+                                              (r.get("settings") or {}).get("threads") == block)]
+        if own and not math.isclose(own[0] * 1e9, roofs[name], rel_tol=1e-6):
+            raise ValueError(f"saves a {figure} of {roofs[name] / 1e9:,.4g} {unit} that its own "
+                             f"figures measured at {own[0]:,.4g} {unit}: it was changed after "
+                             f"its run")
+    machine = data["machine"]
+    where = f"{machine.get('cpu')}, {machine.get('cores')} cores"
+    at = f", {block} threads" if block else ""
+    return Speeds(**roofs, source=f"from {path} ({where}, measured {machine['date'][:10]}{at})",
+                  origin=(path, machine.get("cpu"), machine.get("cores"), block))
+
+

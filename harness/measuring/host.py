@@ -65,12 +65,61 @@ def last_level_cache_bytes():
 
 def available_memory_bytes():
     """Memory a new allocation can get without swapping, or None when it cannot be read."""
+    return memory_room()[0]
+
+
+def memory_room():
+    """(bytes a new allocation can get, what limits it, in words): the least of the machine's
+    available memory, what the process's address-space limit (ulimit -v) leaves, and what its
+    cgroup's memory limit (a container's) leaves; (None, "") where none can be read."""
+    found = [(quietly(machine_available), "available"),
+             (quietly(address_space_left), "left under this process's address-space limit "
+                                           "(ulimit -v)"),
+             (quietly(cgroup_left), "left under this process's cgroup memory limit (a "
+                                    "container's)")]
+    found = [(b, why) for b, why in found if b is not None]
+    return min(found, key=lambda f: f[0]) if found else (None, "")
+
+
+def machine_available():
     if sys.platform.startswith("linux"):
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def address_space_left():
+    """RLIMIT_AS less the address space this process holds now (a worker starts about as
+    large), or None where unlimited."""
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    with open("/proc/self/status") as f:
+        held = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    return max(soft - held, 0)
+
+
+def cgroup_left():
+    """The cgroup's memory limit less what it holds now (cgroup v2's memory.max and
+    memory.current; v1's limit_in_bytes and usage_in_bytes), or None where it sets none."""
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    v2 = next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), None)
+    for limit, used in ((f"/sys/fs/cgroup{v2}/memory.max", f"/sys/fs/cgroup{v2}/memory.current")
+                        if v2 is not None else (None, None),
+                        ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                         "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        if limit and os.path.exists(limit):
+            with open(limit) as f:
+                text = f.read().strip()
+            if text == "max" or int(text) >= 2 ** 60:
+                return None
+            with open(used) as f:
+                return max(int(text) - int(f.read().strip()), 0)
+    return None
 
 
 def blas_info():
@@ -184,8 +233,8 @@ def line(m):
     env = " ".join(f"{k}={v}" for k, v in m["env"].items()) or "none set"
     sweep = f" | a sweep of {', '.join(map(str, m['sweep']))} threads" if m.get("sweep") else ""
     return (f"machine: {m['cpu']}, {m.get('cores') or '?'} cores{cache} | {m['os']} | "
-            f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env} | "
-            f"{m['date'][:10]}{quiet_line(m)}{sweep}{device_line(m.get('device'))}")
+            f"Python {m['python']}, NumPy {m['numpy']} | BLAS {blas} | env {env}"
+            f"{device_line(m.get('device'))} | {m['date'][:10]}{quiet_line(m)}{sweep}")
 
 
 def device_line(d):

@@ -5,13 +5,13 @@ import math
 
 import numpy as np
 
+from harness.post import MATMUL, SIZE  # the forklift's 400 MB table, far bigger than any
+#   cache; the workbench's 2048 x 2048 tables, which fit close to the workbench (caches)
 from harness.measuring import devices
 from harness.measuring.rounds import Trial, calibrate
 import model
 from model import BYTES, FLOPS_PER_NUMBER
 
-SIZE = 10_000  # forklift: a 10,000 x 10,000 float32 table, 400 MB, far bigger than any cache
-MATMUL = 2048  # workbench: 2048 x 2048 tables fit close to the workbench (caches)
 QUICK = {"size": 4000, "matmul": 1024}
 DEVICE_CACHE_RULE = 8  # on a GPU the forklift's table is at least this many times the device's
 #                        last-level cache (an H100's 50 MiB L2: a 10,240-wide table, 420 MB)
@@ -29,6 +29,7 @@ class Speeds:
     start: "Speeds" = None
     end: "Speeds" = None
     link_per_s: float = math.inf  # between devices, each way, for a model split over them
+    origin: tuple = None  # a file's (--roofs): (its path, its machine's CPU, cores, threads)
 
     def limit(self, cfg, riders):
         """The fastest a trip can be at these speeds: (seconds, what bounds it)."""

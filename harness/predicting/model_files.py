@@ -36,18 +36,27 @@ def config(text):
     config.json names are read too). -> Config, or raise ValueError in one line."""
     if text in model.SIZES:  # predicted with its head, which the measured model does not run
         return dataclasses.replace(model.SIZES[text], vocab=GPT2_VOCAB)
-    path = os.path.join(MODELS, text + ".json") if os.path.isfile(
-        os.path.join(MODELS, text + ".json")) else text
-    if not os.path.isfile(path):
+    named = os.path.join(MODELS, text + ".json")
+    path = named if os.path.lexists(named) else text
+    if not os.path.lexists(path):
         near = difflib.get_close_matches(text.lower(), [*model.SIZES, *shipped_models()], n=1)
-        if near and near[0] == text.lower():
+        if near and near[0] == text.lower() != text:
             return config(near[0])  # a name is a name in any case: Llama-3-8B is llama-3-8b
         raise ValueError(f"must be a GPT-2 size ({', '.join(model.SIZES)}), a model under "
                          f"models/ ({', '.join(shipped_models())}) or a JSON file, got "
                          f"{quoted(text, 60)}" + (f" (did you mean {near[0]}?)" if near else ""))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put in its place does not block
+    shown = quoted(f"models/{text}.json" if path == named else path, 60)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO in its place does not block
+    except OSError as e:
+        raise ValueError(f"{shown} cannot be read ({e.strerror or e}): a model is a JSON "
+                         f"file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError(f"{shown} is not a regular file (a folder, a FIFO or a device): a "
+                         f"model is a JSON file")
     with os.fdopen(fd, "rb") as f:
-        raw = f.read(FILE_MAX + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        raw = f.read(FILE_MAX + 1)
     if not raw or len(raw) > FILE_MAX:
         raise ValueError(f"{quoted(path, 60)} is not a model file of 1 to {FILE_MAX:,} "
                          f"bytes")
@@ -106,4 +115,7 @@ def shape(found, path):
 
 
 def shipped_models():
-    return sorted(n[:-5] for n in os.listdir(MODELS) if n.endswith(".json"))
+    """The models under models/ by name: its regular JSON files (not a folder, a FIFO or a link
+    to nothing named so)."""
+    return sorted(n[:-5] for n in os.listdir(MODELS)
+                  if n.endswith(".json") and os.path.isfile(os.path.join(MODELS, n)))

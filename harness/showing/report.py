@@ -51,9 +51,12 @@ def markdown(runs, names):
     beside its table with a caption, every table within the page's width; the glossary, each
     run's command and machine, the rules and the warnings folded at the end."""
     predicted = bool(runs) and all(data.get("predicted") for data in runs.values())
+    machines = machine_lines(runs)
     lines = ["# Prefill vs Decode, " + ("predicted: every figure a limit, nothing was run"
-                                         if predicted else "rerun on this machine"), "",
-             *machine_lines(runs), *banners(runs)]
+                                         if predicted else "rerun on this machine"
+                                         if len(machines) == 2 else
+                                         f"rerun on {len(machines) - 1} machines"), "",
+             *machines, *banners(runs)]
     found = [v for script, data in runs.items() for v in judged(script, data, runs)]
     lines += claims_section(found, predicted)
     for script, data in runs.items():  # each script's sheets in the order its run printed them
@@ -121,6 +124,15 @@ def machine_lines(runs):
                         []).append(script)
     return [("- " + ", ".join(f"`{s}.py`" for s in scripts) + ": " if len(said) > 1 else "")
             + md(line) for line, scripts in said.items()] + [""]
+
+
+def other_machines(folder, script, machine):
+    """The folder's saved runs of other scripts made on another machine than `machine` (this
+    run's facts) -> {script: its machine line}: a report of them and this run mixes machines."""
+    mine = steady(host.line(machine))
+    return {s: line for s, data in saved_runs(folder).items() if s != script
+            and not data.get("predicted")
+            for line in [steady(host.line(data["machine"]))] if line != mine}
 
 
 def steady(line):
