@@ -18,8 +18,8 @@ from harness import flags
 from harness.post import MATMUL, SIZE
 from harness.terminal import arrived, note, plain_streams, plural, printable, show
 from harness.keeping import exports, records, results
-from harness.keeping.folders import (MADE, describe, machine_folders, read_machine, short_names,
-                              unlike_settings)
+from harness.keeping.folders import (MADE, describe, machine_folders, read_from, read_machine,
+                                     short_names, unlike_settings)
 from harness.judging.significance import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
 
 
@@ -215,7 +215,7 @@ def speeds_of(found):
         if not numeric(f["value"]):
             continue  # a speed that is not a number: none measured
         ran = {k: (f.get("settings") or {}).get(k, v) for k, v in POST_SIZES.items()}
-        if ran != POST_SIZES:
+        if ran["matmul"] != MATMUL or read_from({**f.get("settings", {}), **ran}) == "cache":
             out[(f"{word}: machine_speed{ALONE} {ran['size']} --matmul {ran['matmul']}",
                  key)] = f["value"]
             continue

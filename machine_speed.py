@@ -12,9 +12,9 @@ import time
 
 from harness import flags, runner
 from harness.terminal import note, plural, warn
-from harness.measuring import devices, rounds, speeds
+from harness.measuring import devices, host, rounds, speeds
 from harness.measuring.rounds import PROCESSES
-from harness.measuring.speeds import (MATMUL, QUICK, SIZE, forklift, memory_bytes,
+from harness.measuring.speeds import (CACHE_RULE, MATMUL, QUICK, SIZE, forklift, memory_bytes,
                                       tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
 from harness.keeping import records
@@ -24,7 +24,8 @@ from harness.showing import sheets
 from harness.showing.printers import Saved, sheet
 from model import BYTES
 
-CACHE_RULE = 4  # STREAM's rule: the array must be at least 4x the last-level cache
+SMALLEST = {"size": 256, "matmul": 16}  # below these a product is a Python call's time, not
+#                                        the forklift's nor the workbench's
 BUDGET_S = 15  # seconds the measuring may take with the rounds added for undecided claims
 
 
@@ -130,9 +131,11 @@ def experiment(args, facts):
     """Measure both limits in rounds into records (rounds added while a claim cannot be told
     yet, within --time-budget); the post's lines, the speeds two_phases reads, and the claims,
     each from them."""
-    if not args.quick and args.on.kind == "cpu":  # a GPU's table is sized to its own cache
+    cache = args.on.cache_bytes() if args.on.gpu else facts["llc_bytes"]  # what the table
+    if not args.quick and args.on.kind == "cpu":  # must outgrow; a GPU's is sized to its own
         warn_if_cached(args.size, facts["llc_bytes"])
-    settings = records.settings_of(args)
+    settings = records.settings_of(args, cache_bytes=cache)  # the claims hold a reading of a
+    #                                                          table that fits in it to nothing
     done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
         records.from_rows(figures(args, d), settings), None, ("machine_speed",), vars(args)))
     found = records.from_rows(figures(args, done), settings)
@@ -159,9 +162,11 @@ def experiment(args, facts):
 def build_parser():
     p = flags.parser(__doc__, runs=PROCESSES * 3, prog="machine_speed.py", budget=BUDGET_S)
     g = p.add_argument_group("machine_speed")
-    g.add_argument("--size", type=flags.whole(1, 10 ** 6), default=SIZE, metavar="N",
+    g.add_argument("--size", type=flags.whole(SMALLEST["size"], 10 ** 6), default=SIZE,
+                   metavar="N",
                    help="forklift: side of the N x N float32 table read once per product")
-    g.add_argument("--matmul", type=flags.whole(1, 10 ** 5), default=MATMUL, metavar="N",
+    g.add_argument("--matmul", type=flags.whole(SMALLEST["matmul"], 10 ** 5), default=MATMUL,
+                   metavar="N",
                    help="workbench: side of the two N x N float32 tables multiplied")
     return p
 
@@ -170,15 +175,17 @@ def parse_args(argv=None):
     p = build_parser()
     args = flags.parse(p, argv, QUICK)
     on = devices.device(args.device)
-    wide = speeds.side(args.size, on)  # at least 8x a GPU's own last-level cache
-    if wide != args.size and not args.worker:
-        note(f"the forklift's table on {args.device}: {wide:,} x {wide:,} "
-             f"({wide ** 2 * BYTES / 1e6:,.0f} MB, {speeds.DEVICE_CACHE_RULE}x its "
-             f"{on.cache_bytes() / 2 ** 20:.0f} MiB cache at least), not {args.size:,}")
-    args.size = wide
+    wide = args.size if "size" in args.given else speeds.side(args.size, on, args.quick)  # the
+    #   post's table, or wider where the cache would hold too much of it
+    asked, args.size = args.size, wide
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     flags.need_memory(p, memory_bytes(args.size, args.matmul),
                       f"--size {args.size} with --matmul {args.matmul}", biggest, args.device)
+    if wide != asked and not args.worker:
+        cache = on.cache_bytes() if on.gpu else host.quietly(host.last_level_cache_bytes)
+        note(f"the forklift's table: {wide:,} x {wide:,} ({wide ** 2 * BYTES / 1e6:,.0f} MB, "
+             f"{speeds.DEVICE_CACHE_RULE if on.gpu else CACHE_RULE}x the {cache / 2 ** 20:,.0f} "
+             f"MiB last-level cache at least), not {asked:,}")
     return flags.settled(args)
 
 

@@ -20,7 +20,7 @@ import time
 from harness import flags, runner
 from harness.post import CHUNK, NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note, plural, progress
-from harness.measuring import bench as b, pool, rounds, speeds, timing, tuning
+from harness.measuring import bench as b, devices, pool, rounds, speeds, timing, tuning
 from harness.measuring.kernels import Paths
 from harness.measuring.rounds import Trial
 from harness.keeping import records
@@ -640,7 +640,8 @@ def turning_here(cfg, args, speeds, settings):
 
 def peak_bytes(args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
-    measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(args.quick)
+    measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(
+        args.quick, devices.device(args.device))
     return plans.peak_bytes(measured(args), [EXPERIMENTS[n].plan(args)
                                                      for n in args.experiments], measuring)
 

@@ -243,6 +243,7 @@ def parse(p, argv, quick):
     quick = {"processes": 1, **quick}
     args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as a worker process is given them
+    args.given = {name for name in quick if getattr(args, name) is not _UNSET}  # typed
     for name, value in quick.items():
         if getattr(args, name) is _UNSET:
             setattr(args, name, value if args.quick else p.get_default(name))
@@ -295,6 +296,26 @@ def check_folder(p, args):
     if problem:
         p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
                 f"(choose another --out or --label, or --no-save)")
+    other = other_kind(folder_of(args), bool(getattr(args, "predict", None)))
+    if other:
+        p.error(f"argument --label: {folder_of(args)} holds {other}; a "
+                f"{'prediction' if getattr(args, 'predict', None) else 'measured run'} goes to "
+                f"a folder of its own (choose another --label, or leave it out)")
+
+
+def other_kind(folder, predicting):
+    """The results of the other kind the folder holds ('a measured two_phases.json'), where a
+    prediction would go among measurements or a measurement among predictions: their report
+    and history would mix the two; or ''."""
+    for script in results.SCRIPTS:
+        path = os.path.join(folder, script + ".json")
+        try:
+            data = schema.load(path, script, follow=False)
+        except (ValueError, OSError):
+            continue  # none, or one the save's own checks refuse
+        if bool(data.get("predicted")) != predicting:
+            return f"a {'measured' if predicting else 'predicted'} {script}.json"
+    return ""
 
 
 def shipped(path):

@@ -24,7 +24,7 @@ from harness.showing import pictures, report
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
-           "on")  # about the run, not the result
+           "on", "given")  # about the run, not the result
 
 
 def run(script, args, body, headline=None):
@@ -68,7 +68,8 @@ def run(script, args, body, headline=None):
                 schema.check(json.loads(json.dumps(data, allow_nan=False)), script)
             except ValueError as e:
                 note(f"error: could not save results to {folder}/: the result would not read "
-                     f"back (it {e}); use fewer --runs or --threads")
+                     f"back (it {e})" + ("; use fewer --runs or --threads" if "samples" in str(e)
+                                         else ""))
                 return 1
             files = results.files(stem, data, text, out.pictures, args.quick)
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
@@ -128,7 +129,7 @@ def each_thread_count(args, body, busy, out, headline):
                 facts["busy"] += gpu_busy(args.on)
                 out.show(headline or host.line(facts))
             args.on.threads(n)  # PyTorch's, on this CPU
-            n = n or max([b["threads"] or 1 for b in facts["blas"]] or [1])  # the BLAS's own
+            n = blas_threads(n, facts)
             if out.sweep:
                 out.show(f"\n{n} {plural(n, 'thread')}:")
             out.settings.setdefault("threads_used", []).append(n)
@@ -148,6 +149,20 @@ def gpu_busy(on):
         warn(f"the machine is busy ({said}): every timing of this run on the GPU may be slower "
              f"than it can do; the machine line says so")
     return [said] if said else []
+
+
+def blas_threads(asked, facts):
+    """The threads the BLAS runs with under --threads `asked` (its own count where none is
+    asked): what it took, said where it took fewer (OpenBLAS stops at the most it was built
+    for, 64 say), so that a run records the threads it ran."""
+    ran = [b["threads"] for b in host.quietly(host.blas_info, []) if b.get("threads")]
+    if not asked:
+        return max([b["threads"] or 1 for b in facts["blas"]] or [1])
+    if ran and max(ran) < asked:
+        warn(f"--threads {asked}: the BLAS runs {max(ran)}, the most it takes; the run records "
+             f"{max(ran)}")
+        return max(ran)
+    return asked
 
 
 class Output:

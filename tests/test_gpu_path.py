@@ -121,11 +121,18 @@ class Cached(devices.Device):
         return 50 * 2 ** 20  # an H100's L2
 
 
-def test_a_gpus_forklift_table_is_8x_its_own_cache():
+def test_a_gpus_forklift_table_is_8x_its_own_cache(monkeypatch):
     fake = Cached("torch:cuda", np, np, device="cuda")
     assert speeds.side(10_000, fake) == 11_000  # 8 x 50 MiB = 419 MB: 10,240 wide at least
     assert speeds.sizes(True, fake)["size"] == 11_000 and speeds.sizes(True)["size"] == 4_000
-    assert speeds.side(20_000, fake) == 20_000 and speeds.side(10_000) == 10_000
+    assert speeds.side(20_000, fake) == 20_000
+
+
+@pytest.mark.parametrize("mib,wide", [(32, 10_000), (480, 23_000), (None, 10_000)])
+def test_a_cpus_forklift_table_is_4x_its_last_level_cache(monkeypatch, mib, wide):
+    monkeypatch.setattr(host, "last_level_cache_bytes", lambda: mib and mib * 2 ** 20)
+    assert speeds.side(10_000) == wide  # STREAM's rule: 4 x 480 MiB is 2.0 GB, 23,000 wide
+    assert speeds.side(4_000, quick=True) == 4_000  # a smoke run keeps its small table
 
 
 def test_typing_on_a_gpu_is_judged_against_its_launches():

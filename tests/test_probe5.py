@@ -311,3 +311,122 @@ def test_12_a_record_twice_is_refused_by_the_schema(tmp_path):
     (box / "two_phases.json").write_text(json.dumps(data))
     r = compared("post", str(box))
     assert "twice" in r.stderr and "left out" in r.stderr
+
+
+# ---- 13. the smaller ones
+
+
+def test_13_sizes_too_small_to_measure_are_refused_before_measuring():
+    import machine_speed
+    from conftest import one_line
+    for flag, value in (("--size", "1"), ("--matmul", "1")):
+        one_line(in_process(machine_speed.parse_args, flag, value, "--no-save"), 2, flag,
+                 "from 256" if flag == "--size" else "from 16")
+
+
+def test_13_the_run_records_the_threads_the_blas_ran(monkeypatch):
+    from harness import runner
+    from harness.measuring import host
+    monkeypatch.setattr(host, "blas_info", lambda: [{"library": "openblas", "version": "0",
+                                                     "threads": 64, "architecture": "x"}])
+    from harness.terminal import kept
+    with kept() as said:
+        assert runner.blas_threads(100, {"blas": []}) == 64
+    assert said == ["--threads 100: the BLAS runs 64, the most it takes; the run records 64"]
+    assert runner.blas_threads(2, {"blas": []}) == 2
+
+
+def test_13_a_cache_sized_forklift_backs_no_claim_and_compares_with_none():
+    from conftest import made
+    from harness.judging import judge, rules
+    from harness.keeping.folders import read_from
+    from harness.keeping.records import col
+    found = made("machine_speed", [col("memory speed", "memory speed", "GB/s", ".1f"),
+                                   col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                   col("read", "read", "MB", ".0f")],
+                 [{"memory speed": 60.0, "math speed": 100.0, "read": 16.0}],
+                 {"size": 2000, "cache_bytes": 32 * 2 ** 20})
+    for c, here, verdict, why, _ in judge.verdicts(found, None, ("machine_speed",)):
+        assert verdict == rules.UNKNOWN and "read the cache, not memory" in why, c.says
+    assert read_from({"size": 2000, "cache_bytes": 32 * 2 ** 20}) == "cache"
+    assert read_from({"size": 23000, "cache_bytes": 480 * 2 ** 20}) == "memory"
+    assert read_from({"size": 10000}) == "memory"  # the post's, which recorded no cache
+
+
+def test_13_a_prediction_into_a_measured_folder_is_refused(tmp_path):
+    import two_phases
+    from conftest import one_line
+    box = tmp_path / "box"
+    box.mkdir()
+    shutil.copy(os.path.join(SHIPPED, "two_phases.json"), box / "two_phases.json")
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--out", str(tmp_path),
+                   "--label", "box")
+    one_line(r, 2, "--label", "holds a measured two_phases.json", "a folder of its own")
+
+
+def test_13_a_models_short_context_is_the_models_fault_not_the_flags(tmp_path):
+    import two_phases
+    from conftest import one_line
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"layers": 2, "width": 64, "heads": 4, "context": 1}))
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", str(path),
+                   "--no-save")
+    one_line(r, 2, "--model", "reads at most 1 token (its context)")
+
+
+def test_13_a_read_only_file_system_is_named_so(tmp_path, monkeypatch):
+    (tmp_path / results.HISTORY).mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: type("V", (), {"f_flag": os.ST_RDONLY})())
+    assert "is on a read-only file system" in results.refusal(str(tmp_path))
+
+
+def test_13_a_cpu_name_of_400_characters_makes_a_folder_name_a_file_system_takes(monkeypatch):
+    import types
+    from harness import flags
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "Very Long CPU " * 30)
+    name = os.path.basename(flags.folder_of(types.SimpleNamespace(out="r", label=None,
+                                                                 device="numpy")))
+    assert len(name) <= 100 and name.startswith("very-long-") and "--" not in name
+
+
+def test_13_a_multimodal_configs_language_model_is_read():
+    from harness.predicting import model_files
+    found = {"model_type": "llama4", "_name_or_path": "meta-llama/Llama-4-Scout-17B-16E",
+             "text_config": {"num_hidden_layers": 48, "hidden_size": 5120,
+                             "num_attention_heads": 40, "num_key_value_heads": 8,
+                             "head_dim": 128, "intermediate_size": 8192, "hidden_act": "silu",
+                             "num_local_experts": 16, "num_experts_per_tok": 1},
+             "vision_config": {"num_hidden_layers": 34, "hidden_size": 1408}}
+    cfg = model_files.shape(model_files.language_model(found), "config.json")
+    assert (cfg.layers, cfg.width, cfg.kv_heads, cfg.experts, cfg.active) == (48, 5120, 8, 16, 1)
+    assert cfg.name == "meta-llama/Llama-4-Scout-17B-16E"
+
+
+def test_13_an_earlier_runs_pictures_go_to_history_with_it(tmp_path):
+    data = json.load(open(os.path.join(SHIPPED, "two_phases.json")))
+    data["pictures"] = ["roofline.png", "dial.png"]
+    (tmp_path / "two_phases.json").write_text(json.dumps(data))
+    for name in ("roofline.png", "dial.png"):
+        (tmp_path / name).write_bytes(b"the earlier run's picture")
+    again = {**data, "pictures": ["roofline.png"]}
+    again["machine"] = {**data["machine"], "date": "2026-12-31T00:00:00+00:00"}
+    assert results.save(str(tmp_path), {"two_phases.json": json.dumps(again),
+                                        "two_phases.txt": "",
+                                        "roofline.png": b"this run's".decode()},
+                        "two_phases") == 0
+    assert not (tmp_path / "dial.png").exists()  # it stands beside no result that drew it
+    (entry,) = (tmp_path / "history").glob("two_phases.*")
+    assert (entry / "dial.png").read_bytes() == b"the earlier run's picture"
+    assert (entry / "roofline.png").read_bytes() == b"the earlier run's picture"
+
+
+def test_13_text_figures_go_to_a_column_of_their_own():
+    from harness.keeping import exports
+    rows = exports.tidy("two_phases", {}, [
+        {"experiment": "check", "keys": {"row": "1 user"}, "figure": "bound by", "unit": "",
+         "statistic": "computed", "value": "forklift", "settings": {}},
+        {"experiment": "check", "keys": {"row": "1 user"}, "figure": "x limit", "unit": "x",
+         "statistic": "middle", "value": 1.5, "settings": {}}])
+    assert [(r["value"], r["text"]) for r in rows] == [(None, "forklift"), (1.5, None)]

@@ -5,7 +5,8 @@ and the kind of machine on which it would not hold; and why a ratio of two rows 
 judge.py resolves them."""
 from harness.post import CUBE_TOKENS, MODEL, NOTES, PROMPTS, QUESTION, TYPERS, USERS
 from harness.terminal import plural
-from harness.keeping.records import Missing, rows
+from harness.keeping.records import Missing, find, rows
+from harness.measuring.speeds import CACHE_RULE
 from harness.judging.gpu_claims import GPU_CLAIMS, LAUNCH_CLAIM
 from harness.judging.rules import (FREEZE, Claim, Test, above, below, every, figure, more, plain,
                                    speeds, value, within)
@@ -20,13 +21,26 @@ TURN = 2  # a read at half the turn or less costs this many times the best per t
 
 # ---- the judges: each reads the figures it needs and gives the rule written beside it below
 
+def from_memory(t):
+    """Raise Missing where the forklift's table fitted in the cache the run recorded (STREAM's
+    rule): its reading is the cache's speed, not memory's, and backs no claim."""
+    read = find(t, "machine_speed", "read")
+    cache = (read.get("settings") or {}).get("cache_bytes")
+    if cache and read["value"] * 1e6 < CACHE_RULE * cache:
+        raise Missing(f"the forklift's table, {read['value']:,.0f} MB, is under {CACHE_RULE}x "
+                      f"the {cache / 2 ** 20:,.0f} MiB cache: it read the cache, not memory; "
+                      f"rerun with a larger --size")
+
+
 def balance(t, r):
+    from_memory(t)
     b = figure(t, "machine_speed", "math speed") / figure(t, "machine_speed", "memory speed")
     return f"{b.value:.1f} FLOPs per byte", above(b, FAR * ONE_TOKEN, label="the balance",
                                                    fmt=".1f")
 
 
 def tokens_needed(t, r):
+    from_memory(t)
     b = figure(t, "machine_speed", "math speed") / figure(t, "machine_speed", "memory speed")
     n = b * (BYTES / FLOPS_PER_NUMBER)
     return f"about {n.value:.0f}", within(n, FAR, 256, label="the tokens", fmt=".0f")

@@ -16,8 +16,10 @@ FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell startin
 
 def tidy(script, facts, found, headline=None):
     """One flat row per record: the script, the experiment, each key, the figure, its unit,
-    statistic, value, spread (slowest over fastest run) and runs, each setting, and the
-    machine's fields; a prediction says so in place of this machine's fields."""
+    statistic, value (a number; a figure in words, "forklift" for "bound by", goes to "text"
+    instead, so that the value column reads as numbers), spread (slowest over fastest run) and
+    runs, each setting, and the machine's fields; a prediction says so in place of this
+    machine's fields."""
     rows = []
     for r in found:
         runs = r.get("samples") or []
@@ -28,10 +30,16 @@ def tidy(script, facts, found, headline=None):
                                                 for b in facts.get("blas") or [])})
         rows.append({"script": script, "experiment": r["experiment"], **r["keys"],
                      "figure": r["figure"], "unit": r["unit"], "statistic": r["statistic"],
-                     "value": r["value"], "spread": spread, "runs": r.get("runs"),
+                     **words_apart(r["value"]), "spread": spread, "runs": r.get("runs"),
                      "predicted": r.get("predicted", False),
                      **{f"setting {k}": plain(v) for k, v in r["settings"].items()}, **machine})
     return rows
+
+
+def words_apart(value):
+    """{"value": a number, "text": None} or {"value": None, "text": words}: each its own column."""
+    text = isinstance(value, str)
+    return {"value": None if text else value, "text": value if text else None}
 
 
 def plain(v):

@@ -2,9 +2,12 @@
 save left them, each described in one line with the settings its figures were measured with."""
 import os
 
+from harness.post import SIZE
 from harness.terminal import note
 from harness.measuring import host
+from harness.measuring.speeds import CACHE_RULE
 from harness.keeping import results, schema
+from model import BYTES
 
 
 
@@ -147,7 +150,21 @@ def unlike_settings(a, b):
     if a.get(MADE, False) != b.get(MADE, False):
         return "a prediction against a measurement: a limit is no timing"
     return ", ".join(f"--{k} {b[k]} against {a[k]}" for k in ALIKE
-                     if k in a and k in b and a[k] != b[k])
+                     if k in a and k in b and a[k] != b[k]
+                     and not (k == "size" and read_from(a) == read_from(b) == "memory"))
+
+
+def read_from(settings):
+    """Where a forklift of these settings read its table from: "memory" where the table was at
+    least CACHE_RULE x the cache the run recorded (or, where it recorded none, at least the
+    post's), else "cache". Two memory readings compare whatever their sizes (a machine with a
+    larger cache reads a larger table); a cache reading compares with none."""
+    size, cache = settings.get("size"), settings.get("cache_bytes")
+    if type(size) is not int:
+        return None
+    if type(cache) in (int, float) and cache > 0:
+        return "memory" if size * size * BYTES >= CACHE_RULE * cache else "cache"
+    return "memory" if size >= SIZE else "cache"
 
 
 MADE = " predicted"  # in the settings a figure is compared with: its record's own flag

@@ -269,6 +269,7 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
     so that a signal from then on says saved."""
     with locked(folder):
         finish_replacing(folder)
+        stale = stale_pictures(folder, stem, files) if stem else []
         kept = keep_earlier(folder, files, stem) if stem else None
         temps, identities, replacing, theirs = {}, {}, False, None
         try:
@@ -286,6 +287,9 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
                     os.replace(os.path.join(folder, temp), os.path.join(folder, name))
                     moved(folder, name, identities[temp])
                 os.unlink(os.path.join(folder, JOURNAL))
+                for name in stale if kept else ():  # kept in history, with their result
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(folder, name))
                 if kept:
                     trim(os.path.dirname(kept[0]), stem)
                 if the_result:
@@ -334,7 +338,9 @@ def refusal(folder, names=()):
     if os.path.lexists(history) and not stat.S_ISDIR(os.lstat(history).st_mode):
         return f"{history} is a link or not a folder, so no earlier result can be kept there"
     if os.path.isdir(history) and not os.access(history, os.R_OK | os.W_OK | os.X_OK):
-        return f"{history} cannot be used by this user, so no earlier result can be kept there"
+        return (f"{history} is on a read-only file system" if read_only(history) else
+                f"{history} cannot be used by this user") + \
+            ", so no earlier result can be kept there"
     for name in names:
         there = os.path.join(folder, name)
         if os.path.isfile(there) and not os.path.islink(there) and not os.access(there, os.R_OK):
@@ -345,6 +351,15 @@ def refusal(folder, names=()):
     except ValueError as e:
         return str(e)
     return None
+
+
+def read_only(path):
+    """Whether path is on a file system mounted read-only (where access() says "not this user's"
+    too)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
 
 
 # ---- history: each result's earlier runs, in folders of their own, the newest KEPT of them
@@ -375,12 +390,28 @@ def keep_earlier(folder, files, stem):
         return newest, facts, False  # kept already, by a save stopped before its renames
     keep = new_entry(history, f"{stem}.{stamp(facts.get('date'))}")
     try:
-        for name in files:
+        for name in [*files, *stale_pictures(folder, stem, files)]:
             copy_regular(os.path.join(folder, name), keep)
     except BaseException:
         discard(keep)
         raise
     return keep, facts, True
+
+
+def stale_pictures(folder, stem, files):
+    """The pictures the earlier <stem> result drew (its JSON's "pictures") that this save does
+    not draw again: kept in history with it, and taken out of the folder by the save, so that
+    no picture stands beside a result that did not draw it. Plain .png names of regular files
+    only: a name is never a path."""
+    try:
+        drawn = schema.load(os.path.join(folder, stem + ".json"), stem.split(".")[0]).get(
+            "pictures") or []
+    except (ValueError, OSError):
+        return []
+    return [n for n in drawn if isinstance(n, str) and n.endswith(".png") and n not in files
+            and os.path.basename(n) == n and not n.startswith(".")
+            and os.path.isfile(os.path.join(folder, n))
+            and not os.path.islink(os.path.join(folder, n))]
 
 
 def same_file(a, b):

@@ -340,7 +340,7 @@ def machine_id(m):
 
 def slug(name):
     """A name as a folder's: lower-case letters and digits between dashes ('nvidia-h100-80gb')."""
-    return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")[:80] or "unknown"
+    return re.sub(r"[^a-z0-9]+", "-", str(name).lower())[:80].strip("-") or "unknown"
 
 
 def peak_rss_bytes():

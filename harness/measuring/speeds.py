@@ -7,12 +7,14 @@ import numpy as np
 
 from harness.post import MATMUL, SIZE  # the forklift's 400 MB table, far bigger than any
 #   cache; the workbench's 2048 x 2048 tables, which fit close to the workbench (caches)
-from harness.measuring import devices
+from harness.measuring import devices, host
 from harness.measuring.rounds import Trial, calibrate
 import model
 from model import BYTES, FLOPS_PER_NUMBER
 
 QUICK = {"size": 4000, "matmul": 1024}
+CACHE_RULE = 4  # STREAM's rule: the forklift's table at least 4x the last-level cache, or part
+#                 of what it reads comes from the cache, not memory
 DEVICE_CACHE_RULE = 8  # on a GPU the forklift's table is at least this many times the device's
 #                        last-level cache (an H100's 50 MiB L2: a 10,240-wide table, 420 MB)
 BURST_S = 0.01  # on another library's device a sample is a burst of calls lasting this long,
@@ -71,24 +73,31 @@ def memory_bytes(size, matmul):
 
 def sizes(quick, on=devices.NUMPY):
     """The forklift's and the workbench's sides (--quick's, or the post's), the forklift's
-    table wider where the device's own cache would hold too much of it (side())."""
+    table wider where the cache would hold too much of it (side())."""
     made = QUICK if quick else {"size": SIZE, "matmul": MATMUL}
-    return {**made, "size": side(made["size"], on)}
+    return {**made, "size": side(made["size"], on, quick)}
 
 
-def side(size, on=devices.NUMPY):
-    """The forklift's table side on this device: size, or, on a device whose last-level cache
-    the library reports (an NVIDIA GPU's L2), wide enough to be DEVICE_CACHE_RULE x that cache
-    (rounded up to a thousand)."""
-    cache = on.cache_bytes()
+def side(size, on=devices.NUMPY, quick=False):
+    """The forklift's table side: size, or wide enough to be CACHE_RULE x this machine's
+    last-level cache (STREAM's rule: a 480 MiB L3 takes a 23,000-wide table, 2.1 GB), or, on a
+    GPU whose library reports its L2, DEVICE_CACHE_RULE x that (a --quick run's too: a GPU's
+    L2 of 50 MiB holds its whole 64 MB table, and a GPU reads 2 GB in a blink), rounded up to a
+    thousand. --quick on a CPU keeps its small table: a smoke run, judged on nothing."""
+    if on.gpu:
+        cache, rule = on.cache_bytes(), DEVICE_CACHE_RULE
+    elif quick:
+        return size
+    else:
+        cache, rule = host.quietly(host.last_level_cache_bytes), CACHE_RULE
     if not cache:
         return size
-    return max(size, math.ceil(math.sqrt(DEVICE_CACHE_RULE * cache / BYTES) / 1000) * 1000)
+    return max(size, math.ceil(math.sqrt(rule * cache / BYTES) / 1000) * 1000)
 
 
-def roofs_memory_bytes(quick=False):
+def roofs_memory_bytes(quick=False, on=devices.NUMPY):
     """What measuring both at machine_speed's own sizes needs, for another script."""
-    return memory_bytes(**sizes(quick))
+    return memory_bytes(**sizes(quick, on))
 
 
 def tokens_a_trip_needs(balance):

@@ -67,7 +67,17 @@ def config(text):
     if not isinstance(found, dict):
         raise ValueError(f"{quoted(path, 60)} must hold a JSON object, not a "
                          f"{type(found).__name__}")
-    return shape(found, quoted(path, 60))
+    return shape(language_model(found), quoted(path, 60))
+
+
+def language_model(found):
+    """A model file's fields, where a multimodal Hugging Face config (Llama 4's, Gemma 3's)
+    keeps its language model's in "text_config": those, with the file's own beside them (its
+    name); a plain config as it is."""
+    text = found.get("text_config")
+    if not isinstance(text, dict) or any(k in found for k in ("layers", *ALIASES["layers"])):
+        return found
+    return {**{k: v for k, v in found.items() if not isinstance(v, dict)}, **text}
 
 
 def shape(found, path):

@@ -10,7 +10,7 @@ reaches some fraction of it.
 import re
 
 from harness.flags import check_folder, whole
-from harness.terminal import note
+from harness.terminal import note, plural
 from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
@@ -172,11 +172,17 @@ def check_range(p, args):
     cfg = config(args.model) if args.predict is not None else model.SIZES["small"]
     for flag, need in (("--prompts", max(args.prompts)), ("--question", args.question),
                        ("--notes", args.notes + 1), ("--depths", max(args.depths) + 1)):
-        if need > cfg.context:
-            p.error(f"argument {flag}: {cfg} reads at most {cfg.context:,} tokens, notes and "
-                    f"new ones together; this needs {need:,}"
-                    + ("" if args.predict is not None else " (a prediction's model may read "
-                       "more: --predict --model)"))
+        if need <= cfg.context:
+            continue
+        tokens = f"{cfg.context:,} {plural(cfg.context, 'token')}"
+        if args.predict is not None and flag[2:] not in getattr(args, "given", {flag[2:]}):
+            p.error(f"argument --model: {cfg} reads at most {tokens} (its context), fewer than "
+                    f"the post's experiment needs ({need:,} for {flag}); give a smaller {flag}, "
+                    f"or a model of a longer context")
+        p.error(f"argument {flag}: {cfg} reads at most {tokens}, notes and new ones together; "
+                f"this needs {need:,}" + ("" if args.predict is not None else
+                                          " (a prediction's model may read more: --predict "
+                                          "--model)"))
     return cfg.context
 
 
