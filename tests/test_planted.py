@@ -428,4 +428,4 @@ def test_a_sibling_result_without_settings_never_sinks_the_report(tmp_path):
     box = planted(tmp_path, lambda d: d.pop("settings"), "cube_bug.json")
     reported(str(box))
     text = (box / "report.md").read_text()
-    assert "### The slow road" in text and "h\\*\\*3 is about 2x slower" in text
+    assert "## The slow road" in text and "h\\*\\*3 is about 2x slower" in text

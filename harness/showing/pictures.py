@@ -5,7 +5,6 @@ measures.
 
     python two_phases.py   # saves results/<machine>/roofline.png, dial.png, decode.png, depth.png
 """
-import datetime
 import textwrap
 
 import numpy as np
@@ -91,6 +90,20 @@ def files(found, roofline, who, quick, predicted=False):
                          else data)}
 
 
+def redrawn(data):
+    """{file name: draw(f)} of a saved two_phases run's pictures, drawn again from its records
+    by this version (a shipped example kept current)."""
+    import model
+    settings = data.get("settings") or {}
+    threads = (settings.get("threads_used") or [settings.get("model_threads")
+                                                or settings.get("threads")])[0]
+    if isinstance(threads, list):
+        threads = threads[0] if threads else None
+    who = f"{model.SIZES.get(settings.get('model', 'small'), '')} on {data['machine']['cpu']}" \
+        + (f", {threads} {plural(threads, 'thread')}" if threads else "")
+    return files(data["records"], data.get("roofline"), who, bool(data.get("quick")))
+
+
 def save(make, data, who, mark, f):
     """Draw the picture into f, a binary file open for writing."""
     own_config()
@@ -114,21 +127,104 @@ def figure(plt, make, data, who, mark=""):
     title = ("PREDICTED: " if mark == PREDICTED else "") + what
     ax.set_title("\n".join([title] + textwrap.wrap(who, 100)), fontsize=10)
     ax.tick_params(labelsize=8)  # the title larger than the ticks: read first
-    if ax.get_legend() is None:
-        ax.legend(fontsize=8, loc="best")
+    plain_ticks(ax)
+    if ax.get_legend() is None and len(ax.get_legend_handles_labels()[1]) > 1:  # one line
+        ax.legend(fontsize=8, loc="best")  #            needs no legend: its axes say it
     if mark:
         ax.text(0.5, 0.5, mark, transform=ax.transAxes, ha="center", va="center", fontsize=16,
                 color="red", alpha=0.3, rotation=20)
-    fig.text(0.99, 0.005, f"drawn {datetime.datetime.now():%Y-%m-%d %H:%M}", ha="right",
-             va="bottom", fontsize=7, color="grey")
     fig.tight_layout()
     place_labels(fig, ax, points)
     return fig
 
 
+# ---- the captions under the pictures in the report, each written from the figures it shows
+
+
+def caption(name, found):
+    """What to look at in a picture, in one line, from the records it was drawn from: a line
+    that does not do what the picture's point is says so, with its figures. None: no words."""
+    writers = {"roofline.png": roofline_words, "decode.png": decode_words,
+               "dial.png": dial_words, "depth.png": depth_words}
+    return writers[name](found) if name in writers else None
+
+
+def roofline_words(found):
+    ridge = [r["value"] for r in found if r["experiment"] == "speeds" and r["figure"] ==
+             "balance"]
+    at = (f" at {sig(ridge[0])} FLOPs per byte (the balance of the speeds measured in this "
+          f"run's own rounds, which every row is held to)") if ridge else ""
+    return (f"each row at its FLOPs per byte: left of the ridge{at} the forklift binds "
+            f"(typing), right of it the workbench (reading a long question)")
+
+
+def decode_words(found):
+    rows = rows_of(found, "decode")
+    if len(rows) < 2:
+        return "the machine's tokens per second against the gap each user waits"
+    a, b = rows[0], rows[-1]
+    return (f"from {a['users']} to {b['users']} users on a trip: up, the machine's tokens per "
+            f"second ({sig(a['tokens per second'])} to {sig(b['tokens per second'])}); right, "
+            f"the gap each user waits between words ({sig(a['step'])} to {sig(b['step'])} ms)")
+
+
+def dial_words(found):
+    rows = sorted(rows_of(found, "dial"), key=lambda r: r["chunk"])
+    if len(rows) < 2:
+        return "the newcomer's first word against the typers' worst gap"
+    first = [r["first word"] for r in rows]
+    soonest = min(rows, key=lambda r: r["first word"])
+    words = (f"bigger chunks, the newcomer's first word sooner ({sig(first[0])} to "
+             f"{sig(first[-1])} ms)" if first == sorted(first, reverse=True) else
+             f"the newcomer's first word soonest at chunks of {soonest['chunk']} "
+             f"({sig(soonest['first word'])} ms), not at the biggest")
+    gaps = [r["worst gap"] for r in rows]
+    words += ("; smaller chunks, the typers' worst gap smaller" if gaps == sorted(gaps) else
+              "; the typers' worst gap does not grow with every chunk (" +
+              ", ".join(sig(g) for g in gaps) + " ms)")
+    flagged = [r["chunk"] for r in rows if r["flagged"]]
+    return words + (f"; ringed in red, chunks of {', '.join(map(str, flagged))}: disturbed by "
+                    f"other work" if flagged else "")
+
+
+def depth_words(found):
+    rows = rows_of(found, "depth")
+    lines = {}
+    for r in sorted(rows, key=lambda r: r["notes"]):
+        lines.setdefault(r["users"], []).append(r["step"])
+    flat = {u: steps for u, steps in lines.items() if steps != sorted(steps)}
+    if not lines:
+        return "the typing step against the notes each user brings"
+    if not flat:
+        return ("the typing step against the notes each user brings: each line rises as the "
+                "notebooks deepen, the more users the steeper")
+    said = "; ".join(f"{u} {plural(u, 'user')}: " + ", ".join(sig(x) for x in steps) + " ms"
+                     for u, steps in flat.items())
+    return (f"the typing step against the notes each user brings: the lines of more users rise "
+            f"as the notebooks deepen; where the notes are a sliver of what a step fetches, a "
+            f"line does not rise everywhere ({said})")
+
+
+def plain_ticks(ax):
+    """Tick labels as numbers are written (10, 100, 1,000; 0.5), never 10^2, on a log axis too."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    words = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            axis.set_major_formatter(words)
+            axis.set_minor_formatter(NullFormatter())
+
+
 def rows_of(found, experiment):
-    """The experiment's rows from its records, each {key or figure: value}, in the order run."""
-    return [{**dict(keys), **figures} for keys, figures in rows(found, experiment).items()]
+    """The experiment's rows from its records, each {key or figure: value}, in the order run,
+    and "flagged": whether other work disturbed any figure of the row (no verdict rests on it)."""
+    flagged = {json_keys(r) for r in found if r["experiment"] == experiment and r.get("disturbed")}
+    return [{**dict(keys), **figures, "flagged": tuple(keys) in flagged}
+            for keys, figures in rows(found, experiment).items()]
+
+
+def json_keys(record):
+    return tuple(record["keys"].items())
 
 
 def roofline_figure(ax, data):
@@ -210,9 +306,14 @@ def decode_figure(ax, rows):
 
 
 def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
-    """One line through the rows, x against y: -> the points to label."""
+    """One line through the rows, x against y, a point other work disturbed ringed in red:
+    -> the points to label."""
     xs, ys = [r[x] for r in rows], [r[y] for r in rows]
     ax.plot(xs, ys, style, label=legend)
+    flagged = [(a, b) for a, b, r in zip(xs, ys, rows) if r.get("flagged")]
+    if flagged:
+        ax.scatter(*zip(*flagged), s=160, facecolors="none", edgecolors="red", zorder=4,
+                   label="disturbed by other work: no verdict rests on it")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return list(zip(xs, ys, labels))
@@ -252,11 +353,14 @@ def matplotlib_rectangle(at, colour):
 
 
 def depth_figure(ax, rows):
-    """Step time against notes, one line per user count."""
+    """Step time against notes, one line per user count, a point other work disturbed ringed."""
     for users in sorted({r["users"] for r in rows}):
         mine = [r for r in rows if r["users"] == users]
         ax.plot([r["notes"] for r in mine], [r["step"] for r in mine], "o-",
                 label=f"{users} {plural(users, 'user')}")
+        flagged = [(r["notes"], r["step"]) for r in mine if r.get("flagged")]
+        if flagged:
+            ax.scatter(*zip(*flagged), s=160, facecolors="none", edgecolors="red", zorder=4)
     ax.set_xlabel("notes already in each user's notebook")
     ax.set_ylabel("typing step (ms)")
     return "How deep the notebooks are: the notes each user brings cost every step", []

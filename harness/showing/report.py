@@ -13,6 +13,7 @@ from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
 from harness.keeping.records import Column, ROW, label, rows, sig
 from harness.judging import judge
+from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
 from harness.showing.printers import cell
 
@@ -60,16 +61,20 @@ def markdown(runs, names):
     found = [v for script, data in runs.items() for v in judged(script, data, runs)]
     lines += claims_section(found, predicted)
     for script, data in runs.items():  # each script's sheets in the order its run printed them
-        lines += [f"## {SECTIONS.get(script, script)}", ""]
+        heading = SECTIONS.get(script, script)
+        lines += [f"## {md(heading)}", ""]
         drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
             else []
         for name, sheet in data["sheets"].items():
             if name != "claims":
-                lines += section(sheet, name, data["records"])
-                lines += [picture(n) for n in drawn if PICTURES[n][0] == name.split(" @")[0]]
+                lines += section(sheet, name, data["records"], titled=not repeats(
+                    sheet.get("title") or name, heading))
+                lines += [picture(n, data["records"]) for n in drawn
+                          if PICTURES[n][0] == name.split(" @")[0]]
         placed = {n for n in drawn for name in data["sheets"]
                   if PICTURES[n][0] == name.split(" @")[0]}
-        lines += [picture(n) for n in drawn if n not in placed]  # its table not in this run
+        lines += [picture(n, data["records"]) for n in drawn if n not in placed]  # its table
+        #                                                                          not in this run
     lines += appendix(runs, found)
     return results.signed("\n".join(lines) + "\n")
 
@@ -105,14 +110,16 @@ PICTURES = {"roofline.png": ("check", "The roofline",
                          "each cell a batch and a notebook depth, coloured by the limit it hits; "
                          "grey does not fit the memory")}
 #   {file: (the sheet it goes under, its title, what to look at)}
-VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❔", "not run": "➖"}
+VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❓", "not run": "➖"}
 #   a verdict's mark, so that it scans
 
 
-def picture(name):
-    """A picture and its caption, one line saying what to look at."""
+def picture(name, found=()):
+    """A picture and its caption, one line saying what to look at, written from the records it
+    was drawn from (found), so that it never says what the picture does not show."""
     _, title, look = PICTURES[name]
-    return f"![{title}]({name})\n\n*{title}: {look}.*\n"
+    look = pictures.caption(name, found) or look
+    return f"![{title}]({name})\n\n*{title}: {md(look)}.*\n"
 
 
 def machine_lines(runs):
@@ -162,18 +169,23 @@ def banners(runs):
 
 
 def claims_section(found, predicted):
-    """The post's claims, first: a verdict each, marked so it scans, the post's figure and this
-    machine's, the verdict at this machine's limits in a column of its own; the rules folded
-    right under the table."""
+    """The post's claims, first: how many hold, then a verdict each, marked so it scans, the post's
+    figure and this machine's, what the verdict was judged by (the figure with its interval and
+    the rule's edge, or why it does not hold or cannot be told, shortly), the verdict at this
+    machine's limits in a column of its own; every rule and reason in full right under the
+    table."""
     limits = any(at for *_, at, _ in found)
-    headers = ["verdict", "the post says", "the post", "here"] + (["at the limits"] * limits)
-    rows = [[marked(v), c.says, c.post, h or "no figure here: " + (w or "not run")[:60]]
+    headers = ["verdict", "the post says", "the post", "here", "judged by"] + (
+        ["at the limits"] * limits)
+    rows = [[marked(v), c.says, c.post, h or "no figure here: " + (w or "not run")[:60],
+             judged_by(t, w, c.rule)]
             + ([Raw(f"{marked(at[1])} ({md(at[0], in_table=True)})") if at
                 else "not judged there"] * limits)
-            for c, h, v, w, at, _ in found]
+            for c, h, v, w, at, t in found]
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
-            "Each verdict follows its rule (folded under the table), over the figure's interval "
+            tally([v for _, _, v, *_ in found]), "",
+            "Each verdict follows its rule (in full under the table), over the figure's interval "
             "from the run's rounds: firm only where it clears the rule's edge" + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
                 "give on this machine: where the two differ, the suite's distance from the "
@@ -186,11 +198,36 @@ def claims_section(found, predicted):
             "</details>", ""] if found else []
 
 
+SHORT = 90  # characters of a reason in the claims table's own row (in full under it)
+
+
+def judged_by(tested, why, rule):
+    """What a verdict rests on, short: the figure with its interval and the rule's edge, and,
+    where it does not hold or cannot be told, the reason's first words; where no figure was
+    tested (the accounting's), the rule itself."""
+    why = why.split("; ")[0] if why else ""
+    said = "; ".join(filter(None, (tested, why))) or rule
+    return said if len(said) <= SHORT else said[:SHORT - 3].rstrip() + "..."
+
+
+def tally(verdicts):
+    """'29 claims: 27 hold, 1 does not hold, 1 cannot tell here.' in the order they mark."""
+    count = {}
+    for v in verdicts:
+        plain = v.removeprefix("predicted: ")
+        count[plain] = count.get(plain, 0) + 1
+    words = {"holds": "hold", "does not hold": "do not hold"}
+    parts = [f"{n} {words.get(v, v) if n > 1 else v}" for v, n in sorted(
+        count.items(), key=lambda kv: list(VERDICTS).index(kv[0]) if kv[0] in VERDICTS else 9)]
+    return f"**{len(verdicts)} claims: {', '.join(parts)}.**"
+
+
 def marked(verdict):
     """A verdict with its mark, in bold: '✅ **holds**', '✅ **predicted: holds**' (Markdown
     already: a table takes it as it is)."""
     plain = verdict.removeprefix("predicted: ")
-    return Raw(f"{VERDICTS.get(plain, '')} **{md(verdict, in_table=True)}**".strip())
+    return Raw(f"{VERDICTS.get(plain, '')}\u00a0**{md(verdict, in_table=True)}**".strip()
+               .replace(" ", "\u00a0"))  # one line: no break inside a verdict
 
 
 class Raw(str):
@@ -255,10 +292,18 @@ MEASURED = [
     "or drifting machine the two differ by as much as the speeds moved.", ""]
 
 
-def section(sheet, name, found):
-    """One sheet as Markdown: its title, its settings, its rows (from the records) as one or
-    more tables, each within the page's width (the key columns repeated), numbers right-aligned,
-    and the note under it as text."""
+def repeats(title, heading, words=4):
+    """Whether a sheet's title says what its section's heading says (their first words the same):
+    one heading is enough."""
+    first = lambda text: str(text).lower().replace(":", " ").split()[:words]  # noqa: E731
+    return first(title) == first(heading)
+
+
+def section(sheet, name, found, titled=True):
+    """One sheet as Markdown: its title (unless its section's heading says it), its settings,
+    its rows (from the records) as one or more tables, each within the page's width (the key
+    columns repeated, each table after the first under a heading of its own), numbers
+    right-aligned, and the note under it as text."""
     columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
                       c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
                for c in sheet["columns"]]
@@ -277,7 +322,9 @@ def section(sheet, name, found):
                   [right[i] for i in part])
               for part in fitted(headers, cells, [c.key for c in columns])] if cells else [
         "(no figures kept)"]
-    return [f"### {md(sheet.get('title') or name)}", "",
+    title = md(sheet.get("title") or name)
+    tables = [t if i == 0 else f"#### {title}, continued\n\n{t}" for i, t in enumerate(tables)]
+    return [*([f"### {title}", ""] if titled else []),
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
             *"\n\n".join(tables).split("\n"),
             "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
