@@ -25,6 +25,10 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "int8": 1,
 #   bytes per number: what a table number or a note weighs, by its precision. int8 is 8-bit
 #   math on 8-bit activations; int8-weights and int4-weights keep only the tables that small,
 #   the math at 16 bits (as most engines run a quantized model); fp8 is e4m3
+GROUP, SCALE_BYTES = 128, 2  # a weights-only table keeps a 16-bit scale for every 128 numbers
+#   (GPTQ's and AWQ's usual groups): int4-weights weigh 0.5 + 2/128 bytes a number, not 0.5
+HEAD_DTYPE = "bfloat16"  # what engines keep the LM head and the embedding in when the floors'
+#   tables are 8 or 4 bits: 16 bits (--quantize-head keeps them at the tables' precision)
 NOTE_DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8")  # what a note can be kept in
 RUNS_IN = ("float32", "bfloat16", "float16")  # what the model computes in: float32 (NumPy's, the
 #   post's), or 16 bits on PyTorch's or CuPy's device (two_phases.py --dtype)
@@ -54,6 +58,7 @@ class Config:
     experts: int = 0  # a mixture of experts: feed-forwards per floor (0: one, a dense model)
     active: int = 0  # the experts each token is routed to, of `experts`
     devices: int = 1  # tensor parallel: each device holds 1/devices of every table and note
+    head_dtype: str = ""  # the LM head's and the embedding's precision ("": the tables')
 
     @property
     def runnable(self):
@@ -73,7 +78,8 @@ class Config:
             shape.append(self.dtype if self.dtype == self.note_dtype
                          else f"{self.dtype} tables, {self.note_dtype} notes")
         if self.vocab:
-            shape.append(f"head of {self.vocab:,} words")
+            shape.append(f"head of {self.vocab:,} words" + (
+                f" in {self.head_dtype}" if self.head_dtype not in ("", self.dtype) else ""))
         if self.devices > 1:
             shape.append(f"split over {self.devices} devices")
         return f"{self.family} {self.name}".strip() + f" ({', '.join(shape)})"
@@ -460,14 +466,28 @@ def head_numbers(cfg):
     return cfg.vocab * cfg.width * (1 if cfg.tied else 2)
 
 
+def number_bytes(dtype):
+    """What a table number weighs at its precision, a weights-only one's share of its group's
+    scale among it (int4-weights: 0.515625 bytes)."""
+    scales = SCALE_BYTES / GROUP if dtype in ("int8-weights", "int4-weights") else 0
+    return DTYPE_BYTES[dtype] + scales
+
+
+def head_dtype(cfg):
+    """The precision the LM head and the embedding are kept in: cfg.head_dtype, else the
+    tables'."""
+    return cfg.head_dtype or cfg.dtype
+
+
 def table_bytes(cfg):
     """What the floors' tables weigh at their precision: 340 MB for GPT-2 small in float32."""
-    return table_numbers(cfg) * DTYPE_BYTES[cfg.dtype]
+    return table_numbers(cfg) * number_bytes(cfg.dtype)
 
 
 def held_bytes(cfg):
     """What one device holds of every table, the head and the embedding among them."""
-    return (table_numbers(cfg) + head_numbers(cfg)) * DTYPE_BYTES[cfg.dtype] / cfg.devices
+    return (table_numbers(cfg) * number_bytes(cfg.dtype)
+            + head_numbers(cfg) * number_bytes(head_dtype(cfg))) / cfg.devices
 
 
 def note_bytes(cfg):
@@ -498,7 +518,7 @@ def tables_read(cfg, tokens):
     """Bytes of the floors' tables a trip of `tokens` tokens brings, on one device."""
     numbers = cfg.layers * (attention_numbers(cfg) + cfg.width * cfg.experts
                             + experts_read(cfg, tokens) * ffn_numbers(cfg))
-    return numbers * DTYPE_BYTES[cfg.dtype] / cfg.devices
+    return numbers * number_bytes(cfg.dtype) / cfg.devices
 
 
 def table_flops(cfg, tokens):
@@ -558,11 +578,12 @@ def attention_flops(cfg, riders):
 
 
 def head_costs(cfg, riders):
-    """The LM head on a trip: its table once, and, untied, the embedding rows of the new tokens;
-    the words of each user's last new token (2 FLOPs a head number). -> (bytes, FLOPs)"""
+    """The LM head on a trip: its table once, and, untied, the embedding rows of the new tokens,
+    at the head's precision (head_dtype); the words of each user's last new token (2 FLOPs a
+    head number, counted at the trip's math rate). -> (bytes, FLOPs)"""
     ride = load(riders)
     rows = 0 if cfg.tied else ride.tokens * cfg.width
-    return ((cfg.vocab * cfg.width + rows) * DTYPE_BYTES[cfg.dtype] / cfg.devices,
+    return ((cfg.vocab * cfg.width + rows) * number_bytes(head_dtype(cfg)) / cfg.devices,
             FLOPS_PER_NUMBER * cfg.vocab * cfg.width * ride.users / cfg.devices)
 
 
@@ -621,9 +642,19 @@ def part_limits(cfg, riders, bytes_per_s, flops_per_s):
             for name, (b, f) in costs(cfg, riders).items()}
 
 
+def activation_bytes(cfg):
+    """What an activation weighs: float32 in a float32 model (the post's), else 16 bits (an
+    8-bit model's activations are kept at 16 bits between its products)."""
+    return BYTES if cfg.dtype == "float32" else 2
+
+
 def trip_scratch_bytes(cfg, riders):
-    """A generous bound on the temporary memory of one trip: attention scores plus activations."""
+    """A generous bound on the temporary memory of one trip, at the activations' precision: the
+    attention scores (and causal bias) of its longest rider, and every token's activations on
+    one floor: queries, keys and values, the feed-forward's two (up and gelu, or gate and up) of
+    each expert it is routed to, the residual (12 x width a token in GPT-2)."""
     tokens = sum(t for _, t in riders)
-    scores = max(cfg.heads * (n0 + t) * t for n0, t in riders) * BYTES * 2  # scores + causal bias
-    activations = 12 * cfg.width * tokens * BYTES  # qkv (3w), up/gelu (2 x 4w), residuals
-    return (scores + activations) / cfg.devices
+    scores = max(cfg.heads * (n0 + t) * t for n0, t in riders) * 2  # scores + causal bias
+    per_token = ((cfg.heads + 2 * cfg.kv_heads) * cfg.head
+                 + 2 * cfg.ffn * max(cfg.active, 1) + cfg.width)
+    return (scores + per_token * tokens) * activation_bytes(cfg) / cfg.devices

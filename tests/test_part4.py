@@ -97,8 +97,9 @@ def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_coun
     assert four.roofs.flops_per_s == 989.5e12  # the math at 16 bits
     floors, head, _, flops = by_hand(*LLAMA_8B)
 
-    def bound(p):  # reading p tokens by hand: 4-bit tables, the head, p embedding rows
-        fetched = (floors + head + p * 4096) * 0.5
+    def bound(p):  # reading p tokens by hand: 4-bit tables with a 16-bit scale per 128
+        fetched = floors * (0.5 + 2 / 128) + (head + p * 4096) * 2  # the head, p embedding
+        #                                                             rows: 16 bits
         math = (flops * p + 32 * 4 * 32 * 128 * p * (p + 1) // 2 + 2 * head
                 + 32 * (12 * 4096 + 10 * 14336) * p)
         return math / 989.5e12 >= fetched / 3350e9

@@ -139,7 +139,7 @@ def short_names(folders):
 
 
 ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict",
-         "dtype", "note_dtype", "devices")
+         "dtype", "note_dtype", "devices", "quantize_head")
 #         the settings two figures must share to be compared: what they measured, not how
 
 

@@ -6,7 +6,7 @@ import dataclasses
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans
-from harness.predicting.plans import gb, verdict
+from harness.predicting.plans import apart, gb, verdict
 from harness.predicting.turning import MOST, busy, first
 from harness.showing.printers import Sheet
 import model
@@ -29,7 +29,8 @@ def grid_sheet(cfg, aim, settings):
             need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
             bound = aim.roofs.limit(cfg, ride)[1]
             row[f"{d} notes"] = (
-                f"does not fit ({gb(need)} GB)" if aim.memory and need > aim.memory[0]
+                f"does not fit ({apart(need, aim.memory[0])[0]} GB)"
+                if aim.memory and need > aim.memory[0]
                 else bound if bound == "workbench"
                 else f"{bound} {sig(100 * busy(cfg, ride, aim.roofs))}%")
         rows.append(row)
@@ -48,7 +49,8 @@ def grid_sheet(cfg, aim, settings):
                       "memory" + (f" ({gb(aim.memory[0])} GB" + (" each" if aim.devices > 1
                                                                     else "") + ")"
                                   if aim.memory else " (unknown here: every cell is a limit)")
-                      + "; most that fit: the most users who type together at that depth)")
+                      + f"; most that fit: the most users who type together at that depth; "
+                        f"{plans.GB_WORDS})")
 
 
 DEPTHS = (0, 1024, 4096, 16384, 65536, 131072)  # notes each typer keeps, in the grid (up to the
@@ -98,7 +100,8 @@ def fits(cfg, aimed, args, settings, experiments):
                      "them, and, for the planned row that holds the most, every user's notes at "
                      "their longest and its biggest trip's working space, each device its share "
                      "(tensor parallel: the tables split, the notes split by key/value heads); "
-                     "fewest: the fewest such devices that hold it; memory as published: "
+                     f"fewest: the fewest such devices that hold it; {plans.GB_WORDS}; memory as "
+                     "published: "
                      + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed if t.memory) + ")"))
 
 
@@ -107,8 +110,8 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
                        col("devices", "devices", "devices", "d", key=True),
                        col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
                        col("working", "working GB", "GB", SIG),
-                       col("needs", "needs GB", "GB", SIG), col("has", "has GB", "GB", SIG,
-                                                                empty="unknown"),
+                       col("needs", "needs GB", "GB", ",.2f"),
+                       col("has", "has GB", "GB", ",.2f", empty="unknown"),
                        col("fits", "fits", "", "s", empty="unknown"),
                        col("least", "fewest devices", "devices", "s", empty="unknown")],
               title="Does it fit: the memory the plan holds at once, predicted")
@@ -116,9 +119,10 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
 
 def plan_bytes(cfg, args, experiments):
     """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
-    hold at most at once on one device, as a measured run's memory check counts them
-    (plans.held)."""
-    notes, working = max((plans.held(cfg, e.plan(args)) for e in experiments.values()), key=sum)
+    hold at most at once on one device, served: every user's notes, with no first notebook
+    copied (plans.held)."""
+    notes, working = max((plans.held(cfg, e.plan(args), copies=False)
+                          for e in experiments.values()), key=sum)
     return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
 
 

@@ -89,12 +89,14 @@ def memory_bytes(cfg, rows):
     return sum(held(cfg, rows))
 
 
-def held(cfg, rows):
-    """What an experiment's rows hold at once beyond the tables, in bytes: (the notes: the first
-    notebooks the typers copy, one per depth they start at, and the fullest row's notebooks;
-    the working space: the scratch of that row's biggest trip), for the row holding the most."""
+def held(cfg, rows, copies=True):
+    """What an experiment's rows hold at once beyond the tables, in bytes: (the notes: the
+    fullest row's notebooks and, where copies (a measured run, whose typers copy their first
+    notes from one notebook read once), that first notebook, one per depth they start at; the
+    working space: the scratch of that row's biggest trip), for the row holding the most. A
+    served batch (a prediction) keeps no such copy: copies=False."""
     note = model.note_bytes(cfg) * model.notes_share(cfg)  # one token's, on one device
-    firsts = sum({n for row in rows for n, _ in row.steps[0]})
+    firsts = sum({n for row in rows for n, _ in row.steps[0]}) if copies else 0
     notes, working = max(((note * sum(n + t for n, t in row.steps[-1]),
                            max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps))
                           for row in rows), key=sum)
@@ -132,17 +134,32 @@ def fits(cfg, row, memory):
     once, on one device; None where the memory is unknown."""
     if not memory:
         return None
-    return verdict(model.held_bytes(cfg) + sum(held(cfg, [row])), memory[0])
+    return verdict(model.held_bytes(cfg) + sum(held(cfg, [row], copies=False)), memory[0])
 
 
 def verdict(need, have):
-    """'fits', or 'does not fit (needs X of Y GB)', in bytes."""
-    return "fits" if need <= have else f"does not fit (needs {gb(need)} of {gb(have)} GB)"
+    """'fits', or 'does not fit (needs X of Y GB)', in bytes, each to as many decimals as tell
+    them apart: 141.4 of 141.0, never 141 of 141."""
+    return "fits" if need <= have else f"does not fit (needs {' of '.join(apart(need, have))} GB)"
+
+
+def apart(a, b):
+    """Two byte counts in GB, to the fewest decimals (at least gb()'s) at which they differ."""
+    least = 0 if min(a, b) >= 10e9 else 2
+    for decimals in range(least, 10):
+        shown = [f"{n / 1e9:,.{decimals}f}" for n in (a, b)]
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def gb(n):
-    """Bytes in GB as a prediction shows them: whole above 10, else three digits."""
+    """Bytes in GB (10^9 bytes; a GiB is 1.074 GB) as a prediction shows them: whole above 10,
+    else three digits."""
     return f"{n / 1e9:,.0f}" if n >= 10e9 else sig(n / 1e9)
+
+
+GB_WORDS = "GB: 10^9 bytes, as memory is sold (a GiB, 2^30 bytes, is 1.074 GB)"
 
 
 def row_keys(layout):

@@ -17,7 +17,7 @@ from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans
 from harness.predicting.model_files import config
 from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet, plan_bytes
-from harness.predicting.plans import gb
+from harness.predicting.plans import apart
 from harness.predicting.presets import GIVEN, known, targets
 from harness.predicting.turning import turning_sheet
 from harness.showing import pictures, sheets
@@ -83,6 +83,9 @@ def add_flags(g):
     g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
                    help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
                         "default: --dtype's (16 bits for weights only)")
+    g.add_argument("--quantize-head", action="store_true",
+                   help="with --predict: keep the LM head and the embedding at --dtype's 8 or 4 "
+                        "bits too; by default they stay at 16 bits, as engines keep them")
     g.add_argument("--gpus", type=whole(1, MOST_DEVICES), default=None, metavar="N",
                    help="with --predict: split the model over N of each GPU named, as tensor "
                         "parallelism does (each holds 1/N of the tables and of the notes, and "
@@ -98,7 +101,8 @@ def check_flags(p, args, experiments):
         library = args.device.partition(":")[0]
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
                                 ("--note-dtype", args.note_dtype, args.note_dtype is None),
-                                ("--gpus", args.gpus, args.gpus is None)):
+                                ("--gpus", args.gpus, args.gpus is None),
+                                ("--quantize-head", "--quantize-head", not args.quantize_head)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
                         f"in float32, the model the post built; {value} is for --predict")
@@ -125,8 +129,9 @@ def check_flags(p, args, experiments):
         aimed = list({(t.name, t.dtype, t.note_dtype): t for t in targets(args)}.values())
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
+    bare = {n for n in args.predict if ":" not in n}  # named with no precision of its own
     args.predict = [t.name if t.name == GIVEN else f"{t.name}:{t.dtype}" for t in aimed]  # once
-    served = [f"{t.name} at {t.dtype}" for t in aimed if t.dtype != "float32"] \
+    served = [f"{t.name} at {t.dtype}" for t in aimed if t.dtype != "float32" and t.name in bare] \
         if args.dtype is None else []  # none named: each at the precision it serves models in
     args.dtype = args.dtype or aimed[0].dtype
     cfg = config(args.model)
@@ -156,12 +161,12 @@ def split(p, args, cfg, aim, experiments):
         return 1
     n = fewest(cfg, aim, args, experiments)
     if n is None:
-        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {gb(need)} of "
-             f"{gb(aim.memory[0])} GB), nor split over up to {MOST_DEVICES} of it: predicted "
+        note(f"--predict {aim.name}: {cfg.name} does not fit (needs "
+             f"{' of '.join(apart(need, aim.memory[0]))} GB), nor split over up to {MOST_DEVICES} of it: predicted "
              f"on one, marked as not fitting")
         return 1
-    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs {gb(need)} of "
-         f"{gb(aim.memory[0])} GB); {n} of it hold it, so predicted split over {n} (tensor "
+    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs "
+         f"{' of '.join(apart(need, aim.memory[0]))} GB); {n} of it hold it, so predicted split over {n} (tensor "
          f"parallel; --gpus N for another count)")
     return n
 

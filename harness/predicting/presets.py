@@ -45,11 +45,20 @@ class Target:
     note_dtype: str
     memory: tuple = None
     devices: int = 1
+    quantize_head: bool = False  # the LM head and embedding at the tables' 8 or 4 bits too
+
+    @property
+    def head_dtype(self):
+        """The LM head's and embedding's precision: 16 bits where the tables are 8 or 4 (as
+        engines keep them), unless --quantize-head; else the tables' own."""
+        small = model.DTYPE_BYTES[self.dtype] < 2 and not self.quantize_head
+        return model.HEAD_DTYPE if small else self.dtype
 
     @property
     def precision(self):
-        """Its precision in words: 'bfloat16', or 'bfloat16/int8 notes'."""
-        return self.dtype + (f"/{self.note_dtype} notes" if self.note_dtype != self.dtype else "")
+        """Its precision in words: 'bfloat16', or 'int4-weights/bfloat16 notes/bfloat16 head'."""
+        return self.dtype + "".join(f"/{p} {what}" for what, p in (
+            ("notes", self.note_dtype), ("head", self.head_dtype)) if p != self.dtype)
 
     @property
     def label(self):
@@ -67,7 +76,7 @@ class Target:
 
     def config(self, cfg):
         return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype,
-                                   devices=self.devices)
+                                   devices=self.devices, head_dtype=self.head_dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -191,4 +200,6 @@ def targets(args):
              if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)
-    return [dataclasses.replace(t, devices=n) for t, n in zip(found, devices)]
+    quantize = bool(getattr(args, "quantize_head", False))
+    return [dataclasses.replace(t, devices=n, quantize_head=quantize)
+            for t, n in zip(found, devices)]
