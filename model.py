@@ -636,6 +636,14 @@ def limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf):
     return jobs[bound], bound
 
 
+def serial_limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf):
+    """The same trip with the link's sends after the device's own work, not beside it: max(
+    fetching, math) + sending. limit() is the other bound, every send hidden behind the work;
+    an engine that overlaps none of its all-reduces pays this one. On one device they agree."""
+    work = max(bytes_read(cfg, riders) / bytes_per_s, trip_flops(cfg, riders) / flops_per_s)
+    return work + (link_bytes(cfg, riders) / link_per_s if cfg.devices > 1 else 0)
+
+
 def part_limits(cfg, riders, bytes_per_s, flops_per_s):
     """The fastest each part of a trip can be: {part: seconds}, each part on its own."""
     return {name: max(b / bytes_per_s, f / flops_per_s)

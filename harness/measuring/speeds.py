@@ -37,6 +37,11 @@ class Speeds:
         """The fastest a trip can be at these speeds: (seconds, what bounds it)."""
         return model.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s)
 
+    def serial(self, cfg, riders):
+        """The trip's limit with the link's sends after its work (model.serial_limit)."""
+        return model.serial_limit(cfg, riders, self.bytes_per_s, self.flops_per_s,
+                                  self.link_per_s)
+
     @property
     def balance(self):
         """FLOPs the workbench does in the time the forklift brings one byte."""

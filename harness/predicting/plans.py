@@ -77,10 +77,13 @@ def timings(row, runs, stat="middle", what=""):
             "time": of(max, "typers' worst gap"), "total": of(sum, "total time")}
 
 
-def at_limits(cfg, rows, roofs):
-    """Each row with every trip at its limit on the given speeds: one "run" of limits."""
-    return [Outcome(row, timings(row, timing.Runs([[roofs.limit(cfg, riders)[0]
-                                                    for riders in row.steps]], [None]), "limit"))
+def at_limits(cfg, rows, roofs, serial=False):
+    """Each row with every trip at its limit on the given speeds: one "run" of limits. serial:
+    at the other bound of a model split over devices, the link's sends after each trip's work
+    (Speeds.serial), not hidden behind it."""
+    bound = roofs.serial if serial else (lambda c, riders: roofs.limit(c, riders)[0])
+    return [Outcome(row, timings(row, timing.Runs([[bound(cfg, riders) for riders in row.steps]],
+                                                  [None]), "limit"))
             for row in rows]
 
 
@@ -108,25 +111,56 @@ def limit_sheets(cfg, experiments, args, roofs, settings, memory=None):
     [(records, [Sheet])]. memory: what one device has ([bytes, source], or None where unknown):
     each row says whether it fits there, its time never alone."""
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
+    linked = cfg.devices > 1
     out = []
     for e in experiments:
         rows = e.plan(args)
         fitting = {tuple(row.keys.items()): fits(cfg, row, memory) for row in rows}
-        made = [(with_memory(layout), [{**r, "memory": fitting.get(tuple(
-                    (k, r[k]) for k in row_keys(layout)))} for r in found])
-                for layout, found in e.figures(cfg, args, at_limits(cfg, rows, roofs), roofs)]
+        serial = e.figures(cfg, args, at_limits(cfg, rows, roofs, serial=True), roofs) \
+            if linked else None
+        made = []
+        for i, (layout, found) in enumerate(e.figures(cfg, args, at_limits(cfg, rows, roofs),
+                                                      roofs)):
+            sent = [{} for _ in found] if not linked else [
+                {f"{f} {SERIAL}": r[f] for f in layout.timed if f in r} for r in serial[i][1]]
+            made.append((predicted_layout(layout, linked), [
+                {**r, **after, "memory": fitting.get(tuple((k, r[k]) for k in row_keys(layout)))}
+                for r, after in zip(found, sent)]))
         found = records.from_rows(made, settings, predicted=True)
         out.append((found, [dataclasses.replace(sheet, text=None, layout=dataclasses.replace(
-            with_memory(sheet.layout), timed=(), title=f"{sheet.title}, PREDICTED", columns=[
-                c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
-                for c in with_memory(sheet.layout).columns]), note=(
+            predicted_layout(sheet.layout, linked), timed=(), title=f"{sheet.title}, PREDICTED",
+            columns=[c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
+                     for c in predicted_layout(sheet.layout, linked).columns]), note=(
             f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
             f"FLOPs / {sig(fl / 1e9)} GFLOP/s"
-            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s" if cfg.devices > 1 else "")
-            + "); nothing was run, and a real engine reaches some fraction of it"
+            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s): the link's sends hidden "
+               f"behind the work; {SERIAL} columns: the other bound, max(bytes, FLOPs) + link "
+               f"bytes, each send after the work it follows" if linked else ")")
+            + "; nothing was run, and a real engine reaches some fraction of it"
             + ("" if memory else "; the machine's memory is unknown, so whether a row fits is "
-               "too") + ")")) for sheet in e.sheets(found, cfg, args)]))
+               "too") + (TABLES_ONLY if any(c.figure == "math speed" for c in sheet.columns)
+                         else "") + ")")) for sheet in e.sheets(found, cfg, args)]))
     return out
+
+
+SERIAL = "link serial"  # a predicted figure with the link's sends after the work (split models)
+TABLES_ONLY = ("; GFLOP/s: the floors' tables' math only, not attention's, the norms' or the "
+               "LM head's, which the limit counts too")
+
+
+def predicted_layout(layout, linked):
+    """A layout as a prediction prints it: with, for a model split over devices, each timed
+    figure at the link's serial bound beside it, and a last column saying whether the row fits."""
+    layout = with_memory(layout)
+    if not linked or any(c.figure.endswith(SERIAL) for c in layout.columns):
+        return layout
+    columns = []
+    for c in layout.columns:
+        columns.append(c)
+        if c.figure in layout.timed:
+            columns.append(col(f"{c.figure} {SERIAL}", c.header.replace(" ms", "") + " "
+                               + SERIAL + " ms", c.unit, c.fmt))
+    return dataclasses.replace(layout, columns=columns)
 
 
 def fits(cfg, row, memory):

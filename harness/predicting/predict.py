@@ -14,11 +14,12 @@ from harness.terminal import note, plural
 from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
-from harness.predicting import plans
+from harness.predicting import plans, request
 from harness.predicting.model_files import config
 from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet, plan_bytes
 from harness.predicting.plans import apart
 from harness.predicting.presets import GIVEN, known, targets
+from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, spaced
@@ -83,6 +84,11 @@ def add_flags(g):
     g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
                    help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
                         "default: --dtype's (16 bits for weights only)")
+    g.add_argument("--request", type=request.pair, default=None, metavar="PROMPT,OUTPUT",
+                   help="with --predict: a whole request for each batch of --users, every "
+                        "machine side by side: each user's PROMPT-token question read, then "
+                        "OUTPUT tokens typed (the first word, each token after it, the total, "
+                        "the tokens per second a user sees)")
     g.add_argument("--quantize-head", action="store_true",
                    help="with --predict: keep the LM head and the embedding at --dtype's 8 or 4 "
                         "bits too; by default they stay at 16 bits, as engines keep them")
@@ -102,7 +108,8 @@ def check_flags(p, args, experiments):
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
                                 ("--note-dtype", args.note_dtype, args.note_dtype is None),
                                 ("--gpus", args.gpus, args.gpus is None),
-                                ("--quantize-head", "--quantize-head", not args.quantize_head)):
+                                ("--quantize-head", "--quantize-head", not args.quantize_head),
+                                ("--request", "a whole request", args.request is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
                         f"in float32, the model the post built; {value} is for --predict")
@@ -175,12 +182,15 @@ def check_range(p, args):
     """Refuse, in one line, a question or notebook longer than the model reads: GPT-2's 1,024
     tokens in a measured run, its model's own context in a prediction. -> that context"""
     cfg = config(args.model) if args.predict is not None else model.SIZES["small"]
+    asked = getattr(args, "request", None)
     for flag, need in (("--prompts", max(args.prompts)), ("--question", args.question),
-                       ("--notes", args.notes + 1), ("--depths", max(args.depths) + 1)):
-        if need <= cfg.context:
-            continue
+                       ("--notes", args.notes + 1), ("--depths", max(args.depths) + 1),
+                       ("--request", sum(asked) - 1 if asked else 0)):
+        if need <= cfg.context or (flag == "--request" and args.predict is None):
+            continue  # (a request without --predict is refused by check_flags)
         tokens = f"{cfg.context:,} {plural(cfg.context, 'token')}"
-        if args.predict is not None and flag[2:] not in getattr(args, "given", {flag[2:]}):
+        if args.predict is not None and flag != "--request" \
+                and flag[2:] not in getattr(args, "given", {flag[2:]}):
             p.error(f"argument --model: {cfg} reads at most {tokens} (its context), fewer than "
                     f"the post's experiment needs ({need:,} for {flag}); give a smaller {flag}, "
                     f"or a model of a longer context")
@@ -236,11 +246,17 @@ def items(args, experiments):
     yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
                                                              experiments)])
     found = []
+    if args.request:
+        asked = request.request_sheet(base, aimed, args, settings)
+        found += asked.records
+        yield from spaced([asked])
     for made, printed in plans.limit_sheets(cfg, experiments.values(), args.replace(threads=None),
                                        first_roofs, settings, aimed[0].memory):
         found += made
         yield from spaced(printed)
-    more = [grid_sheet(cfg, aimed[0], settings),
+    more = [parts_sheet(cfg, experiments, args, first_roofs, settings,
+                        f"{aimed[0].title}{aimed[0].times}, {aimed[0].precision}"),
+            grid_sheet(cfg, aimed[0], settings),
             turning_sheet(base, aimed, args, settings)]
     found += [r for sheet in more for r in sheet.records]
     yield from spaced(more)
