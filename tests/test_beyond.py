@@ -249,7 +249,7 @@ def test_a_prediction_builds_no_model():
     finally:
         model.floors = real
     assert sheets == ["machines", "fits", "prefill", "decode", "collision", "dial", "depth",
-                      "grid", "turning points", "claims"]
+                      "predicted parts", "grid", "turning points", "claims"]
 
 
 def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, small_run,

@@ -12,13 +12,14 @@ import two_phases
 from harness.judging import check, claims, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
-from harness.predicting import fitting, plans, predict, turning
+from harness.predicting import fitting, parts, plans, predict, request, turning
 from harness.showing import pictures, sheets
 from harness.keeping.records import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans, fitting, turning)
+SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans, fitting, turning,
+           parts, request)
 
 
 def renamed(monkeypatch):

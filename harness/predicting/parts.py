@@ -4,7 +4,7 @@ over devices, the link) at its own limit, their sum, and the whole trip's limit,
 their sum: the forklift and the workbench work at once, so a trip's limit is the slower of all
 its fetching and all its math, max(sum of bytes / forklift, sum of FLOPs / workbench)."""
 from harness.keeping import records
-from harness.keeping.records import SIG, Layout, col
+from harness.keeping.records import KEYS, ROW, SIG, Layout, col
 from harness.predicting import plans
 from harness.showing.printers import Sheet
 import model
@@ -28,7 +28,7 @@ def parts_row(cfg, name, row, roofs):
     parts = split(cfg, riders, roofs)
     whole, bound = roofs.limit(cfg, riders)
     summed = sum(parts.values())
-    return {"of": f"{name} {row.label}", **{p: s * 1e3 for p, s in parts.items()},
+    return {"of": name, KEYS: dict(row.keys), **{p: s * 1e3 for p, s in parts.items()},
             "summed": summed * 1e3, "trip": whole * 1e3,
             "serial": roofs.serial(cfg, riders) * 1e3 if cfg.devices > 1 else None,
             "over": summed / whole, "bound": bound}
@@ -36,12 +36,14 @@ def parts_row(cfg, name, row, roofs):
 
 def parts_sheet(cfg, experiments, args, roofs, settings, title):
     """The predicted breakdown of every prefill, decode and collision row on one machine."""
-    rows = [parts_row(cfg, name, row, roofs) for name in SHOWN if name in experiments
-            for row in experiments[name].plan(args)]
+    planned = [(name, row) for name in SHOWN if name in experiments
+               for row in experiments[name].plan(args)]
+    rows = [parts_row(cfg, name, row, roofs) for name, row in planned]
+    labels = {tuple({"of": name, **row.keys}.items()): row.label for name, row in planned}
     columns = [c for c in PARTS.columns if c.figure not in ("head", "link", "serial")
                or (c.figure == "head" and cfg.vocab) or (c.figure != "head" and cfg.devices > 1)]
     layout = Layout(PARTS.name, columns, title=PARTS.title)
-    return Sheet(layout, records.make(layout, rows, settings, predicted=True),
+    return Sheet(layout, records.make(layout, rows, settings, predicted=True), labels=labels,
                  settings=f"{cfg}; on {title}", note=(
                      "(predicted: each part's limit on its own, max(its bytes / forklift, its "
                      "FLOPs / workbench)" + (", the link its bytes / the link" if cfg.devices > 1
@@ -56,7 +58,8 @@ def parts_sheet(cfg, experiments, args, roofs, settings, title):
 
 
 PARTS = Layout("predicted parts", [
-    col("of", "row", "", "s", key=True), col("tables", "tables ms", "ms", SIG),
+    col("of", "experiment", "", "s", key=True), col(ROW, "row", "", "s", key=True),
+    col("tables", "tables ms", "ms", SIG),
     col("attention", "attention ms", "ms", SIG), col("elementwise", "elementwise ms", "ms", SIG),
     col("head", "head ms", "ms", SIG), col("link", "link ms", "ms", SIG),
     col("summed", "parts summed ms", "ms", SIG), col("trip", "trip ms", "ms", SIG),

@@ -103,12 +103,15 @@ def format_table(columns, rows, fmt):
                     tablefmt=fmt, disable_numparse=True, colalign=align)
 
 
+TINY = 1e-3  # a figure shown to three significant digits smaller than this prints as <0.001
+
+
 def cell(v, column):
     """A value as the plain layout prints it in this column."""
     if v is None:
         return column.empty
     if column.fmt == SIG and isinstance(v, (int, float)) and not isinstance(v, bool):
-        return sig(v)
+        return "<0.001" if 0 < v < TINY else sig(v)  # (a predicted part that costs nothing)
     return format(v, column.fmt) if isinstance(v, float) else str(v)
 
 
