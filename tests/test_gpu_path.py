@@ -174,14 +174,18 @@ class Named(devices.Device):
 @pytest.mark.parametrize("said,preset,why", [
     ("NVIDIA H100 80GB HBM3", "h100-sxm", None),
     ("nvidia  h100 80GB hbm3", "h100-sxm", None),  # case and spacing aside
-    ("NVIDIA H100 NVL", None, "is not h100-sxm: it is the H100 NVL"),
-    ("NVIDIA H800", None, "is not h100-sxm: it is the H800"),
-    ("NVIDIA H200 NVL", None, "is not h200-sxm: it is the H200 NVL"),
-    ("NVIDIA GH200 480GB", None, "is not h100-sxm: it is the GH200"),
+    ("NVIDIA H100 NVL", "h100-nvl", None),  # each with a datasheet row of its own
+    ("NVIDIA H800", "h800", None),
+    ("NVIDIA H200 NVL", "h200-nvl", None),
+    ("NVIDIA GH200 480GB", "gh200", None),
+    ("NVIDIA GH200 144G HBM3e", "gh200-144gb", None),
+    ("AMD Instinct MI325X", "mi325x", None),
+    ("NVIDIA H800 PCIe", None, "is not h100-pcie: it is the H800 PCIe"),
     ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", None, "a MIG slice of NVIDIA H100 80GB HBM3"),
     ("NVIDIA A100 80GB PCIe", None, "is not a100-sxm"),
     ("Apple M3 Max, 40-core GPU", "m3-max", None),
     ("Apple M3 Max, 30-core GPU", None, "300 GB/s, not 400"),
+    ("Apple M3 Max", None, "its GPU cores were not reported"),
     ("NVIDIA Tesla T4", None, "no preset names it"),
 ])
 def test_a_gpu_meets_its_datasheet_by_its_exact_name(said, preset, why):

@@ -125,7 +125,8 @@ def target(text, dtype, note_dtype, out):
         except ValueError as e:
             raise ValueError(f"{said}: its machine_speed.json {e}") from None
         return Target(name, f"{name} (measured)", roofs, dtype, note_dtype)
-    near = difflib.get_close_matches(name, list(known()), n=1)
+    near = [n for n in known() if n.startswith(name)][:1] or difflib.get_close_matches(
+        name, list(known()), n=1)  # (h100: h100-sxm, the first of its family)
     raise ValueError(f"{said}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
                      + f"; known: {', '.join(known())}, or a folder of {out} or references/ "
                        f"holding machine_speed.json")
@@ -162,6 +163,11 @@ def identified(device):
         near = preset_name({"name": whole})
         return (f"{said} is a MIG slice of {whole}: a part of the GPU, whose datasheet is the "
                 f"whole's" + (f" (--predict {near})" if near else ""))
+    chip = [n for n, e in known().items()
+            if any(spaced(d).startswith(spaced(said) + ",") for d in e.get("device_names", ()))]
+    if chip:  # an Apple chip whose GPU cores the system did not say
+        return (f"{said}: its GPU cores were not reported, and the chip comes with several; "
+                f"--predict {chip[0]} is its largest GPU ({known()[chip[0]]['title']})")
     variant = next((v for n, v in variants().items() if spaced(n) == spaced(said)), None)
     if variant:
         return (f"{said} is not {variant[0]}: it is {variant[1]}; --predict {variant[0]} is "
