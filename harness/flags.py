@@ -235,6 +235,10 @@ def check_device_flags(p, args):
 _UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given
 
 
+PER_ITEM = ("gpus",)  # list flags whose values go one to each of another flag's items: kept
+#                      as given, repeats and all (--gpus 2 1 2 1: one count for each machine)
+
+
 def parse(p, argv, quick):
     """Parse the flags and check, before anything is measured, what can be checked: --quick
     takes the small sizes in `quick` for every flag not given; a list flag keeps each value
@@ -249,7 +253,7 @@ def parse(p, argv, quick):
             setattr(args, name, value if args.quick else p.get_default(name))
     for action in p._actions:  # each value once, in the order given
         value = getattr(args, action.dest, None)
-        if action.nargs == "+" and isinstance(value, list):  # given: defaults are tuples
+        if action.nargs == "+" and isinstance(value, list) and action.dest not in PER_ITEM:
             setattr(args, action.dest, list(dict.fromkeys(value)))
     cpus = usable_cpus()
     if args.threads and max(args.threads) > cpus:

@@ -102,7 +102,8 @@ def fits(cfg, aimed, args, settings, experiments):
                      "(tensor parallel: the tables split, the notes split by key/value heads); "
                      f"fewest: the fewest such devices that hold it; {plans.GB_WORDS}; memory as "
                      "published: "
-                     + "; ".join(f"{t.name} {t.memory[1]}" for t in aimed if t.memory) + ")"))
+                     + "; ".join(dict.fromkeys(f"{t.name} {t.memory[1]}" for t in aimed
+                                               if t.memory)) + ")"))
 
 
 FITS = Layout("fits", [col("name", "machine", "", "s", key=True),

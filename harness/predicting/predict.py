@@ -92,8 +92,9 @@ def add_flags(g):
     g.add_argument("--quantize-head", action="store_true",
                    help="with --predict: keep the LM head and the embedding at --dtype's 8 or 4 "
                         "bits too; by default they stay at 16 bits, as engines keep them")
-    g.add_argument("--gpus", type=whole(1, MOST_DEVICES), default=None, metavar="N",
-                   help="with --predict: split the model over N of each GPU named, as tensor "
+    g.add_argument("--gpus", type=whole(1, MOST_DEVICES), nargs="+", default=None, metavar="N",
+                   help="with --predict: split the model over N of each GPU named (one N for "
+                        "all, or one for each machine, in order), as tensor "
                         "parallelism does (each holds 1/N of the tables and of the notes, and "
                         "the devices add up their work over the published link); default: the "
                         f"fewest, up to {MOST_DEVICES}, whose memory holds the plan")
@@ -107,7 +108,8 @@ def check_flags(p, args, experiments):
         library = args.device.partition(":")[0]
         for flag, value, ok in (("--model", args.model, args.model in model.SIZES),
                                 ("--note-dtype", args.note_dtype, args.note_dtype is None),
-                                ("--gpus", args.gpus, args.gpus is None),
+                                ("--gpus", f"--gpus {' '.join(map(str, args.gpus or []))}",
+                                 args.gpus is None),
                                 ("--quantize-head", "--quantize-head", not args.quantize_head),
                                 ("--request", "a whole request", args.request is None)):
             if not ok:
@@ -142,7 +144,11 @@ def check_flags(p, args, experiments):
         if args.dtype is None else []  # none named: each at the precision it serves models in
     args.dtype = args.dtype or aimed[0].dtype
     cfg = config(args.model)
-    args.devices = [split(p, args, cfg, t, experiments) for t in aimed]
+    if args.gpus is not None and len(args.gpus) not in (1, len(aimed)):
+        p.error(f"argument --gpus: one N for every machine, or one for each of the "
+                f"{len(aimed)} named, in order; got {len(args.gpus)}")
+    gpus = (args.gpus or [None]) * (len(aimed) if not args.gpus or len(args.gpus) == 1 else 1)
+    args.devices = [split(p, args, cfg, t, experiments, n) for t, n in zip(aimed, gpus)]
     if args.label is None:
         args.label = label(cfg, aimed)
     check_folder(p, args)
@@ -152,17 +158,17 @@ def check_flags(p, args, experiments):
     return True
 
 
-def split(p, args, cfg, aim, experiments):
-    """How many of a machine the model is split over: --gpus where it has a link (one device
-    without), or the fewest that hold the plan (said on stderr when more than one)."""
-    if args.gpus is not None:
-        if args.gpus > 1 and not aim.linked:
+def split(p, args, cfg, aim, experiments, gpus=None):
+    """How many of a machine the model is split over: `gpus` (its --gpus) where it has a link
+    (one device without), or the fewest that hold the plan (said on stderr when more than one)."""
+    if gpus is not None:
+        if gpus > 1 and not aim.linked:
             p.error(f"argument --gpus: {aim.name} has no published link between devices, so "
                     f"it predicts on one; leave --gpus out, or name a GPU with one")
-        if cfg.heads % args.gpus:
+        if cfg.heads % gpus:
             p.error(f"argument --gpus: tensor parallelism splits {cfg.name}'s {cfg.heads} heads "
-                    f"evenly, so N must divide {cfg.heads}; got {args.gpus}")
-        return args.gpus
+                    f"evenly, so N must divide {cfg.heads}; got {gpus}")
+        return gpus
     need = sum(plan_bytes(aim.config(cfg), args, experiments).values())
     if not aim.memory or need <= aim.memory[0]:
         return 1
