@@ -59,6 +59,7 @@ class Config:
     active: int = 0  # the experts each token is routed to, of `experts`
     devices: int = 1  # tensor parallel: each device holds 1/devices of every table and note
     head_dtype: str = ""  # the LM head's and the embedding's precision ("": the tables')
+    act_dtype: str = ""  # the activations', which the math runs at ("": as the tables say)
 
     @property
     def runnable(self):
@@ -609,7 +610,7 @@ def link_bytes(cfg, riders):
     a ring all-reduce of the new tokens' (width,) activations, at 16 bits (32 in float32),
     twice a floor, sends 2 (devices - 1) / devices of it. 0 on one device."""
     tokens, n = load(riders).tokens, cfg.devices
-    size = tokens * cfg.width * (4 if cfg.dtype == "float32" else 2)
+    size = tokens * cfg.width * activation_bytes(cfg)
     return cfg.layers * ALL_REDUCES * size * 2 * (n - 1) / n
 
 
@@ -651,9 +652,10 @@ def part_limits(cfg, riders, bytes_per_s, flops_per_s):
 
 
 def activation_bytes(cfg):
-    """What an activation weighs: float32 in a float32 model (the post's), else 16 bits (an
-    8-bit model's activations are kept at 16 bits between its products)."""
-    return BYTES if cfg.dtype == "float32" else 2
+    """What an activation weighs, kept between products and sent over a link: float32 where
+    the math is (the post's model), else 16 bits (8-bit activations are made from 16-bit ones
+    for each product, and engines all-reduce at 16 bits)."""
+    return BYTES if (cfg.act_dtype or cfg.dtype) == "float32" else 2
 
 
 def trip_scratch_bytes(cfg, riders):

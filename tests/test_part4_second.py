@@ -209,3 +209,25 @@ def test_gpus_gives_each_machine_its_own_count_repeats_and_all():
     bad = in_process(two_phases.main, "--predict", "h100-sxm", "h200-sxm", "--gpus", "2", "1",
                      "2", "--no-save")
     assert bad.returncode == 2 and "one for each of the 2 named" in bad.stderr
+
+
+def test_weights_activations_and_notes_take_bit_widths_of_their_own():
+    args = two_phases.parse_args(["--predict", "h100-sxm:int4-weights", "--act-dtype", "fp8",
+                                  "--model", "llama-3-8b", "--no-save"])
+    aim = presets.targets(args)[0]
+    assert aim.roofs.flops_per_s == 1979e12  # the math at fp8's rate, not the 16-bit one
+    assert aim.precision == "int4-weights/fp8 activations/fp8 notes/bfloat16 head"
+    cfg = aim.config(model_files.config("llama-3-8b"))
+    assert model.note_bytes(cfg) == 32 * 2 * 8 * 128 * 1
+    assert model.activation_bytes(cfg) == 2  # kept and sent at 16 bits between products
+    wide = dataclasses.replace(cfg, act_dtype="float32")
+    assert model.link_bytes(dataclasses.replace(wide, devices=2), [(0, 3)]) == \
+        32 * 2 * (3 * 4096 * 4) * 2 * 1 / 2  # float32 activations all-reduced at 4 bytes
+    assert one_line_refusal(["--predict", "rtx-3090:int4-weights", "--act-dtype", "fp8"],
+                            "no fp8 math speed (--act-dtype's)")
+    assert one_line_refusal(["--act-dtype", "fp8"], "is for --predict")
+
+
+def one_line_refusal(argv, words):
+    bad = in_process(two_phases.main, *argv, "--no-save")
+    return bad.returncode == 2 and bad.stdout == "" and words in bad.stderr.splitlines()[-1]

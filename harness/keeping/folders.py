@@ -139,7 +139,8 @@ def short_names(folders):
 
 
 ALIKE = ("model", "notes", "typers", "question", "size", "matmul", "tokens", "quick", "predict",
-         "dtype", "note_dtype", "devices", "quantize_head")
+         "dtype", "note_dtype", "devices", "quantize_head",
+         "act_dtype")
 #         the settings two figures must share to be compared: what they measured, not how
 
 

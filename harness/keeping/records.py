@@ -19,7 +19,8 @@ STATISTIC = {"middle": "median", "best": "best", "limit": "limit"}  # Timing.sta
 COMPUTED = "computed"  # a figure with no timing behind it: a count, the accounting, a ratio given
 SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "attention",
             "blocks", "paths", "size", "matmul", "tokens", "quick", "predict", "dtype",
-            "note_dtype", "devices", "device", "quantize_head", "request")
+            "note_dtype", "devices", "device", "quantize_head", "request",
+            "act_dtype")
 #           the flags (and the chosen paths) a record keeps: what makes two figures alike
 
 

@@ -25,6 +25,7 @@ from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, spaced
 import model
 
+ACTIVATIONS = ("float32", "bfloat16", "float16", "fp8", "int8")  # what the math may run at
 MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few seconds' work
 
 
@@ -84,6 +85,11 @@ def add_flags(g):
     g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
                    help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
                         "default: --dtype's (16 bits for weights only)")
+    g.add_argument("--act-dtype", choices=ACTIVATIONS, default=None, metavar="PRECISION",
+                   help=f"with --predict: the activations' precision, which the math runs at, "
+                        f"{', '.join(ACTIVATIONS)} (int4 weights with fp8 activations: "
+                        f"--dtype int4-weights --act-dtype fp8); default: --dtype's (16 bits "
+                        f"for weights only)")
     g.add_argument("--request", type=request.pair, default=None, metavar="PROMPT,OUTPUT",
                    help="with --predict: a whole request for each batch of --users, every "
                         "machine side by side: each user's PROMPT-token question read, then "
@@ -111,6 +117,7 @@ def check_flags(p, args, experiments):
                                 ("--gpus", f"--gpus {' '.join(map(str, args.gpus or []))}",
                                  args.gpus is None),
                                 ("--quantize-head", "--quantize-head", not args.quantize_head),
+                                ("--act-dtype", args.act_dtype, args.act_dtype is None),
                                 ("--request", "a whole request", args.request is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "

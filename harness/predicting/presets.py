@@ -46,6 +46,7 @@ class Target:
     memory: tuple = None
     devices: int = 1
     quantize_head: bool = False  # the LM head and embedding at the tables' 8 or 4 bits too
+    act_dtype: str = ""  # the activations' precision, the math's, where asked (--act-dtype)
 
     @property
     def head_dtype(self):
@@ -58,7 +59,8 @@ class Target:
     def precision(self):
         """Its precision in words: 'bfloat16', or 'int4-weights/bfloat16 notes/bfloat16 head'."""
         return self.dtype + "".join(f"/{p} {what}" for what, p in (
-            ("notes", self.note_dtype), ("head", self.head_dtype)) if p != self.dtype)
+            ("activations", self.act_dtype or self.dtype), ("notes", self.note_dtype),
+            ("head", self.head_dtype)) if p != self.dtype)
 
     @property
     def label(self):
@@ -76,7 +78,8 @@ class Target:
 
     def config(self, cfg):
         return dataclasses.replace(cfg, dtype=self.dtype, note_dtype=self.note_dtype,
-                                   devices=self.devices, head_dtype=self.head_dtype)
+                                   devices=self.devices, head_dtype=self.head_dtype,
+                                   act_dtype=self.act_dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,9 +90,10 @@ def known():
         return json.load(f)["machines"]
 
 
-def target(text, dtype, note_dtype, out):
+def target(text, dtype, note_dtype, out, act_dtype=None):
     """The Target a --predict word names: NAME or NAME:PRECISION, NAME from presets.json or a
-    folder under out holding a machine_speed.py result; or raise ValueError in one line."""
+    folder under out holding a machine_speed.py result; or raise ValueError in one line.
+    act_dtype: the activations' precision, which the math runs at (--act-dtype), where asked."""
     name, colon, asked = text.partition(":")
     said = quoted(text, 60)
     dtype = asked if colon else dtype or served(name)
@@ -97,26 +101,27 @@ def target(text, dtype, note_dtype, out):
         raise ValueError(f"{said}: the precision after ':' must be one of "
                          f"{', '.join(model.DTYPE_BYTES)}")
     entry = known().get(name)
-    math_dtype = math_of(dtype, entry["workbench"] if entry else ("float32",))
+    math_dtype = act_dtype or math_of(dtype, entry["workbench"] if entry else ("float32",))
     note_dtype = note_dtype or (math_dtype if dtype in WEIGHTS_ONLY else dtype)
     if entry:
         bench = entry["workbench"].get(math_dtype)
         if bench is None:
-            raise ValueError(f"{said}: presets.json gives {name} no {math_dtype} math speed; "
-                             f"it has {', '.join(entry['workbench'])}" + (
-                                 "" if colon else f" (name it {name}:PRECISION)"))
+            raise ValueError(f"{said}: presets.json gives {name} no {math_dtype} math speed"
+                             + (" (--act-dtype's)" if act_dtype else "")
+                             + f"; it has {', '.join(entry['workbench'])}" + (
+                                 "" if colon or act_dtype else f" (name it {name}:PRECISION)"))
         memory, link = entry.get("memory"), entry.get("link")
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"
             + (f"; link: {link[1]}" if link else ""),
             link_per_s=link[0] * 1e9 if link else float("inf")), dtype, note_dtype,
-            (memory[0] * 1e9, memory[1]) if memory else None)
+            (memory[0] * 1e9, memory[1]) if memory else None, act_dtype=act_dtype or "")
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
         (os.path.join(where, name) for where in (out, results.REFERENCES)
          if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)
     if folder:  # a machine measured here (or shipped): its own speeds, in float32
-        if dtype != "float32" or note_dtype != "float32":
+        if dtype != "float32" or note_dtype != "float32" or act_dtype not in (None, "float32"):
             raise ValueError(f"{said}: {name} was measured in float32, its only precision")
         if folder.startswith(out) and os.path.isdir(os.path.join(results.REFERENCES, name)):
             note(f"--predict {name}: the machine measured in {folder}, not the shipped one")
@@ -201,9 +206,10 @@ def targets(args):
     each split over as many devices as args.devices says (once resolved: see predict)."""
     given = flags.given_speeds(args)
     dtype = args.dtype or "float32"
+    act = getattr(args, "act_dtype", None)
     found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or (
-                        "bfloat16" if dtype in WEIGHTS_ONLY else dtype))
-             if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out)
+                        "bfloat16" if dtype in WEIGHTS_ONLY else dtype), act_dtype=act or "")
+             if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out, act)
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)
     quantize = bool(getattr(args, "quantize_head", False))
