@@ -231,3 +231,31 @@ def test_weights_activations_and_notes_take_bit_widths_of_their_own():
 def one_line_refusal(argv, words):
     bad = in_process(two_phases.main, *argv, "--no-save")
     return bad.returncode == 2 and bad.stdout == "" and words in bad.stderr.splitlines()[-1]
+
+
+def test_a_links_speed_is_what_that_many_devices_use_and_a_bridge_joins_its_most():
+    mesh = presets.target("mi325x", None, None, "results")
+    assert [mesh.split(n).roofs.link_per_s / 1e9 for n in (2, 4, 8)] == [64, 192, 448]
+    switch = presets.target("h100-sxm", None, None, "results")
+    assert {switch.split(n).roofs.link_per_s / 1e9 for n in (2, 4, 8)} == {450}
+    assert presets.target("h100-nvl", None, None, "results").most == 2
+    assert one_line_refusal(["--predict", "h100-nvl", "--gpus", "4", "--model", "llama-3-70b"],
+                            "joins at most 2")
+    args = two_phases.parse_args(["--predict", "h200-nvl", "--model", "llama-3-70b",
+                                  "--dtype", "float32", "--no-save"])
+    assert args.devices == [4]  # 282 GB of float32 tables: four, which its bridge joins
+
+
+def test_a_request_counts_in_what_fits_and_reading_turns_within_the_context():
+    args = two_phases.parse_args(["--predict", "h100-sxm:fp8", "--model", "llama-3-70b",
+                                  "--request", "4096,512", "--no-save"])
+    assert args.devices == [4]  # the 64 users' request needs more than one or two hold
+    cfg, aim = on("h100-sxm", "llama-3-70b", "fp8", devices=4)
+    need = fitting.plan_bytes(cfg, args, {"decode": two_phases.EXPERIMENTS["decode"]})
+    assert need["notes"] == pytest.approx(64 * (4096 + 512 - 1) * 80 * 2 * 8 * 128 / 4)
+    from harness.predicting import turning
+    h800, roofs = on("h800", "llama-3-70b", devices=8)
+    assert turning.turning(h800, roofs.roofs, 512, 8, 1024)["reads turn"] is None  # the link
+    #                                       binds every question of its 8,192-token context
+    assert one_line_refusal(["--predict", "h100-sxm", "--dtype", "int8", "--act-dtype", "fp8"],
+                            "argument --act-dtype: fp8 with h100-sxm's int8 tables")

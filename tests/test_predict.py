@@ -407,7 +407,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     capsys.readouterr()
     auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                   "--no-save"])
-    assert auto.devices == [2] and "2 of it hold it" in capsys.readouterr().err
+    assert auto.devices == [2] and "2 of them hold it" in capsys.readouterr().err
     items = list(predict.items(auto, two_phases.EXPERIMENTS))
     fits = next(s for s in items if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}

@@ -97,7 +97,10 @@ def fits(cfg, aimed, args, settings, experiments):
     return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
                  settings=f"{cfg}; the most the plan holds at once, on each device", note=(
                      "(needs: the tables at their precision, the head and the embedding among "
-                     "them, and, for the planned row that holds the most, every user's notes at "
+                     "them, and, for the planned row that holds the most" + (
+                         " (--request's biggest batch among them, at its end)"
+                         if getattr(args, "request", None) else "")
+                     + ", every user's notes at "
                      "their longest and its biggest trip's working space, each device its share "
                      "(tensor parallel: the tables split, the notes split by key/value heads); "
                      f"fewest: the fewest such devices that hold it; {plans.GB_WORDS}; memory as "
@@ -120,10 +123,16 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
 
 def plan_bytes(cfg, args, experiments):
     """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
-    hold at most at once on one device, served: every user's notes, with no first notebook
-    copied (plans.held)."""
-    notes, working = max((plans.held(cfg, e.plan(args), copies=False)
-                          for e in experiments.values()), key=sum)
+    and its --request (the most --users at the request's end) hold at most at once on one
+    device, served: every user's notes, with no first notebook copied (plans.held)."""
+    held = [plans.held(cfg, e.plan(args), copies=False) for e in experiments.values()]
+    if getattr(args, "request", None):  # the biggest batch's whole request, at its end
+        prompt, output = args.request
+        users = max(args.users)
+        held.append((model.note_bytes(cfg) * model.notes_share(cfg) * users
+                     * (prompt + output - 1),
+                     model.trip_scratch_bytes(cfg, [(0, prompt)] * users)))
+    notes, working = max(held, key=sum)
     return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
 
 
@@ -132,9 +141,9 @@ def fewest(cfg, aim, args, experiments):
     memory holds the plan, each its share; None where none does (or the machine's memory is
     unknown, or more than one of it has no published link)."""
     for n in range(1, MOST_DEVICES + 1):
-        if n > 1 and (not aim.linked or cfg.heads % n):
+        if n > 1 and (not aim.linked or cfg.heads % n or n > (aim.most or n)):
             continue
-        c = dataclasses.replace(aim, devices=n).config(cfg)
+        c = aim.split(n).config(cfg)
         if aim.memory and sum(plan_bytes(c, args, experiments).values()) <= aim.memory[0]:
             return n
     return None

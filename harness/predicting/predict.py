@@ -14,10 +14,10 @@ from harness.terminal import note, plural
 from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
-from harness.predicting import plans, request
+from harness.predicting import plans, presets, request
 from harness.predicting.model_files import config
 from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet, plan_bytes
-from harness.predicting.plans import apart
+from harness.predicting.plans import apart, gb
 from harness.predicting.presets import GIVEN, known, targets
 from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
@@ -143,8 +143,13 @@ def check_flags(p, args, experiments):
                 "speeds: --forklift and --workbench, or --roofs FILE")
     try:
         aimed = list({(t.name, t.dtype, t.note_dtype): t for t in targets(args)}.values())
+    except presets.Unpaired as e:
+        p.error(f"argument --act-dtype: {e}")
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
+    if args.quantize_head and all(model.DTYPE_BYTES[t.dtype] >= 2 for t in aimed):
+        note("--quantize-head: the tables are 16 bits or wider, so the head and the embedding "
+             "are kept at their precision already; it changes nothing here")
     bare = {n for n in args.predict if ":" not in n}  # named with no precision of its own
     args.predict = [t.name if t.name == GIVEN else f"{t.name}:{t.dtype}" for t in aimed]  # once
     served = [f"{t.name} at {t.dtype}" for t in aimed if t.dtype != "float32" and t.name in bare] \
@@ -160,8 +165,10 @@ def check_flags(p, args, experiments):
         args.label = label(cfg, aimed)
     check_folder(p, args)
     if served:
-        note(f"--predict: no --dtype named, so {', '.join(served)}: a GPU's 16-bit tensor rate, "
-             f"as GPUs serve models; --dtype float32 for their float32 rate")
+        note(f"--predict: no --dtype named, so {', '.join(served)}: "
+             + (f"the math at --act-dtype's {args.act_dtype}" if args.act_dtype else
+                "a GPU's 16-bit tensor rate, as GPUs serve models")
+             + "; --dtype float32 for their float32 rate")
     return True
 
 
@@ -172,6 +179,9 @@ def split(p, args, cfg, aim, experiments, gpus=None):
         if gpus > 1 and not aim.linked:
             p.error(f"argument --gpus: {aim.name} has no published link between devices, so "
                     f"it predicts on one; leave --gpus out, or name a GPU with one")
+        if aim.most and gpus > aim.most:
+            p.error(f"argument --gpus: {aim.name}'s link joins at most {aim.most} of it (past "
+                    f"that they talk over PCIe); give {aim.most} or fewer")
         if cfg.heads % gpus:
             p.error(f"argument --gpus: tensor parallelism splits {cfg.name}'s {cfg.heads} heads "
                     f"evenly, so N must divide {cfg.heads}; got {gpus}")
@@ -180,14 +190,15 @@ def split(p, args, cfg, aim, experiments, gpus=None):
     if not aim.memory or need <= aim.memory[0]:
         return 1
     n = fewest(cfg, aim, args, experiments)
+    tables = model.held_bytes(aim.config(cfg))
+    need = f"{' of '.join(apart(need, aim.memory[0]))} GB: the tables {gb(tables)}, the plan's " \
+           f"notes and working space {gb(need - tables)}"
     if n is None:
-        note(f"--predict {aim.name}: {cfg.name} does not fit (needs "
-             f"{' of '.join(apart(need, aim.memory[0]))} GB), nor split over up to {MOST_DEVICES} of it: predicted "
+        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {need}), nor split over up to {MOST_DEVICES} of it: predicted "
              f"on one, marked as not fitting")
         return 1
-    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs "
-         f"{' of '.join(apart(need, aim.memory[0]))} GB); {n} of it hold it, so predicted split over {n} (tensor "
-         f"parallel; --gpus N for another count)")
+    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs {need}); {n} of them "
+         f"hold it, so predicted split over {n} (tensor parallel; --gpus N for another count)")
     return n
 
 

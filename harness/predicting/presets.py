@@ -47,13 +47,29 @@ class Target:
     devices: int = 1
     quantize_head: bool = False  # the LM head and embedding at the tables' 8 or 4 bits too
     act_dtype: str = ""  # the activations' precision, the math's, where asked (--act-dtype)
+    half: str = model.HEAD_DTYPE  # its 16-bit precision: bfloat16, or float16 where it has no
+    #                               bfloat16 math
+    link: tuple = ()  # (the link's speed the preset gives, GB/s each way; the peer links it
+    #                   sums, of which split devices use devices - 1 (1: a switch, all of it at
+    #                   once); the most devices it joins (None: any))
 
     @property
     def head_dtype(self):
         """The LM head's and embedding's precision: 16 bits where the tables are 8 or 4 (as
         engines keep them), unless --quantize-head; else the tables' own."""
         small = model.DTYPE_BYTES[self.dtype] < 2 and not self.quantize_head
-        return model.HEAD_DTYPE if small else self.dtype
+        return self.half if small else self.dtype
+
+    def split(self, devices):
+        """This machine with the model split over `devices` of it, the link's speed what that
+        many use: a full mesh (AMD's Infinity Fabric) gives each device devices - 1 of its
+        peer links, a switch (NVLink, NVSwitch) all of it."""
+        if not self.link or devices < 2:
+            return dataclasses.replace(self, devices=devices)
+        speed, peers, _ = self.link
+        each = speed * min(devices - 1, peers) / peers
+        return dataclasses.replace(self, devices=devices,
+                                   roofs=dataclasses.replace(self.roofs, link_per_s=each * 1e9))
 
     @property
     def precision(self):
@@ -70,6 +86,11 @@ class Target:
     def times(self):
         """' x2' for a model split over two of it; '' on one."""
         return f" x{self.devices}" if self.devices > 1 else ""
+
+    @property
+    def most(self):
+        """The most devices its link joins (None: any)."""
+        return self.link[2] if self.link else None
 
     @property
     def linked(self):
@@ -96,11 +117,13 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
     act_dtype: the activations' precision, which the math runs at (--act-dtype), where asked."""
     name, colon, asked = text.partition(":")
     said = quoted(text, 60)
+    name = name.lower() if name.lower() in known() else name  # H100-SXM as h100-sxm
     dtype = asked if colon else dtype or served(name)
     if dtype not in model.DTYPE_BYTES:
         raise ValueError(f"{said}: the precision after ':' must be one of "
                          f"{', '.join(model.DTYPE_BYTES)}")
     entry = known().get(name)
+    mixed(name, dtype, act_dtype)
     math_dtype = act_dtype or math_of(dtype, entry["workbench"] if entry else ("float32",))
     note_dtype = note_dtype or (math_dtype if dtype in WEIGHTS_ONLY else dtype)
     if entry:
@@ -116,7 +139,9 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"
             + (f"; link: {link[1]}" if link else ""),
             link_per_s=link[0] * 1e9 if link else float("inf")), dtype, note_dtype,
-            (memory[0] * 1e9, memory[1]) if memory else None, act_dtype=act_dtype or "")
+            (memory[0] * 1e9, memory[1]) if memory else None, act_dtype=act_dtype or "",
+            half=math_of("int8-weights", entry["workbench"]),
+            link=(*(link + [1, None])[:1], *(link + [1, None])[2:4]) if link else ())
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
         (os.path.join(where, name) for where in (out, results.REFERENCES)
          if os.path.isfile(os.path.join(where, name, "machine_speed.json"))), None)
@@ -130,11 +155,28 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
         except ValueError as e:
             raise ValueError(f"{said}: its machine_speed.json {e}") from None
         return Target(name, f"{name} (measured)", roofs, dtype, note_dtype)
-    near = [n for n in known() if n.startswith(name)][:1] or difflib.get_close_matches(
-        name, list(known()), n=1)  # (h100: h100-sxm, the first of its family)
+    word = name.lower()
+    near = ([n for n in known() if n.startswith(word)][:1]  # h100: h100-sxm, its family's first
+            or sorted((n for n in known() if word.startswith(n)), key=len)[-1:]  # gh200-96gb
+            or difflib.get_close_matches(word, list(known()), n=1))
     raise ValueError(f"{said}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
                      + f"; known: {', '.join(known())}, or a folder of {out} or references/ "
                        f"holding machine_speed.json")
+
+
+class Unpaired(ValueError):
+    """--act-dtype's precision with tables no engine pairs it with."""
+
+
+def mixed(name, dtype, act):
+    """Refuse, in one line, activations an engine does not pair with these tables: narrower
+    than the tables' numbers, or 8 bits of another kind than 8-bit tables' (fp8 with int8)."""
+    if act is None or dtype in WEIGHTS_ONLY or act == dtype:
+        return
+    if model.DTYPE_BYTES[act] < model.DTYPE_BYTES[dtype] or model.DTYPE_BYTES[act] == 1:
+        raise Unpaired(f"{act} with {name}'s {dtype} tables: activations are as "
+                         f"wide as the tables' numbers or wider (int4-weights or int8-weights "
+                         f"with fp8 or int8, 8-bit tables with their own 8 bits or 16)")
 
 
 def preset_of(device, dtype="float32"):
@@ -213,5 +255,5 @@ def targets(args):
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)
     quantize = bool(getattr(args, "quantize_head", False))
-    return [dataclasses.replace(t, devices=n, quantize_head=quantize)
+    return [dataclasses.replace(t, quantize_head=quantize).split(n)
             for t, n in zip(found, devices)]

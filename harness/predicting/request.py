@@ -87,9 +87,10 @@ def request_sheet(base, aimed, args, settings):
     layout = Layout(REQUEST.name, [c for c in REQUEST.columns if c.figure != "serial" or linked],
                     title=REQUEST.title)
     return Sheet(layout, records.make(layout, rows, settings, predicted=True),
-                 settings=f"{base}; each user sends a {prompt:,}-token question and gets "
-                          f"{output:,} {plural(output, 'token')} back, the batch's questions "
-                          f"read in one trip",
+                 settings=f"{base}; each user sends a question of {prompt:,} "
+                          f"{plural(prompt, 'token')} and gets {output:,} "
+                          f"{plural(output, 'token')} back, the batch's questions read in one "
+                          f"trip",
                  note=("(predicted: every step at its limit; first word: the batch's questions "
                        "read together, which gives each user its first token; per token: "
                        + (f"the mean of the {output - 1:,} typing {plural(output - 1, 'step')} "

@@ -36,7 +36,7 @@ def turning(cfg, roofs, notes, typers, question):
     normal = roofs.limit(cfg, typing(typers))[0]
     at_once = roofs.limit(cfg, [(notes, 1)] * typers + [(0, question)])[0]
     return {"balance": roofs.balance,
-            "reads turn": first(lambda p: busy(cfg, [(0, p)], roofs) >= 1),
+            "reads turn": first(lambda p: busy(cfg, [(0, p)], roofs) >= 1, cfg.context),
             "types turn": first(lambda u: busy(cfg, typing(u), roofs) >= 1),
             "half bench": first(lambda u: busy(cfg, typing(u), roofs) >= 0.5),
             "one typer": 100 * busy(cfg, typing(1), roofs),
@@ -56,7 +56,9 @@ def turning_sheet(cfg, aimed, args, settings):
                  settings=f"{cfg}; typers with {args.notes} notes each"
                           + ("; the post's machine to compare" if post else ""),
                  note=f"(predicted limits, nothing was run. balance: FLOPs per byte; reads turn "
-                      f"at: the question length from which reading is workbench-bound; types "
+                      f"at: the question length, within the model's context, from which reading "
+                      f"is workbench-bound (never: the forklift, or the link, binds every "
+                      f"question it can read); types "
                       f"turn at: the users typing together from which typing is; half bench "
                       f"at: the users for half the workbench's speed; one typer busy: how much of "
                       f"the workbench one typer uses; typing ceiling: the most any number of "
