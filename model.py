@@ -324,7 +324,7 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
 def mlp(h, ways=None):
     """gelu(h) in place, its rows handed out as the ways share work. h: (4 width, tokens)."""
     ways = ways or PLAIN
-    ways.share(lambda rows: gelu(h[rows], ways.cube), h.shape[0], math.prod(h.shape))
+    ways.share(lambda rows: ways.gelu(h[rows], ways.cube), h.shape[0], math.prod(h.shape))
     return h
 
 
@@ -337,10 +337,12 @@ PLAIN = types.SimpleNamespace(
     share=lambda fn, n, size: fn(slice(0, n)),  # fn over items 0..n-1: here all at once
     threads=contextlib.nullcontext,  # what the library's own threads do meanwhile
     attention="einsum",  # how one query reads its notes (see product())
-    cube="product")  # h*h*h; "power" is the post's bug, h**3, kept to measure it
+    cube="product",  # h*h*h; "power" is the post's bug, h**3, kept to measure it
+    reads=attention,  # a floor's attention: attention() above, or a compiled kernel's
+    norm=norm, gelu=gelu)  # the elementwise pieces: the ones above, or compiled kernels
 #   A faster way for a machine (the suite's kernels: blocked products, work shared among
 #   threads) is handed to trip() as `ways`, a function of the trip's token count that returns
-#   the same five names; every way gives the same answers within float32 rounding.
+#   the same eight names; every way gives the same answers within float32 rounding.
 
 
 def plain(tokens):
@@ -398,8 +400,8 @@ CLOCK = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end:
 def timed(ways, marks=None, timer=CLOCK):
     """A floor's pieces, each adding (its part, the marks of its two ends) to `marks` when that
     is a list."""
-    pieces = {"table": ("tables", ways.table), "attention": ("attention", attention),
-              "norm": ("elementwise", norm), "mlp": ("elementwise", mlp),
+    pieces = {"table": ("tables", ways.table), "attention": ("attention", ways.reads),
+              "norm": ("elementwise", ways.norm), "mlp": ("elementwise", mlp),
               "add": ("elementwise", add)}
     if marks is None:
         return types.SimpleNamespace(**{name: fn for name, (_, fn) in pieces.items()})

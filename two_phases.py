@@ -36,7 +36,7 @@ DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's leng
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
-         "chunk": (16, 32), "depths": (0, 32, 64)}
+         "chunk": (16, 32), "depths": (0, 32, 64), "compiled": "off"}  # (no seconds compiling)
 SEED = 0
 BUDGET_S = 150  # seconds the measuring may take, with the rounds added for undecided claims:
 #                 the README's first command stays within 3 minutes 30 seconds on a 2-core machine
@@ -467,7 +467,8 @@ def measure_here(args, job):
         if on.numpy and job.get("paths"):
             bench = dataclasses.replace(bench, paths=Paths(**job["paths"]))
         elif on.numpy:
-            bench, chosen = tuning.with_paths(bench, args.attention, args.blocks)
+            bench, chosen = tuning.with_paths(bench, args.attention, args.blocks,
+                                              args.compiled)
         wanted = job.get("trials")
         trials = [t for t in speed_trials(args, on) if wanted is None or t.name in wanted]
         if not on.numpy and "decode" in args.experiments and (wanted is None
@@ -488,7 +489,8 @@ def measure_here(args, job):
             result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
         paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
-                 "blocks": [list(k) for k in bench.paths.blocks]}
+                 "blocks": [list(k) for k in bench.paths.blocks],
+                 "compiled": list(bench.paths.compiled)}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:

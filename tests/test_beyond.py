@@ -13,7 +13,7 @@ import pytest
 import two_phases
 from harness import flags, runner
 from harness.keeping import records
-from harness.measuring import bench, pool, tuning
+from harness.measuring import bench, compiled, kernels, pool, tuning
 from harness.predicting import model_files, predict
 from conftest import script, sheet_of
 from harness.measuring.kernels import ATTENTION
@@ -341,10 +341,30 @@ def test_a_path_asked_for_and_a_path_timed_each_say_so():
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
     chosen, saved = tuning.with_paths(tiny, "matmul", "auto")
     assert chosen.paths.attention == "matmul"
-    line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto"))
+    line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="auto",
+                                                       compiled="off"))
     assert line.startswith("paths: attention by matmul;")
     assert line.endswith("(attention as asked; blocks the fastest here, timed at the start)")
     assert saved["timed"] and "attention" not in saved["timed"]
+
+
+@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
+def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they_win():
+    cfg = model.TINY
+    tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
+    chosen, saved = tuning.with_paths(tiny, "matmul", "off", "auto")
+    trips = {k: v for k, v in saved["timed"].items() if k.startswith("typing trips of")}
+    assert list(trips) == [f"typing trips of {n} {'token' if n == 1 else 'tokens'}"
+                           for n in compiled.TRIED]
+    won = tuple(n for n, t in zip(compiled.TRIED, trips.values())
+                if t["compiled"] < t["numpy"])
+    assert chosen.paths.compiled == saved["compiled"] == won  # whichever won, on this machine
+    line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="off",
+                                                       compiled="auto"))
+    assert line.endswith("(attention as asked; blocks as asked; compiled the fastest here, "
+                         "timed at the start)")
+    assert ("compiled kernels for trips of" in line) == bool(won)
+    assert bench.group(dataclasses.replace(tiny, paths=kernels.Paths(compiled=(1,))), [1]) == 2
 
 
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import model
-from harness.measuring import devices, kernels, pool as pool_
+from harness.measuring import compiled, devices, kernels, pool as pool_
 from harness.measuring.kernels import ATTENTION, Paths, ways
 
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
@@ -46,7 +46,9 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
          "matmul, in blocks": Paths("matmul", ((2, 64, 16, None), (2, 256, 16, 64),
                                                      (8, 64, 8, None), (8, 256, 32, 16),
                                                      (64, 64, 32, None))),
-         **({"vec": Paths("vec")} if "vec" in ATTENTION else {})}
+         **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
+         **({"compiled": Paths("matmul", compiled=compiled.TRIED)} if compiled.available()
+            else {})}  # (trips of up to 16 tokens on the compiled kernels, the rest NumPy's)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]

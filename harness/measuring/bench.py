@@ -115,7 +115,10 @@ def trial(bench, name, x, segments, warm=True, recorded=True):
 
 def group(bench, tokens):
     """A trial's group in a round (rounds.Trial): 0 where every trip's table products go to the
-    BLAS's own threads (one token, on this CPU), which spin for a while after; else 1."""
+    BLAS's own threads (one token, on this CPU), which spin for a while after; 2 where every
+    trip runs the compiled kernels, whose threads spin too; else 1."""
+    if bench.on.numpy and all(bench.paths.compiles(n) for n in tokens):
+        return 2
     return 0 if bench.on.numpy and all(sharing(bench.pool, n) is None for n in tokens) else 1
 
 

@@ -7,6 +7,8 @@ import typing
 
 import numpy as np
 
+import model
+from harness.measuring import compiled
 from harness.measuring.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
@@ -44,9 +46,17 @@ class Paths:
     attention: str = "einsum"
     blocks: tuple = ()
     cube: str = "product"
+    compiled: tuple = ()  # the token counts of compiled.TRIED whose trips ran faster compiled
 
-    def __post_init__(self):  # plain tuples, as read back from saved results, become Blocks
+    def compiles(self, tokens):
+        """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
+        timed at or above it did."""
+        timed = next((n for n in compiled.TRIED if n >= tokens), None)
+        return timed in self.compiled and compiled.available()
+
+    def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
+        object.__setattr__(self, "compiled", tuple(self.compiled))
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
         if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
@@ -59,6 +69,10 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.compiled:
+            counts = ", ".join(map(str, self.compiled))
+            return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
+                    f"{counts} {'token' if self.compiled == (1,) else 'tokens'}")
         if not any(b.rows or b.depth for b in self.blocks):
             return f"attention by {self.attention}; tables unblocked"
         counts = sorted({b.tokens for b in self.blocks})
@@ -101,12 +115,21 @@ def ways(paths=Paths(), pool=None):
     """How the model's trips do their work (see model.PLAIN): the table products in the blocks
     `paths` gives for the trip's token count and each table's size, the work shared among the
     pool's threads (none for one token, whose products BLAS's own threads hand out faster) with
-    BLAS held to one thread meanwhile, and attention and the cube as `paths` says."""
+    BLAS held to one thread meanwhile, and attention and the cube as `paths` says; or, for the
+    token counts `paths` compiles, the compiled kernels on as many threads as the pool's, the
+    BLAS held to one meanwhile (compiled.py)."""
     def of(tokens):
+        if paths.compiles(tokens):
+            return types.SimpleNamespace(
+                table=compiled.table, share=lambda fn, n, size: fn(slice(0, n)),
+                threads=lambda: compiled.running(pool["threads"] if pool else 1),
+                attention=paths.attention, cube=paths.cube, reads=compiled.attention,
+                norm=compiled.norm, gelu=compiled.gelu)
         mine = sharing(pool, tokens)
         return types.SimpleNamespace(
             table=lambda w, x: table(w, x, mine, paths.block(tokens, w.shape[1])),
             share=lambda fn, n, size: share(mine, fn, n, size),
             threads=lambda: blas_threads(mine),
-            attention=paths.attention, cube=paths.cube)
+            attention=paths.attention, cube=paths.cube, reads=model.attention,
+            norm=model.norm, gelu=model.gelu)
     return of

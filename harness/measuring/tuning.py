@@ -11,6 +11,7 @@ import numpy as np
 from harness.post import NOTES, TYPERS
 from harness.measuring import timing
 from harness.measuring.bench import tokens
+from harness.measuring import kernels
 from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
 from harness.measuring.pool import blas_threads, sharing
 import model
@@ -22,10 +23,11 @@ TRIES = 5  # each candidate timed this often (at most --runs), the best kept: un
 TRIAL_USERS, TRIAL_NOTES = TYPERS, NOTES  # attention's choice is timed on the post's typers' notes
 
 
-def choose(bench, attention="auto", blocks="auto"):
+def choose(bench, attention="auto", blocks="auto", compiled="off"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
-    products at each token count, by the tables' size; 8 typers' attention over 512 notes),
-    where not given: -> (Paths, {what: {candidate: seconds}})"""
+    products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
+    where compiled is "auto", whole typing trips of each count of compiled.TRIED, NumPy's way
+    against the compiled kernels), where not given: -> (Paths, {what: {candidate: seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -41,7 +43,44 @@ def choose(bench, attention="auto", blocks="auto"):
         else:
             chosen += [Block(n, inputs, None if blocks == "off" else int(blocks))
                        for inputs in sizes(bench)]
-    return Paths(attention, tuple(chosen)), seen
+    paths = Paths(attention, tuple(chosen))
+    if compiled == "auto" and kernels.compiled.available():
+        for n, timed in typing_both_ways(bench, paths).items():
+            seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"] = timed
+        paths = dataclasses.replace(paths, compiled=tuple(
+            n for n in kernels.compiled.TRIED
+            if seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["compiled"]
+            < seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["numpy"]))
+    return paths, seen
+
+
+TRIAL_FLOORS = 3  # a typing trip timed both ways rides this many floors: the shapes of a whole
+#                   trip, the notes of 16 users in 150 MB
+
+
+def typing_both_ways(bench, paths):
+    """Whole typing trips of each count in compiled.TRIED (that many users with TRIAL_NOTES
+    notes each, over TRIAL_FLOORS floors), NumPy's way (the paths chosen) against the compiled
+    kernels, each the best of its tries after a warm-up (which compiles them): all of NumPy's
+    first, then the compiled ones, so that neither's spinning threads fall on the other's.
+    -> {tokens: {"numpy": seconds, "compiled": seconds}}"""
+    cfg = dataclasses.replace(bench.cfg, layers=min(TRIAL_FLOORS, bench.cfg.layers))
+    floors = bench.floors[:cfg.layers]
+    trips = {}
+    for n in kernels.compiled.TRIED:
+        book = model.notebook(cfg, n, TRIAL_NOTES + 1)
+        book["k"].fill(0)
+        book["v"].fill(0)
+        trips[n] = (tokens(cfg, n, n), book)
+    timed = {n: {} for n in trips}
+    for way, how in (("numpy", paths), ("compiled", dataclasses.replace(
+            paths, compiled=kernels.compiled.TRIED))):
+        for n, (x, book) in trips.items():
+            def trip():
+                book["len"] = TRIAL_NOTES
+                model.trip(cfg, floors, x, [(book, 1)], ways(how, bench.pool))
+            timed[n][way] = best(trip, tries(bench))
+    return timed
 
 
 def sizes(bench):
@@ -108,18 +147,23 @@ def typing_attention(bench, how):
     return read
 
 
-def with_paths(bench, attention, blocks):
+def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "timed": {what: {candidate: seconds}}}."""
-    paths, timed = choose(bench, attention, blocks)
+    {"attention", "blocks", "compiled", "timed": {what: {candidate: seconds}}}."""
+    paths, timed = choose(bench, attention, blocks, compiled)
     return dataclasses.replace(bench, paths=paths), {
-        "attention": paths.attention, "blocks": paths.blocks, "timed": timed}
+        "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
+        "timed": timed}
 
 
 def paths_line(chosen, args):
     """The line after the machine line: the paths the trips take, and whether timed or asked."""
+    asked = [("attention", args.attention), ("blocks", args.blocks)] + (
+        [("compiled", args.compiled)] if args.compiled == "auto"
+        or "compiled" in getattr(args, "given", ()) else [])  # (--quick's off goes unsaid)
     how = {what: "the fastest here, timed at the start" if given == "auto" else "as asked"
-           for what, given in (("attention", args.attention), ("blocks", args.blocks))}
+           for what, given in asked}
     origin = (how["attention"] if len(set(how.values())) == 1
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
-    return f"paths: {Paths(chosen['attention'], chosen['blocks'])} ({origin})"
+    paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()))
+    return f"paths: {paths} ({origin})"
