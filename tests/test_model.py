@@ -463,3 +463,17 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
     assert imported <= {"contextlib", "dataclasses", "functools", "math", "time", "types",
                         "numpy", "array_api_compat"}
     assert model.trip(CFG, floors(), tokens(3), [(book(3), 3)]).dtype == np.float32  # plain ways
+
+
+@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
+@pytest.mark.parametrize("rows,inputs,tokens", [(7, 33, 1), (7, 33, 3), (9, 40, 5), (10, 64, 8),
+                                                (11, 64, 13), (64, 192, 16)])
+def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens):
+    """Two rows by four tokens at a time, the rows and tokens left over one by one: every
+    shape's answer is w @ x's (odd rows, tokens not a multiple of four, one token)."""
+    rng = np.random.default_rng(rows * tokens)
+    w = rng.standard_normal((rows, inputs), dtype=np.float32)
+    x = rng.standard_normal((inputs, tokens), dtype=np.float32)
+    got = compiled.table(w, x)
+    assert got.shape == (rows, tokens) and got.dtype == np.float32
+    np.testing.assert_allclose(got, w @ x, rtol=1e-5, atol=1e-5)

@@ -1,17 +1,20 @@
 """Compiled kernels for the trips of a few tokens, where NumPy's calls cost more than the work:
-a table product that streams each table once, its rows shared among the threads, and attention
-for one query per user with every (user, head) pair shared among them. Numba compiles them on
-first use (a few seconds); without Numba, or where they lose to NumPy's way on this machine
-(tuning.choose times both), the trips keep NumPy's. Every kernel gives NumPy's answer within
-float32 rounding (the equivalence tests hold it).
+a table product that streams each table once, its rows shared among the threads; attention for
+one query per user, whole (the new note written, the scores, softmax, the weighted sum), every
+(user, head) pair a task; the norm and GELU in one call each. Numba compiles them on first use
+(a few seconds, then kept in its cache); without Numba, or where they lose to NumPy's way on
+this machine (tuning.choose times both), the trips keep NumPy's. Every kernel gives NumPy's
+answer within float32 rounding (the equivalence tests hold it).
 
 While a trip runs these, nothing calls the BLAS: its threads would spin on the cores these
-threads need (kernels.ways holds the BLAS to one thread meanwhile)."""
+threads need (running() holds the BLAS to one thread meanwhile)."""
 import contextlib
 import functools
 import math
 
 import numpy as np
+
+import model
 
 TANH_P = tuple(np.float32(a) for a in (
     -2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
@@ -20,6 +23,10 @@ TANH_Q = tuple(np.float32(b) for b in (  # its numerator's and denominator's coe
     1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,  # highest power first
     4.89352518554385e-03))
 TANH_EDGE = np.float32(7.90531110763549805)  # past which float32's tanh is +-1
+EXP = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                    4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+#   Cephes's expf: exp(r) = 1 + r + r^2 (c0 r^5 + ... + c5) on |r| <= ln(2) / 2
+EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
 TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
 #                         a trip of more tokens is NumPy's, whose BLAS products win there
 
@@ -42,8 +49,7 @@ def available():
 def kernels():
     """The kernels (compiled_kernels.py), imported once per process: {name: kernel}."""
     from harness.measuring import compiled_kernels as k
-    return {name: getattr(k, name) for name in ("table", "vector", "scores", "weighted",
-                                                 "norm", "gelu")}
+    return {name: getattr(k, name) for name in ("table", "vector", "attend", "norm", "gelu")}
 
 
 def threads(n):
@@ -68,38 +74,20 @@ def table(w, x):
         out = np.empty(w.shape[0], np.float32)
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, numba().get_num_threads())
         return out[:, None]
-    out_t = np.empty((x.shape[1], w.shape[0]), np.float32)  # (tokens, rows)
-    k["table"](w, np.ascontiguousarray(x.T), out_t, numba().get_num_threads())
-    return out_t.T
-
-
-def attend_one(q, keys, values, n):
-    """Attention for one query per user and head: q (users, heads, 64), already scaled; keys
-    (users, heads, 64, room), values (users, heads, room, 64), the new note among the first n.
-    The scores and the weighted sum compiled, shared among the threads; the exponentials
-    between them NumPy's, whose vector exp is faster than a compiled loop's. -> (users, heads,
-    64)"""
-    k = kernels()
-    s = np.empty((*q.shape[:2], n), np.float32)  # (users, heads, n)
-    k["scores"](np.ascontiguousarray(q), keys, n, s)
-    s -= s.max(axis=-1, keepdims=True)
-    np.exp(s, out=s)
-    out = np.empty(q.shape, np.float32)
-    k["weighted"](s, values, n, out)
+    out = np.empty((w.shape[0], x.shape[1]), np.float32)  # (rows, tokens)
+    k["table"](w, np.ascontiguousarray(x.T), out, numba().get_num_threads())
     return out
 
 
 def norm(x):
     """model.norm(x), compiled: x (width, tokens) -> a new array."""
-    import model
-    out = np.empty_like(x)
-    kernels()["norm"](x, np.float32(model.EPS), out)
+    out = np.empty(x.shape, np.float32)
+    kernels()["norm"](x, EPS, out)
     return out
 
 
 def gelu(h, cube="product"):
     """model.gelu(h) in place, compiled (the post's h**3, cube="power", NumPy's as it was)."""
-    import model
     if cube != "product" or not h.flags.c_contiguous:
         return model.gelu(h, cube)
     kernels()["gelu"](h.reshape(-1))
@@ -109,7 +97,6 @@ def gelu(h, cube="product"):
 def attention(cfg, q, k, v, segments, floor, ways=None):
     """model.attention, with every segment whose users bring one token each read by the
     compiled kernel (the others as the model reads them). q, k, v: (width, tokens)."""
-    import model
     if any(t != 1 for _, t in segments):
         return model.attention(cfg, q, k, v, segments, floor, ways)
     scale = np.float32(1 / math.sqrt(q.shape[0] // cfg.heads))
@@ -120,8 +107,9 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
         col += u
         keys, values = book["k"][floor], book["v"][floor]  # (u, heads, 64, room), (u, heads,
         #                                                    room, 64)
-        keys[..., n - 1] = model.by_head(k[:, cols], u, cfg.heads)[..., 0]  # the new notes
-        values[:, :, n - 1] = model.by_head(v[:, cols], u, cfg.heads)[..., 0]
-        asked = model.by_head(q[:, cols], u, cfg.heads)[..., 0] * scale  # (u, heads, 64)
-        out[:, cols] = attend_one(asked, keys, values, n).transpose(1, 2, 0).reshape(-1, u)
+        answers = np.empty((u, cfg.heads, q.shape[0] // cfg.heads), np.float32)
+        new = (model.by_head(a[:, cols], u, cfg.heads)[..., 0] for a in (q, k, v))
+        kernels()["attend"](*new, scale, keys, values, n, answers)  # new: 3 x (u, heads, 64),
+        #                                                   the queries, keys and values
+        out[:, cols] = answers.transpose(1, 2, 0).reshape(-1, u)
     return out

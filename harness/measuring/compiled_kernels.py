@@ -7,7 +7,12 @@ import math
 import numba as nb
 import numpy as np
 
-from harness.measuring.compiled import TANH_EDGE, TANH_P, TANH_Q
+from harness.measuring.compiled import EXP, TANH_EDGE, TANH_P, TANH_Q
+
+e0, e1, e2, e3, e4, e5 = EXP  # Cephes's expf polynomial, its highest power first
+LOG2E, EXP_C1, EXP_C2 = np.float32(1.44269504088896341), np.float32(0.693359375), \
+    np.float32(-2.12194440e-4)  # 1 / ln 2, and ln 2 in two parts (the first exact in float32)
+EXP_LOW = np.float32(-87.3)  # about where float32's normal numbers end: exp(-87.3) ~ 1.2e-38
 
 serial = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
                  error_model="numpy")  # (NumPy's division: no check for zero, which would keep
@@ -17,36 +22,74 @@ parallel = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
 
 
 @serial
-def rows_times(w, xt, out_t, a, b):
-    """out_t[:, a:b] = (w[a:b] @ xt.T).T: each row of w read once, met by the tokens four at
-    a time (a dot along k each), one token alone where fewer are left."""
+def row_times(w, xt, out, r):
+    """out[r] = w[r] @ xt.T: row r of w met by the tokens four at a time (a dot along k
+    each), one token alone where fewer are left."""
     k, n = w.shape[1], xt.shape[0]
-    for r in range(a, b):
+    j = 0
+    while j + 4 <= n:
+        s0 = s1 = s2 = s3 = np.float32(0)
+        for c in range(k):
+            wc = w[r, c]
+            s0 += wc * xt[j, c]
+            s1 += wc * xt[j + 1, c]
+            s2 += wc * xt[j + 2, c]
+            s3 += wc * xt[j + 3, c]
+        out[r, j], out[r, j + 1], out[r, j + 2], out[r, j + 3] = s0, s1, s2, s3
+        j += 4
+    while j < n:
+        s = np.float32(0)
+        for c in range(k):
+            s += w[r, c] * xt[j, c]
+        out[r, j] = s
+        j += 1
+
+
+@serial
+def rows_times(w, xt, out, a, b):
+    """out[a:b] = w[a:b] @ xt.T: each row of w read once from memory; two rows at a
+    time meet four tokens at a time (eight dots along k, each a vector register: each number
+    loaded serves two or four of them), the rows or tokens left over one by one."""
+    k, n = w.shape[1], xt.shape[0]
+    r = a
+    while r + 2 <= b and n >= 4:
         j = 0
         while j + 4 <= n:
-            s0 = s1 = s2 = s3 = np.float32(0)
+            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = np.float32(0)
             for c in range(k):
-                wc = w[r, c]
-                s0 += wc * xt[j, c]
-                s1 += wc * xt[j + 1, c]
-                s2 += wc * xt[j + 2, c]
-                s3 += wc * xt[j + 3, c]
-            out_t[j, r], out_t[j + 1, r], out_t[j + 2, r], out_t[j + 3, r] = s0, s1, s2, s3
+                w0, w1 = w[r, c], w[r + 1, c]
+                x0, x1, x2, x3 = xt[j, c], xt[j + 1, c], xt[j + 2, c], xt[j + 3, c]
+                s00 += w0 * x0
+                s01 += w0 * x1
+                s02 += w0 * x2
+                s03 += w0 * x3
+                s10 += w1 * x0
+                s11 += w1 * x1
+                s12 += w1 * x2
+                s13 += w1 * x3
+            out[r, j], out[r, j + 1], out[r, j + 2], out[r, j + 3] = s00, s01, s02, s03
+            out[r + 1, j], out[r + 1, j + 1], out[r + 1, j + 2], out[r + 1, j + 3] = \
+                s10, s11, s12, s13
             j += 4
-        while j < n:
-            s = np.float32(0)
-            for c in range(k):
-                s += w[r, c] * xt[j, c]
-            out_t[j, r] = s
-            j += 1
+        for rr in range(r, r + 2):  # the tokens left over
+            for jj in range(j, n):
+                s = np.float32(0)
+                for c in range(k):
+                    s += w[rr, c] * xt[jj, c]
+                out[rr, jj] = s
+        r += 2
+    while r < b:
+        row_times(w, xt, out, r)
+        r += 1
+
 
 @parallel
-def table(w, xt, out_t, parts):
-    """out_t (n, rows) = (w (rows, k) @ xt.T (k, n)).T, in `parts` contiguous parts of w's
-    rows, one a thread."""
+def table(w, xt, out, parts):
+    """out (rows, n) = w (rows, k) @ xt.T (k, n), in `parts` contiguous parts of w's rows, one
+    a thread."""
     rows = w.shape[0]
     for p in nb.prange(parts):
-        rows_times(w, xt, out_t, rows * p // parts, rows * (p + 1) // parts)
+        rows_times(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
 
 @serial
 def rows_dot(w, x, out, a, b):
@@ -92,36 +135,68 @@ def head_scores(q, keys, n, row):
         for j in range(n):
             row[j] += q[i] * keys[i, j]
 
-@parallel
-def scores(q, keys, n, s):
-    """s (users, heads, n) = each query's dot with its n keys: q (users, heads, 64), already
-    scaled; keys (users, heads, 64, room). Every (user, head) pair a task, shared among the
-    threads."""
-    users, heads = q.shape[:2]
-    for task in nb.prange(users * heads):
-        u, h = task // heads, task % heads
-        head_scores(q[u, h], keys[u, h], n, s[u, h])
-
 @serial
 def head_weighted(w, values, n, out):
-    """out (64,) = w (n,) @ values (room, 64)[:n] / sum(w)."""
+    """out (64,) = w (n,) @ values (room, 64)[:n] / sum(w): four notes at a time, so that out
+    passes a quarter as often."""
+    d = out.shape[0]
     out[:] = 0
     total = np.float32(0)
-    for j in range(n):
-        wj = w[j]
-        total += wj
-        for i in range(out.shape[0]):
-            out[i] += wj * values[j, i]
+    for j in range(0, n - 3, 4):
+        w0, w1, w2, w3 = w[j], w[j + 1], w[j + 2], w[j + 3]
+        total += w0 + w1 + w2 + w3
+        for i in range(d):
+            out[i] += (w0 * values[j, i] + w1 * values[j + 1, i] + w2 * values[j + 2, i]
+                       + w3 * values[j + 3, i])
+    for j in range(n - n % 4, n):
+        total += w[j]
+        for i in range(d):
+            out[i] += w[j] * values[j, i]
     out /= total
 
+
+@serial
+def exp_shifted(s, bits):
+    """s = exp(s - max(s)) in place, model.exp_shifted's, in float32 as Cephes computes it:
+    exp(x) = 2^t exp(r), t = round(x / ln 2), exp(r) a polynomial on |r| <= ln(2) / 2 (within
+    a unit in float32's last place), 2^t made from its bits in `bits` (int32, as long as s);
+    below -87.3, where float32 ends, as exp(-87.3). Plain arithmetic: vector registers."""
+    n = s.shape[0]
+    top = s[0]
+    for j in range(n):
+        top = max(top, s[j])
+    for j in range(n):
+        x = max(s[j] - top, EXP_LOW)
+        t = np.floor(x * LOG2E + np.float32(0.5))
+        r = x - t * EXP_C1 - t * EXP_C2
+        s[j] = ((((((e0 * r + e1) * r + e2) * r + e3) * r + e4) * r + e5) * r * r) + r + 1
+        bits[j] = (np.int32(t) + 127) << 23
+    twos = bits.view(np.float32)
+    for j in range(n):
+        s[j] *= twos[j]
+
+
 @parallel
-def weighted(w, values, n, out):
-    """out (users, heads, 64) = each query's weights w (users, heads, n), softmax's
-    numerators, times its n values (users, heads, room, 64), over their sum."""
-    users, heads = out.shape[:2]
+def attend(q, new_keys, new_values, scale, keys, values, n, out):
+    """Attention for one query per user and head, whole: each writes its new note (new_keys,
+    new_values: (users, heads, 64)) as note n - 1 of keys (users, heads, 64, room) and values
+    (users, heads, room, 64), then its query q (users, heads, 64) times scale reads its n
+    notes into out (users, heads, 64). Every (user, head) pair a task, shared among the
+    threads."""
+    users, heads, d = q.shape
     for task in nb.prange(users * heads):
         u, h = task // heads, task % heads
-        head_weighted(w[u, h], values[u, h], n, out[u, h])
+        for i in range(d):
+            keys[u, h, i, n - 1] = new_keys[u, h, i]
+            values[u, h, n - 1, i] = new_values[u, h, i]
+        asked = np.empty(d, np.float32)
+        for i in range(d):
+            asked[i] = q[u, h, i] * scale
+        s = np.empty(n, np.float32)
+        head_scores(asked, keys[u, h], n, s)
+        exp_shifted(s, np.empty(n, np.int32))
+        head_weighted(s, values[u, h], n, out[u, h])
+
 
 @serial
 def norm(x, eps, out):
