@@ -108,7 +108,8 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
         keys, values = book["k"][floor], book["v"][floor]  # (u, heads, 64, room), (u, heads,
         #                                                    room, 64)
         answers = np.empty((u, cfg.heads, q.shape[0] // cfg.heads), np.float32)
-        new = (model.by_head(a[:, cols], u, cfg.heads)[..., 0] for a in (q, k, v))
+        new = (np.ascontiguousarray(model.by_head(a[:, cols], u, cfg.heads)[..., 0])
+               for a in (q, k, v))  # (a few numbers each: one layout, one compiled kernel)
         kernels()["attend"](*new, scale, keys, values, n, answers)  # new: 3 x (u, heads, 64),
         #                                                   the queries, keys and values
         out[:, cols] = answers.transpose(1, 2, 0).reshape(-1, u)

@@ -54,8 +54,9 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     return paths, seen
 
 
-TRIAL_FLOORS = 3  # a typing trip timed both ways rides this many floors: the shapes of a whole
-#                   trip, the notes of 16 users in 150 MB
+TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the shapes of a whole
+#                   trip, the notes of 16 users in 100 MB
+TRIAL_TRIPS = 3  # each way's trips timed this often (at most --runs), the best kept
 
 
 def typing_both_ways(bench, paths):
@@ -79,7 +80,7 @@ def typing_both_ways(bench, paths):
             def trip():
                 book["len"] = TRIAL_NOTES
                 model.trip(cfg, floors, x, [(book, 1)], ways(how, bench.pool))
-            timed[n][way] = best(trip, tries(bench))
+            timed[n][way] = best(trip, min(TRIAL_TRIPS, bench.runs))
     return timed
 
 
