@@ -1,6 +1,7 @@
 """The kernels a trip runs where the fastest way depends on the CPU: the paths chosen where the
 suite runs (tuning.choose, printed on the line after the machine line), the table products done
-in the blocks chosen, and both handed to the model as its `ways` (model.PLAIN names them)."""
+in the blocks chosen (or, for a few tokens, compiled.py's kernels), and both handed to the
+model as its `ways` (model.PLAIN names them)."""
 import dataclasses
 import types
 import typing
@@ -41,8 +42,9 @@ class Paths:
     """How a trip does the work whose fastest way depends on the CPU: attention's products for
     one query (one of ATTENTION), and the Blocks of the table products (see table() below),
     ascending in tokens; a token count past them all, or a table size not among them, goes
-    unblocked; and how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
-    measure it. Every path gives the same answer within float32 rounding."""
+    unblocked; how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
+    measure it; and the token counts whose whole trips run the compiled kernels (compiled.py).
+    Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
     cube: str = "product"
