@@ -103,14 +103,9 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
     out, col = np.empty_like(q), 0  # (width, tokens)
     for book, _ in segments:
         u, n = model.readers(book), book["len"] + 1
-        cols = slice(col, col + u)
+        kernels()["attend"](q, k, v, col, scale, book["k"][floor], book["v"][floor], n, out,
+                            np.empty((2, u, cfg.heads, q.shape[0] // cfg.heads), np.float32),
+                            np.empty((u, cfg.heads, n), np.float32),  # the scores, and their
+                            np.empty((u, cfg.heads, n), np.int32))  # exponents' bits
         col += u
-        keys, values = book["k"][floor], book["v"][floor]  # (u, heads, 64, room), (u, heads,
-        #                                                    room, 64)
-        answers = np.empty((u, cfg.heads, q.shape[0] // cfg.heads), np.float32)
-        new = (np.ascontiguousarray(model.by_head(a[:, cols], u, cfg.heads)[..., 0])
-               for a in (q, k, v))  # (a few numbers each: one layout, one compiled kernel)
-        kernels()["attend"](*new, scale, keys, values, n, answers)  # new: 3 x (u, heads, 64),
-        #                                                   the queries, keys and values
-        out[:, cols] = answers.transpose(1, 2, 0).reshape(-1, u)
     return out

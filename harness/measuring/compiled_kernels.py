@@ -129,18 +129,15 @@ def vector(w, x, out, parts):
 
 @serial
 def head_scores(q, keys, n, row):
-    """row (n,) = q (64,) . keys (64, room)[:, :n]: four rows of keys at a time, so that
-    row passes a quarter as often."""
-    d = q.shape[0]
-    row[:] = 0
-    for i in range(0, d - 3, 4):
-        q0, q1, q2, q3 = q[i], q[i + 1], q[i + 2], q[i + 3]
+    """row (n,) = q (64,) . keys (64, room)[:, :n]: the keys a row at a time, in the order they
+    lie in memory (one stream, which the prefetcher follows; four rows at a time are four short
+    ones)."""
+    row[:n] = 0
+    for i in range(q.shape[0]):
+        qi = q[i]
         for j in range(n):
-            row[j] += (q0 * keys[i, j] + q1 * keys[i + 1, j] + q2 * keys[i + 2, j]
-                       + q3 * keys[i + 3, j])
-    for i in range(d - d % 4, d):
-        for j in range(n):
-            row[j] += q[i] * keys[i, j]
+            row[j] += qi * keys[i, j]
+
 
 @serial
 def head_weighted(w, values, n, out):
@@ -184,25 +181,29 @@ def exp_shifted(s, bits):
 
 
 @parallel
-def attend(q, new_keys, new_values, scale, keys, values, n, out):
-    """Attention for one query per user and head, whole: each writes its new note (new_keys,
-    new_values: (users, heads, 64)) as note n - 1 of keys (users, heads, 64, room) and values
-    (users, heads, room, 64), then its query q (users, heads, 64) times scale reads its n
-    notes into out (users, heads, 64). Every (user, head) pair a task, shared among the
-    threads."""
-    users, heads, d = q.shape
+def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits):
+    """Attention for one query per user and head, whole, for the users whose tokens are
+    columns first, first + 1, ... of q, k, v and out (width, tokens), heads of 64 rows each.
+    Each writes its new note (its column of k and v) as note n - 1 of keys (users, heads, 64,
+    room) and values (users, heads, room, 64), then its query times scale reads its n notes
+    into its column of out. Every (user, head) pair a task, shared among the threads; work
+    (2, users, heads, 64), scores (users, heads, n) and bits (int32, as scores) its room to
+    work in, made once by the caller (an array made in each task costs more than a task of
+    few notes; a column of q or out, read in place, would keep the loops out of vectors)."""
+    users, heads, d = keys.shape[0], keys.shape[1], keys.shape[2]
     for task in nb.prange(users * heads):
         u, h = task // heads, task % heads
+        col, rows = first + u, h * d
+        asked, answer = work[0, u, h], work[1, u, h]
         for i in range(d):
-            keys[u, h, i, n - 1] = new_keys[u, h, i]
-            values[u, h, n - 1, i] = new_values[u, h, i]
-        asked = np.empty(d, np.float32)
+            keys[u, h, i, n - 1] = k[rows + i, col]
+            values[u, h, n - 1, i] = v[rows + i, col]
+            asked[i] = q[rows + i, col] * scale
+        head_scores(asked, keys[u, h], n, scores[u, h])
+        exp_shifted(scores[u, h], bits[u, h])
+        head_weighted(scores[u, h], values[u, h], n, answer)
         for i in range(d):
-            asked[i] = q[u, h, i] * scale
-        s = np.empty(n, np.float32)
-        head_scores(asked, keys[u, h], n, s)
-        exp_shifted(s, np.empty(n, np.int32))
-        head_weighted(s, values[u, h], n, out[u, h])
+            out[rows + i, col] = answer[i]
 
 
 @serial
