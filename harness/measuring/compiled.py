@@ -16,16 +16,6 @@ import numpy as np
 
 import model
 
-TANH_P = tuple(np.float32(a) for a in (
-    -2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
-    1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03))  # Eigen's float tanh:
-TANH_Q = tuple(np.float32(b) for b in (  # its numerator's and denominator's coefficients, the
-    1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,  # highest power first
-    4.89352518554385e-03))
-TANH_EDGE = np.float32(7.90531110763549805)  # past which float32's tanh is +-1
-EXP = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                    4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
-#   Cephes's expf: exp(r) = 1 + r + r^2 (c0 r^5 + ... + c5) on |r| <= ln(2) / 2
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
 TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
 #                         a trip of more tokens is NumPy's, whose BLAS products win there

@@ -7,9 +7,17 @@ import math
 import numba as nb
 import numpy as np
 
-from harness.measuring.compiled import EXP, TANH_EDGE, TANH_P, TANH_Q
-
-e0, e1, e2, e3, e4, e5 = EXP  # Cephes's expf polynomial, its highest power first
+TANH_P = tuple(np.float32(a) for a in (
+    -2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+    1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03))  # Eigen's float tanh:
+TANH_Q = tuple(np.float32(b) for b in (  # its numerator's and denominator's coefficients, the
+    1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,  # highest power first
+    4.89352518554385e-03))
+TANH_EDGE = np.float32(7.90531110763549805)  # past which float32's tanh is +-1
+EXP = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                    4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+#   Cephes's expf: exp(r) = 1 + r + r^2 (c0 r^5 + ... + c5) on |r| <= ln(2) / 2
+e0, e1, e2, e3, e4, e5 = EXP
 LOG2E, EXP_C1, EXP_C2 = np.float32(1.44269504088896341), np.float32(0.693359375), \
     np.float32(-2.12194440e-4)  # 1 / ln 2, and ln 2 in two parts (the first exact in float32)
 EXP_LOW = np.float32(-87.3)  # about where float32's normal numbers end: exp(-87.3) ~ 1.2e-38
@@ -19,6 +27,15 @@ serial = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
 #                                         a loop out of vector registers)
 parallel = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
                    error_model="numpy", parallel=True)
+
+
+@serial
+def dot(a, b):
+    """a . b, two rows of numbers (a dot along them, in vector registers)."""
+    s = np.float32(0)
+    for c in range(a.shape[0]):
+        s += a[c] * b[c]
+    return s
 
 
 @serial
@@ -38,10 +55,7 @@ def row_times(w, xt, out, r):
         out[r, j], out[r, j + 1], out[r, j + 2], out[r, j + 3] = s0, s1, s2, s3
         j += 4
     while j < n:
-        s = np.float32(0)
-        for c in range(k):
-            s += w[r, c] * xt[j, c]
-        out[r, j] = s
+        out[r, j] = dot(w[r], xt[j])
         j += 1
 
 
@@ -73,10 +87,7 @@ def rows_times(w, xt, out, a, b):
             j += 4
         for rr in range(r, r + 2):  # the tokens left over
             for jj in range(j, n):
-                s = np.float32(0)
-                for c in range(k):
-                    s += w[rr, c] * xt[jj, c]
-                out[rr, jj] = s
+                out[rr, jj] = dot(w[rr], xt[jj])
         r += 2
     while r < b:
         row_times(w, xt, out, r)
@@ -90,6 +101,7 @@ def table(w, xt, out, parts):
     rows = w.shape[0]
     for p in nb.prange(parts):
         rows_times(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
+
 
 @serial
 def rows_dot(w, x, out, a, b):
@@ -112,10 +124,7 @@ def rows_dot(w, x, out, a, b):
         out[r + 4], out[r + 5], out[r + 6], out[r + 7] = s4, s5, s6, s7
         r += 8
     while r < b:
-        s = np.float32(0)
-        for c in range(k):
-            s += w[r, c] * x[c]
-        out[r] = s
+        out[r] = dot(w[r], x)
         r += 1
 
 
@@ -126,6 +135,7 @@ def vector(w, x, out, parts):
     rows = w.shape[0]
     for p in nb.prange(parts):
         rows_dot(w, x, out, rows * p // parts, rows * (p + 1) // parts)
+
 
 @serial
 def head_scores(q, keys, n, row):
@@ -229,6 +239,7 @@ def norm(x, eps, out):
 p0, p1, p2, p3, p4, p5, p6 = TANH_P
 q0, q1, q2, q3 = TANH_Q
 C, EDGE = np.float32(math.sqrt(2 / math.pi)), TANH_EDGE
+
 
 @serial
 def gelu(flat):

@@ -5,7 +5,7 @@ import dataclasses
 
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
-from harness.predicting import plans
+from harness.predicting import plans, request
 from harness.predicting.plans import apart, gb, verdict
 from harness.predicting.turning import MOST, busy, first
 from harness.showing.printers import Sheet
@@ -127,11 +127,7 @@ def plan_bytes(cfg, args, experiments):
     device, served: every user's notes, with no first notebook copied (plans.held)."""
     held = [plans.held(cfg, e.plan(args), copies=False) for e in experiments.values()]
     if getattr(args, "request", None):  # the biggest batch's whole request, at its end
-        prompt, output = args.request
-        users = max(args.users)
-        held.append((model.note_bytes(cfg) * model.notes_share(cfg) * users
-                     * (prompt + output - 1),
-                     model.trip_scratch_bytes(cfg, [(0, prompt)] * users)))
+        held.append(request.held(cfg, *args.request, max(args.users)))
     notes, working = max(held, key=sum)
     return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
 

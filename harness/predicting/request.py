@@ -54,13 +54,17 @@ def predicted(cfg, roofs, prompt, output, users, serial=False):
     return {"first": first, "typing": typed, "total": first + float(typed.sum())}
 
 
+def held(cfg, prompt, output, users):
+    """What a batch's request holds at its end on one device beyond the tables, in bytes: (every
+    user's notes, its question and each token typed after the first word, PROMPT + OUTPUT - 1;
+    the working space of its biggest trip, the reading)."""
+    return (model.note_bytes(cfg) * model.notes_share(cfg) * users * (prompt + output - 1),
+            model.trip_scratch_bytes(cfg, [(0, prompt)] * users))
+
+
 def memory_needed(cfg, prompt, output, users):
-    """What one device holds at the request's end: the tables, every user's notes (its question
-    and each token typed after the first word: PROMPT + OUTPUT - 1) and the working space of
-    its biggest trip, the reading."""
-    notes = model.note_bytes(cfg) * model.notes_share(cfg) * users * (prompt + output - 1)
-    return (model.held_bytes(cfg) + notes
-            + model.trip_scratch_bytes(cfg, [(0, prompt)] * users))
+    """What one device holds at the request's end: the tables and held()."""
+    return model.held_bytes(cfg) + sum(held(cfg, prompt, output, users))
 
 
 def request_row(cfg, aim, prompt, output, users):
