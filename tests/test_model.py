@@ -467,13 +467,15 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
 
 @pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
 @pytest.mark.parametrize("rows,inputs,tokens", [(7, 33, 1), (7, 33, 3), (9, 40, 5), (10, 64, 8),
-                                                (11, 64, 13), (64, 192, 16)])
+                                                (11, 64, 13), (64, 192, 16), (9, 1600, 18),
+                                                (5, 769, 16)])
 def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens):
-    """Two rows by four tokens at a time, the rows and tokens left over one by one: every
-    shape's answer is w @ x's (odd rows, tokens not a multiple of four, one token)."""
+    """Two rows by four tokens at a time, the rows and tokens left over one by one, and from
+    sixteen tokens on the inputs in pieces: every shape's answer is w @ x's (odd rows, tokens
+    not a multiple of four, one token, inputs not a multiple of the pieces)."""
     rng = np.random.default_rng(rows * tokens)
-    w = rng.standard_normal((rows, inputs), dtype=np.float32)
-    x = rng.standard_normal((inputs, tokens), dtype=np.float32)
-    got = compiled.table(w, x)
+    w = rng.standard_normal((rows, inputs), dtype=np.float32) / np.float32(np.sqrt(inputs))
+    x = rng.standard_normal((inputs, tokens), dtype=np.float32)  # (answers of about 1, as a
+    got = compiled.table(w, x)  # model's tables give, whose float32 rounding the tolerance is)
     assert got.shape == (rows, tokens) and got.dtype == np.float32
     np.testing.assert_allclose(got, w @ x, rtol=1e-5, atol=1e-5)

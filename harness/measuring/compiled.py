@@ -89,13 +89,25 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
     compiled kernel (the others as the model reads them). q, k, v: (width, tokens)."""
     if any(t != 1 for _, t in segments):
         return model.attention(cfg, q, k, v, segments, floor, ways)
-    scale = np.float32(1 / math.sqrt(q.shape[0] // cfg.heads))
-    out, col = np.empty_like(q), 0  # (width, tokens)
+    attend, out, col = kernels()["attend"], np.empty_like(q), 0  # (width, tokens)
     for book, _ in segments:
         u, n = model.readers(book), book["len"] + 1
-        kernels()["attend"](q, k, v, col, scale, book["k"][floor], book["v"][floor], n, out,
-                            np.empty((2, u, cfg.heads, q.shape[0] // cfg.heads), np.float32),
-                            np.empty((u, cfg.heads, n), np.float32),  # the scores, and their
-                            np.empty((u, cfg.heads, n), np.int32))  # exponents' bits
+        attend(q, k, v, col, scale(cfg.head), book["k"][floor], book["v"][floor], n, out,
+               *room(u, cfg.heads, cfg.head, model.room(book)))
         col += u
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def scale(head):
+    """A query's scale, one over the root of its head's width, as the kernel takes it."""
+    return np.float32(1 / math.sqrt(head))
+
+
+@functools.lru_cache(maxsize=8)
+def room(users, heads, head, notes):
+    """The attention kernel's room to work in, made once for each notebook's shape (an array
+    made in every call costs more than one user's notes on a floor): the queries and answers
+    (2, users, heads, head), the scores (users, heads, notes) and their exponents' bits."""
+    return (np.empty((2, users, heads, head), np.float32), np.empty((users, heads, notes), np.float32),
+            np.empty((users, heads, notes), np.int32))
