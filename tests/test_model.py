@@ -468,11 +468,12 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
 @pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
 @pytest.mark.parametrize("rows,inputs,tokens", [(7, 33, 1), (7, 33, 3), (9, 40, 5), (10, 64, 8),
                                                 (11, 64, 13), (64, 192, 16), (9, 1600, 18),
-                                                (5, 769, 16)])
+                                                (13, 1100, 50)])
 def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens):
-    """Two rows by four tokens at a time, the rows and tokens left over one by one, and from
-    sixteen tokens on the inputs in pieces: every shape's answer is w @ x's (odd rows, tokens
-    not a multiple of four, one token, inputs not a multiple of the pieces)."""
+    """Six rows by sixteen or eight tokens at a time, the rows left over one by one, the tokens
+    padded to a multiple of 8, the inputs in pieces where x would not stay in the second cache;
+    up to four tokens two rows by four tokens: every shape's answer is w @ x's (one token;
+    rows, tokens and inputs not a multiple of any of those; 64 tokens of 1100 inputs)."""
     rng = np.random.default_rng(rows * tokens)
     w = rng.standard_normal((rows, inputs), dtype=np.float32) / np.float32(np.sqrt(inputs))
     x = rng.standard_normal((inputs, tokens), dtype=np.float32)  # (answers of about 1, as a

@@ -1,5 +1,6 @@
 """Compiled kernels for the trips of a few tokens, where NumPy's calls cost more than the work:
-a table product that streams each table once, its rows shared among the threads; attention for
+a table product that reads each table once, its rows shared among the threads (tiles that keep
+their sums in vector registers from 5 tokens on); attention for
 one query per user, whole (the new note written, the scores, softmax, the weighted sum), every
 (user, head) pair a task; the norm and GELU in one call each. Numba compiles them on first use
 (a few seconds, then kept in its cache); without Numba, or where they lose to NumPy's way on
@@ -39,7 +40,8 @@ def available():
 def kernels():
     """The kernels (compiled_kernels.py), imported once per process: {name: kernel}."""
     from harness.measuring import compiled_kernels as k
-    return {name: getattr(k, name) for name in ("table", "vector", "attend", "norm", "gelu")}
+    return {name: getattr(k, name)
+            for name in ("table", "tiles", "vector", "attend", "norm", "gelu")}
 
 
 def threads(n):
@@ -58,15 +60,27 @@ def running(n):
 
 
 def table(w, x):
-    """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens)."""
-    k = kernels()
-    if x.shape[1] == 1:
-        out = np.empty(w.shape[0], np.float32)
-        k["vector"](w, np.ascontiguousarray(x[:, 0]), out, numba().get_num_threads())
+    """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
+    a matrix-vector product; two to four: two rows by four tokens at a time; more: tiles of
+    six rows by 8 or 16 tokens, x's tokens padded with zeros to a multiple of 8 (the tables'
+    bytes, not the math, set a few tokens' time). Each way the fastest for its token counts on
+    a 2-core AMD EPYC, measured in alternating blocks."""
+    k, threads = kernels(), numba().get_num_threads()
+    rows, tokens = w.shape[0], x.shape[1]
+    if tokens == 1:
+        out = np.empty(rows, np.float32)
+        k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads)
         return out[:, None]
-    out = np.empty((w.shape[0], x.shape[1]), np.float32)  # (rows, tokens)
-    k["table"](w, np.ascontiguousarray(x.T), out, numba().get_num_threads())
-    return out
+    if tokens <= 4:
+        out = np.empty((rows, tokens), np.float32)
+        k["table"](w, np.ascontiguousarray(x.T), out, threads)
+        return out
+    wide = -(-tokens // 8) * 8
+    if wide != tokens or not x.flags.c_contiguous:
+        x = np.concatenate([x, np.zeros((x.shape[0], wide - tokens), np.float32)], axis=1)
+    out = np.empty((rows, wide), np.float32)  # (rows, tokens padded)
+    k["tiles"](w, x, out, threads)
+    return out if wide == tokens else np.ascontiguousarray(out[:, :tokens])
 
 
 def norm(x):
@@ -109,5 +123,5 @@ def room(users, heads, head, notes):
     """The attention kernel's room to work in, made once for each notebook's shape (an array
     made in every call costs more than one user's notes on a floor): the queries and answers
     (2, users, heads, head), the scores (users, heads, notes) and their exponents' bits."""
-    return (np.empty((2, users, heads, head), np.float32), np.empty((users, heads, notes), np.float32),
-            np.empty((users, heads, notes), np.int32))
+    return (np.empty((2, users, heads, head), np.float32),
+            np.empty((users, heads, notes), np.float32), np.empty((users, heads, notes), np.int32))

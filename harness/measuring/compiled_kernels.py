@@ -1,7 +1,8 @@
 """The compiled kernels themselves (see compiled.py, which imports this module only where
 Numba is installed). Each parallel kernel hands out tasks to a serial one, whose loops compile
-into vector registers (a loop inside a parallel loop does not); each is compiled on first use
-and kept in Numba's cache beside this file, as Python keeps its bytecode."""
+into vector registers (a loop inside a parallel loop does not); the table products of 5 tokens
+or more are tiles written in LLVM's own terms (tile()). Each is compiled on first use and kept
+in Numba's cache beside this file, as Python keeps its bytecode."""
 import math
 
 import numba as nb
@@ -29,33 +30,6 @@ serial = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
 #                                         a loop out of vector registers)
 parallel = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
                    error_model="numpy", parallel=True)
-
-
-@nb.extending.intrinsic
-def prefetch(typingctx, a, i, j):
-    """Ask the memory for a[i, j]'s line now, to be in the caches when a loop reaches it (LLVM's
-    llvm.prefetch, the CPU's prefetch instruction: a read, kept in every cache level). The
-    CPU's own prefetcher follows a stream once it sees one, and falls behind a loop that meets
-    each of a table's rows several times before it moves on."""
-    def codegen(context, builder, signature, args):
-        kind = signature.args[0]
-        array = context.make_array(kind)(context, builder, args[0])
-        at = cgutils.get_item_pointer(context, builder, kind, array, args[1:], wraparound=False)
-        byte, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
-            ir.VoidType(), [byte, i32, i32, i32]), "llvm.prefetch.p0i8")
-        builder.call(fn, [builder.bitcast(at, byte), i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
-    return types.none(a, i, j), codegen
-
-
-@serial
-def ask_ahead(w, r, part, parts):
-    """Prefetch part `part` of `parts` of row r of w (one line in sixteen numbers)."""
-    k = w.shape[1]
-    a, b = k * part // parts, k * (part + 1) // parts
-    for c in range(a - a % 16, b, 16):
-        prefetch(w, r, c)
 
 
 @serial
@@ -86,28 +60,6 @@ def row_times(w, xt, out, r):
     while j < n:
         out[r, j] = dot(w[r], xt[j])
         j += 1
-
-
-@serial
-def eight(w0, w1, x0, x1, x2, x3):
-    """The eight dots of two rows of a table with four tokens' numbers, all rows alike (each a
-    dot along them in vector registers: each number loaded serves two or four of them)."""
-    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = np.float32(0)
-    for c in range(w0.shape[0]):
-        a, b = w0[c], w1[c]
-        s00 += a * x0[c]
-        s01 += a * x1[c]
-        s02 += a * x2[c]
-        s03 += a * x3[c]
-        s10 += b * x0[c]
-        s11 += b * x1[c]
-        s12 += b * x2[c]
-        s13 += b * x3[c]
-    return s00, s01, s02, s03, s10, s11, s12, s13
-
-
-DEPTH = 768  # the most inputs met at a time: two rows' and four tokens' numbers, 18 KiB, stay
-#              in a core's first cache (32 KiB or more) while the four tokens pass
 
 
 @serial
@@ -145,50 +97,142 @@ def rows_times(w, xt, out, a, b):
         r += 1
 
 
+LANES, ROWS = 8, 6  # a tile: 6 rows of a table meet 8 or 16 tokens, 1 or 2 vectors of 8 lanes
+AHEAD = 128  # how many numbers ahead along a row the next lines are asked for (8 lines: about
+#              the memory's latency at the rate a tile meets them)
+
+
+def tile(rows, vectors, ahead):
+    """A kernel, compiled into its caller: out[r:r + rows, j:j + 8 vectors] = w[r:r + rows,
+    c0:c1] @ x[c0:c1, j:j + 8 vectors], plus out's tile where c0 > 0 (all float32 C arrays: w
+    (rows, k), x (k, tokens), out (rows, tokens)). Its rows x vectors sums of 8 lanes stay in
+    vector registers from c0 to c1, and each of w's numbers, spread over 8 lanes, meets 8
+    tokens' numbers in each multiply-add. Numba compiles a loop into a register for each sum,
+    and a tile of sums only through memory, so this is written in LLVM's own terms. With
+    `ahead`, each step also asks the memory for the line AHEAD numbers on in one of the 16 rows
+    from r (each in turn): the next tile's rows arrive while this one works."""
+    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    vec, byte = ir.VectorType(f32, LANES), ir.IntType(8).as_pointer()
+
+    def codegen(context, builder, signature, args):
+        w, x, out = (context.make_array(kind)(context, builder, a)
+                     for kind, a in zip(signature.args[:3], args[:3]))
+        r, j, c0, c1 = args[3:]
+
+        def at(array, i, c):  # a pointer to array[i, c]
+            shape, strides = (cgutils.unpack_tuple(builder, t, 2)
+                              for t in (array.shape, array.strides))
+            return cgutils.get_item_pointer2(context, builder, array.data, shape, strides, "C",
+                                             [i, c])
+
+        def lanes(array, i, c):  # array[i, c:c + 8] as one vector's pointer
+            return builder.bitcast(at(array, i, c), vec.as_pointer())
+
+        def plus(a, n):
+            return builder.add(a, ir.Constant(i64, n))
+
+        def intrinsic(name, returns, *takes):
+            return cgutils.get_or_insert_function(builder.module,
+                                                  ir.FunctionType(returns, takes), name)
+        fmuladd = intrinsic("llvm.fmuladd.v8f32", vec, vec, vec, vec)
+        prefetch = intrinsic("llvm.prefetch.p0i8", ir.VoidType(), byte, i32, i32, i32)
+        k = builder.extract_value(w.shape, 1)
+        cells = [(plus(r, i), plus(j, LANES * v)) for i in range(rows) for v in range(vectors)]
+        fresh = builder.icmp_signed("==", c0, ir.Constant(i64, 0))
+        start = [builder.select(fresh, ir.Constant(vec, None),
+                                builder.load(lanes(out, i, t), align=4)) for i, t in cells]
+        entry = builder.block
+        loop, body, done = (builder.append_basic_block(f"tile.{name}")
+                            for name in ("loop", "body", "done"))
+        builder.branch(loop)
+        builder.position_at_end(loop)  # c: c0 .. c1 - 1, the sums carried from step to step
+        c = builder.phi(i64)
+        sums = [builder.phi(vec) for _ in cells]
+        c.add_incoming(c0, entry)
+        for phi, value in zip(sums, start):
+            phi.add_incoming(value, entry)
+        builder.cbranch(builder.icmp_signed("<", c, c1), body, done)
+        builder.position_at_end(body)
+        if ahead:  # row r + c % 16, AHEAD numbers on (a row is k numbers long)
+            on = builder.add(builder.mul(builder.and_(c, ir.Constant(i64, 15)), k), plus(c, AHEAD))
+            builder.call(prefetch, [builder.bitcast(builder.gep(at(w, r, ir.Constant(i64, 0)),
+                                                                [on]), byte),
+                                    i32(0), i32(3), i32(1)])  # a read, kept in every cache
+        xs = [builder.load(lanes(x, c, plus(j, LANES * v)), align=4) for v in range(vectors)]
+        undef = ir.Constant(vec, ir.Undefined)
+        everywhere = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+        added = []
+        for i in range(rows):
+            number = builder.load(at(w, plus(r, i), c), align=4)
+            spread = builder.shuffle_vector(builder.insert_element(undef, number, i32(0)),
+                                            undef, everywhere)  # w[r + i, c] in every lane
+            added += [builder.call(fmuladd, [spread, xv, sums[i * vectors + v]])
+                      for v, xv in enumerate(xs)]
+        c.add_incoming(plus(c, 1), builder.block)
+        for phi, value in zip(sums, added):
+            phi.add_incoming(value, builder.block)
+        builder.branch(loop)
+        builder.position_at_end(done)
+        for (i, t), value in zip(cells, sums):
+            builder.store(value, lanes(out, i, t), align=4)
+        return context.get_dummy_value()
+
+    def typing(typingctx, w, x, out, r, j, c0, c1):
+        if all(isinstance(a, types.Array) and a.dtype == types.float32 and a.ndim == 2
+               and a.layout == "C" for a in (w, x, out)):
+            return types.none(w, x, out, r, j, c0, c1), codegen
+    return nb.extending.intrinsic(typing)
+
+
+TILE, ROW = tile(ROWS, 2, ahead=True), tile(1, 2, ahead=False)  # 16 tokens: six rows at a
+HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(1, 1, ahead=False)  # time, one for the rest; 8
+
+
 @serial
-def rows_in_pieces(w, xt, out, a, b):
-    """rows_times() for sixteen tokens or more, whose two rows meet the tokens in four passes
-    or more: DEPTH inputs at a time, so that the rows stay in the first cache from pass to
-    pass, the pieces summed; meanwhile the next two rows are asked for, a share with each
-    pass, so that memory works while the core does (with fewer passes, asking cost more than it
-    saved on a 2-core AMD EPYC: the rows pass too quickly)."""
-    k, n = w.shape[1], xt.shape[0]
-    groups, chunks = n // 4, (k + DEPTH - 1) // DEPTH
-    r = a
-    while r + 2 <= b:
-        out[r:r + 2] = 0
-        for chunk in range(chunks):
-            c0, c1 = k * chunk // chunks, k * (chunk + 1) // chunks
-            for g in range(groups):
-                for nxt in range(r + 2, min(r + 4, b)):
-                    ask_ahead(w, nxt, chunk * groups + g, chunks * groups)
-                j = 4 * g
-                s = eight(w[r, c0:c1], w[r + 1, c0:c1], xt[j, c0:c1], xt[j + 1, c0:c1],
-                          xt[j + 2, c0:c1], xt[j + 3, c0:c1])
-                for t in range(4):
-                    out[r, j + t] += s[t]
-                    out[r + 1, j + t] += s[4 + t]
-        for rr in range(r, r + 2):  # the tokens left over
-            for jj in range(4 * groups, n):
-                out[rr, jj] = dot(w[rr], xt[jj])
-        r += 2
+def rows_tiled(w, x, out, a, b, c0, c1):
+    """out[a:b] (+)= w[a:b, c0:c1] @ x[c0:c1] (see tile()), x's tokens a multiple of 8: six
+    rows at a time meet each 16 tokens in turn, then the 8 left over (the rows from the first
+    cache after the first 16), the rows left over one at a time."""
+    n, r = x.shape[1], a
+    while r + ROWS <= b:
+        for j in range(0, n - 15, 16):
+            TILE(w, x, out, r, j, c0, c1)
+        if n % 16:
+            HALF(w, x, out, r, n - 8, c0, c1)
+        r += ROWS
     while r < b:
-        row_times(w, xt, out, r)
+        for j in range(0, n - 15, 16):
+            ROW(w, x, out, r, j, c0, c1)
+        if n % 16:
+            HALF_ROW(w, x, out, r, n - 8, c0, c1)
         r += 1
+
+
+SECOND_CACHE = 256 * 1024  # bytes of x a core keeps at hand while the rows pass: half of a Zen 2
+#                            core's second cache (512 KiB; most x86 cores have as much or more)
+
+
+@parallel
+def tiles(w, x, out, parts):
+    """out (rows, n) = w (rows, k) @ x (k, n), n a multiple of 8, in `parts` contiguous parts
+    of w's rows, one a thread: each of w's numbers read once from memory; x met a piece of its
+    inputs at a time where the whole of it would not stay in the second cache (64 tokens of
+    3072 inputs), each piece added to the sums so far."""
+    rows, k = w.shape
+    depth = max(16, SECOND_CACHE // (4 * x.shape[1]) // 16 * 16)
+    for p in nb.prange(parts):
+        a, b = rows * p // parts, rows * (p + 1) // parts
+        for c0 in range(0, k, depth):
+            rows_tiled(w, x, out, a, b, c0, min(c0 + depth, k))
 
 
 @parallel
 def table(w, xt, out, parts):
-    """out (rows, n) = w (rows, k) @ xt.T (k, n), in `parts` contiguous parts of w's rows, one
-    a thread."""
+    """out (rows, n) = w (rows, k) @ xt.T (k, n) for a few tokens (rows_times()), in `parts`
+    contiguous parts of w's rows, one a thread."""
     rows = w.shape[0]
-    pieces = xt.shape[0] >= 16
     for p in nb.prange(parts):
-        a, b = rows * p // parts, rows * (p + 1) // parts
-        if pieces:
-            rows_in_pieces(w, xt, out, a, b)
-        else:
-            rows_times(w, xt, out, a, b)
+        rows_times(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
 
 
 @serial
@@ -332,10 +376,10 @@ C, EDGE = np.float32(math.sqrt(2 / math.pi)), TANH_EDGE
 
 @serial
 def gelu(flat):
-    """model.gelu in place over flat (h's numbers), on one thread (a few microseconds): tanh as Eigen computes it in
-    float32, a 13/6 rational function on [-7.9, 7.9] (past which float32's tanh is +-1),
-    within 4e-7 of the true value; plain arithmetic, so that the loop runs in vector
-    registers (a libm call's would not)."""
+    """model.gelu in place over flat (h's numbers), on one thread (a few microseconds): tanh
+    as Eigen computes it in float32, a 13/6 rational function on [-7.9, 7.9] (past which
+    float32's tanh is +-1), within 4e-7 of the true value; plain arithmetic, so that the loop
+    runs in vector registers (a libm call's would not)."""
     for i in range(flat.size):
         v = flat[i]
         z = C * (v + np.float32(0.044715) * v * v * v)
