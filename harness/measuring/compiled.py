@@ -61,10 +61,10 @@ def running(n):
 
 def table(w, x):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
-    a matrix-vector product; two to four: two rows by four tokens at a time; more: tiles of
-    six rows by 8 or 16 tokens, x's tokens padded with zeros to a multiple of 8 (the tables'
-    bytes, not the math, set a few tokens' time). Each way the fastest for its token counts on
-    a 2-core AMD EPYC, measured in alternating blocks."""
+    a matrix-vector product; two to four: two rows by four tokens at a time, x padded with
+    zeros to 4 tokens; more: tiles of six rows by 8 or 16 tokens, x padded with zeros to a
+    multiple of 8 (the tables' bytes, not the math, set a few tokens' time). Each way the
+    fastest for its token counts on a 2-core AMD EPYC, measured in alternating trips."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:
@@ -72,9 +72,11 @@ def table(w, x):
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads)
         return out[:, None]
     if tokens <= 4:
-        out = np.empty((rows, tokens), np.float32)
-        k["table"](w, np.ascontiguousarray(x.T), out, threads)
-        return out
+        xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
+        xt[:tokens] = x.T
+        out = np.empty((rows, 4), np.float32)
+        k["table"](w, xt, out, threads)
+        return out if tokens == 4 else np.ascontiguousarray(out[:, :tokens])
     wide = -(-tokens // 8) * 8
     if wide != tokens or not x.flags.c_contiguous:
         x = np.concatenate([x, np.zeros((x.shape[0], wide - tokens), np.float32)], axis=1)

@@ -41,151 +41,184 @@ def dot(a, b):
     return s
 
 
-@serial
-def row_times(w, xt, out, r):
-    """out[r] = w[r] @ xt.T: row r of w met by the tokens four at a time (a dot along k
-    each), one token alone where fewer are left."""
-    k, n = w.shape[1], xt.shape[0]
-    j = 0
-    while j + 4 <= n:
-        s0 = s1 = s2 = s3 = np.float32(0)
-        for c in range(k):
-            wc = w[r, c]
-            s0 += wc * xt[j, c]
-            s1 += wc * xt[j + 1, c]
-            s2 += wc * xt[j + 2, c]
-            s3 += wc * xt[j + 3, c]
-        out[r, j], out[r, j + 1], out[r, j + 2], out[r, j + 3] = s0, s1, s2, s3
-        j += 4
-    while j < n:
-        out[r, j] = dot(w[r], xt[j])
-        j += 1
+LANES = 8  # numbers in a vector register the kernels below use (AVX's 8 floats)
+AHEAD = 128  # how many numbers ahead along a row tile() asks for the next lines (8 lines:
+#              about the memory's latency at the rate a tile meets them)
 
 
-@serial
-def rows_times(w, xt, out, a, b):
-    """out[a:b] = w[a:b] @ xt.T: each row of w read once from memory; two rows at a
-    time meet four tokens at a time (eight dots along k, each a vector register: each number
-    loaded serves two or four of them), the rows or tokens left over one by one."""
-    k, n = w.shape[1], xt.shape[0]
-    r = a
-    while r + 2 <= b and n >= 4:
-        j = 0
-        while j + 4 <= n:
-            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = np.float32(0)
-            for c in range(k):
-                w0, w1 = w[r, c], w[r + 1, c]
-                x0, x1, x2, x3 = xt[j, c], xt[j + 1, c], xt[j + 2, c], xt[j + 3, c]
-                s00 += w0 * x0
-                s01 += w0 * x1
-                s02 += w0 * x2
-                s03 += w0 * x3
-                s10 += w1 * x0
-                s11 += w1 * x1
-                s12 += w1 * x2
-                s13 += w1 * x3
-            out[r, j], out[r, j + 1], out[r, j + 2], out[r, j + 3] = s00, s01, s02, s03
-            out[r + 1, j], out[r + 1, j + 1], out[r + 1, j + 2], out[r + 1, j + 3] = \
-                s10, s11, s12, s13
-            j += 4
-        for rr in range(r, r + 2):  # the tokens left over
-            for jj in range(j, n):
-                out[rr, jj] = dot(w[rr], xt[jj])
-        r += 2
-    while r < b:
-        row_times(w, xt, out, r)
-        r += 1
+class Emit:
+    """What the kernels below say in LLVM's terms, within one kernel's code: pointers into
+    2-D float32 C arrays, vectors of 8, multiply-adds, asking memory for a line ahead (LLVM's
+    llvm.prefetch: the CPU's prefetch instruction), and a counted loop whose values are carried
+    from step to step. Numba compiles a loop into a register for each of its sums, and a tile
+    of sums only through memory: these kernels keep a tile of vectors in registers."""
 
+    def __init__(self, context, builder):
+        self.context, self.b = context, builder
+        self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
+        self.vec, self.byte = ir.VectorType(ir.FloatType(), LANES), ir.IntType(8).as_pointer()
 
-LANES, ROWS = 8, 6  # a tile: 6 rows of a table meet 8 or 16 tokens, 1 or 2 vectors of 8 lanes
-AHEAD = 128  # how many numbers ahead along a row the next lines are asked for (8 lines: about
-#              the memory's latency at the rate a tile meets them)
+    def function(self, name, returns, *takes):
+        return cgutils.get_or_insert_function(self.b.module, ir.FunctionType(returns, takes),
+                                              name)
 
+    def arrays(self, kinds, values):
+        return [self.context.make_array(k)(self.context, self.b, v) for k, v in zip(kinds, values)]
 
-def tile(rows, vectors, ahead):
-    """A kernel, compiled into its caller: out[r:r + rows, j:j + 8 vectors] = w[r:r + rows,
-    c0:c1] @ x[c0:c1, j:j + 8 vectors], plus out's tile where c0 > 0 (all float32 C arrays: w
-    (rows, k), x (k, tokens), out (rows, tokens)). Its rows x vectors sums of 8 lanes stay in
-    vector registers from c0 to c1, and each of w's numbers, spread over 8 lanes, meets 8
-    tokens' numbers in each multiply-add. Numba compiles a loop into a register for each sum,
-    and a tile of sums only through memory, so this is written in LLVM's own terms. With
-    `ahead`, each step also asks the memory for the line AHEAD numbers on in one of the 16 rows
-    from r (each in turn): the next tile's rows arrive while this one works."""
-    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-    vec, byte = ir.VectorType(f32, LANES), ir.IntType(8).as_pointer()
+    def plus(self, a, n):
+        return self.b.add(a, ir.Constant(self.i64, n))
 
-    def codegen(context, builder, signature, args):
-        w, x, out = (context.make_array(kind)(context, builder, a)
-                     for kind, a in zip(signature.args[:3], args[:3]))
-        r, j, c0, c1 = args[3:]
+    def at(self, array, i, c):
+        """A pointer to array[i, c]."""
+        shape, strides = (cgutils.unpack_tuple(self.b, t, 2) for t in (array.shape, array.strides))
+        return cgutils.get_item_pointer2(self.context, self.b, array.data, shape, strides, "C",
+                                         [i, c])
 
-        def at(array, i, c):  # a pointer to array[i, c]
-            shape, strides = (cgutils.unpack_tuple(builder, t, 2)
-                              for t in (array.shape, array.strides))
-            return cgutils.get_item_pointer2(context, builder, array.data, shape, strides, "C",
-                                             [i, c])
+    def load(self, array, i, c):
+        """array[i, c:c + 8], one vector."""
+        return self.b.load(self.b.bitcast(self.at(array, i, c), self.vec.as_pointer()), align=4)
 
-        def lanes(array, i, c):  # array[i, c:c + 8] as one vector's pointer
-            return builder.bitcast(at(array, i, c), vec.as_pointer())
+    def store(self, value, array, i, c):
+        self.b.store(value, self.b.bitcast(self.at(array, i, c), self.vec.as_pointer()), align=4)
 
-        def plus(a, n):
-            return builder.add(a, ir.Constant(i64, n))
+    def spread(self, number):
+        """number in every lane of a vector."""
+        undef = ir.Constant(self.vec, ir.Undefined)
+        return self.b.shuffle_vector(self.b.insert_element(undef, number, self.i32(0)), undef,
+                                     ir.Constant(ir.VectorType(self.i32, LANES), [0] * LANES))
 
-        def intrinsic(name, returns, *takes):
-            return cgutils.get_or_insert_function(builder.module,
-                                                  ir.FunctionType(returns, takes), name)
-        fmuladd = intrinsic("llvm.fmuladd.v8f32", vec, vec, vec, vec)
-        prefetch = intrinsic("llvm.prefetch.p0i8", ir.VoidType(), byte, i32, i32, i32)
-        k = builder.extract_value(w.shape, 1)
-        cells = [(plus(r, i), plus(j, LANES * v)) for i in range(rows) for v in range(vectors)]
-        fresh = builder.icmp_signed("==", c0, ir.Constant(i64, 0))
-        start = [builder.select(fresh, ir.Constant(vec, None),
-                                builder.load(lanes(out, i, t), align=4)) for i, t in cells]
-        entry = builder.block
-        loop, body, done = (builder.append_basic_block(f"tile.{name}")
-                            for name in ("loop", "body", "done"))
-        builder.branch(loop)
-        builder.position_at_end(loop)  # c: c0 .. c1 - 1, the sums carried from step to step
-        c = builder.phi(i64)
-        sums = [builder.phi(vec) for _ in cells]
-        c.add_incoming(c0, entry)
-        for phi, value in zip(sums, start):
+    def fma(self, a, b, c):  # a * b + c, lane by lane (fused where the CPU can)
+        return self.b.call(self.function("llvm.fmuladd.v8f32", *[self.vec] * 4), [a, b, c])
+
+    def ask(self, array, i, numbers):
+        """Ask memory for the line `numbers` numbers on from array[i, 0] (a read, kept in every
+        cache; it never faults, wherever that is)."""
+        at = self.b.gep(self.at(array, i, ir.Constant(self.i64, 0)), [numbers])
+        self.b.call(self.function("llvm.prefetch.p0i8", ir.VoidType(), self.byte, *[self.i32] * 3),
+                    [self.b.bitcast(at, self.byte), self.i32(0), self.i32(3), self.i32(1)])
+
+    def loop(self, start, stop, step, values, body):
+        """for c in range(start, stop, step): values = body(c, values); -> the last values."""
+        b, entry = self.b, self.b.block
+        head, work, done = (b.append_basic_block(f"loop.{n}") for n in ("head", "work", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        c, carried = b.phi(self.i64), [b.phi(v.type) for v in values]
+        for phi, value in zip([c, *carried], [start, *values]):
             phi.add_incoming(value, entry)
-        builder.cbranch(builder.icmp_signed("<", c, c1), body, done)
-        builder.position_at_end(body)
-        if ahead:  # row r + c % 16, AHEAD numbers on (a row is k numbers long)
-            on = builder.add(builder.mul(builder.and_(c, ir.Constant(i64, 15)), k), plus(c, AHEAD))
-            builder.call(prefetch, [builder.bitcast(builder.gep(at(w, r, ir.Constant(i64, 0)),
-                                                                [on]), byte),
-                                    i32(0), i32(3), i32(1)])  # a read, kept in every cache
-        xs = [builder.load(lanes(x, c, plus(j, LANES * v)), align=4) for v in range(vectors)]
-        undef = ir.Constant(vec, ir.Undefined)
-        everywhere = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
-        added = []
-        for i in range(rows):
-            number = builder.load(at(w, plus(r, i), c), align=4)
-            spread = builder.shuffle_vector(builder.insert_element(undef, number, i32(0)),
-                                            undef, everywhere)  # w[r + i, c] in every lane
-            added += [builder.call(fmuladd, [spread, xv, sums[i * vectors + v]])
-                      for v, xv in enumerate(xs)]
-        c.add_incoming(plus(c, 1), builder.block)
-        for phi, value in zip(sums, added):
-            phi.add_incoming(value, builder.block)
-        builder.branch(loop)
-        builder.position_at_end(done)
-        for (i, t), value in zip(cells, sums):
-            builder.store(value, lanes(out, i, t), align=4)
-        return context.get_dummy_value()
+        b.cbranch(b.icmp_signed("<", c, stop), work, done)
+        b.position_at_end(work)
+        after = body(c, carried)
+        for phi, value in zip([c, *carried], [self.plus(c, step), *after]):
+            phi.add_incoming(value, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return carried
 
-    def typing(typingctx, w, x, out, r, j, c0, c1):
-        if all(isinstance(a, types.Array) and a.dtype == types.float32 and a.ndim == 2
-               and a.layout == "C" for a in (w, x, out)):
-            return types.none(w, x, out, r, j, c0, c1), codegen
+
+def kernel(codegen, counts):
+    """A Numba intrinsic, kernel(a, b, c, (n, ...)): codegen(emit, (a, b, c), (n, ...)) run
+    where it is called, on three 2-D float32 C arrays and a tuple of `counts` integers; other
+    arguments are a typing error."""
+    def typing(typingctx, a, b, c, where):
+        if all(isinstance(t, types.Array) and t.dtype == types.float32 and t.ndim == 2
+               and t.layout == "C" for t in (a, b, c)) and isinstance(where, types.UniTuple) \
+                and where.count == counts and isinstance(where.dtype, types.Integer):
+            def emit(context, builder, signature, values):
+                e = Emit(context, builder)
+                numbers = [context.cast(builder, n, where.dtype, types.int64)
+                           for n in cgutils.unpack_tuple(builder, values[3], counts)]
+                codegen(e, e.arrays(signature.args[:3], values[:3]), numbers)
+                return context.get_dummy_value()
+            return types.none(a, b, c, where), emit
     return nb.extending.intrinsic(typing)
 
 
+def tile(rows, vectors, ahead):
+    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, c0:c1] @ x[c0:c1, j:j + 8 vectors],
+    plus out's tile where c0 > 0 (w (rows, k), x (k, tokens), out (rows, tokens)): the rows x
+    vectors sums of 8 lanes stay in registers from c0 to c1, each of w's numbers spread over 8
+    lanes meets 8 tokens' numbers in each multiply-add. With `ahead`, each step also asks for
+    the line AHEAD numbers on in one of the 16 rows from r, each in turn: the next tile's rows
+    arrive while this one works."""
+    def codegen(e, arrays, counts):
+        (w, x, out), (r, j, c0, c1) = arrays, counts
+        k = e.b.extract_value(w.shape, 1)
+        cells = [(e.plus(r, i), e.plus(j, LANES * v)) for i in range(rows) for v in range(vectors)]
+        fresh = e.b.icmp_signed("==", c0, ir.Constant(e.i64, 0))
+        start = [e.b.select(fresh, ir.Constant(e.vec, None), e.load(out, i, t)) for i, t in cells]
+
+        def step(c, sums):
+            if ahead:  # row r + c % 16, AHEAD numbers on (a row is k numbers long)
+                row = e.b.and_(c, ir.Constant(e.i64, 15))
+                e.ask(w, r, e.b.add(e.b.mul(row, k), e.plus(c, AHEAD)))
+            xs = [e.load(x, c, e.plus(j, LANES * v)) for v in range(vectors)]
+            spread = [e.spread(e.b.load(e.at(w, e.plus(r, i), c), align=4)) for i in range(rows)]
+            return [e.fma(spread[i], xs[v], sums[i * vectors + v])
+                    for i in range(rows) for v in range(vectors)]
+        for (i, t), value in zip(cells, e.loop(c0, c1, 1, start, step)):
+            e.store(value, out, i, t)
+    return kernel(codegen, counts=4)
+
+
+def dots(rows, tokens, ahead):
+    """out[r + i, t] = w[r + i, :k8] . xt[t, :k8] for i < rows, t < tokens (w (rows, k), xt
+    (tokens, k), out (rows, tokens), k8 a multiple of 8): rows x tokens sums, each a vector of 8
+    along k in a register, added across at the end. With `ahead`, each step also asks for the
+    next rows' line at the same place, one of them in turn: they arrive while these are met."""
+    def codegen(e, arrays, counts):
+        (w, xt, out), (r, k8) = arrays, counts
+        k = e.b.extract_value(w.shape, 1)
+
+        def step(c, sums):
+            if ahead:  # row r + rows + (c / 8) % rows, at c
+                row = e.b.urem(e.b.lshr(c, ir.Constant(e.i64, 3)), ir.Constant(e.i64, rows))
+                e.ask(w, r, e.b.add(e.b.mul(e.plus(row, rows), k), c))
+            ws = [e.load(w, e.plus(r, i), c) for i in range(rows)]
+            xs = [e.load(xt, ir.Constant(e.i64, t), c) for t in range(tokens)]
+            return [e.fma(ws[i], xs[t], sums[i * tokens + t])
+                    for i in range(rows) for t in range(tokens)]
+        zero = ir.Constant(e.vec, None)
+        sums = e.loop(ir.Constant(e.i64, 0), k8, LANES, [zero] * (rows * tokens), step)
+        for n, value in enumerate(sums):
+            total = e.b.extract_element(value, e.i32(0))
+            for lane in range(1, LANES):
+                total = e.b.fadd(total, e.b.extract_element(value, e.i32(lane)))
+            e.b.store(total, e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
+    return kernel(codegen, counts=2)
+
+
+ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
+DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
 TILE, ROW = tile(ROWS, 2, ahead=True), tile(1, 2, ahead=False)  # 16 tokens: six rows at a
 HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(1, 1, ahead=False)  # time, one for the rest; 8
+
+
+@serial
+def rows_dotted(w, xt, out, a, b):
+    """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): two rows at a
+    time meet the four (dots()), the row left over alone, the inputs past a multiple of 8 one
+    by one."""
+    k = w.shape[1]
+    k8, r = k - k % LANES, a
+    while r + 2 <= b:
+        DOTS(w, xt, out, (r, k8))
+        r += 2
+    if r < b:
+        DOTS_ROW(w, xt, out, (r, k8))
+    for r in range(a, b):
+        for t in range(4):
+            for c in range(k8, k):
+                out[r, t] += w[r, c] * xt[t, c]
+
+
+@parallel
+def table(w, xt, out, parts):
+    """out (rows, 4) = w (rows, k) @ xt.T (k, 4) for 2 to 4 tokens (rows_dotted()), in `parts`
+    contiguous parts of w's rows, one a thread."""
+    rows = w.shape[0]
+    for p in nb.prange(parts):
+        rows_dotted(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
 
 
 @serial
@@ -196,15 +229,15 @@ def rows_tiled(w, x, out, a, b, c0, c1):
     n, r = x.shape[1], a
     while r + ROWS <= b:
         for j in range(0, n - 15, 16):
-            TILE(w, x, out, r, j, c0, c1)
+            TILE(w, x, out, (r, j, c0, c1))
         if n % 16:
-            HALF(w, x, out, r, n - 8, c0, c1)
+            HALF(w, x, out, (r, n - 8, c0, c1))
         r += ROWS
     while r < b:
         for j in range(0, n - 15, 16):
-            ROW(w, x, out, r, j, c0, c1)
+            ROW(w, x, out, (r, j, c0, c1))
         if n % 16:
-            HALF_ROW(w, x, out, r, n - 8, c0, c1)
+            HALF_ROW(w, x, out, (r, n - 8, c0, c1))
         r += 1
 
 
@@ -224,15 +257,6 @@ def tiles(w, x, out, parts):
         a, b = rows * p // parts, rows * (p + 1) // parts
         for c0 in range(0, k, depth):
             rows_tiled(w, x, out, a, b, c0, min(c0 + depth, k))
-
-
-@parallel
-def table(w, xt, out, parts):
-    """out (rows, n) = w (rows, k) @ xt.T (k, n) for a few tokens (rows_times()), in `parts`
-    contiguous parts of w's rows, one a thread."""
-    rows = w.shape[0]
-    for p in nb.prange(parts):
-        rows_times(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
 
 
 @serial
