@@ -384,6 +384,22 @@ def test_threads_give_the_same_batched_decode(pool, paths):
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
+@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
+def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_kernel(pool):
+    """21 typers, more tokens than any compiled trip: NumPy's trip, whose one-token attention
+    the compiled kernel reads, its tasks shared among the pool's threads."""
+    layers = floors()
+    typers, loner = book(64, users=20), prefilled(layers, 7, 4, 12)
+    trip(layers, tokens(20 * 60, seed=5), [(typers, 60)])  # (enough notes to share out)
+    x = tokens(21, seed=9)
+    alone = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)])
+    typers["len"], loner["len"] = 60, 7  # back to where they were
+    how = ways(Paths("matmul", compiled=compiled.TRIED), pool)
+    assert how(21).reads is compiled.attention_shared
+    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], how)
+    np.testing.assert_allclose(shared, alone, **TOL)
+
+
 def test_shared_work_is_done_once_in_even_contiguous_parts(pool):
     import threading
     seen = []

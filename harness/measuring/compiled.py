@@ -41,7 +41,7 @@ def kernels():
     """The kernels (compiled_kernels.py), imported once per process: {name: kernel}."""
     from harness.measuring import compiled_kernels as k
     return {name: getattr(k, name)
-            for name in ("table", "tiles", "vector", "attend", "norm", "gelu")}
+            for name in ("table", "tiles", "vector", "attend", "attend_tasks", "norm", "gelu")}
 
 
 def threads(n):
@@ -102,14 +102,32 @@ def gelu(h, cube="product"):
 
 def attention(cfg, q, k, v, segments, floor, ways=None):
     """model.attention, with every segment whose users bring one token each read by the
-    compiled kernel (the others as the model reads them). q, k, v: (width, tokens)."""
+    compiled kernel on Numba's threads (the others as the model reads them). q, k, v: (width,
+    tokens)."""
+    return read(cfg, q, k, v, segments, floor, ways, None)
+
+
+def attention_shared(cfg, q, k, v, segments, floor, ways):
+    """attention() for NumPy's trips: the kernel's tasks shared among the suite's own threads
+    by ways.share, each running them on its own (no Numba threads to spin beside the BLAS)."""
+    return read(cfg, q, k, v, segments, floor, ways, ways.share)
+
+
+def read(cfg, q, k, v, segments, floor, ways, share):
     if any(t != 1 for _, t in segments):
         return model.attention(cfg, q, k, v, segments, floor, ways)
-    attend, out, col = kernels()["attend"], np.empty_like(q), 0  # (width, tokens)
+    out, col = np.empty_like(q), 0  # (width, tokens)
     for book, _ in segments:
         u, n = model.readers(book), book["len"] + 1
-        attend(q, k, v, col, scale(cfg.head), book["k"][floor], book["v"][floor], n, out,
-               *room(u, cfg.heads, cfg.head, model.room(book)))
+        notes = book["k"][floor], book["v"][floor]
+        args = (q, k, v, col, scale(cfg.head), *notes, n, out,
+                *room(u, cfg.heads, cfg.head, model.room(book)))
+        if share is None:
+            kernels()["attend"](*args)
+        else:
+            tasks = kernels()["attend_tasks"]
+            share(lambda part: tasks(*args, part.start, part.stop), (u * cfg.heads + 1) // 2,
+                  2 * u * cfg.heads * cfg.head * n)
         col += u
     return out
 

@@ -389,9 +389,18 @@ def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits):
     scores (users, heads, n) and bits (int32, as scores) its room to work in, made once by the
     caller (an array made in each task costs more than a task of few notes; a column of q or
     out, read in place, would keep the loops out of vectors)."""
+    for task in nb.prange((keys.shape[0] * keys.shape[1] + 1) // 2):
+        attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits, task,
+                     task + 1)
+
+
+@serial
+def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits, lo, hi):
+    """attend()'s tasks lo .. hi - 1, in turn, on this thread (a part the caller's threads
+    share out)."""
     users, heads, d = keys.shape[0], keys.shape[1], keys.shape[2]
     pairs = users * heads
-    for task in nb.prange((pairs + 1) // 2):
+    for task in range(lo, hi):
         a, b = 2 * task, min(2 * task + 1, pairs - 1)
         for u, h in ((a // heads, a % heads), (b // heads, b % heads)):
             col, rows = first + u, h * d
@@ -406,7 +415,8 @@ def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits):
             exp_shifted(sa, bits[ua, ha, :n])
             head_weighted(sa, values[ua, ha], n, work[1, ua, ha])
         else:
-            two_scores(work[0, ua, ha], keys[ua, ha], sa, work[0, ub, hb], keys[ub, hb], sb, n)
+            two_scores(work[0, ua, ha], keys[ua, ha], sa, work[0, ub, hb], keys[ub, hb], sb,
+                       n)
             exp_shifted(sa, bits[ua, ha, :n])
             exp_shifted(sb, bits[ub, hb, :n])
             two_weighted(sa, values[ua, ha], work[1, ua, ha], sb, values[ub, hb],
