@@ -1,14 +1,15 @@
 """Compiled kernels for the trips of a few tokens, where NumPy's calls cost more than the work:
 a table product that reads each table once, its rows shared among the threads (tiles that keep
-their sums in vector registers from 5 tokens on); attention for
-one query per user, whole (the new note written, the scores, softmax, the weighted sum), every
-(user, head) pair a task; the norm and GELU in one call each. Numba compiles them on first use
-(a few seconds, then kept in its cache); without Numba, or where they lose to NumPy's way on
-this machine (tuning.choose times both), the trips keep NumPy's. Every kernel gives NumPy's
-answer within float32 rounding (the equivalence tests hold it).
+their sums in vector registers from 2 tokens on); attention for one query per user, whole (the
+new note written, the scores, softmax, the weighted sum), two (user, head) pairs a task; the
+norm and GELU in one call each. Numba compiles them on first use (a few seconds, then kept in
+its cache); without Numba, or where they lose to NumPy's way on this machine (tuning.choose
+times both), the trips keep NumPy's. Where they win some trips, NumPy's trips of more tokens
+take the norm, GELU and one-query attention too, on the suite's own threads (kernels.ways).
+Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
-While a trip runs these, nothing calls the BLAS: its threads would spin on the cores these
-threads need (running() holds the BLAS to one thread meanwhile)."""
+While a trip runs these on Numba's threads, nothing calls the BLAS: its threads would spin on
+the cores these threads need (running() holds the BLAS to one thread meanwhile)."""
 import contextlib
 import functools
 import math

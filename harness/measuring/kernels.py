@@ -74,8 +74,8 @@ class Paths:
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
-                    f"{counts} {'token' if self.compiled == (1,) else 'tokens'} and for the "
-                    "one-token attention of bigger ones")
+                    f"{counts} {'token' if self.compiled == (1,) else 'tokens'}, and for the "
+                    "norm, GELU and one-token attention of bigger ones")
         if not any(b.rows or b.depth for b in self.blocks):
             return f"attention by {self.attention}; tables unblocked"
         counts = sorted({b.tokens for b in self.blocks})
@@ -120,9 +120,9 @@ def ways(paths=Paths(), pool=None):
     pool's threads (none for one token, whose products BLAS's own threads hand out faster) with
     BLAS held to one thread meanwhile, and attention and the cube as `paths` says; or, for the
     token counts `paths` compiles, the compiled kernels on as many threads as the pool's, the
-    BLAS held to one meanwhile (compiled.py); where some do, NumPy's trips of more tokens read
-    their users' one-token attention with the compiled kernel too, its tasks shared among the
-    pool's threads."""
+    BLAS held to one meanwhile (compiled.py); where some do, NumPy's trips take the compiled
+    norm and GELU, and read their users' one-token attention with the compiled kernel, its
+    tasks shared among the pool's threads (each running alone: no Numba threads beside them)."""
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
@@ -130,12 +130,13 @@ def ways(paths=Paths(), pool=None):
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)
-        mine = sharing(pool, tokens)
+        mine, fast = sharing(pool, tokens), paths.compiled and compiled.available()
         return types.SimpleNamespace(
             table=lambda w, x: table(w, x, mine, paths.block(tokens, w.shape[1])),
             share=lambda fn, n, size: share(mine, fn, n, size),
             threads=lambda: blas_threads(mine),
             attention=paths.attention, cube=paths.cube,
-            reads=compiled.attention_shared if paths.compiled and compiled.available()
-            else model.attention, norm=model.norm, gelu=model.gelu)
+            reads=compiled.attention_shared if fast else model.attention,
+            norm=compiled.norm if fast else model.norm,
+            gelu=compiled.gelu if fast else model.gelu)
     return of
