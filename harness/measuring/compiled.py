@@ -64,8 +64,9 @@ def table(w, x):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
     a matrix-vector product; two to four: two rows by four tokens at a time, x padded with
     zeros to 4 tokens; more: tiles of six rows by 8 or 16 tokens, x padded with zeros to a
-    multiple of 8 (the tables' bytes, not the math, set a few tokens' time). Each way the
-    fastest for its token counts on a 2-core AMD EPYC, measured in alternating trips."""
+    multiple of 8 (the tables' bytes, not the math, set a few tokens' time). Where one way
+    gives way to the next was measured on a 2-core AMD EPYC; on any CPU, the trips of a count
+    whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:
@@ -73,16 +74,15 @@ def table(w, x):
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads)
         return out[:, None]
     if tokens <= 4:
-        xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
-        xt[:tokens] = x.T
-        out = np.empty((rows, 4), np.float32)
-        k["table"](w, xt, out, threads)
-        return out if tokens == 4 else np.ascontiguousarray(out[:, :tokens])
-    wide = -(-tokens // 8) * 8
-    if wide != tokens or not x.flags.c_contiguous:
-        x = np.concatenate([x, np.zeros((x.shape[0], wide - tokens), np.float32)], axis=1)
-    out = np.empty((rows, wide), np.float32)  # (rows, tokens padded)
-    k["tiles"](w, x, out, threads)
+        wide, kernel = 4, "table"
+        xs = np.zeros((wide, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
+        xs[:tokens] = x.T
+    else:
+        wide, kernel = -(-tokens // 8) * 8, "tiles"
+        xs = np.zeros((x.shape[0], wide), np.float32)  # (k, tokens padded with zeros)
+        xs[:, :tokens] = x
+    out = np.empty((rows, wide), np.float32)
+    k[kernel](w, xs, out, threads)
     return out if wide == tokens else np.ascontiguousarray(out[:, :tokens])
 
 
