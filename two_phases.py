@@ -490,7 +490,7 @@ def measure_here(args, job):
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
         paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
                  "blocks": [list(k) for k in bench.paths.blocks],
-                 "compiled": list(bench.paths.compiled)}
+                 "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled)}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:

@@ -359,6 +359,9 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     won = tuple(n for n, t in zip(compiled.TRIED, trips.values())
                 if t["compiled"] < t["numpy"])
     assert chosen.paths.compiled == saved["compiled"] == won  # whichever won, on this machine
+    products = [saved["timed"][f"table products of {n} tokens"] for n in compiled.TILED]
+    assert chosen.paths.tiled == saved["tiled"] == tuple(
+        n for n, t in zip(compiled.TILED, products) if t["compiled"] < t["numpy"])
     line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="off",
                                                        compiled="auto"))
     assert line.endswith("(attention as asked; blocks as asked; compiled the fastest here, "

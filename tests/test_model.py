@@ -400,6 +400,37 @@ def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
+@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
+def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool):
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((301, 200), dtype=np.float32) / np.float32(np.sqrt(200))
+    x = rng.standard_normal((200, 40), dtype=np.float32)
+    parts = []
+
+    def share(fn, n, size):
+        parts.append(n)
+        pool_.share(pool, fn, n, size)
+    got = compiled.table_shared(w, x, share)
+    assert parts == [301] and got.shape == (301, 40)
+    np.testing.assert_allclose(got, w @ x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
+def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won(pool):
+    """21 typers: NumPy's trip, whose table products are the tiles' where 32 tokens' were
+    faster on them; past the largest count timed, the BLAS's again."""
+    paths = Paths("matmul", compiled=compiled.TRIED, tiled=(32,))
+    assert [n for n in (16, 17, 32, 33, 64) if paths.tiles(n)] == [17, 32]
+    layers = floors()
+    typers, loner = book(8, users=20), prefilled(layers, 7, 4, 12)
+    trip(layers, tokens(20 * 6, seed=5), [(typers, 6)])
+    x = tokens(21, seed=9)
+    alone = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)])
+    typers["len"], loner["len"] = 6, 7  # back to where they were
+    shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], ways(paths, pool))
+    np.testing.assert_allclose(shared, alone, **TOL)
+
+
 def test_shared_work_is_done_once_in_even_contiguous_parts(pool):
     import threading
     seen = []
@@ -484,12 +515,12 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
 @pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
 @pytest.mark.parametrize("rows,inputs,tokens", [(7, 33, 1), (7, 33, 3), (9, 40, 5), (10, 64, 8),
                                                 (11, 64, 13), (64, 192, 16), (9, 1600, 18),
-                                                (13, 1100, 50)])
+                                                (13, 100, 32), (13, 1100, 50)])
 def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens):
     """Six rows by sixteen or eight tokens at a time, the rows left over one by one, the tokens
-    padded to a multiple of 8, the inputs in pieces where x would not stay in the second cache;
-    up to four tokens two rows by four tokens: every shape's answer is w @ x's (one token;
-    rows, tokens and inputs not a multiple of any of those; 64 tokens of 1100 inputs)."""
+    padded to a multiple of 8 and laid out in panels of 16 (and a last of 8); up to four tokens
+    two rows by four tokens: every shape's answer is w @ x's (one token; rows, tokens and
+    inputs not a multiple of any of those; two panels, and three and a last of 8)."""
     rng = np.random.default_rng(rows * tokens)
     w = rng.standard_normal((rows, inputs), dtype=np.float32) / np.float32(np.sqrt(inputs))
     x = rng.standard_normal((inputs, tokens), dtype=np.float32)  # (answers of about 1, as a

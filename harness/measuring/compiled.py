@@ -20,7 +20,9 @@ import model
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
 TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
-#                         a trip of more tokens is NumPy's, whose BLAS products win there
+#                         a trip of more tokens is NumPy's, whose BLAS products win there ...
+TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
+#                   the tiles on the suite's own threads, or the BLAS (see table_shared())
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,7 +44,8 @@ def kernels():
     """The kernels (compiled_kernels.py), imported once per process: {name: kernel}."""
     from harness.measuring import compiled_kernels as k
     return {name: getattr(k, name)
-            for name in ("table", "tiles", "vector", "attend", "attend_tasks", "norm", "gelu")}
+            for name in ("table", "tiles", "rows_tiled", "vector", "attend", "attend_tasks",
+                         "norm", "gelu")}
 
 
 def threads(n):
@@ -63,27 +66,58 @@ def running(n):
 def table(w, x):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
     a matrix-vector product; two to four: two rows by four tokens at a time, x padded with
-    zeros to 4 tokens; more: tiles of six rows by 8 or 16 tokens, x padded with zeros to a
-    multiple of 8 (the tables' bytes, not the math, set a few tokens' time). Where one way
-    gives way to the next was measured on a 2-core AMD EPYC; on any CPU, the trips of a count
-    whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
+    zeros to 4 tokens; more: tiles of six rows by 16 tokens (8 for the last, where their
+    count is not a multiple of 16), x padded with zeros to a multiple of 8 and laid out in
+    panels (the tables' bytes, not the math, set a few tokens' time). Where one way gives way
+    to the next was measured on a 2-core AMD EPYC; on any CPU, the trips of a count whose
+    compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:
         out = np.empty(rows, np.float32)
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads)
         return out[:, None]
-    if tokens <= 4:
-        wide, kernel = 4, "table"
-        xs = np.zeros((wide, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
-        xs[:tokens] = x.T
-    else:
-        wide, kernel = -(-tokens // 8) * 8, "tiles"
-        xs = np.zeros((x.shape[0], wide), np.float32)  # (k, tokens padded with zeros)
-        xs[:, :tokens] = x
-    out = np.empty((rows, wide), np.float32)
-    k[kernel](w, xs, out, threads)
-    return out if wide == tokens else np.ascontiguousarray(out[:, :tokens])
+    if tokens > 4:
+        out = np.empty((rows, wide(tokens)), np.float32)
+        k["tiles"](w, *panels(x), out, threads)
+        return out if out.shape[1] == tokens else np.ascontiguousarray(out[:, :tokens])
+    xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
+    xt[:tokens] = x.T
+    out = np.empty((rows, 4), np.float32)
+    k["table"](w, xt, out, threads)
+    return out if tokens == 4 else np.ascontiguousarray(out[:, :tokens])
+
+
+def table_shared(w, x, share):
+    """table() for NumPy's trips of more tokens (see TILED), the tiles' rows shared among the
+    suite's own threads by share, each running them alone (no Numba threads beside the BLAS)."""
+    out, laid = np.empty((w.shape[0], wide(x.shape[1])), np.float32), panels(x)
+    tiled = kernels()["rows_tiled"]
+    share(lambda part: tiled(w, *laid, out, part.start, part.stop), w.shape[0], w.size)
+    return out if out.shape[1] == x.shape[1] else np.ascontiguousarray(out[:, :x.shape[1]])
+
+
+def wide(tokens):
+    """The tokens a tile product computes: `tokens` padded to a multiple of 8."""
+    return -(-tokens // 8) * 8
+
+
+def panels(x):
+    """x (k, tokens) as the tiles meet it: -> panels (groups * k, 16), x's tokens 16 at a time,
+    one panel under the next, and last (k, 8), the 8 left over where the tokens padded with
+    zeros to a multiple of 8 are not a multiple of 16, or (0, 8); each number copied once."""
+    k, tokens = x.shape
+    groups, left = divmod(wide(tokens), 16)
+    laid = np.empty((groups, k, 16), np.float32)
+    full = min(groups, tokens // 16)  # the panels x fills (the last may be short of 16)
+    laid[:full] = x[:, :16 * full].reshape(k, full, 16).swapaxes(0, 1)
+    if full < groups:
+        laid[full:] = 0
+        laid[full, :, :tokens - 16 * full] = x[:, 16 * full:]
+    last = np.zeros((k if left else 0, 8), np.float32)
+    if left:
+        last[:, :tokens - 16 * groups] = x[:, 16 * groups:]
+    return laid.reshape(groups * k, 16), last
 
 
 def norm(x):

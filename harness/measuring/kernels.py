@@ -43,12 +43,14 @@ class Paths:
     one query (one of ATTENTION), and the Blocks of the table products (see table() below),
     ascending in tokens; a token count past them all, or a table size not among them, goes
     unblocked; how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
-    measure it; and the token counts whose whole trips run the compiled kernels (compiled.py).
-    Every path gives the same answer within float32 rounding."""
+    measure it; the token counts whose whole trips run the compiled kernels (compiled.py); and
+    those whose NumPy trips do their table products on the compiled tiles. Every path gives the
+    same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
     cube: str = "product"
     compiled: tuple = ()  # the token counts of compiled.TRIED whose trips ran faster compiled
+    tiled: tuple = ()  # those of compiled.TILED whose table products ran faster on the tiles
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -56,9 +58,17 @@ class Paths:
         timed = next((n for n in compiled.TRIED if n >= tokens), None)
         return timed in self.compiled and compiled.available()
 
+    def tiles(self, tokens):
+        """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, does its
+        table products on the compiled tiles: as the smallest count of compiled.TILED timed at
+        or above it did."""
+        timed = next((n for n in compiled.TILED if n >= tokens), None)
+        return tokens > compiled.TRIED[-1] and timed in self.tiled and compiled.available()
+
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
         object.__setattr__(self, "compiled", tuple(self.compiled))
+        object.__setattr__(self, "tiled", tuple(self.tiled))
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
         if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
@@ -71,6 +81,9 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.tiled:
+            return (f"{dataclasses.replace(self, tiled=())}; compiled tiles for the table "
+                    f"products of up to {self.tiled[-1]} tokens")
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
@@ -122,7 +135,9 @@ def ways(paths=Paths(), pool=None):
     token counts `paths` compiles, the compiled kernels on as many threads as the pool's, the
     BLAS held to one meanwhile (compiled.py); where some do, NumPy's trips take the compiled
     norm and GELU, and read their users' one-token attention with the compiled kernel, its
-    tasks shared among the pool's threads (each running alone: no Numba threads beside them)."""
+    tasks shared among the pool's threads (each running alone: no Numba threads beside them),
+    and the trips whose counts `paths` tiles do their table products on the compiled tiles,
+    shared the same way."""
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
@@ -131,9 +146,16 @@ def ways(paths=Paths(), pool=None):
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)
         mine, fast = sharing(pool, tokens), paths.compiled and compiled.available()
+
+        def shared(fn, n, size):
+            return share(mine, fn, n, size)
+
+        def products(w, x):
+            if paths.tiles(tokens):
+                return compiled.table_shared(w, x, shared)
+            return table(w, x, mine, paths.block(tokens, w.shape[1]))
         return types.SimpleNamespace(
-            table=lambda w, x: table(w, x, mine, paths.block(tokens, w.shape[1])),
-            share=lambda fn, n, size: share(mine, fn, n, size),
+            table=products, share=shared,
             threads=lambda: blas_threads(mine),
             attention=paths.attention, cube=paths.cube,
             reads=compiled.attention_shared if fast else model.attention,

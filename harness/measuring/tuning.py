@@ -13,7 +13,7 @@ from harness.measuring import timing
 from harness.measuring.bench import tokens
 from harness.measuring import kernels
 from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
-from harness.measuring.pool import blas_threads, sharing
+from harness.measuring.pool import blas_threads, share, sharing
 import model
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
@@ -27,7 +27,9 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
     products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
     where compiled is "auto", whole typing trips of each count of compiled.TRIED, NumPy's way
-    against the compiled kernels), where not given: -> (Paths, {what: {candidate: seconds}})"""
+    against the compiled kernels, and one floor's table products at each count of
+    compiled.TILED, the BLAS's against the tiles'), where not given:
+    -> (Paths, {what: {candidate: seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -51,6 +53,11 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
             n for n in kernels.compiled.TRIED
             if seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["compiled"]
             < seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["numpy"]))
+        for n in kernels.compiled.TILED:
+            seen[f"table products of {n} tokens"] = tables_both_ways(bench, n)
+        paths = dataclasses.replace(paths, tiled=tuple(
+            n for n in kernels.compiled.TILED if seen[f"table products of {n} tokens"]["compiled"]
+            < seen[f"table products of {n} tokens"]["numpy"]))
     return paths, seen
 
 
@@ -81,6 +88,30 @@ def typing_both_ways(bench, paths):
                 book["len"] = TRIAL_NOTES
                 model.trip(cfg, floors, x, [(book, 1)], ways(how, bench.pool))
             timed[n][way] = best(trip, min(TRIAL_TRIPS, bench.runs))
+    return timed
+
+
+def tables_both_ways(bench, n, seed=0):
+    """One floor's table products at n tokens, as NumPy's trips do them (shared among the
+    pool's threads, the BLAS on one thread each) against the compiled tiles (compiled.
+    table_shared, shared the same way), taking turns, each try on the next floor (from memory,
+    as in a trip): -> {"numpy": the best seconds, "compiled": the best seconds}"""
+    rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
+    pool = sharing(bench.pool, n)
+    xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in sizes(bench)}  # (inputs, n)
+    how = {"numpy": lambda w, x: table(w, x, pool),
+           "compiled": lambda w, x: kernels.compiled.table_shared(
+               w, x, lambda fn, rows, size: share(pool, fn, rows, size))}
+    timed = dict.fromkeys(how, math.inf)
+    with blas_threads(pool):
+        for tried in range(tries(bench) + 1):  # the first try warms up
+            for way, product in how.items():
+                tables = next(floors).values()
+                start = time.perf_counter()
+                for w in tables:
+                    product(w, xs[w.shape[1]])
+                if tried:
+                    timed[way] = min(timed[way], time.perf_counter() - start)
     return timed
 
 
@@ -150,11 +181,11 @@ def typing_attention(bench, how):
 
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "compiled", "timed": {what: {candidate: seconds}}}."""
+    {"attention", "blocks", "compiled", "tiled", "timed": {what: {candidate: seconds}}}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
-        "timed": timed}
+        "tiled": paths.tiled, "timed": timed}
 
 
 def paths_line(chosen, args):
@@ -166,5 +197,6 @@ def paths_line(chosen, args):
            for what, given in asked}
     origin = (how["attention"] if len(set(how.values())) == 1
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
-    paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()))
+    paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
+                  tiled=chosen.get("tiled", ()))
     return f"paths: {paths} ({origin})"
