@@ -97,8 +97,9 @@ def measure_here(args, job):
     """A worker's part of the rounds: each case's numbers both ways (each sample repeating a
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
-    process)."""
+    process); freed memory kept in the process, for both ways alike (bench.keep_freed_memory)."""
     began, on = time.perf_counter(), args.on
+    b.keep_freed_memory()
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
               for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
     bench, more = None, {}

@@ -456,8 +456,10 @@ SPEED_TRIALS = ("speeds forklift", "speeds workbench")
 def measure_here(args, job):
     """A worker's part of the rounds, in this process: the model's tables (random weights), the
     paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
-    (where asked) the table products alone. -> the result rounds.run() and the job describe"""
+    (where asked) the table products alone; the trips' freed memory kept in the process (see
+    bench.keep_freed_memory). -> the result rounds.run() and the job describe"""
     began, cfg, on = time.perf_counter(), measured(args), args.on
+    b.keep_freed_memory()
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,

@@ -370,6 +370,21 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     assert bench.group(dataclasses.replace(tiny, paths=kernels.Paths(compiled=(1,))), [1]) == 2
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc: Linux")
+def test_freed_memory_stays_for_the_next_trips_arrays():
+    """A block past glibc's own ceiling for keeping freed memory (32 MB), freed and made again:
+    its pages come back without the system faulting them in anew."""
+    import resource
+    if not bench.keep_freed_memory():
+        pytest.skip("the C library here is not glibc's")
+    size = 40 << 20  # bytes, under bench.KEPT
+    np.ones(size // 4, np.float32)  # made, touched and freed
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    again = np.ones(size // 4, np.float32)
+    faulted = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert again.sum() == size // 4 and faulted < 50  # (not one a page: a few, Python's own)
+
+
 @pytest.mark.parametrize("flags,flag", [(["--attention", "fast"], "--attention"),
                                         (["--blocks", "0"], "--blocks"),
                                         (["--blocks", "some"], "--blocks")])

@@ -2,7 +2,10 @@
 recorded part by part, the notebooks the typers start with (one for all the rows of an
 experiment, each row reading its users and notes of it), and the same table products timed
 alone, outside the model."""
+import ctypes
+import ctypes.util
 import dataclasses
+import functools
 import types
 
 import numpy as np
@@ -15,6 +18,23 @@ from harness.measuring.rounds import Trial
 import model
 
 ALONE_RUNS = 3  # the table products alone, best of this many calls in each process
+KEPT = 64 << 20  # bytes: a freed block up to this size stays in the process (keep_freed_memory)
+
+
+@functools.lru_cache(maxsize=None)
+def keep_freed_memory():
+    """Where the C library is glibc's, the arrays a trip frees stay in the process for the next
+    trip's (every block up to KEPT bytes), where glibc would hand some back to the system and
+    fault fresh pages in for the next trip, one by one (about 1.4 us a page on a 2-core AMD
+    EPYC: some 3,700 pages in a 64-user typing step, more after a long read's arrays). An
+    engine keeps its working memory; so does the trip. -> whether glibc took the settings."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):  # no C library found, or not glibc's
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, KEPT)) and bool(mallopt(m_trim_threshold, 2 * KEPT))
 
 
 @dataclasses.dataclass(frozen=True)
