@@ -161,6 +161,12 @@ def test_each_claim_the_post_makes_in_words_holds_or_not_on_its_figures(start, h
     assert verdict(the_posts_figures() + fails, says)[2] == rules.FAILS
 
 
+def test_the_notes_that_do_not_outlast_the_tables_say_so():
+    says = next(c.says for c in claims.CLAIMS if c.says.startswith(IN_WORDS[1][0]))
+    *_, said, why, _ = verdict(the_posts_figures() + IN_WORDS[1][2], says)
+    assert said == rules.FAILS and why.startswith("the tables take as long or longer")
+
+
 def test_every_claim_is_tried_both_ways():
     assert {c.says for c in claims.CLAIMS if not c.predicted and not c.gpu} == {  # GPU claims:
         #   test_predict; a GPU run's launches: test_gpu_path

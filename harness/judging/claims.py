@@ -122,7 +122,8 @@ def notebooks_carried(t, r):
     ms = {p: figure(t, "breakdown", p, experiment="decode", users=64)
           for p in ("attention", "tables")}
     return (f"attention {ms['attention'].value:.1f} ms, tables {ms['tables'].value:.1f} ms",
-            more(ms["attention"], ms["tables"]))
+            more(ms["attention"], ms["tables"], "attention over the tables",
+                 "the tables take as long or longer"))
 
 
 def workbench_barely_helps(t, r):

@@ -172,9 +172,9 @@ def within(x, lo, hi, label="", fmt=".3g"):
     return Every((above(x, lo, label=label, fmt=fmt), below(x, hi, label=label, fmt=fmt)))
 
 
-def more(a, b, label="the ratio"):
+def more(a, b, label="the ratio", way="no more"):
     """Figure a is more than figure b: their ratio above 1 (rounds paired, drift cancelled)."""
-    return above(lift(a) / lift(b), 1, "no more", label)
+    return above(lift(a) / lift(b), 1, way, label)
 
 
 def every(*parts):
