@@ -1,4 +1,6 @@
-"""Tests import the scripts from the repository root, and run them as a user would."""
+"""Tests import the scripts from the repository root, and run them as a user would. Each test
+process, and every script it starts, keeps the BLAS to one thread: the suite runs two test
+processes on two cores, and each one's BLAS threads would spin on the other's core."""
 import contextlib
 import io
 import json
@@ -9,9 +11,12 @@ import time
 import types
 
 import pytest
+import threadpoolctl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # the scripts the tests start (and NumPy, where it
+threadpoolctl.threadpool_limits(1, user_api="blas")  # is not loaded yet); where it is: now
 
 
 def script(name, *flags, env=None, cwd=ROOT, timeout=300):
