@@ -3,7 +3,7 @@ questions (prefill), types for many users in one trip (decode), meets a long que
 with notebooks of several depths; every timing is then held to the machine's limits.
 
     python two_phases.py                    # the post's experiments, the depth, the pictures
-    python two_phases.py --quick --no-save  # a smoke run of a few seconds
+    python two_phases.py --quick --no-save  # a smoke run: seconds, not minutes
     python two_phases.py --predict h100-sxm --dtype bfloat16  # runs nothing: limits only
 """
 # The post's sections in its order, each experiment declared once: the rows it plans (what rides

@@ -171,7 +171,7 @@ def parser(doc, runs, prog, budget=None):
     g.add_argument("--oversubscribe", action="store_true",
                    help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",
-                   help="small sizes, a smoke run of a few seconds; saved apart from full runs")
+                   help="small sizes, a smoke run of seconds, not minutes; saved apart from full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
                    help="plain is the post's layout, github (or markdown, md) is Markdown; any "
                         "tabulate format: "
