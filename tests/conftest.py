@@ -100,10 +100,15 @@ def own_temp_folder(tmp_path_factory):
 def quick_run_started(own_temp_folder, tmp_path_factory, request):
     """The quick run of two_phases.py the tests share, started once in the background as the
     tests begin, where a test needs it, however many processes run them (pytest -n): the tests
-    go on meanwhile. -> the folder where it saves, and says how it ended"""
-    import fcntl
+    go on meanwhile (a test that asks for it by name only as it runs starts it then, through
+    quick_run). -> the folder where it saves, and says how it ended"""
     if not any("quick_run" in item.fixturenames for item in request.session.items):
         return None
+    return start_quick_run(tmp_path_factory)
+
+
+def start_quick_run(tmp_path_factory):
+    import fcntl
     shared = tmp_path_factory.getbasetemp()  # this session's: under pytest -n, a process's own,
     if os.environ.get("PYTEST_XDIST_WORKER"):  # within the session's, shared by every process
         shared = shared.parent
@@ -122,12 +127,12 @@ def quick_run_started(own_temp_folder, tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def quick_run(quick_run_started):
+def quick_run(quick_run_started, tmp_path_factory):
     """One quick run of two_phases.py as a user runs it, every experiment, --runs 2, the
     pictures drawn, into a folder where a full run's roofline picture already is: shared by the
     tests that read what such a run prints and saves. -> (the process, its saved JSON, the
     folder)"""
-    shared = quick_run_started
+    shared = quick_run_started or start_quick_run(tmp_path_factory)
     wait_until(lambda: (shared / "rc").exists() and (shared / "rc").read_text().strip(), 300,
                "the shared quick run")
     r = types.SimpleNamespace(returncode=int((shared / "rc").read_text()),
