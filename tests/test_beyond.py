@@ -367,6 +367,9 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     assert line.endswith("(attention as asked; blocks as asked; compiled the fastest here, "
                          "timed at the start)")
     assert ("compiled kernels for trips of" in line) == bool(won)
+    assert ("compiled tiles for the table products" in line) == bool(chosen.paths.tiled)
+    assert str(kernels.Paths(tiled=(64,))).endswith(
+        "compiled tiles for the table products of trips of 33 to 64 tokens")  # 64's, not 32's
     assert bench.group(dataclasses.replace(tiny, paths=kernels.Paths(compiled=(1,))), [1]) == 2
 
 

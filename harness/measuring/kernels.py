@@ -82,8 +82,11 @@ class Paths:
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
         if self.tiled:
+            low = dict(zip(compiled.TILED, (compiled.TRIED[-1] + 1, *(
+                n + 1 for n in compiled.TILED))))  # the counts each timed count speaks for
+            counts = ", ".join(f"{low[n]} to {n}" for n in self.tiled)
             return (f"{dataclasses.replace(self, tiled=())}; compiled tiles for the table "
-                    f"products of up to {self.tiled[-1]} tokens")
+                    f"products of trips of {counts} tokens")
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "

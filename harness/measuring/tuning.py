@@ -93,9 +93,9 @@ def typing_both_ways(bench, paths):
 
 def tables_both_ways(bench, n, seed=0):
     """One floor's table products at n tokens, as NumPy's trips do them (shared among the
-    pool's threads, the BLAS on one thread each) against the compiled tiles (compiled.
-    table_shared, shared the same way), taking turns, each try on the next floor (from memory,
-    as in a trip): -> {"numpy": the best seconds, "compiled": the best seconds}"""
+    pool's threads, the BLAS on one thread each) against the compiled tiles (shared the same
+    way: compiled.table_shared), taking turns, each try on the next floor (from memory, as in
+    a trip): -> {"numpy": the best seconds, "compiled": the best seconds}"""
     rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
     pool = sharing(bench.pool, n)
     xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in sizes(bench)}  # (inputs, n)
