@@ -5,7 +5,8 @@ new note written, the scores, softmax, the weighted sum), two (user, head) pairs
 norm and GELU in one call each. Numba compiles them on first use (a few seconds, then kept in
 its cache); without Numba, or where they lose to NumPy's way on this machine (tuning.choose
 times both), the trips keep NumPy's. Where they win some trips, NumPy's trips of more tokens
-take the norm, GELU and one-query attention too, on the suite's own threads (kernels.ways).
+take the norm, GELU and one-query attention too, on the suite's own threads (kernels.ways), and
+the tiles for their table products of up to 64 tokens wherever those were timed faster.
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
 While a trip runs these on Numba's threads, nothing calls the BLAS: its threads would spin on
