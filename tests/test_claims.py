@@ -287,6 +287,13 @@ def test_a_rule_holds_fails_or_cannot_tell_over_its_interval():
     c, here, said, why, tested = verdict(found, says)  # 1.7x to 3.9x: straddles the edge
     assert said == rules.UNKNOWN and why.startswith("the gain 2.26 (1.")
     assert "straddles the edge, from 5 rounds; about" in why and "more rounds" in why
+    # where a round's visits are timed, what more rounds cost: those, and a worker's start
+    rounds_of(found, "decode", "tokens per second", {"users": 1}, [26.6] * 5)["visit_s"] = 0.5
+    rounds_of(found, "decode", "tokens per second", {"users": 16},
+              [45.0, 60, 98.5, 105, 50])["visit_s"] = 0.5
+    why = verdict(found, says)[3]
+    assert "(with --time-budget: their visits take about " in why
+    assert why.endswith(" s, and a worker's start more) would settle it")
     rounds_of(found, "decode", "tokens per second", {"users": 16}, [44.0, 48, 49, 50, 51])
     c, here, said, why, tested = verdict(found, says)  # under 2x in every resample: fails
     assert said == rules.FAILS and why.startswith("not above 2.00")

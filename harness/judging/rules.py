@@ -145,7 +145,8 @@ class Resolved:
         if more is None:
             return said + "; it sits on the edge: no number of rounds would settle it"
         cost = sum({x.trials or x.name: x.visit_s or 0 for x in f.leaves}.values())
-        spent = f" (about {cost * more:,.0f} s, with --time-budget)" if cost else ""
+        spent = (f" (with --time-budget: their visits take about {cost * more:,.0f} s, and a "
+                 f"worker's start more)") if cost else ""
         return said + f"; about {more} more rounds of its rows{spent} would settle it"
 
 
