@@ -1,6 +1,7 @@
 """The same scripts on another array library's device: --device picks it (NumPy stays the
 default), refuses in one line what is not here, and every timed region waits for the device.
 Here PyTorch on this CPU stands in for a GPU; a test that needs a GPU skips without one."""
+import dataclasses
 import importlib.util
 import json
 import types
@@ -109,6 +110,8 @@ def test_two_phases_prints_every_table_from_the_torch_path(tmp_path, monkeypatch
     as decode's and depth's are), their check and breakdown, as NumPy's run prints them."""
     from test_beyond import blank_floors
     monkeypatch.setattr(model, "floors", blank_floors([]))  # no figure here rests on the numbers
+    monkeypatch.setitem(model.SIZES, "small", dataclasses.replace(model.SIZES["small"],
+                                                                  layers=2))  # nor its floors
     done = {}
     for where in ("numpy", "torch:cpu"):
         r = in_process(two_phases.main, "--quick", "--runs", "1", "--prompts", "1", "--users",
