@@ -81,12 +81,12 @@ def table(w, x):
     if tokens > 4:
         out = np.empty((rows, wide(tokens)), np.float32)
         k["tiles"](w, *panels(x), out, threads)
-        return out if out.shape[1] == tokens else np.ascontiguousarray(out[:, :tokens])
+        return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
     xt[:tokens] = x.T
     out = np.empty((rows, 4), np.float32)
     k["table"](w, xt, out, threads)
-    return out if tokens == 4 else np.ascontiguousarray(out[:, :tokens])
+    return first(out, tokens)
 
 
 def table_shared(w, x, share):
@@ -95,7 +95,12 @@ def table_shared(w, x, share):
     out, laid = np.empty((w.shape[0], wide(x.shape[1])), np.float32), panels(x)
     tiled = kernels()["rows_tiled"]
     share(lambda part: tiled(w, *laid, out, part.start, part.stop), w.shape[0], w.size)
-    return out if out.shape[1] == x.shape[1] else np.ascontiguousarray(out[:, :x.shape[1]])
+    return first(out, x.shape[1])
+
+
+def first(out, tokens):
+    """out (rows, tokens padded) cut back to its first `tokens` columns, contiguous."""
+    return out if out.shape[1] == tokens else np.ascontiguousarray(out[:, :tokens])
 
 
 def wide(tokens):

@@ -55,15 +55,14 @@ class Paths:
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
         timed at or above it did."""
-        timed = next((n for n in compiled.TRIED if n >= tokens), None)
-        return timed in self.compiled and compiled.available()
+        return timed_for(compiled.TRIED, tokens) in self.compiled and compiled.available()
 
     def tiles(self, tokens):
         """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, does its
         table products on the compiled tiles: as the smallest count of compiled.TILED timed at
         or above it did."""
-        timed = next((n for n in compiled.TILED if n >= tokens), None)
-        return tokens > compiled.TRIED[-1] and timed in self.tiled and compiled.available()
+        return (tokens > compiled.TRIED[-1] and timed_for(compiled.TILED, tokens) in self.tiled
+                and compiled.available())
 
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
@@ -101,6 +100,12 @@ class Paths:
                 "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
                     f"{i} inputs " + ", ".join(words.get((n, i), "unblocked") for n in counts)
                     for i in sizes))
+
+
+def timed_for(counts, tokens):
+    """The count of `counts` (ascending) whose timing speaks for `tokens`: the smallest at or
+    above it, or None past them all."""
+    return next((n for n in counts if n >= tokens), None)
 
 
 def table(w, x, pool=None, block=None):

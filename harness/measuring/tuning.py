@@ -2,6 +2,7 @@
 candidate timed on the trip's own shapes at the start of a run (or forced by a flag), and the
 line after the machine line that says which were chosen."""
 import dataclasses
+import functools
 import itertools
 import math
 import time
@@ -9,6 +10,7 @@ import time
 import numpy as np
 
 from harness.post import NOTES, TYPERS
+from harness.terminal import plural
 from harness.measuring import timing
 from harness.measuring.bench import tokens
 from harness.measuring import kernels
@@ -47,18 +49,17 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
                        for inputs in sizes(bench)]
     paths = Paths(attention, tuple(chosen))
     if compiled == "auto" and kernels.compiled.available():
-        for n, timed in typing_both_ways(bench, paths).items():
-            seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"] = timed
-        paths = dataclasses.replace(paths, compiled=tuple(
-            n for n in kernels.compiled.TRIED
-            if seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["compiled"]
-            < seen[f"typing trips of {n} {'token' if n == 1 else 'tokens'}"]["numpy"]))
-        for n in kernels.compiled.TILED:
-            seen[f"table products of {n} tokens"] = tables_both_ways(bench, n)
-        paths = dataclasses.replace(paths, tiled=tuple(
-            n for n in kernels.compiled.TILED if seen[f"table products of {n} tokens"]["compiled"]
-            < seen[f"table products of {n} tokens"]["numpy"]))
+        trips = typing_both_ways(bench, paths)
+        products = {n: tables_both_ways(bench, n) for n in kernels.compiled.TILED}
+        seen.update({f"typing trips of {n} {plural(n, 'token')}": t for n, t in trips.items()})
+        seen.update({f"table products of {n} tokens": t for n, t in products.items()})
+        paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
     return paths, seen
+
+
+def won(timed):
+    """The counts whose compiled way was faster: timed {count: {"numpy": s, "compiled": s}}."""
+    return tuple(n for n, t in timed.items() if t["compiled"] < t["numpy"])
 
 
 TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the shapes of a whole
@@ -94,25 +95,13 @@ def typing_both_ways(bench, paths):
 def tables_both_ways(bench, n, seed=0):
     """One floor's table products at n tokens, as NumPy's trips do them (shared among the
     pool's threads, the BLAS on one thread each) against the compiled tiles (shared the same
-    way: compiled.table_shared), taking turns, each try on the next floor (from memory, as in
-    a trip): -> {"numpy": the best seconds, "compiled": the best seconds}"""
-    rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
-    pool = sharing(bench.pool, n)
-    xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in sizes(bench)}  # (inputs, n)
-    how = {"numpy": lambda w, x: table(w, x, pool),
-           "compiled": lambda w, x: kernels.compiled.table_shared(
-               w, x, lambda fn, rows, size: share(pool, fn, rows, size))}
-    timed = dict.fromkeys(how, math.inf)
-    with blas_threads(pool):
-        for tried in range(tries(bench) + 1):  # the first try warms up
-            for way, product in how.items():
-                tables = next(floors).values()
-                start = time.perf_counter()
-                for w in tables:
-                    product(w, xs[w.shape[1]])
-                if tried:
-                    timed[way] = min(timed[way], time.perf_counter() - start)
-    return timed
+    way: compiled.table_shared), taking turns (in_turns()):
+    -> {"numpy": the best seconds, "compiled": the best seconds}"""
+    pool, every = sharing(bench.pool, n), lambda w: True
+    return in_turns(bench, n, {
+        "numpy": (every, lambda w, x: table(w, x, pool)),
+        "compiled": (every, lambda w, x: kernels.compiled.table_shared(
+            w, x, functools.partial(share, pool)))}, seed)
 
 
 def sizes(bench):
@@ -133,23 +122,33 @@ def candidates(bench, inputs):
 
 def tables_by_size(bench, n, seed=0):
     """One floor's table products at n tokens, the tables of each size in each of their
-    candidate blocks: -> {inputs: {(rows, depth): the best seconds}}. Each try takes the next
-    floor in turn, so that its tables come from memory as a trip's do and not from the cache
-    the last try left them in; the candidates take turns, so that a noisy moment falls on all."""
-    rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
+    candidate blocks, taking turns (in_turns()): -> {inputs: {(rows, depth): the best seconds}}"""
     pool = sharing(bench.pool, n)
-    timed = {i: dict.fromkeys(candidates(bench, i), math.inf) for i in sizes(bench)}
-    xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in timed}  # (inputs, n)
-    with blas_threads(pool):
+    timed = in_turns(bench, n, {
+        (inputs, block): (lambda w, inputs=inputs: w.shape[1] == inputs,
+                          lambda w, x, block=block: table(w, x, pool, block))
+        for inputs in sizes(bench) for block in candidates(bench, inputs)}, seed)
+    return {inputs: {block: s for (i, block), s in timed.items() if i == inputs}
+            for inputs in sizes(bench)}
+
+
+def in_turns(bench, n, ways, seed=0):
+    """One floor's table products at n tokens, each of these ways in turn, so that a noisy
+    moment falls on all: ways {key: (takes(w): whether it times table w, product(w, x))} ->
+    {key: the best seconds}. Each try takes the next floor, so that its tables come from memory
+    as a trip's do and not from the cache the last try left them in."""
+    rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
+    xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in sizes(bench)}  # (inputs, n)
+    timed = dict.fromkeys(ways, math.inf)
+    with blas_threads(sharing(bench.pool, n)):
         for tried in range(tries(bench) + 1):  # the first try warms up
-            for inputs, best_of in timed.items():
-                for block in best_of:
-                    tables = [w for w in next(floors).values() if w.shape[1] == inputs]
-                    start = time.perf_counter()
-                    for w in tables:
-                        table(w, xs[inputs], pool, block)
-                    if tried:
-                        best_of[block] = min(best_of[block], time.perf_counter() - start)
+            for key, (takes, product) in ways.items():
+                tables = [w for w in next(floors).values() if takes(w)]
+                start = time.perf_counter()
+                for w in tables:
+                    product(w, xs[w.shape[1]])
+                if tried:
+                    timed[key] = min(timed[key], time.perf_counter() - start)
     return timed
 
 
