@@ -23,7 +23,6 @@ from harness.measuring.kernels import Paths
 from harness.measuring.rounds import Trial
 from harness.keeping import records
 from harness.keeping.records import KEYS, Layout, Measured, col, ms
-from harness.judging import judge
 from harness.showing import sheets
 from harness.showing.printers import ROW, Saved, format_table, sheet
 import model
@@ -35,7 +34,8 @@ QUICK = {"tokens": 16, "in_model": False}  # a smoke run of a second: the number
 QUICK_NOTES = 64  # the typing user's notes in a quick run (a full run's: the post's NOTES)
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
-BUDGET_S = 35  # seconds the measuring may take with the rounds added for undecided claims
+RUNS = 5  # rounds of each race at least (the post's: 5 to 7, the middle kept)
+BUDGET_S = 20  # seconds the measuring may take: fresh processes are added while they fit
 
 CASES = (  # (label, how the numbers are made from seeded standard normals)
     ("all positive", np.abs),
@@ -98,12 +98,13 @@ def measure_here(args, job):
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
     process); freed memory kept in the process, for both ways alike (bench.keep_freed_memory)."""
-    began, on = time.perf_counter(), args.on
+    began, on, wanted = time.perf_counter(), args.on, job.get("trials")
     b.keep_freed_memory()
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
-              for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
+              for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)
+              if wanted is None or t.name in wanted]
     bench, more = None, {}
-    if args.in_model:
+    if args.in_model and (wanted is None or any(n in wanted for n in IN_MODEL)):
         bench, model_trials = in_the_model(args, on)
         trials += model_trials
     try:
@@ -115,6 +116,18 @@ def measure_here(args, job):
     finally:
         if bench is not None and bench.pool:
             bench.pool["helpers"].shutdown()
+
+
+IN_MODEL = tuple(f"{phase} {cube}" for phase in ("reading", "typing")
+                 for cube in ("power", "product"))  # the model's trips, each way
+
+
+def kinds(args):
+    """The numbers alone, and the model's trips: each kind in processes of its own (the
+    numbers' start in a second, without the model's tables)."""
+    numbers = rounds.Kind("numbers", tuple(f"{label} {way}" for label, _ in CASES
+                                           for way in ("power", "product")))
+    return [numbers, rounds.Kind("the model", IN_MODEL)] if args.in_model else [numbers]
 
 
 def in_the_model(args, on):
@@ -139,8 +152,7 @@ def experiment(args, facts):
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
-        records.from_rows(figures(args, d, diffs), settings), None, ("cube_bug",), vars(args)))
+    done = rounds.measured(args, __file__, measure_here, kinds(args))
     found = records.from_rows(figures(args, done, diffs), settings)
     cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
                                        f"GPT-2 {args.model} at {args.tokens} "
@@ -217,7 +229,7 @@ BUG = Layout("bug", [col(ROW, "phase", "", "s", key=True),
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=7, prog="cube_bug.py", budget=BUDGET_S)
+    p = flags.parser(__doc__, runs=RUNS, prog="cube_bug.py", budget=BUDGET_S)
     g = p.add_argument_group("cube_bug")
     g.add_argument("--tokens", type=flags.whole(1, 10 ** 8), default=TOKENS, metavar="N",
                    help="question length: the numbers are N x 4 x the model's width, one floor's "

@@ -1,6 +1,6 @@
 """The forklift and the workbench: this machine's memory speed, math speed, and their balance.
 
-    python machine_speed.py                    # the post's sizes, best of 9 rounds in 3 processes
+    python machine_speed.py                    # the post's sizes, in many fresh processes
     python machine_speed.py --quick --no-save  # a smoke run of a few seconds
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
@@ -13,38 +13,35 @@ import time
 from harness import flags, runner
 from harness.terminal import note, plural, warn
 from harness.measuring import devices, host, rounds, speeds
-from harness.measuring.rounds import PROCESSES
-from harness.measuring.speeds import (CACHE_RULE, MATMUL, QUICK, SIZE, forklift, memory_bytes,
+from harness.measuring.speeds import (CACHE_RULE, MATMUL, QUICK, SIZE, memory_bytes,
                                       tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms, timed
-from harness.judging import judge
 from harness.showing import sheets
 from harness.showing.printers import Saved, sheet
 from model import BYTES
 
 SMALLEST = {"size": 256, "matmul": 16}  # below these a product is a Python call's time, not
 #                                        the forklift's nor the workbench's
-BUDGET_S = 15  # seconds the measuring may take with the rounds added for undecided claims
+RUNS = 5  # rounds of each speed at least (the post: every test 5 to 7 times)
+BUDGET_S = 12  # seconds the measuring may take: fresh processes are added while they fit
 
 
 # ---------------------------------------------------------------------------------------------
 # the post's two measurements, forklift() and workbench() (harness/measuring/speeds.py, where
-# two_phases.py takes them too): `big @ one` on a 400 MB table and `a @ b` on two 2048 x 2048,
-# the post's `sec = best_of(...)` the best of every round that visits them
+# two_phases.py takes them too): `big @ one` on a 400 MB table (and a plain read of it beside)
+# and `a @ b` on two 2048 x 2048, the post's `sec = best_of(...)` each round's ceiling
 
 
-TRIALS = ("forklift", "workbench")
 SIXTEEN = "workbench bfloat16"  # on a device that computes bfloat16: the workbench at it too
 
 
 def measure_here(args, job):
-    """A worker's part of the rounds: both products made (and, on a device that computes
-    bfloat16, the workbench at it too), then visited in the job's rounds."""
+    """A worker's part of the rounds: both products and the read made (and, on a device that
+    computes bfloat16, the workbench at it too), then visited in the job's rounds."""
     began, on = time.perf_counter(), args.on
-    trials = [speeds.trial(TRIALS[0], forklift(args.size, on)[0], on),
-              speeds.trial(TRIALS[1], workbench(args.matmul, on)[0], on)]
+    trials = speeds.trials(args.size, args.matmul, on, args.threads or 1)
     if sixteen(on):
         trials.append(speeds.trial(SIXTEEN, workbench(args.matmul, on, "bfloat16")[0], on))
     setup_s = time.perf_counter() - began
@@ -61,20 +58,18 @@ def sixteen(on):
 
 
 def figures(args, done):
-    """The row of figures from the rounds: each speed the best of them, the balance from both."""
-    f, w = (taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n), said=True)
-            for n in TRIALS)
+    """The row of figures from the rounds: each speed the middle of the rounds' ceilings (the
+    forklift the faster of its two reads in each round), the balance each round's."""
+    ceiling = speeds.ceilings(done)
+    row = speeds.figures(ceiling, args.size, args.matmul)
+    f, w = ceiling["memory"], ceiling["workbench"]
     moved, flops = args.size ** 2 * BYTES, 2 * args.matmul ** 3
-    both = ((1, f), (-1, w))  # the balance: the forklift's time over the workbench's
-    balance = (flops / w.seconds) / (moved / f.seconds)
-    made = [(SPEEDS, [{
-        "memory speed": timed(moved / f.seconds / 1e9, f, -1), "read": moved / 1e6,
-        "read time": ms(f), "math speed": timed(flops / w.seconds / 1e9, w, -1),
-        "math": flops / 1e9, "math time": ms(w), "balance": Measured(balance, both),
-        "tokens a trip needs": Measured(tokens_a_trip_needs(balance), both)}])]
+    made = [(SPEEDS, [{**row, "read": moved / 1e6, "read time": ms(f), "math": flops / 1e9,
+                       "math time": ms(w), "tokens a trip needs": Measured(
+                           tokens_a_trip_needs(row["balance"].value), row["balance"].parts)}])]
     if SIXTEEN in done.visits:  # the same product at bfloat16 (a GPU's tensor cores)
-        h = taken([s[0] for s in done.runs(SIXTEEN).steps], "best", SIXTEEN, done.runs(SIXTEEN),
-                  said=True)
+        h = taken([s[0] for s in done.runs(SIXTEEN).steps], "middle", SIXTEEN,
+                  done.runs(SIXTEEN), said=True)
         made.append((SIXTEEN_TABLE, [{
             "precision": "bfloat16", "math speed": timed(flops / h.seconds / 1e9, h, -1),
             "math time": ms(h), "over float32": Measured(w.seconds / h.seconds, ((1, w), (-1, h))),
@@ -96,6 +91,8 @@ def post_block(found):
 
 SPEEDS = Layout("machine_speed", [
     col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
+    col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
+    col("streaming read", "streaming GB/s", "GB/s", ".1f"),
     col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
     col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
     col("math", "math", "GFLOPs", ".1f"), col("math time", "math time", "ms", ".1f"),
@@ -128,16 +125,14 @@ def warn_if_cached(size, llc_bytes):
 
 
 def experiment(args, facts):
-    """Measure both limits in rounds into records (rounds added while a claim cannot be told
-    yet, within --time-budget); the post's lines, the speeds two_phases reads, and the claims,
-    each from them."""
+    """Measure both limits in rounds into records (in as many fresh processes as --time-budget
+    holds); the post's lines, the speeds two_phases reads, and the claims, each from them."""
     cache = args.on.cache_bytes() if args.on.gpu else facts["llc_bytes"]  # what the table
     if not args.quick and args.on.kind == "cpu":  # must outgrow; a GPU's is sized to its own
         warn_if_cached(args.size, facts["llc_bytes"])
     settings = records.settings_of(args, cache_bytes=cache)  # the claims hold a reading of a
     #                                                          table that fits in it to nothing
-    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
-        records.from_rows(figures(args, d), settings), None, ("machine_speed",), vars(args)))
+    done = rounds.measured(args, __file__, measure_here)
     found = records.from_rows(figures(args, done), settings)
     speed = {r["figure"]: r["value"] for r in records.of(found, SPEEDS.name)}
     yield Saved("roofs", {"bytes_per_s": speed["memory speed"] * 1e9,
@@ -160,7 +155,7 @@ def experiment(args, facts):
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=PROCESSES * 3, prog="machine_speed.py", budget=BUDGET_S)
+    p = flags.parser(__doc__, runs=RUNS, prog="machine_speed.py", budget=BUDGET_S)
     g = p.add_argument_group("machine_speed")
     g.add_argument("--size", type=flags.whole(SMALLEST["size"], 10 ** 6), default=SIZE,
                    metavar="N",

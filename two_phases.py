@@ -32,14 +32,16 @@ from harness.predicting.plans import Experiment, Outcome, Row, timings, trial_na
 from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 import model
-DIAL = (32, 64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
+DIAL = (64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64), "compiled": "off"}  # (no seconds compiling)
 SEED = 0
-BUDGET_S = 150  # seconds the measuring may take, with the rounds added for undecided claims:
-#                 the README's first command stays within 3 minutes 30 seconds on a 2-core machine
+RUNS = 4  # rounds of each row at least: the server's rows, a round of seconds in each process,
+#           in 4 processes; the cheaper rows in many more rounds
+BUDGET_S = 150  # seconds the measuring may take, fresh processes added while they fit: the
+#                 README's first command stays within 3 minutes 30 seconds on a 2-core machine
 MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
 LONGEST = 1_000_000  # tokens of a question or a notebook: GPT-2 reads 1,024, a predicted model more
 
@@ -350,11 +352,10 @@ def depth_figures(cfg, args, outcomes, roofs):
     for r in outcomes:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
         fetched = model.bytes_read(cfg, riders)
-        limit_s, _ = model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
         rows.append({"users": u, "notes": n, "step": ms(t),
                      "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
                      "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
-                     "x limit": timed(t.seconds / limit_s, t)})
+                     "x limit": speeds.x_limit(cfg, r.row.steps, t, roofs)[0]})
     return [(DEPTH_TABLE, rows)]
 
 
@@ -420,9 +421,8 @@ def experiment(args, facts):
     cfg = measured(args)
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
     rows = {n: e.plan(args) for n, e in planned.items()}
-    done = rounds.measured(args, __file__, measure_here, lambda d: judge.undecided(
-        *judged_on(cfg, args, planned, rows, d), ("two_phases",), vars(args)),
-        trials=None, record=True, alone=True)
+    done = rounds.measured(args, __file__, measure_here, kinds(args, rows), record=True,
+                           alone=True)
     made = assessed(cfg, args, planned, rows, done)
     yield from printed(cfg, args, facts, planned, made, done)
 
@@ -433,24 +433,47 @@ def measured(args):
     return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
-def judged_on(cfg, args, planned, rows, done):
-    """(records, speeds) the claims are judged on, from what was measured so far."""
-    made = assessed(cfg, args, planned, rows, done)
-    return made.found, made.held_to
+KINDS = (("reading and typing", ("prefill", "decode", "depth"), lambda key: key[0] == 1),
+         ("depth", ("depth",), lambda key: key[0] > 1),
+         ("server", ("collision",), lambda key: True))  # (name, experiments, which rows): rows
+#   no claim holds against another kind's, each kind measured in processes of its own that make
+#   only its notebooks, each with the speeds beside its rows. The depth's rows of one user back
+#   a claim beside the typing rows; its rows of many users (16 users' 1,023 notes each, a
+#   notebook of 1.2 GB to make) back none: one process of them, all its rounds
+
+
+def kinds(args, rows):
+    """The kinds of worker process a run's rows are measured in: each experiment's rows with
+    the speed trials (and, on a GPU library's device, the empty trip beside typing)."""
+    out = []
+    for name, experiments, which in KINDS:
+        names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
+                 if e != "depth" or which(r.key)]
+        launches = (LAUNCHES,) if "decode" in experiments and "decode" in rows \
+            and not args.on.numpy else ()
+        if names:
+            out.append(rounds.Kind(name, (*speed_names(args), *names, *launches),
+                                   1 if name == "depth" else None))
+    return out
 
 
 def speed_trials(args, on):
-    """The forklift and the workbench as a round visits them, at machine_speed's own sizes;
-    none where the flags give the speeds."""
+    """The forklift's two reads and the workbench as a round visits them, at machine_speed's
+    own sizes; none where the flags give the speeds."""
     if flags.given_speeds(args):
         return []
     size = speeds.sizes(args.quick, on)
-    return [speeds.trial(SPEED_TRIALS[0], speeds.forklift(size["size"], on)[0], on, group=0),
-            speeds.trial(SPEED_TRIALS[1], speeds.workbench(size["matmul"], on, on.dtype)[0], on,
-                         group=0)]  # the BLAS's own threads: visited with the one-token trips
+    return speeds.trials(size["size"], size["matmul"], on, args.threads or 1, SPEEDS_PREFIX,
+                         on.dtype)
 
 
-SPEED_TRIALS = ("speeds forklift", "speeds workbench")
+SPEEDS_PREFIX = "speeds "  # the speed trials' names in a run of the model's rows
+
+
+def speed_names(args):
+    """The speed trials' names, none where the flags give the speeds."""
+    return () if flags.given_speeds(args) else tuple(
+        SPEEDS_PREFIX + n for n in (*speeds.READS, speeds.WORKBENCH))
 
 
 def measure_here(args, job):
@@ -488,8 +511,10 @@ def measure_here(args, job):
         if job.get("alone"):  # the table products alone: a share of the token counts each
             counts = sorted({sum(t for _, t in r.steps[plans.recorded_step(cfg, r)])
                              for r in checked})
+            began = time.perf_counter()
             result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
+            result["alone_s"] = time.perf_counter() - began
         paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
                  "blocks": [list(k) for k in bench.paths.blocks],
                  "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled)}
@@ -539,23 +564,23 @@ def recorded(cfg, row, trial, found):
 
 
 def roofs_of(args, done):
-    """The speeds every row is held to: the best of every round's forklift and workbench (or
-    the speeds the flags give), and their records."""
+    """The speeds every row is held to: each the middle of the rounds' ceilings (the forklift
+    the faster of its two reads in each round), each row held round by round to its own round's
+    (or the speeds the flags give); and their records."""
     if flags.given_speeds(args):
         return flags.given_speeds(args), []
     size = speeds.sizes(args.quick, args.on)
-    fork, work = (timing.taken([s[0] for s in done.runs(n).steps], "best", n, done.runs(n),
-                               said=True) for n in SPEED_TRIALS)
-    moved, flops = size["size"] ** 2 * model.BYTES, 2 * size["matmul"] ** 3
-    held_to = speeds.Speeds(moved / fork.seconds, flops / work.seconds,
-                            f"measured in every round of this run (best of {len(fork.samples)})")
-    return held_to, records.from_rows([(ROOFS_TABLE, [{
-        "memory speed": timed(moved / fork.seconds / 1e9, fork, -1),
-        "math speed": timed(flops / work.seconds / 1e9, work, -1),
-        "balance": Measured(held_to.balance, ((1, fork), (-1, work)))}])], {})
+    ceiling = speeds.ceilings(done, SPEEDS_PREFIX)
+    held_to = speeds.held_to(ceiling, size["size"], size["matmul"], "measured beside the rows "
+                             "in every round: the middle of the rounds' ceilings, each row held "
+                             "to its own round's")
+    return held_to, records.from_rows([(ROOFS_TABLE, [
+        speeds.figures(ceiling, size["size"], size["matmul"])])], {})
 
 
 ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f"),
+                                col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
+                                col("streaming read", "streaming GB/s", "GB/s", ".1f"),
                                 col("math speed", "math speed", "GFLOP/s", ".1f"),
                                 col("balance", "balance", "FLOPs/byte", ".1f")],
                      timed=("memory speed", "math speed"), per="figure",
@@ -655,7 +680,7 @@ def peak_bytes(args):
 
 
 def build_parser():
-    p = flags.parser(__doc__, runs=5, prog="two_phases.py", budget=BUDGET_S)
+    p = flags.parser(__doc__, runs=RUNS, prog="two_phases.py", budget=BUDGET_S)
     g = p.add_argument_group("two_phases: the experiments (defaults are the post's)")
     g.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, default=tuple(EXPERIMENTS),
                    metavar="NAME", help=f"which to run, of {', '.join(EXPERIMENTS)}")

@@ -142,17 +142,20 @@ def parser(doc, runs, prog, budget=None):
     p = Parser(prog=prog, description=doc.strip(), formatter_class=_Help)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
-                   help="rounds: each visits every row once, in a shuffled order, after one "
-                        "warm-up visit in each process that is not counted")
+                   help="rounds each row is measured in, at least: a round visits every row "
+                        "once, in a shuffled order, after one warm-up visit in each process "
+                        "that is not counted")
     g.add_argument("--processes", type=whole(1, MOST_PROCESSES), default=PROCESSES,
-                   metavar="N", help="fresh worker processes the rounds are spread over, one "
-                                     "after another; 1: all in this process (--quick's)")
+                   metavar="N", help="fresh worker processes each kind of rows is measured in, "
+                                     "at least, one after another (more while --time-budget "
+                                     "allows): a verdict's interval counts processes; 1: all in "
+                                     "this process (--quick's)")
     if budget is not None:
         g.add_argument("--time-budget", type=finite(
             f"a number of seconds above 0 and at most {LONGEST_BUDGET:,}",
             lambda v: 0 < v <= LONGEST_BUDGET), default=budget, metavar="SECONDS",
-            help="the most seconds the measuring may take: after --runs rounds, rounds are "
-                 "added for the rows behind claims that cannot be told yet while they fit")
+            help="the seconds the measuring may take: past --processes, fresh processes are "
+                 "added while the first ones' cost says they fit")
     g.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a worker process:
     #                                                    its job on stdin, its result on stdout
     g.add_argument("--threads", nargs="+", type=whole(1, MOST_THREADS), default=None,

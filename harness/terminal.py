@@ -67,8 +67,8 @@ def quoted(text, most=40):
 
 
 def plural(n, word):
-    """The word as it goes after the number n: "run" after 1, "runs" after 5."""
-    return word if n == 1 else word + "s"
+    """The word as it goes after the number n: "run" after 1, "runs" after 5, "processes"."""
+    return word if n == 1 else word + ("es" if word.endswith("s") else "s")
 
 
 def warn(message):

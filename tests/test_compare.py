@@ -352,8 +352,8 @@ def test_each_export_parses_and_holds_every_row(machines, fmt):
 
 def test_a_rerun_keeps_the_previous_result_and_says_so(tmp_path, capsys, monkeypatch):
     import cube_bug  # in this process: the same run, sooner
-    flags = ["--runs", "1", "--tokens", "8", "--no-in-model", "--out", str(tmp_path), "--label",
-             "box"]
+    flags = ["--runs", "1", "--processes", "1", "--tokens", "8", "--no-in-model", "--out",
+             str(tmp_path), "--label", "box"]
     monkeypatch.setattr(sys, "argv", ["cube_bug.py", *flags])
     assert cube_bug.main(flags) == 0
     earlier = json.loads((tmp_path / "box" / "cube_bug.json").read_text())

@@ -92,44 +92,46 @@ def test_a_verdict_on_a_disturbed_figure_cannot_be_told_and_one_on_clean_ones_st
     assert said == rules.UNKNOWN and why == (
         "disturbed: other work took up to 45% of the cores during runs of decode users 16: "
         "tokens per second, leaving fewer than 3 clean rounds: rerun when the machine is "
-        "quieter")
+        "quieter")  # one process's rounds (none saved): the rounds stand in for processes
     accounting = "At 64 users the notebooks outweigh the tables, 7x over"  # no timing behind it
     assert verdict(noisy, accounting)[2] == rules.HOLDS
 
 
-def test_fewer_than_3_rounds_back_no_verdict_and_an_outlier_vetoes_nothing():
+def test_fewer_than_3_rounds_back_no_verdict_and_a_far_run_counts_like_the_rest():
     says = "Batching 16 users gives about 3.7x the tokens per second"
     two = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
                       samples=[98.0, 99.0], statistic="median", runs=2)
     c, here, said, why, _ = verdict(two, says)
     assert said == rules.UNKNOWN and why == ("fewer than 3 rounds behind decode users 16: "
                                               "tokens per second: rerun with --runs 3 or more")
+    steady = [97.0, 98.5, 99.0, 98.0, 99.5, 98.8, 98.2]
+    firm = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
+                       samples=steady, statistic="median", runs=7)
+    assert verdict(firm, says)[2] == rules.HOLDS
     odd = with_figure(the_posts_figures(), "decode", "tokens per second", {"users": 16},
-                      samples=[40.0, 98.5, 99.0, 98.0, 99.5, 98.8, 98.2], statistic="median",
-                      runs=7)  # one run far off: named under its table, no veto
-    assert verdict(odd, says)[2] == rules.HOLDS
+                      samples=[40.0, *steady[1:]], statistic="median", runs=7)  # one far off:
+    #   named under its table, and in the interval like any undisturbed run: it widens it
+    assert verdict(odd, says)[2] == rules.UNKNOWN and "from 7 rounds" in verdict(odd, says)[3]
 
 
 def speeds(workbench):
     """The speeds records of a run of five rounds: the forklift 12 GB/s in each, the workbench
-    these GFLOP/s, round by round."""
+    these GFLOP/s, round by round (each round's ceiling; the figure their middle)."""
     rounds = tuple(range(5))
     return made("speeds", [col("memory speed", "memory speed", "GB/s", ".1f"),
                            col("math speed", "math speed", "GFLOP/s", ".1f")],
-                [{"memory speed": timed(12.0, timing.Timing((1 / 12,) * 5, "best", rounds=rounds),
-                                        -1),
-                  "math speed": timed(max(workbench), timing.Timing(
-                      tuple(1 / w for w in workbench), "best", rounds=rounds), -1)}])
+                [{"memory speed": timed(12.0, timing.Timing((1 / 12,) * 5, rounds=rounds), -1),
+                  "math speed": timed(sorted(workbench)[2], timing.Timing(
+                      tuple(1 / w for w in workbench), rounds=rounds), -1)}])
 
 
 def test_the_speeds_of_every_round_carry_their_interval_into_a_verdict():
     says = "One typing user uses under 4% of the workbench"
-    found = changed("decode", "math speed", {"users": 1}, 11.0)  # 11 GFLOP/s of the workbench
-    c, here, said, why, tested = verdict(found + speeds([120.9, 119, 120.9, 118, 100]), says)
-    assert said == rules.HOLDS and tested.startswith("the share 9.1% (9.1% to ")  # the best
-    c, here, said, why, _ = verdict(found + speeds([120.9, 100, 100, 100, 100]), says)
-    assert said == rules.UNKNOWN and "straddles the edge" in why  # a resample without the
-    #                                                                one fast round: 11% of 100
+    found = changed("decode", "math speed", {"users": 1}, 9.0)  # 9 GFLOP/s of the workbench
+    c, here, said, why, tested = verdict(found + speeds([120.9, 119, 120.9, 118, 121]), says)
+    assert said == rules.HOLDS and tested.startswith("the share 7.5% (7.3% to 7.7%)")  # each round
+    c, here, said, why, _ = verdict(found + speeds([120.9, 60, 100, 130, 100]), says)
+    assert said == rules.UNKNOWN and "straddles the edge" in why  # the rounds' own spread
 
 
 def test_a_claim_that_does_not_hold_says_which_way():
@@ -137,7 +139,7 @@ def test_a_claim_that_does_not_hold_says_which_way():
     high = verdict(changed("decode", "tokens per second", {"users": 16}, 500.0), says)
     low = verdict(changed("decode", "tokens per second", {"users": 16}, 40.0), says)
     assert high[2] == low[2] == rules.FAILS
-    assert high[3].startswith("not below 16.00") and low[3].startswith("not above 2.00")
+    assert high[3].startswith("not below 2.00") and low[3].startswith("not above 0.50")
     assert all(why for _, _, said, why, _ in judge.verdicts(
         changed("decode", "tokens per second", {"users": 16}, 40.0), ROOFS, ("two_phases",))
         if said != rules.HOLDS)  # a verdict other than holds always says why

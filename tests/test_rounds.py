@@ -1,5 +1,5 @@
 """Measuring in rounds: each round visits every trial once, group by group, shuffled; the rounds
-spread over fresh worker processes; rounds added for the claims that cannot be told yet while
+measured in fresh worker processes of each kind, planned from the first one's cost, more while
 the time budget allows, and a stop meanwhile keeps what was measured. Every clock and every
 process here is made by hand or tiny: no test depends on the machine's speed or quiet."""
 import signal
@@ -28,9 +28,10 @@ def test_a_round_visits_each_trial_once_group_by_group_in_a_shuffled_order():
     trials = {n: Trial(n, [], group=g) for n, g in (("a", 0), ("b", 0), ("c", 0), ("x", 1),
                                                      ("y", 1), ("z", 1))}
     orders = [rounds.order(trials, r) for r in range(6)]
-    for o in orders:  # the BLAS's own threads' trials first, then the rest
-        assert sorted(o[:3]) == ["a", "b", "c"] and sorted(o[3:]) == ["x", "y", "z"]
-    assert len({tuple(o) for o in orders}) > 1  # shuffled each round ...
+    for r, o in enumerate(orders):  # group by group, forward then backward: one bridge a round
+        first, last = (["a", "b", "c"], ["x", "y", "z"])[::1 if r % 2 == 0 else -1]
+        assert sorted(o[:3]) == first and sorted(o[3:]) == last
+    assert len({tuple(sorted(o[:3]) and o) for o in orders}) > 1  # shuffled each round ...
     assert orders == [rounds.order(trials, r) for r in range(6)]  # ... the same every run
 
 
@@ -57,65 +58,71 @@ def test_a_disturbed_visit_is_measured_again_and_the_least_disturbed_kept(monkey
     assert rounds.visited(Trial("t", [lambda: None]), 2, watch)[1:] == (0.5, 2)
 
 
-def test_the_rounds_spread_over_processes_and_the_first_chooses_the_paths():
+def fake(log, visit_s=0.5, fail=None):
+    """A worker that takes no time: each of its rounds' visits `visit_s` of one trial per kind;
+    it says what it was asked, and raises `fail` when asked for that process of a kind."""
+    def worker(job):
+        log.append(job)
+        if fail and (job["kind"], job["process"]) == fail[:2]:
+            raise fail[2]
+        name = job["trials"][0] if job["trials"] else "t"
+        return {"visits": {name: [[r, [visit_s], 0.0, 0] for r in job["rounds"]]},
+                "paths": {"attention": "vec"} if len(log) == 1 else None,
+                "rounds_s": visit_s * len(job["rounds"])}
+    return worker
+
+
+def test_a_pilot_of_each_kind_then_the_rest_the_kinds_in_turn_the_first_choosing_the_paths():
     asked = []
+    kinds = [rounds.Kind("a", ("ta",)), rounds.Kind("b", ("tb",))]
+    done = rounds.planned({}, kinds, fake(asked), 3, 3, 1e-9, rounds.time.monotonic())
+    assert [(j["kind"], j["process"]) for j in asked] == [("a", 0), ("b", 0), ("a", 1),
+                                                           ("b", 1), ("a", 2), ("b", 2)]
+    assert [j["paths"] for j in asked] == [None] + [{"attention": "vec"}] * 5  # the first's
+    assert [len(j["rounds"]) for j in asked] == [1, 1, 1, 1, 1, 1]  # the pilots one round each
+    ids = [r for j in asked for r in j["rounds"]]
+    assert ids == list(range(6)) and done.processes == 6  # every round the run's own ...
+    assert done.runs("ta").processes == (0, 2, 4)  # ... each in the process that measured it
+    assert [j["record"] for j in asked] == [True] * 6  # the least processes each record
 
-    def worker(job):
-        asked.append(job)
-        return {"visits": {"t": [[r, [1.0], 0.0, 0] for r in job["rounds"]]},
-                "paths": {"attention": "vec"} if job["process"] == 0 else None,
-                "setup_s": 2.0}
-    done = rounds.measure({"rounds": list(range(5))}, 3, worker, None)
-    assert [j["rounds"] for j in asked] == [[1, 2], [3, 4], [0]]  # every round once
-    assert [j["paths"] for j in asked] == [None, {"attention": "vec"}, {"attention": "vec"}]
-    assert done.processes == 3 and done.rounds == 5 and done.runs("t").rounds == (0, 1, 2, 3, 4)
-    assert rounds.spread(2, 3) == [[0], [1]]  # fewer rounds than processes: fewer processes
+
+def test_the_plan_grows_each_kind_in_turn_while_it_fits_and_never_from_a_figure():
+    costs = {"cheap": rounds.Cost(1.0, 0.5), "dear": rounds.Cost(5.0, 10.0)}
+    assert rounds.plan(costs, {"cheap": 3, "dear": 3}, 3, 0.0) == {"cheap": (3, 1),
+                                                                   "dear": (3, 1)}
+    grown = rounds.plan(costs, {"cheap": 3, "dear": 3}, 3, 2 * 1.5 + 2 * 15.0 + 3 * 1.5)
+    assert grown == {"cheap": (6, 1), "dear": (3, 1)}  # the dear kind's fourth did not fit
+    assert rounds.plan(costs, {"cheap": 3, "dear": 3}, 9, 1e6)["cheap"][0] == 64  # at most
+    few = rounds.plan({"k": rounds.Cost(1.0, 0.1)}, {"k": 3}, 9, 0.0)
+    assert few == {"k": (3, 4)}  # too few processes fit: more rounds in each, 1 + 2 x 4 >= 9
+    assert rounds.Cost(8.0, 0.25).rounds() == 8 and rounds.Cost(8.0, 4.0).rounds() == 1
+    alone = rounds.plan(costs, {"cheap": 3, "dear": 1}, 3, 1e3)
+    assert alone["dear"][0] == 1  # a kind no claim rests on: one process, never more
 
 
-def test_rounds_are_added_until_the_claims_are_told_or_the_budget_runs_out():
-    def worker(job):
-        return {"visits": {"t": [[r, [0.5], 0.0, 0] for r in job["rounds"]],
-                           "u": [[r, [0.5], 0.0, 0] for r in job["rounds"]]}, "setup_s": 1.0}
-    job, start = {"rounds": [0, 1, 2]}, rounds.time.monotonic()
-    done = rounds.measure(job, 1, None, worker)
+def test_a_stop_beyond_the_least_processes_keeps_what_was_measured_before():
     asked = []
-
-    def undecided(d):  # "t" needs 4 more rounds in all, then its claim is told
-        asked.append(d.rounds)
-        return {"t": 7 - d.rounds} if d.rounds < 7 else {}
-    rounds.until_told(job, done, None, worker, 1, 60.0, start, undecided)
-    assert asked == [3, 7] and done.rounds == 7 and len(done.visits["t"]) == 7
-    assert len(done.visits["u"]) == 3 + 4  # what the fake worker says: a real one, only "t"
-    tight = rounds.measure(job, 1, None, worker)
-    rounds.until_told(job, tight, None, worker, 1, 2.0, start, undecided)  # 1 s setup + 0.5 s
-    assert tight.rounds == 3  # a round, its warm-up and its recording do not fit in 2 s
+    worker = fake(asked, 0.0, ("a", 3, stopping.Stopped(signal.SIGINT)))
+    done = rounds.planned({}, [rounds.Kind("a", ("ta",))], worker, 3, 3, 1e6,
+                          rounds.time.monotonic())
+    assert done.stopped == signal.SIGINT and done.processes == 3  # three kept, the fourth not
+    with pytest.raises(stopping.Stopped):  # within the least: the run itself stops
+        rounds.planned({}, [rounds.Kind("a", ("ta",))],
+                       fake([], 0.0, ("a", 1, stopping.Stopped(signal.SIGINT))), 3, 3, 1e6,
+                       rounds.time.monotonic())
 
 
-def test_a_stop_during_the_added_rounds_keeps_what_was_measured_before():
-    def worker(job):
-        if job["rounds"][0] >= 3:
-            raise stopping.Stopped(signal.SIGINT)
-        return {"visits": {"t": [[r, [0.1], 0.0, 0] for r in job["rounds"]]}, "setup_s": 0.1}
-    job = {"rounds": [0, 1, 2]}
-    done = rounds.measure(job, 1, None, worker)
-    rounds.until_told(job, done, None, worker, 1, 60.0, rounds.time.monotonic(),
-                      lambda d: {"t": 5})
-    assert done.stopped == signal.SIGINT and done.rounds == 3
-
-
-def test_a_run_stopped_while_adding_rounds_saves_them_marked(tmp_path, monkeypatch):
+def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkeypatch):
     import machine_speed
-    from harness.judging import judge
-    monkeypatch.setattr(judge, "undecided", lambda *a: {"forklift": 3, "workbench": 3})
     real = machine_speed.measure_here
 
-    def measure_here(args, job):
-        if job["rounds"][0] >= 3:  # the rounds added: a Ctrl-C arrives
+    def spawn(script, argv, job):  # a worker in this process, as fast as a call
+        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
             raise stopping.Stopped(signal.SIGINT)
-        return real(args, job)
-    monkeypatch.setattr(machine_speed, "measure_here", measure_here)
+        return real(machine_speed.parse_args(argv + ["--worker"]), job)
+    monkeypatch.setattr(rounds, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
-                   "--processes", "1", "--out", str(tmp_path), "--label", "box")
+                   "--out", str(tmp_path), "--label", "box")
     assert r.returncode == 130 and "interrupted while adding rounds" in r.stderr
     saved = (tmp_path / "box" / "machine_speed.txt").read_text()
     assert "STOPPED: interrupted while adding rounds" in saved  # the claims say so
@@ -131,21 +138,11 @@ def test_a_bad_time_budget_is_one_line_exit_2_and_nothing_saved(tmp_path, value)
 
 def test_worker_processes_measure_the_rounds_of_a_real_run(tmp_path):
     r = subprocess.run([sys.executable, f"{ROOT}/machine_speed.py", "--quick", "--no-save",
-                        "--processes", "2", "--runs", "4"], capture_output=True, text=True,
-                       timeout=120, cwd=ROOT)
+                        "--processes", "3", "--runs", "4", "--time-budget", "1"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "(best of 4 rounds per figure" in r.stdout and "Traceback" not in r.stderr
-
-
-def test_the_claims_judged_between_added_rounds_warn_nothing_twice(capsys):
-    from harness.terminal import kept, warn
-    worker = lambda job: {"visits": {"t": [[r, [0.1], 0.0, 0] for r in job["rounds"]]}}  # noqa
-    job = {"rounds": [0, 1, 2]}
-    done = rounds.measure(job, 1, None, worker)
-    with kept() as warned:  # the records made after the last round say them, once
-        rounds.until_told(job, done, None, worker, 1, 60.0, rounds.time.monotonic(),
-                          lambda d: (warn("noisy machine: a figure spread 1.3x"), {})[1])
-    assert warned == [] and "noisy" not in capsys.readouterr().err
+    assert "(middle of 5 rounds per figure" in r.stdout and "Traceback" not in r.stderr  # 1 + 2 x 2
+    assert "the plan, from the first process of each kind: 3 processes" in r.stderr
 
 
 def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():

@@ -4,6 +4,7 @@ import dataclasses
 
 from harness.terminal import plural, warn
 from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
+from harness.measuring.speeds import x_limit
 import model
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
@@ -26,6 +27,7 @@ class Held:
     alone: object
     part_limits: dict
     part_runs: dict = None  # {part: Timing} of every recording, where they were kept
+    x: object = None  # its time over its limit, as a figure (speeds.x_limit: round by round)
 
     @property
     def seconds(self):
@@ -57,13 +59,12 @@ def held(cfg, checked, roofs, tables_alone):
 def hold(cfg, experiment, outcome, roofs, alone):
     """outcome: a row measured (its "time" figure, its steps' riders, its recorded trip);
     alone: {tokens: Timing} of the table products alone."""
-    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
-    limit_s, bound = max(model.limit(cfg, riders, bw, fl) for riders in outcome.row.steps)
+    x, limit_s, bound = x_limit(cfg, outcome.row.steps, outcome.figures["time"], roofs)
     riders = outcome.recorded["riders"]
     return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
-                bound,
-                riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
-                model.part_limits(cfg, riders, bw, fl), outcome.recorded.get("runs"))
+                bound, riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
+                model.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s),
+                outcome.recorded.get("runs"), x)
 
 
 def suspect(h):
@@ -99,7 +100,7 @@ def held_figures(held):
                  f"({h.bound}-bound); {suspect(h)}")
     check = [{"experiment": h.experiment, KEYS: h.keys, "measured": ms(h.timing),
               "limit": h.limit_s * 1e3, "bound by": h.bound,
-              "x limit": timed(h.seconds / h.limit_s, h.timing)} for h in held]
+              "x limit": h.x or timed(h.seconds / h.limit_s, h.timing)} for h in held]
     parts = []
     for h in held:
         s, alone, who = h.parts, h.alone.seconds, h.excess()

@@ -1,54 +1,55 @@
-"""How sure a figure is, from the run's own rounds. A judge computes its quantity from records
-as a Figure: the value, and how to compute it again from the statistic of each record it read;
-its interval is a paired bootstrap over the rounds those records share (SciPy's), so that a
-ratio of two rows measured moments apart in each round carries only the spread of the ratio,
-never the worst case of two spreads. Samples far from the rest are named (hyperfine's modified
-z-score) and kept in the figure, but left out of its interval; samples other work disturbed
-back no interval."""
+"""How sure a figure is, from the run's own samples. A judge computes its quantity from records
+as a Figure: the value, and how to compute it again from the figure of each record it read. The
+quantity is computed within each round its records share (a ratio of two rows measured moments
+apart, a share, a difference: the machine's drift between rounds cancels in it), then averaged
+over each process's rounds on the log scale, and its interval is Student's t over the processes.
+The processes, not the rounds, are the independent samples: a process's one draw of memory and
+threads moves all of its rounds together (the forklift read 1.5x faster in one process than in
+the next, rounds alike within each). For log-normal noise with any process effect its level is
+its real coverage (tests/test_intervals.py simulates it). A sample other work disturbed backs no
+interval; every other sample counts, far from the rest or not (a far one is named under its
+table, never dropped)."""
 import dataclasses
-import inspect
 import math
-import zlib
 
 import numpy as np
 
 from harness.measuring.timing import DISTURBED  # a sample other work took more of the cores during
 
-FAMILY = 0.05  # the chance of any wrong firm verdict among a run's claims, at most: each of its
-#                tests' intervals is taken at 1 - FAMILY / tests (Bonferroni's bound)
-RESAMPLES = 9999  # bootstrap resamples of the rounds behind each interval
-MIN_ROUNDS = 3  # fewer clean rounds shared by a figure's records back no interval
-OUTLIER = 1.4826 * 10  # a sample further than this many MADs from the median is an outlier:
-#                        hyperfine's threshold (10 standard deviations, the MAD made one)
-STATISTICS = {"median": np.median, "min": np.min, "max": np.max}
+FAMILY = 0.05  # the chance of any wrong firm verdict among a report's claims, at most: each claim
+#                takes an equal share of it (Bonferroni's bound), each of its tests a share of that
+MIN_UNITS = 3  # fewer clean processes (or rounds, where one process measured) back no interval
 
 
-def level(tests):
-    """The confidence level of each interval among `tests` tests: Bonferroni's, so that the
-    chance that any of them misses is at most FAMILY."""
-    return 1 - FAMILY / max(tests, 1)
+def tail(claims, tests=1):
+    """The chance that one test's interval lies wholly past its true value on a given side,
+    among `claims` claims of `tests` tests each: a firm verdict is wrong only where its interval
+    misses the truth on the side of the edge, so each side takes FAMILY / (claims x tests)."""
+    return FAMILY / max(claims, 1) / max(tests, 1)
 
 
 @dataclasses.dataclass(frozen=True)
 class Leaf:
-    """One record as a judge reads it: its statistic over its clean samples, each with the round
-    it was measured in; dropped: how many samples other work disturbed (and the most of the
-    cores it took, share), which back nothing."""
+    """One record as a judge reads it: its clean samples, each with the round and process it was
+    measured in (processes: None where one process measured them all, or the record is older);
+    dropped: how many samples other work disturbed (and the most of the cores it took, share),
+    which back nothing."""
     name: str
-    statistic: str  # "median", "min" (a best time) or "max" (a best rate)
     rounds: tuple
     samples: tuple
+    processes: tuple = None
     dropped: int = 0
     share: float = 0.0
     visit_s: float = None  # what one more round of the record's rows takes, where known
     trials: tuple = ()  # the trials (rows) the record's samples were measured in
+    process_s: float = None  # what one more process of every kind takes (--processes + 1)
 
 
 class Figure:
     """A quantity computed from records: its value (from the records' own values), the records
-    it rests on (leaves) and make(stats), the same quantity from each leaf's statistic, in
-    order, so that a resample of the rounds gives the quantity again. A plain number is a
-    Figure with no leaves. Only + - * / are needed by the judges."""
+    it rests on (leaves) and make(values), the same quantity from each leaf's value, in order
+    (arrays of them alike: one per round), so that it can be computed within each round. A plain
+    number is a Figure with no leaves. Only + - * / are needed by the judges."""
 
     def __init__(self, value, leaves=(), make=None, record=None):
         self.value, self.leaves, self.record = value, tuple(leaves), record
@@ -87,36 +88,24 @@ def lift(v):
     return v if isinstance(v, Figure) else Figure(v)
 
 
-def statistic(record):
-    """How a record's value is made of its samples: the median, or a best (the least time, the
-    most of a rate)."""
-    if record.get("statistic") != "best":
-        return "median"
-    runs = record["samples"]
-    return "min" if abs(record["value"] - min(runs)) <= abs(record["value"] - max(runs)) \
-        else "max"
-
-
 def leaf(record):
     """A measured record as a Leaf; None where no runs stand behind it (a count, a limit, a
     prediction, text). A sample is kept with its round (the records of one run share rounds; an
-    older record, which kept none, pairs by order) unless other work disturbed it or it lies far
-    from the rest (an outlier, named under its table: at the levels the verdicts take, a
-    bootstrap of five rounds would otherwise reach it in one resample of twenty)."""
+    older record, which kept none, pairs by order) and process, unless other work disturbed
+    it."""
     runs = record.get("samples")
     if not runs or record.get("predicted") or record.get("statistic") in ("limit", "computed") \
             or isinstance(record.get("value"), str):
         return None
     rounds = record.get("rounds") or list(range(len(runs)))
     shares = record.get("shares") or [None] * len(runs)
-    odd = set(outliers(runs)) if statistic(record) == "median" else set()  # far from the rest
-    #     (a best is its runs' extreme: none is odd)
-    clean = [(r, s) for i, (r, s, o) in enumerate(zip(rounds, runs, shares))
-             if not disturbed(o) and i not in odd]
+    where = record.get("processes") or [None] * len(runs)
+    clean = [(r, s, p) for r, s, o, p in zip(rounds, runs, shares, where) if not disturbed(o)]
     others = [o for o in shares if disturbed(o)]
-    return Leaf(named_of(record), statistic(record), tuple(r for r, _ in clean),
-                tuple(s for _, s in clean), len(others), max(others, default=0.0),
-                record.get("visit_s"), tuple(record.get("trials") or ()))
+    return Leaf(named_of(record), tuple(r for r, _, _ in clean), tuple(s for _, s, _ in clean),
+                tuple(p for *_, p in clean) if record.get("processes") else None,
+                len(others), max(others, default=0.0), record.get("visit_s"),
+                tuple(record.get("trials") or ()), record.get("process_s"))
 
 
 def disturbed(share):
@@ -146,44 +135,103 @@ def shared(figure):
     return sorted(common)
 
 
-def interval(figure, confidence, name=""):
-    """(low, high): the figure's confidence interval at this level, a percentile bootstrap of
-    the rounds its records share, resampled together; the value itself for a figure with no runs
-    behind it; None where fewer than MIN_ROUNDS clean rounds are shared. The resamples are
-    seeded by the figure's name, so the same records always give the same interval."""
-    if not figure.leaves:
-        return figure.value, figure.value
-    rounds = shared(figure)
-    if len(rounds) < MIN_ROUNDS:
-        return None
-    data = [np.array([dict(zip(x.rounds, x.samples))[r] for r in rounds]) for x in figure.leaves]
-    stats = [STATISTICS[x.statistic] for x in figure.leaves]
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A figure's estimate and interval: value, its center (the geometric mean of its processes'
+    quantities, or their mean where one may be 0 or less); low and high; units, the processes
+    (or rounds) behind it; rounds; tail, the chance it misses on each side; spread, the units'
+    standard deviation (on the log scale where log)."""
+    value: float
+    low: float
+    high: float
+    units: int = 0
+    rounds: int = 0
+    tail: float = 0.0
+    spread: float = 0.0
+    log: bool = False
 
-    def computed(*columns, axis=-1):
-        return figure.make([stat(c, axis=axis) for stat, c in zip(stats, columns)])
-    if all(np.ptp(d) == 0 for d in data):  # nothing varies: nothing to resample
-        v = float(computed(*(d[None, :] for d in data))[0])
-        return min(v, figure.value), max(v, figure.value)
-    from scipy import stats as sp
-    seed = np.random.default_rng(zlib.crc32(name.encode()))
-    seeded = {"rng" if "rng" in inspect.signature(sp.bootstrap).parameters  # SciPy 1.15 on
-              else "random_state": seed}
+    @property
+    def level(self):
+        """Its coverage: the chance that it holds the true value."""
+        return 1 - 2 * self.tail
+
+    def half(self, units):
+        """Its half-width, on its own scale, were it made of `units` units as alike as these."""
+        from scipy import stats
+        return float(stats.t.ppf(1 - self.tail, units - 1)) * self.spread / math.sqrt(units)
+
+
+def per_round(figure, rounds):
+    """The figure's quantity within each of these rounds, from each leaf's sample in it."""
+    data = [np.array([dict(zip(x.rounds, x.samples))[r] for r in rounds], dtype=float)
+            for x in figure.leaves]
     with np.errstate(all="ignore"):
-        ci = sp.bootstrap(data, computed, paired=True, vectorized=True,
-                          n_resamples=RESAMPLES, confidence_level=confidence,
-                          method="percentile", **seeded).confidence_interval
-    lo, hi = float(ci.low), float(ci.high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return np.broadcast_to(np.asarray(figure.make(data), dtype=float), (len(rounds),))
+
+
+def units_of(figure, rounds):
+    """Each round's unit: its process, where its records say (the same for every leaf), else
+    the round itself."""
+    where = {}
+    for x in figure.leaves:
+        if x.processes is not None:
+            where.update(zip(x.rounds, x.processes))
+    return [where.get(r, ("round", r)) for r in rounds]
+
+
+def interval(figure, tail_each, name=""):
+    """The figure's Interval: each unit's quantity (the mean of its rounds', on the log scale
+    where every quantity is above 0), then Student's t over the units, each side missing with
+    chance tail_each; the value itself for a figure with no runs behind it; None where fewer
+    than MIN_UNITS units have clean samples of every leaf, or the quantity is not finite."""
+    if not figure.leaves:
+        return Interval(figure.value, figure.value, figure.value)
+    rounds = shared(figure)
+    if not rounds:
         return None
-    return min(lo, figure.value), max(hi, figure.value)
+    q = per_round(figure, rounds)
+    if not np.all(np.isfinite(q)):
+        return None
+    log = bool(np.all(q > 0))
+    y = np.log(q) if log else q
+    units = {}
+    for u, v in zip(units_of(figure, rounds), y):
+        units.setdefault(u, []).append(v)
+    means = np.array([np.mean(v) for v in units.values()])
+    if len(means) < MIN_UNITS:
+        return None
+    low, high = (float(v[0]) for v in student(means[None, :], tail_each))
+    center = float(np.mean(means))
+    return Interval(at(center, log), at(low, log), at(high, log), len(means), len(rounds),
+                    tail_each, float(np.std(means, ddof=1)), log)
+
+
+def student(units, tail_each):
+    """Student's t interval of the mean of each row of units (one row of processes' quantities
+    each), each side missing with chance tail_each: -> (lows, highs)."""
+    from scipy import stats
+    n = units.shape[1]
+    center = units.mean(axis=1)
+    half = float(stats.t.ppf(1 - tail_each, n - 1)) * units.std(axis=1, ddof=1) / math.sqrt(n)
+    return center - half, center + half
+
+
+def at(y, log):
+    """A point of an interval's scale (a log where log) as a figure."""
+    return math.exp(y) if log else y
 
 
 def outliers(samples):
     """The indices of the samples far from the rest: a modified z-score (distance from the
-    median over the median absolute deviation) beyond OUTLIER, as hyperfine flags them."""
+    median over the median absolute deviation) beyond OUTLIER, as hyperfine flags them. They are
+    named under their table, and count in every figure and interval like the rest."""
     from scipy.stats import median_abs_deviation
     x = np.asarray(samples, dtype=float)
     if x.size < 3:
         return []
     mad = median_abs_deviation(x) or np.finfo(float).eps
     return [i for i, z in enumerate(np.abs(x - np.median(x)) / mad) if z > OUTLIER]
+
+
+OUTLIER = 1.4826 * 10  # a sample further than this many MADs from the median is named:
+#                        hyperfine's threshold (10 standard deviations, the MAD made one)

@@ -1,7 +1,7 @@
-"""The verdicts: every claim's rule resolved at one confidence level for the run (its tests
-share the chance of a wrong firm verdict), as measured and at this machine's limits; why a claim
-does not hold, from the check and breakdown tables; and which rows more rounds could settle a
-claim with."""
+"""The verdicts: every claim's rule resolved at the level the report's claims share (each
+claim an equal share of the chance of any wrong firm verdict among them, its tests a share of
+that), as measured and at this machine's limits; and why a claim does not hold, from the check
+and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 from harness.judging import claims, intervals
 from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
@@ -22,38 +22,17 @@ def verdicts(found, roofs, scripts, settings=None, busy=()):
 
 
 def judged(found, roofs, scripts, settings, busy):
-    """Every claim's rule first, then each resolved at the one level they share."""
+    """Every claim's rule first, then each resolved at its share of the report's level."""
     predicting = bool(settings and settings.get("predict"))
     gpu = not predicting and on_a_gpu(settings)  # a GPU's claims, at its measured speeds too
     chosen = [c for c in claims.CLAIMS if c.script in scripts and (gpu or not c.gpu)
               and (c.predicted == predicting or gpu and c in claims.GPU_CLAIMS)]
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
-    confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
+    share = intervals.tail(claims.family(gpu))
     return [(c, here, UNKNOWN, early, "") if early else
-            (c, *verdict_of(c, here, resolve(rule, confidence, c.says), found, roofs))
+            (c, *verdict_of(c, here, resolve(rule, share / max(count(rule), 1), c.says), found,
+                            roofs))
             for c, here, rule, early in ruled]
-
-
-def undecided(found, roofs, scripts, settings):
-    """{trial: about how many more rounds it needs} for the trials behind the measured claims
-    that cannot be told yet, where more rounds could tell them (an interval that straddles its
-    edge, or too few clean rounds); empty where every claim is firm."""
-    predicting = bool(settings and settings.get("predict"))
-    gpu = not predicting and on_a_gpu(settings)
-    chosen = [c for c in claims.CLAIMS if c.script in scripts and c.predicted == predicting
-              and (gpu or not c.gpu)]
-    ruled = [(c, *rule_of(c, found, roofs, settings, ())) for c in chosen]
-    confidence = intervals.level(sum(count(rule) for _, _, rule, early in ruled if not early))
-    wanted = {}
-    for c, _, rule, early in ruled:
-        done = None if early else resolve(rule, confidence, c.says)
-        if done is None or done.verdict is not None or done.test is None:
-            continue
-        more = done.more_rounds() if done.interval is not None else intervals.MIN_ROUNDS
-        for x in done.test.figure.leaves if more else ():
-            for trial in x.trials:
-                wanted[trial] = max(wanted.get(trial, 0), more)
-    return wanted
 
 
 def on_a_gpu(settings):

@@ -1,13 +1,14 @@
 """The rules a claim's judge applies: above, below, within, more, every. A rule is a test of a
-figure against an edge, resolved later at the run's confidence level (intervals.level): it holds
-where the figure's interval lies wholly past the edge, fails (a Fails, saying which way) where it
-lies wholly short of it, and cannot tell (None) where it straddles the edge, saying how close it
-came and how many more rounds would settle it."""
+figure against an edge, resolved later at the level the report's claims share (intervals.tail):
+it holds where the figure's interval lies wholly past the edge, fails (a Fails, saying which way)
+where it lies wholly short of it, and cannot tell (None) where it straddles the edge, saying how
+close it came and how many more processes would settle it."""
 import dataclasses
 import math
 
 from harness.keeping.records import Missing, find
-from harness.judging.intervals import Figure, interval, lift, of, shared
+from harness.terminal import plural
+from harness.judging.intervals import MIN_UNITS, Figure, interval, lift, of
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
@@ -87,35 +88,39 @@ class Every:
 
 @dataclasses.dataclass(frozen=True)
 class Resolved:
-    """A rule's verdict at a confidence level (True, a Fails, or None: cannot tell), and the test
-    that decided it: the one that failed, the one that could not tell and needs the most rounds
-    more, or, where all hold, the one that held by the least. interval: its figure's (None:
-    fewer than MIN_ROUNDS clean rounds); rounds: the clean rounds behind it."""
+    """A rule's verdict (True, a Fails, or None: cannot tell), and the test that decided it: the
+    one that failed, the one that could not tell and needs the most processes more, or, where
+    all hold, the one that held by the least. interval: its figure's (an intervals.Interval;
+    None: fewer than MIN_UNITS clean processes behind it)."""
     verdict: object
     test: Test = None
-    interval: tuple = None
-    rounds: int = 0
+    interval: object = None
 
     def margin(self):
         """How far the interval clears the edge, as a share of the edge (the closest call)."""
         if self.test is None or self.interval is None:
             return math.inf
-        lo, hi = self.interval
         e = self.test.edge
-        return ((lo - e) if self.test.above else (e - hi)) / max(abs(e), 1e-300)
+        return ((self.interval.low - e) if self.test.above else (e - self.interval.high)) \
+            / max(abs(e), 1e-300)
 
-    def more_rounds(self):
-        """About how many more rounds would narrow the interval past the edge (an interval
-        narrows as the square root of its rounds); None where the value sits on the edge or
-        there is no interval."""
-        if self.test is None or self.interval is None:
+    def more_processes(self):
+        """About how many more processes, as alike as these, would narrow the interval past the
+        edge (Student's t at the same level); None where the estimate sits on the edge, nothing
+        varies, or no number up to MOST_UNITS would do."""
+        i = self.interval
+        if self.test is None or i is None or i.spread <= 0 or i.units < 2:
             return None
-        v, e = self.test.figure.value, self.test.edge
-        half = (v - self.interval[0]) if v > e else (self.interval[1] - v)
-        gap = abs(v - e)
-        if gap <= 1e-9 * max(abs(v), 1e-300) or not math.isfinite(half):
+        if i.log and (self.test.edge <= 0 or i.value <= 0):
             return None
-        return max(1, math.ceil(self.rounds * (half / gap) ** 2 * 1.1) - self.rounds)
+        scale = math.log if i.log else (lambda v: v)
+        gap = abs(scale(i.value) - scale(self.test.edge))
+        if gap <= 1e-9:
+            return None
+        for units in range(i.units + 1, MOST_UNITS + 1):
+            if i.half(units) < gap:
+                return units - i.units
+        return None
 
     def shown(self):
         """The tested figure with its interval and edge: 'the gain 5.31 (4.90 to 5.62), edge 2'."""
@@ -124,30 +129,42 @@ class Resolved:
         t, f = self.test, self.test.figure
         if not f.leaves:
             return f"{t.label} {t.said(f.value)}, edge {t.said(t.edge)}".strip()
-        ci = ("" if self.interval is None else
-              f" ({t.said(self.interval[0])} to {t.said(self.interval[1])})")
-        return f"{t.label} {t.said(f.value)}{ci}, edge {t.said(t.edge)}".strip()
+        if self.interval is None:
+            return f"{t.label} {t.said(f.value)}, edge {t.said(t.edge)}".strip()
+        i = self.interval
+        return (f"{t.label} {t.said(i.value)} ({t.said(i.low)} to {t.said(i.high)}), edge "
+                f"{t.said(t.edge)}").strip()
 
     def why(self):
-        """Why it cannot tell, how close it came, and what would settle it."""
+        """Why it cannot tell, how close it came, and what would settle it: the processes more
+        (--processes counts each kind of rows' processes) and what they cost."""
         f = self.test.figure
         dropped = [x for x in f.leaves if x.dropped]
+        apart = any(x.processes for x in f.leaves)  # the units are processes, else rounds
+        unit, flag = ("process", "--processes") if apart else ("round", "--runs")
         if self.interval is None:
             if dropped:
                 worst = max(dropped, key=lambda x: x.share)
                 return (f"disturbed: other work took up to {worst.share:.0%} of the cores during "
-                        f"runs of {worst.name}, leaving fewer than 3 clean rounds: rerun when "
-                        f"the machine is quieter")
-            return (f"fewer than 3 rounds behind {f.leaves[0].name}: rerun with --runs 3 or "
-                    f"more")
-        said = f"{self.shown()}: the interval straddles the edge, from {self.rounds} rounds"
-        more = self.more_rounds()
+                        f"runs of {worst.name}, leaving fewer than {MIN_UNITS} clean "
+                        f"{plural(MIN_UNITS, unit)}: rerun when the machine is quieter")
+            return (f"fewer than {MIN_UNITS} {plural(MIN_UNITS, unit)} behind "
+                    f"{f.leaves[0].name}: rerun with {flag} {MIN_UNITS} or more")
+        i = self.interval
+        said = (f"{self.shown()}: the interval straddles the edge, from {i.units} "
+                f"{plural(i.units, unit)}")
+        more = self.more_processes()
         if more is None:
-            return said + "; it sits on the edge: no number of rounds would settle it"
-        cost = sum({x.trials or x.name: x.visit_s or 0 for x in f.leaves}.values())
-        spent = (f" (with --time-budget: their visits take about {cost * more:,.0f} s, and a "
-                 f"worker's start more)") if cost else ""
-        return said + f"; about {more} more rounds of its rows{spent} would settle it"
+            return said + (f"; it sits too close to the edge for {MOST_UNITS} "
+                           f"{plural(MOST_UNITS, unit)} to settle it")
+        cost = max((x.process_s or 0.0 for x in f.leaves), default=0.0) if apart else sum(
+            {x.trials or x.name: x.visit_s or 0.0 for x in f.leaves}.values())
+        spent = f", about {cost * more:,.0f} s more" if cost else ""
+        return said + (f"; about {more} more {plural(more, unit)} would settle it ({flag} "
+                       f"{i.units + more}{spent})")
+
+
+MOST_UNITS = 64  # processes a why considers at most (--processes takes up to 64)
 
 
 def figure(found, experiment, name, /, **keys):
@@ -188,34 +205,35 @@ def plain(holds, way=""):
 
 
 def count(rule):
-    """The tests a rule holds: what a run's confidence level is shared among."""
+    """The tests a rule holds: what its claim's share of the chance of a wrong verdict is shared
+    among."""
     return rule.count() if isinstance(rule, (Test, Every)) else 0
 
 
-def resolve(rule, confidence, name=""):
-    """A rule's verdict at this confidence level, as a Resolved."""
+def resolve(rule, tail_each, name=""):
+    """A rule's verdict, each of its tests' intervals missing on each side with chance
+    tail_each, as a Resolved."""
     if isinstance(rule, Test):
-        ci = interval(rule.figure, confidence, name)
-        rounds = len(shared(rule.figure))
+        ci = interval(rule.figure, tail_each, name)
         if ci is None:
-            return Resolved(None, rule, None, rounds)
-        lo, hi = ci
+            return Resolved(None, rule, None)
+        lo, hi = ci.low, ci.high
         past = lo > rule.edge if rule.above else hi < rule.edge
         short = hi <= rule.edge if rule.above else lo >= rule.edge
         if rule.ties:  # an equal figure is no failure: only one wholly short of the edge
             short = hi < rule.edge if rule.above else lo > rule.edge
         verdict = True if past or rule.ties and not short else Fails(rule.way) if short \
             else None
-        return Resolved(verdict, rule, ci, rounds)
+        return Resolved(verdict, rule, ci)
     if isinstance(rule, Every):
-        done = [resolve(part, confidence, f"{name}/{i}") for i, part in enumerate(rule.parts)]
+        done = [resolve(part, tail_each, f"{name}/{i}") for i, part in enumerate(rule.parts)]
         for d in done:
             if d.verdict is not None and not d.verdict:
                 return d if isinstance(d.verdict, Fails) else Resolved(Fails(""), d.test,
-                                                                       d.interval, d.rounds)
+                                                                       d.interval)
         unknown = [d for d in done if d.verdict is None]
         if unknown:
-            return max(unknown, key=lambda d: d.more_rounds() or math.inf)
+            return max(unknown, key=lambda d: d.more_processes() or math.inf)
         tested = [d for d in done if d.test is not None]
         return min(tested, key=Resolved.margin) if tested else Resolved(True)
     if rule is None:

@@ -105,7 +105,8 @@ def samples(m):
     """The figure in each round its timings share, in its own unit: the value scaled by how far
     each round's timings sit from the statistic they were summed up by; a timing kept without
     rounds pairs by order. -> (samples, rounds, shares: the most of the cores other work took
-    in each) or None where they do not pair up."""
+    in each, processes: the process of each, or None where unknown) or None where they do not
+    pair up."""
     if any(t.seconds <= 0 for _, t in m.parts):
         return None
     by_round = [dict(zip(t.rounds or range(len(t.samples)),
@@ -119,7 +120,13 @@ def samples(m):
                                    for (p, t), b in zip(m.parts, by_round)) for r in common]
     shares = [max((b[r][1] for b in by_round if b[r][1] is not None), default=None)
               for r in common]
-    return values, common if all(t.rounds for _, t in m.parts) else None, shares
+    where = {}
+    for _, t in m.parts:
+        where.update(zip(t.rounds, t.processes) if t.processes else ())
+    processes = [where[r] for r in common] if all(r in where for r in common) else None
+    if processes is not None and len(set(processes)) < 2:  # one process: its rounds stand in
+        processes = None  #                                   for processes (judging/intervals)
+    return values, common if all(t.rounds for _, t in m.parts) else None, shares, processes
 
 
 def make(layout, rows, settings, predicted=False):
@@ -138,12 +145,13 @@ def make(layout, rows, settings, predicted=False):
             if c.key or v is None:
                 continue
             measured = isinstance(v, Measured)
-            runs, rounds, shares = (samples(v) if measured else None) or (None, None, None)
+            runs, rounds, shares, processes = (samples(v) if measured else None) or (None,) * 4
             out.append({"experiment": layout.name, "keys": dict(keys), "figure": c.figure,
                         "unit": c.unit,
                         "statistic": STATISTIC[v.timing.stat] if measured else COMPUTED,
                         "value": value(v), "samples": runs, "runs": len(runs) if runs else None,
                         **({"rounds": rounds, "shares": shares, **visits(v)} if rounds else {}),
+                        **({"processes": processes} if rounds and processes else {}),
                         **(conditions(v) if measured else {}),
                         "compared": c.compared, "predicted": predicted,
                         "settings": settings})

@@ -189,9 +189,10 @@ def check_once(found):
 
 
 def rounds_problem(r, runs):
-    """What is wrong with a record's rounds, shares, trials or visit time, in a few words, or
-    '': rounds are distinct whole numbers from 0, one per sample; shares, one per sample, a
-    number from 0 to 1 or null; trials, text; visit_s, a number of 0 or more."""
+    """What is wrong with a record's rounds, shares, processes, trials or visit time, in a few
+    words, or '': rounds are distinct whole numbers from 0, one per sample; shares, one per
+    sample, a number from 0 to 1 or null; processes, whole numbers from 0, one per sample;
+    trials, text; visit_s, a number of 0 or more."""
     n = len(runs) if isinstance(runs, list) else 0
     rounds, shares = r.get("rounds"), r.get("shares")
     if rounds is not None and not (isinstance(rounds, list) and len(rounds) == n and all(
@@ -200,6 +201,11 @@ def rounds_problem(r, runs):
     if shares is not None and not (isinstance(shares, list) and len(shares) == n and all(
             x is None or number(x, 0) and x <= 1 for x in shares)):
         return "shares are not numbers from 0 to 1 (or null), one per sample"
+    processes = r.get("processes")
+    if processes is not None and not (rounds is not None and isinstance(processes, list)
+                                      and len(processes) == n and all(
+            type(x) is int and 0 <= x < 10 ** 6 for x in processes)):
+        return "processes are not whole numbers, one per sample of its rounds"
     trials = r.get("trials")
     if trials is not None and not (isinstance(trials, list) and len(trials) < 100
                                    and all(isinstance(t, str) for t in trials)):

@@ -17,7 +17,7 @@ from harness.measuring.pool import sharing
 from harness.measuring.rounds import Trial
 import model
 
-ALONE_RUNS = 3  # the table products alone, best of this many calls in each process
+ALONE_RUNS = 2  # the table products alone, best of this many calls in each process
 KEPT = 64 << 20  # bytes: a freed block up to this size stays in the process (keep_freed_memory)
 
 
@@ -59,13 +59,14 @@ def tokens(cfg, t, seed, on=devices.NUMPY):
                                                                   dtype=np.float32), on.dtype)
 
 
-def book(bench, users, capacity):
-    """A notebook for `users` users, on the bench's device, its memory touched now: NumPy's
-    zeros are the system's untouched pages, and the first trip to write into them would pay for
-    them (a 256-token read's first trip: attention 40 to 50 ms instead of 28)."""
+def book(bench, users, capacity, touch=True):
+    """A notebook for `users` users, on the bench's device, its memory touched now (unless the
+    caller writes all of it itself): NumPy's zeros are the system's untouched pages, and the
+    first trip to write into them would pay for them (a 256-token read's first trip: attention
+    40 to 50 ms instead of 28)."""
     made = model.notebook(bench.cfg, users, capacity,
                           None if bench.on.numpy else bench.floors[0]["qkv"])
-    if bench.on.numpy:
+    if bench.on.numpy and touch:
         made["k"].fill(0)
         made["v"].fill(0)
     return made
@@ -198,9 +199,11 @@ def copies(bench, first, users, room):
     """The notebook of `users` users who each hold the notes in `first`, with room for `room`
     more each."""
     n = first["len"]
-    theirs = book(bench, users, n + room)
+    theirs = book(bench, users, n + room, touch=False)  # every number written once, here:
     theirs["k"][..., :n] = first["k"][..., :n]  # one user's notes, copied to every user
     theirs["v"][..., :n, :] = first["v"][..., :n, :]
+    theirs["k"][..., n:] = 0  # and the room for more, touched
+    theirs["v"][..., n:, :] = 0
     theirs["len"] = n
     return theirs
 

@@ -1,15 +1,19 @@
 """Measuring in rounds. A round visits every trial (a row's trips, a speed) once, in an order
 shuffled each round, so that a claim's ratio of two rows is taken from visits moments apart and
-the machine's drift between rows cancels. The rounds are spread over several fresh worker
+the machine's drift between rows cancels. The rounds are spread over many fresh worker
 processes, each the script itself run with --worker (as pyperf spreads its runs), so that what
 differs between processes (where memory lands, how the BLAS's threads start) is in the samples
-instead of assumed. Each process warms every trial once, records the breakdown's trips once,
-then visits; a visit other work disturbed is measured again after a pause.
+instead of assumed: a verdict's interval counts processes, not rounds (judging/intervals.py).
+Rows no claim holds against each other's are measured in processes of their own kind (Kind),
+each making only what its rows need. Each process warms every trial once, records the
+breakdown's trips once, then visits; a visit other work disturbed is measured again after a
+pause.
 
 A job (what a worker is asked) and a result (what it says back) are plain JSON:
-  job    {"rounds": [ids], "trials": [names] or null (all), "record": bool, "paths": {...} or
-          null (choose them), "threads": n, "again": n, "process": i, "processes": n,
-          "start": the run's monotonic start, "left_s": the measuring's estimate}
+  job    {"rounds": [ids, the run's own], "trials": [names] or null (all), "record": bool,
+          "paths": {...} or null (choose them), "threads": n, "again": n, "kind": its name,
+          "process": i (of its kind), "processes": the least of each kind, "start": the run's
+          monotonic start, "left_s": the measuring's estimate}
   result {"visits": {trial: [[round, [seconds of each step], share or null, again], ...]},
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
@@ -17,6 +21,7 @@ A job (what a worker is asked) and a result (what it says back) are plain JSON:
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import signal
 import statistics
@@ -28,10 +33,10 @@ import types
 import numpy as np
 
 from harness import stopping
-from harness.terminal import clock, hushed, note, plural, progress, warn
+from harness.terminal import clock, note, plural, progress, warn
 from harness.measuring import host, nvidia, timing
 
-PROCESSES = 3  # worker processes a full run spreads its rounds over (pyperf's point: several)
+PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 SEED = 0  # the orders the rounds visit their trials in: the same every run
 BRIDGE_S = 0.15  # between a round's groups, the next group's cheapest trial runs untimed this
 #                  long: the BLAS's threads stop spinning meanwhile (OpenBLAS's default timeout
@@ -58,6 +63,8 @@ class Trial:
     #                    readies what it uses (its notebooks are touched when made)
     timer: object = None  # what times its steps: the Device its arrays live on (a GPU's own
     #                       events, no wait between the calls of a sample); None: this CPU's clock
+    best: int = 1  # samples of each step a visit takes, the fastest kept: a limit's ceiling in
+    #                each round (the forklift and the workbench), never the best of a whole run
 
 
 HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
@@ -65,7 +72,7 @@ HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: 
 
 def visit(trial, watch=host.watch):
     """One visit: setup, then each step timed, its `number` calls between two marks of the
-    trial's timer. -> ([seconds per call of each step], the share of the cores other work took
+    trial's timer (the fastest of `best` such samples). -> ([seconds per call of each step], the share of the cores other work took
     meanwhile, or None where the OS does not say). A signal that came before it and was lost on
     its way stops the run here (stopping.check)."""
     stopping.check()
@@ -73,10 +80,13 @@ def visit(trial, watch=host.watch):
         trial.setup()
     timer, done, seconds = trial.timer or HOST, watch(), []
     for step in trial.steps:
-        start = timer.mark()
-        for _ in range(trial.number):
-            step()
-        seconds.append(timer.between(start, timer.mark()) / trial.number)
+        tries = []
+        for _ in range(trial.best):
+            start = timer.mark()
+            for _ in range(trial.number):
+                step()
+            tries.append(timer.between(start, timer.mark()) / trial.number)
+        seconds.append(min(tries))
     return seconds, done()
 
 
@@ -96,9 +106,12 @@ def visited(trial, again, watch=host.watch):
 
 def order(trials, round_id):
     """The order one round visits its trials in: group by group, each shuffled, the same for
-    the same round. trials: {name: Trial}"""
+    the same round; the groups in turn forward and backward from round to round, so that one
+    round's last group is the next one's first (one bridge a round, not two). trials: {name:
+    Trial}"""
     rng, out = np.random.default_rng([SEED, round_id]), []
-    for g in sorted({t.group for t in trials.values()}):
+    groups = sorted({t.group for t in trials.values()})
+    for g in groups if round_id % 2 == 0 else groups[::-1]:
         names = sorted(n for n, t in trials.items() if t.group == g)
         out += [names[i] for i in rng.permutation(len(names))]
     return out
@@ -152,16 +165,16 @@ def run(trials, job):
             if t.recorded is not None:
                 t.recorded(None)
             else:
-                visit(t, watch=lambda: (lambda: None))
+                visit(dataclasses.replace(t, best=1), watch=lambda: (lambda: None))
     visits, recorded = {name: [] for name in trials}, {name: [] for name in trials}
-    bridged = Bridged(trials)
+    bridged, began = Bridged(trials), time.perf_counter()
     for i, r in enumerate(rounds):
         for name in bridged.order(r):
             say(job, f"round {i + 1} of {len(rounds)}: {name}")
             seconds, share, tried = visited(trials[name], again)
             visits[name].append([r, seconds, share, tried])
             bridged.cost[name] = sum(seconds)
-    last = rounds[-1] if rounds else 0
+    last, ended = rounds[-1] if rounds else 0, time.perf_counter()
     for name in bridged.order(last) if job.get("record", True) else ():  # every trial warm now
         if trials[name].recorded is not None:
             say(job, f"recording the parts of {name}")
@@ -169,7 +182,8 @@ def run(trials, job):
             trials[name].recorded(parts)
             recorded[name].append([last, dict(parts)])
     progress("")
-    return {"visits": visits, "recorded": {k: v for k, v in recorded.items() if v}}
+    return {"visits": visits, "recorded": {k: v for k, v in recorded.items() if v},
+            "rounds_s": ended - began, "record_s": time.perf_counter() - ended}
 
 
 def say(job, words):
@@ -178,7 +192,7 @@ def say(job, words):
     took = time.monotonic() - start if start is not None else None
     when = "" if took is None else f"{clock(took)} in" + (
         f", about {clock(max(left - took, 0))} left" if left else "") + ": "
-    who = (f"process {job['process'] + 1} of {job['processes']}, "
+    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job['process'] + 1}, "
            if job.get("processes", 1) > 1 else "")
     progress(f"{when}{who}{words}")
 
@@ -234,21 +248,16 @@ def spawn(script, argv, job):
     return json.loads(done.stdout)
 
 
-def spread(rounds, processes):
-    """Round ids 0..rounds-1 in consecutive shares, one per process, the first the largest."""
-    cuts = [rounds * i // processes for i in range(processes + 1)]
-    shares = [list(range(a, b)) for a, b in zip(cuts, cuts[1:])]
-    return sorted((s for s in shares if s), key=len, reverse=True)
-
-
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
-         "gpu_others")  # a result's own keys
+         "gpu_others", "process", "rounds_s", "record_s", "alone_s")  # a result's own keys
 
 
 @dataclasses.dataclass
 class Measured:
     """Every process's result merged: each trial's visits and recorded parts, the table
-    products alone, the paths the first process chose, and what each trial's visit takes."""
+    products alone, the paths the first process chose, what each trial's visit takes, and the
+    process each round was measured in (round ids are the run's own: no two processes share
+    one)."""
     visits: dict = dataclasses.field(default_factory=dict)
     recorded: dict = dataclasses.field(default_factory=dict)
     alone: dict = dataclasses.field(default_factory=dict)
@@ -261,10 +270,13 @@ class Measured:
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
     device_bytes: int = None  # the most memory any process held on a GPU library's device
     gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
+    process_of: dict = dataclasses.field(default_factory=dict)  # {round: its process}
 
     def take(self, result):
+        process = result.get("process", self.processes)
         for name, vs in result["visits"].items():
             self.visits.setdefault(name, []).extend(vs)
+            self.process_of.update({v[0]: process for v in vs})
         for name, rs in result.get("recorded", {}).items():
             self.recorded.setdefault(name, []).extend(rs)
         for n, samples in result.get("alone", {}).items():
@@ -288,26 +300,30 @@ class Measured:
         clean = sum(not timing.disturbed(v[2]) for v in vs)
         return timing.Runs([v[1] for v in vs], [v[2] for v in vs], sum(v[3] for v in vs),
                            clean < min(timing.MIN_RUNS, len(vs)), tuple(range(len(vs))),
-                           tuple(v[0] for v in vs), name)
+                           tuple(v[0] for v in vs), name,
+                           tuple(self.process_of.get(v[0], 0) for v in vs))
 
     def visit_s(self, name):
         """What one visit of a trial takes, its middle."""
         return statistics.median(sum(v[1]) for v in self.visits[name])
 
 
-def measured(args, script, measure_here, undecided=None, **job):
-    """A script's whole measuring: its --runs rounds over --processes fresh workers (each the
-    script itself, `python script ... --worker`, running measure_here(args, job)), then, unless
-    a quick run, rounds added while undecided(done) names trials behind claims that cannot be
-    told yet and --time-budget allows. job: more of what each worker is asked. -> Measured"""
+def measured(args, script, measure_here, kinds=None, **job):
+    """A script's whole measuring: its rows' rounds in fresh worker processes (each the script
+    itself, `python script ... --worker`, running measure_here(args, job)), planned by kind
+    (plan()); a quick run's, or --processes 1's, all in this process. job: more of what each
+    worker is asked. -> Measured"""
     start = time.monotonic()
-    job = {"rounds": list(range(args.runs)), "threads": args.threads,
-           "again": timing.again_for(args), "start": start, **job}
+    job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job}
     worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
     here = lambda j: {**measure_here(args, j), **on_the_device(args.on)}  # noqa: E731
-    done = measure(job, args.processes, worker, here)
-    if undecided is not None and not args.quick:
-        until_told(job, done, worker, here, args.processes, args.time_budget, start, undecided)
+    if args.processes == 1:
+        done = Measured()
+        done.take({**here({**job, "rounds": list(range(args.runs)), "process": 0,
+                            "processes": 1}), "process": 0})
+    else:
+        done = planned(job, kinds or (Kind(),), worker, args.processes, args.runs,
+                       args.time_budget, start)
     if done.gpu_others:
         warn(f"disturbed: {nvidia.busy_words(done.gpu_others)} while the rounds ran: the GPU's "
              f"timings may be slower than it can do")
@@ -316,65 +332,133 @@ def measured(args, script, measure_here, undecided=None, **job):
     return done
 
 
-def measure(job, processes, worker, here):
-    """The job's rounds spread over `processes` fresh workers, one after another (worker(job)
-    -> result runs one), or all in this process (here(job) -> result) where processes is 1.
-    The first process chooses the paths; the others take them. -> Measured"""
-    done = Measured()
-    shares = spread(len(job["rounds"]), processes) if processes > 1 else [list(job["rounds"])]
-    base = job["rounds"][0] if job["rounds"] else 0
-    for i, share in enumerate(shares):
-        part = {**job, "rounds": [base + r for r in share] if processes > 1 else share,
-                "process": i, "processes": len(shares), "paths": job.get("paths") or done.paths}
-        if done.visits and job.get("start") is not None:  # the rest, from what the first took
-            part["left_s"] = time.monotonic() - job["start"] + sum(
-                estimate(done, done.visits, len(s)) for s in shares[i:])
-        done.take(worker(part) if processes > 1 else here(part))
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """Rows measured together in processes of their own: their trials' names (None: every trial
+    the script makes), and which token counts' table products its first processes time alone.
+    Rows that no claim holds against each other's need not share a process, and a process that
+    makes only its own rows' notebooks starts in seconds: more fresh processes for the same
+    time (pyperf's point: a figure's spread from process to process is only seen across many)."""
+    name: str = ""
+    trials: tuple = None
+    least: int = None  # processes of it at least (None: --processes); 1 for rows no claim uses
+
+
+MOST_ROUNDS = 8  # rounds one process measures at most: beyond, a fresh process tells more
+
+
+@dataclasses.dataclass
+class Cost:
+    """What one process of a kind took, from its first (the pilot): its start (the script's
+    start, its tables and notebooks, warm-ups), one round, and what only a kind's first
+    processes do besides (the breakdown's recordings, the table products alone)."""
+    start_s: float
+    round_s: float
+    first_s: float = 0.0
+
+    def of(self, rounds, first=False):
+        return self.start_s + rounds * self.round_s + (self.first_s if first else 0.0)
+
+    def rounds(self):
+        """The rounds a process of this kind measures: 1, unless its start takes many times as
+        long as a round (a quarter of it in rounds, at most MOST_ROUNDS). A verdict's interval
+        counts processes (its t quantile falls fast with each one), and a process's rounds share
+        its one draw of memory and threads: a fresh process tells more than a round of the same
+        one, until starting one costs far more than a round."""
+        return max(1, min(MOST_ROUNDS, round(self.start_s / max(self.round_s, 1e-9) / 4)))
+
+
+def planned(job, kinds, worker, least, runs, budget_s, start):
+    """Every kind's processes, one after another, the kinds taking turns: first one of each (the
+    pilot, one round: what a process of it costs), then the rest as plan() makes them from the
+    pilots' costs alone, never from a figure: no claim's verdict decides how long a run
+    measures. The first process chooses the paths; the others take them. A stop while the
+    processes beyond --processes are measured keeps the ones before (done.stopped says so)."""
+    done, costs, count, wanted = Measured(), {}, {}, {}
+    order = [k.name for k in kinds]
+    by_name = {k.name: k for k in kinds}
+
+    def one(name, rounds):
+        kind, i = by_name[name], count.get(name, 0)
+        part = {**job, "rounds": list(range(done.rounds, done.rounds + rounds)),
+                "trials": None if kind.trials is None else list(kind.trials), "process": i,
+                "processes": least, "kind": name, "paths": job.get("paths") or done.paths,
+                "left_s": left(),
+                "record": job.get("record", True) and i < least}  # the breakdown's recordings:
+        #   one in each of a kind's first processes, each the middle of its parts
+        began = time.monotonic()
+        result = worker(part)
+        took = time.monotonic() - began
+        done.take({**result, "process": done.processes})
+        count[name] = i + 1
+        return took, result
+
+    def left():
+        """The measuring's estimate of its end, from the costs seen so far."""
+        if len(wanted) < len(order):
+            return None
+        return time.monotonic() - start + sum(
+            costs[k].of(wanted[k][1], i < least) for k in order
+            for i in range(count.get(k, 0), wanted[k][0]))
+    fewest = {k.name: least if k.least is None else min(k.least, least) for k in kinds}
+    for name in order:  # the pilots (a kind of one process: all its rounds)
+        pilot = 1 if fewest[name] > 1 else runs
+        took, result = one(name, pilot)
+        first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
+        spent = result.get("rounds_s", 0.0)
+        costs[name] = Cost(max(took - spent - first, 0.0), spent / pilot, first)
+    wanted.update(plan(costs, fewest, runs, start + budget_s - time.monotonic()))
+    note("the plan, from the first process of each kind: " + "; ".join(
+        f"{k + ' ' if k else ''}{wanted[k][0]} {plural(wanted[k][0], 'process')}, each after "
+        f"the first {wanted[k][1]} {plural(wanted[k][1], 'round')} (about "
+        f"{costs[k].of(wanted[k][1]):.0f} s)" for k in order))
+    end = start + budget_s
+    while any(count[k] < wanted[k][0] for k in order):
+        for k in order:
+            processes, rounds = wanted[k]
+            if count[k] >= processes:
+                continue
+            beyond = count[k] >= fewest[k]
+            if beyond and time.monotonic() + costs[k].of(rounds) > end:
+                wanted[k] = count[k], rounds  # slower than the pilot said: no more of it
+                continue
+            try:
+                one(k, rounds)
+            except stopping.Stopped as e:
+                if not beyond:
+                    raise
+                stopping.stopped()
+                done.stopped = e.signum
+                return done
     return done
 
 
-def estimate(done, names, rounds):
-    """Seconds a worker would take for these trials and rounds: its setup (the slowest seen),
-    a warm-up and a recorded trip of each, and the rounds."""
-    visit = sum(done.visit_s(n) for n in names if n in done.visits)
-    return max(done.setup_s or [0.0]) + visit * (rounds + 2)
+def plan(costs, least, runs, seconds):
+    """{kind: (processes, rounds in each after its pilot)}: each kind in least[kind] processes at
+    least, its rows in `runs` rounds at least (a process measuring more rounds where too few
+    processes fit), then a process more of each kind that backs claims (least over 1) in turn
+    while all of them fit in `seconds`. costs: {kind: Cost}, from each kind's pilot (one process,
+    one round)."""
+    count = dict(least)
+
+    def rounds(k):
+        return max(costs[k].rounds(), math.ceil((runs - 1) / max(count[k] - 1, 1)))
+
+    def spent():
+        return sum(costs[k].of(rounds(k), i < least[k]) for k in costs
+                   for i in range(1, count[k]))
+    grown = True
+    while grown:
+        grown = False
+        for k in costs:
+            if count[k] >= MOST_PROCESSES or least[k] < 2:
+                continue
+            count[k] += 1
+            if spent() <= seconds:
+                grown = True
+            else:
+                count[k] -= 1
+    return {k: (count[k], rounds(k)) for k in costs}
 
 
-def added(job, done, names, worker, here, processes, budget_s, start, needed):
-    """Rounds added for the trials behind claims that cannot be told yet (names), in one more
-    worker, as many as needed (at most) that fit in what is left of the time budget: -> the
-    rounds added (0: none fit). Ctrl-C or SIGTERM meanwhile stops them; what was measured before
-    is kept, and done.stopped says so."""
-    left = budget_s - (time.monotonic() - start)
-    one = sum(done.visit_s(n) for n in names if n in done.visits)
-    fits = int((left - estimate(done, names, 0)) / one) if one > 0 else 0
-    more = min(needed, fits, 4 * max(done.rounds, 1))
-    if more < 1:
-        return 0
-    ids = list(range(done.rounds, done.rounds + more))
-    note(f"adding {more} {plural(more, 'round')} of {len(names)} "
-         f"{plural(len(names), 'row')} for the claims that cannot be told yet")
-    part = {**job, "rounds": ids, "trials": sorted(names), "record": True, "alone": False,
-            "process": 0, "processes": 1, "paths": done.paths,
-            "left_s": time.monotonic() - start + estimate(done, names, more)}
-    try:
-        done.take(worker(part) if processes > 1 else here(part))
-    except stopping.Stopped as e:
-        stopping.stopped()
-        done.stopped = e.signum
-        return 0
-    return more
-
-
-def until_told(job, done, worker, here, processes, budget_s, start, undecided, tries=3):
-    """Rounds added while claims cannot be told yet and the time budget allows it, a few times
-    at most: undecided(done) -> {trial: the rounds more it needs} for the trials behind the
-    claims whose interval still straddles its edge."""
-    for _ in range(tries):
-        with hushed():  # the records made of every round say their warnings, once
-            wanted = undecided(done)
-        if not wanted or done.stopped:
-            return
-        if not added(job, done, set(wanted), worker, here, processes, budget_s, start,
-                     max(wanted.values())):
-            return
+MOST_PROCESSES = 64  # fresh processes of one kind at most, however long the budget

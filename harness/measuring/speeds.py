@@ -32,6 +32,8 @@ class Speeds:
     end: "Speeds" = None
     link_per_s: float = math.inf  # between devices, each way, for a model split over them
     origin: tuple = None  # a file's (--roofs): (its path, its machine's CPU, cores, threads)
+    timings: dict = dataclasses.field(default=None, compare=False, repr=False)  # measured in
+    #   rounds: {"forklift" or "workbench": (its rounds' Timing, the work it timed)}
 
     def limit(self, cfg, riders):
         """The fastest a trip can be at these speeds: (seconds, what bounds it)."""
@@ -110,17 +112,38 @@ def tokens_a_trip_needs(balance):
     return balance * BYTES / FLOPS_PER_NUMBER
 
 
-# ---- the post's two measurements (machine_speed.py's, and two_phases.py's in every round); the
-# post's `sec = best_of(...)` is the best of every round that visits them
+# ---- the post's two measurements (machine_speed.py's, and two_phases.py's in every round), each
+# round's ceiling the fastest of CEILING samples of it: the post's `sec = best_of(...)`, taken in
+# every round, and the figure the middle of the rounds' (never the best of a whole run: one
+# process's fast moment)
+
+CEILING = 3  # samples of each speed in a round, the fastest kept: that round's ceiling
+READS = ("forklift", "streaming read")  # the forklift's two reads of the same table: the
+#                                         post's matrix-vector product, and a plain read
+WORKBENCH = "workbench"
 
 
-def forklift(size=SIZE, on=devices.NUMPY):
+def forklift(size=SIZE, on=devices.NUMPY, threads=1):
     """Forklift: push ONE token through a size x size table (400 MB at the post's 10,000).
-    Every number is used once, for just 2 FLOPs, so this is almost pure fetching.
-    -> (the product to time, the bytes it reads)"""
+    Every number is used once, for just 2 FLOPs, so this is almost pure fetching. Beside it, the
+    plainest read of the same table: every thread reads its share of the rows through, keeping
+    only their largest number (NumPy's vector loop: nothing to compute, nothing written). The
+    faster of the two is the forklift's speed: the ceiling a trip's fetching is held to.
+    -> ({"forklift": the product, "streaming read": the read}, the bytes each reads)"""
     big = on.asarray(np.ones((size, size), dtype=np.float32))  # (size, size)
     one = on.asarray(np.ones(size, dtype=np.float32))  # (size,)
-    return lambda: big @ one, size * size * BYTES
+    return {READS[0]: lambda: big @ one, READS[1]: streaming(big, on, threads)}, \
+        size * size * BYTES
+
+
+def streaming(big, on, threads):
+    """Read every number of big once on `threads` threads: -> the read. (On another library's
+    device, its own reduction over the whole table.)"""
+    if not on.numpy:
+        return lambda: on.xp.max(big)
+    from harness.measuring import pool
+    helpers, rows = pool.workers(threads), big.shape[0]
+    return lambda: pool.share(helpers, lambda part: big[part].max(), rows, big.size)
 
 
 def workbench(n=MATMUL, on=devices.NUMPY, dtype="float32"):
@@ -135,7 +158,83 @@ def workbench(n=MATMUL, on=devices.NUMPY, dtype="float32"):
 
 
 def trial(name, product, on=devices.NUMPY, group=1):
-    """One of the two as a round visits it: on NumPy one call a sample, as the post times it;
-    on another library's device a burst of calls lasting BURST_S, timed by its own timer."""
-    made = Trial(name, [product], group=group, timer=on)
+    """One of them as a round visits it: its ceiling in the round, the fastest of CEILING
+    samples; on NumPy one call a sample, as the post times it; on another library's device a
+    burst of calls lasting BURST_S, timed by its own timer."""
+    made = Trial(name, [product], group=group, timer=on, best=CEILING)
     return made if on.numpy else calibrate(made, BURST_S)
+
+
+def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32"):
+    """The forklift's two reads and the workbench as a round visits them: the two products on
+    the BLAS's own threads (group 0: visited first in a round), the read on the suite's."""
+    reads, _ = forklift(size, on, threads)
+    return [trial(prefix + READS[0], reads[READS[0]], on, group=0),
+            trial(prefix + READS[1], reads[READS[1]], on, group=1),
+            trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, group=0)]
+
+
+def ceilings(done, prefix=""):
+    """Each round's ceilings as Timings (seconds; the figure the middle of the rounds'):
+    {"forklift": the faster of the two reads in each round, its matrix-vector read and its
+    streaming read each, "workbench": its product}."""
+    from harness.measuring import timing
+    runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH)}
+    made = {n: timing.taken([s[0] for s in r.steps], "middle", n, r, said=True)
+            for n, r in runs.items()}
+    return {"memory": timing.taken(*faster(runs[READS[0]], runs[READS[1]]), said=True),
+            "matrix-vector": made[READS[0]], "streaming": made[READS[1]],
+            "workbench": made[WORKBENCH]}
+
+
+def faster(a, b):
+    """Two reads' runs as one: in each round both measured in, the faster (its seconds, the
+    most of the cores other work took in either). -> (seconds, "middle", what, Runs)"""
+    import dataclasses as dc
+    at = {r: i for i, r in enumerate(b.rounds)}
+    kept = [(i, at[r]) for i, r in enumerate(a.rounds) if r in at]
+    steps = [[min(a.steps[i][0], b.steps[j][0])] for i, j in kept]
+    others = [None if a.others[i] is None and b.others[j] is None else
+              max(o for o in (a.others[i], b.others[j]) if o is not None) for i, j in kept]
+    runs = dc.replace(a, steps=steps, others=others, rounds=tuple(a.rounds[i] for i, _ in kept),
+                      processes=tuple(a.processes[i] for i, _ in kept) if a.processes else (),
+                      kept=tuple(range(len(kept))))
+    return [s[0] for s in steps], "middle", "the forklift", runs
+
+
+def figures(ceiling, size, matmul):
+    """The speeds' figures of one run, from its rounds' ceilings (ceilings()): each a rate of
+    the middle round, its samples each round's own; the balance each round's math speed over
+    its forklift's. -> {figure: a Measured}"""
+    from harness.keeping.records import Measured, timed
+    moved, flops = size * size * BYTES, 2 * matmul ** 3
+    f, w = ceiling["memory"], ceiling["workbench"]
+    return {"memory speed": timed(moved / f.seconds / 1e9, f, -1),
+            "matrix-vector read": timed(moved / ceiling["matrix-vector"].seconds / 1e9,
+                                        ceiling["matrix-vector"], -1),
+            "streaming read": timed(moved / ceiling["streaming"].seconds / 1e9,
+                                    ceiling["streaming"], -1),
+            "math speed": timed(flops / w.seconds / 1e9, w, -1),
+            "balance": Measured((flops / w.seconds) / (moved / f.seconds), ((1, f), (-1, w)))}
+
+
+def held_to(ceiling, size, matmul, source):
+    """The speeds a run's rows are held to: each the middle of its rounds' ceilings, with the
+    Timings behind them, so that each row's distance from its limit is taken round by round."""
+    moved, flops = size * size * BYTES, 2 * matmul ** 3
+    return Speeds(moved / ceiling["memory"].seconds, flops / ceiling["workbench"].seconds,
+                  source, timings={"forklift": (ceiling["memory"], moved),
+                                   "workbench": (ceiling["workbench"], flops)})
+
+
+def x_limit(cfg, steps, t, roofs):
+    """A row's time t (a Timing) over its limit at these speeds (its slowest step's), as a
+    figure: where the speeds were measured in rounds, each round's time over that round's own
+    limit (the bound's speed that round), so that the speeds' drift cancels. -> (a Measured,
+    the limit's seconds, what bounds it)"""
+    from harness.keeping.records import Measured, timed
+    limit_s, bound = max(roofs.limit(cfg, riders) for riders in steps)
+    if not roofs.timings:
+        return timed(t.seconds / limit_s, t), limit_s, bound
+    speed, _ = roofs.timings[bound]  # the limit is its work over this speed: a time
+    return Measured(t.seconds / limit_s, ((1, t), (-1, speed))), limit_s, bound

@@ -36,6 +36,7 @@ class Timing:
     rounds: tuple = ()  # the round each sample was measured in (a run in rounds: rounds.py)
     trial: str = ""  # what was visited: the row measured
     visit_s: float = None  # what one visit of it takes, its middle
+    processes: tuple = ()  # the process each sample was measured in, where they were many
 
     @property
     def clean(self):
@@ -70,7 +71,8 @@ def taken(samples, stat="middle", what="", runs=None, said=False):
     watched); a warning on stderr when they spread widely, or when other work disturbed them
     (said: already said for these runs)."""
     t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed,
-                                        tuple(runs.rounds), runs.trial, runs.visit_s)
+                                        tuple(runs.rounds), runs.trial, runs.visit_s,
+                                        tuple(runs.processes))
                                        if runs is not None else ()))
     if said:
         return t
@@ -95,6 +97,7 @@ class Runs:
     kept: list = ()  # which of the counted runs these are, in order
     rounds: tuple = ()  # the round of each run, where they were measured in rounds
     trial: str = ""  # the trial visited
+    processes: tuple = ()  # the process of each run, where they were measured in rounds
 
     @property
     def visit_s(self):
