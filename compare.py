@@ -20,7 +20,8 @@ from harness.terminal import arrived, note, plain_streams, plural, printable, sh
 from harness.keeping import exports, records, results
 from harness.keeping.folders import (MADE, describe, machine_folders, read_from, read_machine,
                                      short_names, unlike_settings)
-from harness.judging.significance import ALPHA, MIN_CHANGE, geometric_mean, judged, speedup, verdict
+from harness.judging.significance import (ALPHA, MIN_CHANGE, corrected, geometric_mean, judged,
+                                          settle, speedup, units, verdict)
 
 
 # What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
@@ -56,8 +57,9 @@ def stems():
 
 
 def values_of(found, section):
-    """{(row label, figure): (value, samples or None, unit, settings)} of one machine for one
-    section, and {(row label, figure): text} of the figures a row's other records explain."""
+    """{(row label, figure): (value, units or None, unit, settings, doubt)} of one machine for one
+    section (units: significance.units, what its test weighs), and {(row label, figure): text}
+    of the figures a row's other records explain."""
     experiment, _, compared = section
     values, words = {}, {}
     for data in found.values():
@@ -69,7 +71,7 @@ def values_of(found, section):
             label = (records.label(r["keys"]) + (
                 f" @ {n} {plural(n, 'thread')}" if sweep and type(n) is int else "")).strip()
             if isinstance(r["value"], (int, float)) and r["value"] > 0:
-                values[(label, r["figure"])] = (r["value"], r.get("samples"), r["unit"],
+                values[(label, r["figure"])] = (r["value"], units(r), r["unit"],
                                                 {**r["settings"], MADE: r["predicted"]},
                                                 doubt(r, data))
                 if experiment == "breakdown":  # the parts of the same block's trip
@@ -107,9 +109,34 @@ def parts(found, keys):
 # the comparison, section by section
 
 
-def compared(names, machines, section, min_change):
+def compared(names, machines, section, min_change, every=None):
     """One section as tidy rows: each figure of each machine, its value and, for every machine
-    after the first that has it, the reference machine, the ratio, its interval and verdict."""
+    after the first that has it, the reference machine, the ratio and its verdict, each test's
+    p corrected together with every other figure's of the comparison (every: its sections;
+    this one alone where not given)."""
+    tested = [row for s in (every or [section]) for row in judged_rows(names, machines, s)]
+    ps = [row for row in tested if isinstance(row.get("p alone"), float)]
+    for row, p in zip(ps, corrected([row["p alone"] for row in ps])):
+        row["p"] = p
+    out = []
+    for row in tested:
+        if row["section"] != section[0]:
+            continue
+        if "j" in row:
+            j = settle(row.pop("j"), row.get("p"), row["unit"], min_change)
+            said = verdict(j, row["unit"], min_change)
+            if row["why"]:  # the ratio, but no verdict
+                j = {**j, "verdict": "not judged"}
+                said = f"{verdict({**j, 'p': None, 'verdict': None}, row['unit'])[:-2]}, " \
+                       f"no verdict: {row['why']}"
+            row.update(j, said=said + row.pop("vs"))
+        row.pop("why", None)
+        out.append(row)
+    return out
+
+
+def judged_rows(names, machines, section):
+    """One section's rows before their verdicts: each figure's ratio and own test."""
     per = [values_of(m, section) for m in machines]
     labels = list(dict.fromkeys(k for values, words in per for k in [*values, *words]))
     rows = []
@@ -130,14 +157,11 @@ def compared(names, machines, section, min_change):
                            said=f"not compared: {unlike}" + (f" (vs {names[ref]})" if ref else ""))
             elif i > ref and i in have:
                 (*first, _, why_a), (*other, _, why_b) = per[ref][0][key], values[key]
-                j = judged(first, other, min_change)
+                j = judged(first, other)
                 why = why_a and f"{names[ref]}: {why_a}" or why_b and f"{names[i]}: {why_b}"
-                said = verdict(j, unit, min_change)
-                if why:  # the ratio, but no verdict
-                    j = {**j, "verdict": "not judged"}
-                    said = f"{verdict({**j, 'p': None}, unit)[:-2]}, no verdict: {why}"
-                row.update(j, reference=names[ref],
-                           said=said + (f" (vs {names[ref]})" if ref else ""))
+                row.update(reference=names[ref], j=j, why=why,
+                           vs=f" (vs {names[ref]})" if ref else "",
+                           **{"p alone": None if why else j["p alone"]})
             rows.append(row)
     return rows
 
@@ -149,7 +173,7 @@ def comparison(names, machines, section, min_change):
     for n in names[1:]:
         headers += [n, f"{n} vs {names[0]}"]
     table = {}
-    for c in compared(names, machines, section, min_change):
+    for c in compared(names, machines, section, min_change, sections(machines)):
         shown = section[2].get(c["figure"], c["figure"])
         row = table.setdefault((c["row"], c["figure"]), [
             f"{c['row']}: {shown}" if c["row"] else shown, c["unit"]])
@@ -334,18 +358,22 @@ def main(argv=None):
     sheets = [s for s in sheets if s[2]]
     if args.export:
         about = {n: describe(n, m) for n, m in zip(names, machines)}
+        every = sections(machines)
         show(exports.write(args.export, [{**c, "machine line": about[c["machine"]]}
-                                         for s in sections(machines)
-                                         for c in compared(names, machines, s, args.min_change)]))
+                                         for s in every
+                                         for c in compared(names, machines, s, args.min_change,
+                                                           every)]))
     else:
         for name, m in zip(names, machines):
             show(printable(describe(name, m)))
         if len(machines) > 1:
             show(f"(vs: how much faster or slower each figure is than {names[0]}'s; faster or "
-                 f"slower only where the Mann-Whitney U test of the two runs' rounds finds a "
-                 f"difference (p under {ALPHA:g}) of at least {args.min_change:g}%, else not "
-                 f"significant, or no change; no verdict where one side's runs were disturbed "
-                 f"or the machine busy; * one side's figure has no samples behind it)")
+                 f"slower only where Welch's t-test of the two runs' processes (each a "
+                 f"process's mean, on the log scale) finds a difference, its p corrected with "
+                 f"every other figure's here (a false-discovery rate of {ALPHA:g}), of at least "
+                 f"{args.min_change:g}%, else not significant, or no change; untested where a "
+                 f"side has one process; no verdict where one side's runs were disturbed or the "
+                 f"machine busy; * one side's figure has no samples behind it)")
         for title, headers, rows in sheets:
             show(f"\n{printable(title)}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else

@@ -73,6 +73,32 @@ def verdict_of(c, here, done, found, roofs):
             tested)
 
 
+def summed(judged):
+    """'26 claims: of 22 findings, 14 hold, 8 cannot tell here; 4 follow from the accounting,
+    4 hold': the findings (verdicts on the rows' timings) apart from the claims that follow from
+    the model's accounting (alone, or at this machine's two measured speeds). judged: both()'s
+    (claim, here, verdict, ...), or from_records()'s."""
+    findings = [v for c, _, v, *_ in judged if c.basis == "timings"]
+    accounting = [v for c, _, v, *_ in judged if c.basis != "timings"]
+    parts = [f"of {len(findings)} {'finding' if len(findings) == 1 else 'findings'}, "
+             f"{counted(findings)}" if findings else "",
+             f"{len(accounting)} {'follows' if len(accounting) == 1 else 'follow'} from the "
+             f"accounting, {counted(accounting)}" if accounting else ""]
+    return f"{len(judged)} claims: {'; '.join(filter(None, parts))}"
+
+
+def counted(verdicts):
+    """'14 hold, 2 do not hold, 6 cannot tell here', in that order."""
+    count = {}
+    for v in verdicts:
+        plain = v.removeprefix("predicted: ")
+        count[plain] = count.get(plain, 0) + 1
+    words = {HOLDS: "hold", FAILS: "do not hold"}
+    ranks = [HOLDS, FAILS, UNKNOWN]
+    return ", ".join(f"{n} {words.get(v, v) if n > 1 else v}" for v, n in sorted(
+        count.items(), key=lambda kv: ranks.index(kv[0]) if kv[0] in ranks else 9))
+
+
 SHARE = 0.2  # a part named in a why holds at least this share of the row's excess
 
 

@@ -1,41 +1,89 @@
 """Whether a difference between two runs is real: each figure's ratio one way (faster or slower)
-and, where both sides kept their rounds' samples, the Mann-Whitney U test of one side's samples
-against the other's (as Google Benchmark's compare.py tests two runs): a change only where the
+and, where both sides kept their samples, Welch's t-test of one side's units against the other's
+on the log scale (a unit: a process's mean sample, or a round's where one process measured
+them, as a verdict's interval counts them); the p-values of one comparison's figures corrected
+together (Benjamini and Hochberg's false-discovery rate); a change only where the corrected
 test finds one and it is at least --min-change percent; not significant otherwise."""
 import math
 
+import numpy as np
+
 from harness.keeping.records import kind
+from harness.measuring.timing import DISTURBED
 
 MIN_CHANGE = 10.0  # percent: a smaller change, even a significant one, is no change (pyperf's
 #                    --min-speed idea): two quiet runs here differ by a few percent on a figure
-ALPHA = 0.05  # a two-sided p-value under this is significant (Google Benchmark's default)
+ALPHA = 0.05  # of the changes a comparison calls, at most this share expected false
+MIN_UNITS = 2  # a side of fewer units (processes, or rounds) has no spread to test against
+
+
+def units(record):
+    """A record's units on the log scale: the mean log sample of each process its clean samples
+    (those other work did not disturb, as its figure's) were measured in, or each sample where
+    one process measured them all; None where it kept no samples above 0."""
+    runs = record.get("samples")
+    if not runs or not all(isinstance(s, (int, float)) and s > 0 for s in runs):
+        return None
+    shares = record.get("shares") or [None] * len(runs)
+    where = record.get("processes") or list(range(len(runs)))
+    by = {}
+    for s, share, p in zip(runs, shares, where):
+        if share is None or share <= DISTURBED:
+            by.setdefault(p, []).append(math.log(s))
+    return [sum(v) / len(v) for v in by.values()] or None
 
 
 def speedup(first, other):
     """How much faster the other run is on a figure: a time's first / other, a rate's other /
-    first, higher for anything else. first, other: (value, samples or None, unit)."""
+    first, higher for anything else. first, other: (value, units or None, unit)."""
     power = -1 if kind(first[2]) == "time" else 1
     return (other[0] / first[0]) ** power
 
 
 def significance(first, other):
-    """The two-sided p-value of the Mann-Whitney U test of the two sides' samples; None where a
-    side kept none, or too few for any test to tell (fewer than 3)."""
-    if not first[1] or not other[1] or min(len(first[1]), len(other[1])) < 3:
+    """The two-sided p-value of Welch's t-test of the two sides' units; None where a side kept
+    no samples; "few" where a side has fewer than MIN_UNITS units (no spread to test against)."""
+    a, b = first[1], other[1]
+    if not a or not b:
         return None
-    from scipy.stats import mannwhitneyu
-    return float(mannwhitneyu(first[1], other[1], alternative="two-sided").pvalue)
+    if min(len(a), len(b)) < MIN_UNITS:
+        return "few"
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # nothing varies: the same, or certainly not
+        return 1.0 if a[0] == b[0] else 0.0
+    from scipy.stats import ttest_ind
+    p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    return p if math.isfinite(p) else 1.0
 
 
-def judged(first, other, min_change):
-    """A figure's comparison as fields: {"ratio", "p" (None without samples), "verdict": faster,
-    slower, higher, lower, not significant, or no change (significant, under min_change
-    percent)}. first, other: (value, samples or None, unit)."""
-    unit = first[2]
-    ratio, p = speedup(first, other), significance(first, other)
+def judged(first, other):
+    """A figure's comparison, before the correction: {"ratio", "p" (its own test's; None
+    without samples, "few" with too few units), "units": (a side's, the other's)}."""
+    return {"ratio": speedup(first, other), "p alone": significance(first, other),
+            "units": (len(first[1] or ()), len(other[1] or ()))}
+
+
+def corrected(ps):
+    """Benjamini and Hochberg's adjusted p-values of a comparison's tests, in their order: a
+    change is called where its adjusted p is under ALPHA, so that of all the changes called, at
+    most ALPHA are expected false however many figures are compared."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 1.0
+    for rank in range(len(ps), 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * len(ps) / rank)
+        out[i] = running
+    return out
+
+
+def settle(j, p, unit, min_change):
+    """A judged figure with its corrected p: its verdict, faster, slower, higher, lower, not
+    significant, no change (significant, under min_change percent) or untested."""
+    ratio = j["ratio"]
     up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
-    out = {"ratio": ratio, "p": p, "verdict": up if ratio >= 1 else down}
-    if p is None:
+    out = {**j, "p": p, "verdict": up if ratio >= 1 else down}
+    if j["p alone"] == "few":
+        return {**out, "verdict": "untested", "p": None}
+    if j["p alone"] is None or p is None:  # no samples, or a figure that backs no verdict
         return out
     if p >= ALPHA:
         out["verdict"] = "not significant"
@@ -45,12 +93,16 @@ def judged(first, other, min_change):
 
 
 def verdict(j, unit, min_change=MIN_CHANGE):
-    """A judged ratio (see judged()) in words, one direction: '1.30x faster (p 0.008)', or
+    """A settled ratio (see settle()) in words, one direction: '1.30x faster (p 0.008)', or
     'not significant (1.03x faster, p 0.31)', or 'no change (1.04x slower, under 10%)'; a '*'
-    where there are no samples to test."""
+    where there are no samples to test; too few units said so."""
     ratio = j["ratio"]
     up, down = ("faster", "slower") if kind(unit) != "other" else ("higher", "lower")
     said = f"{ratio:.2f}x {up}" if ratio >= 1 else f"{1 / ratio:.2f}x {down}"
+    if j.get("verdict") == "untested":
+        a, b = j["units"]
+        return (f"{said}, untested: {min(a, b)} {'process' if min(a, b) == 1 else 'processes'} "
+                f"on a side, no spread to test against (rerun with --processes 3 or more)")
     if j["p"] is None:
         return said + " *"
     if j["verdict"] == "not significant":

@@ -179,17 +179,20 @@ def claims_section(found, predicted):
         ["at the limits"] * limits)
     rows = [[marked(v), c.says, c.post, h or "no figure here: " + (w or "not run")[:60],
              judged_by(t, w, c.rule)]
-            + ([Raw(f"{marked(at[1])} ({md(at[0], in_table=True)})") if at
+            + ([Raw(f"{marked(at[1])}{' by construction' * constructed(c, at)} "
+                    f"({md(at[0], in_table=True)})") if at
                 else "not judged there"] * limits)
             for c, h, v, w, at, t in found]
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
-            tally([v for _, _, v, *_ in found]), "",
+            f"**{judge.summed(found)}.**" if found else "", "",
             "Each verdict follows its rule (in full under the table), over the figure's interval "
-            "from the run's rounds: firm only where it clears the rule's edge" + (
+            "from the run's processes: firm only where it clears the rule's edge" + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
                 "give on this machine: where the two differ, the suite's distance from the "
-                "limits decides it here, not the machine." if limits else "."), "",
+                "limits decides it here, not the machine; 'by construction' where it holds "
+                "there on any CPU by how a limit is made, and so tells nothing of the machine."
+                if limits else "."), "",
             gfm(headers, rows), "",
             "<details><summary>The rule behind each verdict, and why a claim does not hold or "
             "cannot be told</summary>", "",
@@ -198,28 +201,18 @@ def claims_section(found, predicted):
             "</details>", ""] if found else []
 
 
-SHORT = 90  # characters of a reason in the claims table's own row (in full under it)
-
-
 def judged_by(tested, why, rule):
-    """What a verdict rests on, short: the figure with its interval and the rule's edge, and,
-    where it does not hold or cannot be told, the reason's first words; where no figure was
-    tested (the accounting's), the rule itself."""
-    why = why.split("; ")[0] if why else ""
-    said = "; ".join(filter(None, (tested, why))) or rule
-    return said if len(said) <= SHORT else said[:SHORT - 3].rstrip() + "..."
+    """What a verdict rests on, once and whole: the figure with its interval and the rule's
+    edge, and, where it does not hold or cannot be told, why (which says the figure itself
+    where it could not tell); where no figure was tested (the accounting's), the rule itself."""
+    if why and tested and why.startswith(tested):
+        return why
+    return "; ".join(filter(None, (tested, why))) or rule
 
 
-def tally(verdicts):
-    """'29 claims: 27 hold, 1 does not hold, 1 cannot tell here.' in the order they mark."""
-    count = {}
-    for v in verdicts:
-        plain = v.removeprefix("predicted: ")
-        count[plain] = count.get(plain, 0) + 1
-    words = {"holds": "hold", "does not hold": "do not hold"}
-    parts = [f"{n} {words.get(v, v) if n > 1 else v}" for v, n in sorted(
-        count.items(), key=lambda kv: list(VERDICTS).index(kv[0]) if kv[0] in VERDICTS else 9)]
-    return f"**{len(verdicts)} claims: {', '.join(parts)}.**"
+def constructed(c, at):
+    """Whether a claim's verdict at the limits holds by how a limit is made (on any CPU)."""
+    return bool(at) and c.construction and at[1].removeprefix("predicted: ") == "holds"
 
 
 def marked(verdict):

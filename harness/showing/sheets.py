@@ -11,7 +11,7 @@ from harness.keeping import records
 from harness.keeping.records import Layout, col, disturbance
 from harness.judging import intervals
 from harness.judging.check import BREAKDOWN, CHECK, DATASHEET, SLIVER
-from harness.judging.judge import VERDICTS, both, verdict_records
+from harness.judging.judge import VERDICTS, both, summed, verdict_records
 from harness.judging.rules import HOLDS, UNKNOWN
 from harness.showing.printers import Sheet, sheet
 
@@ -54,7 +54,7 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
                      f"rounds measured before")
     predicted = getattr(args, "predict", None)
     w = max([16, *(len(f[2]) for f in judged)])
-    text = "\n".join(lines + [
+    text = "\n".join(lines + [summed(judged)] + [
         f"{verdict:<{w}} {c.rule}\n{'':{w + 1}}the post: \"{c.says}\" ({c.post}); here "
         f"{here or '-'}" + (f" (at the limits {limited(at, c)})" if at else "")
         + (f"\n{'':{w + 1}}tested: {tested}" if tested and not why else "")
@@ -77,8 +77,8 @@ def limited(at, c=None):
     """A claim at this machine's limits, in words: '6.4x: holds', '100%: holds by construction'."""
     if not at:
         return ""
-    return f"{at[0]}: {at[1]}" + (" by construction" if c is not None and c.construction
-                                  and at[1] == HOLDS else "")
+    return f"{at[0]}: {at[1]}" + (" by construction (on any CPU)" if c is not None
+                                  and c.construction and at[1] == HOLDS else "")
 
 
 FIELDS = ("verdict", "judged", "the post says", "post", "here", "tested", "at the limits", "why")
