@@ -114,14 +114,29 @@ def compared(names, machines, section, min_change, every=None):
     after the first that has it, the reference machine, the ratio and its verdict, each test's
     p corrected together with every other figure's of the comparison (every: its sections;
     this one alone where not given)."""
-    tested = [row for s in (every or [section]) for row in judged_rows(names, machines, s)]
+    return everything(names, machines, min_change, tuple(every or [section]))[section[0]]
+
+
+def everything(names, machines, min_change, every):
+    """{section: its rows (see compared())} of every section of a comparison, each figure's p
+    corrected with all the others' (made once for a comparison)."""
+    key = (tuple(names), tuple(map(id, machines)), min_change, tuple(s[0] for s in every))
+    if _made.get("key") != key:  # (the machines held with it: no id of theirs is reused)
+        _made.update(key=key, machines=machines, rows=settled(names, machines, min_change,
+                                                              every))
+    return _made["rows"]
+
+
+_made = {}  # one comparison's rows, made once however many sections and exports read them
+
+
+def settled(names, machines, min_change, every):
+    tested = [row for s in every for row in judged_rows(names, machines, s)]
     ps = [row for row in tested if isinstance(row.get("p alone"), float)]
     for row, p in zip(ps, corrected([row["p alone"] for row in ps])):
         row["p"] = p
-    out = []
+    out = {s[0]: [] for s in every}
     for row in tested:
-        if row["section"] != section[0]:
-            continue
         if "j" in row:
             j = settle(row.pop("j"), row.get("p"), row["unit"], min_change)
             said = verdict(j, row["unit"], min_change)
@@ -131,7 +146,7 @@ def compared(names, machines, section, min_change, every=None):
                        f"no verdict: {row['why']}"
             row.update(j, said=said + row.pop("vs"))
         row.pop("why", None)
-        out.append(row)
+        out[row["section"]].append(row)
     return out
 
 
