@@ -415,8 +415,8 @@ EXPERIMENTS = {
 
 
 def experiment(args, facts):
-    """Measure the rows in rounds (rounds added for the claims that cannot be told yet, while
-    the time budget allows), then print every sheet from the records: each experiment's, the
+    """Measure the rows in rounds (in as many fresh processes of each kind as --time-budget
+    holds), then print every sheet from the records: each experiment's, the
     speeds, the check and breakdown against them, the claims; then draw the pictures."""
     cfg = measured(args)
     planned = {n: e for n, e in EXPERIMENTS.items() if n in args.experiments}  # the post's order
@@ -588,7 +588,7 @@ ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f
 
 
 def assessed(cfg, args, planned, rows, done):
-    """Everything the measurements make, from them alone (so that rounds added later make it
+    """Everything the measurements make, from them alone (so that more rounds would make it
     again): -> Made"""
     settings = records.settings_of(args, paths=str(Paths(**done.paths)) if done.paths else None)
     held_to, found = roofs_of(args, done)

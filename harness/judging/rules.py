@@ -243,7 +243,7 @@ def resolve(rule, tail_each, name=""):
 
 def speeds(found, r):
     """The machine's two speeds the figures are held to, as Figures {bytes_per_s, flops_per_s,
-    balance}: measured in the run's every round (its "speeds" records, each the best of them),
+    balance}: measured in the run's every round (its "speeds" records, each round's ceiling),
     else the speeds the run held its rows to (given, or saved by an older run) with nothing
     behind them. Missing where there are neither."""
     try:

@@ -159,11 +159,14 @@ def make(layout, rows, settings, predicted=False):
 
 
 def visits(m):
-    """Which trials a measured figure rests on, and what one visit of them all takes."""
+    """Which trials a measured figure rests on, what one visit of them all takes, and what one
+    more process of every kind takes, where the run planned them."""
     trials = {t.trial: t.visit_s for _, t in m.parts if t.trial}
     if not trials:
         return {}
-    return {"trials": sorted(trials), "visit_s": sum(s or 0.0 for s in trials.values())}
+    more = [t.process_s for _, t in m.parts if t.process_s]
+    return {"trials": sorted(trials), "visit_s": sum(s or 0.0 for s in trials.values()),
+            **({"process_s": max(more)} if more else {})}
 
 
 def conditions(m):

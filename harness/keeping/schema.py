@@ -139,7 +139,7 @@ def check_machine(m):
 
 
 RECORDS_MAX, SAMPLES_MAX = 5_000, 10_000  # a sweep of 8 thread counts keeps ~3,200 records
-ALL_SAMPLES_MAX = 200_000  # in one file: what compare.py's bootstrap draws from in seconds
+ALL_SAMPLES_MAX = 200_000  # in one file: what compare.py's tests read in seconds
 RECORD = {"experiment": str, "keys": dict, "figure": str, "unit": str, "statistic": str,
           "predicted": bool, "settings": dict}
 
@@ -212,6 +212,8 @@ def rounds_problem(r, runs):
         return "trials are not a list of names"
     if r.get("visit_s") is not None and not number(r["visit_s"], 0):
         return "visit time is not a number of 0 or more"
+    if r.get("process_s") is not None and not number(r["process_s"], 0):
+        return "a process's time is not a number of 0 or more"
     if not isinstance(r.get("compared", False), bool):
         return "'compared' is not true or false"
     return ""

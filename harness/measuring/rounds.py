@@ -266,11 +266,12 @@ class Measured:
     setup_s: list = dataclasses.field(default_factory=list)
     processes: int = 0
     rounds: int = 0  # the most round ids any trial was visited in
-    stopped: int = None  # the signal that stopped the rounds added for undecided claims
+    stopped: int = None  # the signal that stopped the processes the budget added
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
     device_bytes: int = None  # the most memory any process held on a GPU library's device
     gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
     process_of: dict = dataclasses.field(default_factory=dict)  # {round: its process}
+    process_s: float = None  # what one more process of every kind that backs claims costs
 
     def take(self, result):
         process = result.get("process", self.processes)
@@ -301,7 +302,7 @@ class Measured:
         return timing.Runs([v[1] for v in vs], [v[2] for v in vs], sum(v[3] for v in vs),
                            clean < min(timing.MIN_RUNS, len(vs)), tuple(range(len(vs))),
                            tuple(v[0] for v in vs), name,
-                           tuple(self.process_of.get(v[0], 0) for v in vs))
+                           tuple(self.process_of.get(v[0], 0) for v in vs), self.process_s)
 
     def visit_s(self, name):
         """What one visit of a trial takes, its middle."""

@@ -37,6 +37,7 @@ class Timing:
     trial: str = ""  # what was visited: the row measured
     visit_s: float = None  # what one visit of it takes, its middle
     processes: tuple = ()  # the process each sample was measured in, where they were many
+    process_s: float = None  # what one more process of every kind costs (--processes + 1)
 
     @property
     def clean(self):
@@ -72,7 +73,7 @@ def taken(samples, stat="middle", what="", runs=None, said=False):
     (said: already said for these runs)."""
     t = Timing(tuple(samples), stat, *((tuple(runs.others), runs.again, runs.disturbed,
                                         tuple(runs.rounds), runs.trial, runs.visit_s,
-                                        tuple(runs.processes))
+                                        tuple(runs.processes), runs.process_s)
                                        if runs is not None else ()))
     if said:
         return t
@@ -98,6 +99,7 @@ class Runs:
     rounds: tuple = ()  # the round of each run, where they were measured in rounds
     trial: str = ""  # the trial visited
     processes: tuple = ()  # the process of each run, where they were measured in rounds
+    process_s: float = None  # what one more process of every kind costs, where planned
 
     @property
     def visit_s(self):
