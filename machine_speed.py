@@ -25,7 +25,7 @@ from model import BYTES
 SMALLEST = {"size": 256, "matmul": 16}  # below these a product is a Python call's time, not
 #                                        the forklift's nor the workbench's
 RUNS = 5  # rounds of each speed at least (the post: every test 5 to 7 times)
-BUDGET_S = 12  # seconds the measuring may take: fresh processes are added while they fit
+BUDGET_S = 16  # seconds the measuring may take: fresh processes are added while they fit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ def measure_here(args, job):
     """A worker's part of the rounds: both products and the read made (and, on a device that
     computes bfloat16, the workbench at it too), then visited in the job's rounds."""
     began, on = time.perf_counter(), args.on
-    trials = speeds.trials(args.size, args.matmul, on, args.threads or 1)
+    trials = speeds.trials(args.size, args.matmul, on, args.threads or 1, quick=args.quick)
     if sixteen(on):
         trials.append(speeds.trial(SIXTEEN, workbench(args.matmul, on, "bfloat16")[0], on))
     setup_s = time.perf_counter() - began

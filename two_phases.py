@@ -32,14 +32,14 @@ from harness.predicting.plans import Experiment, Outcome, Row, timings, trial_na
 from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 import model
-DIAL = (64, 128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
+DIAL = (128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 DEPTHS = (0, 128, 512, 1023)  # beyond the post: typing with notebooks this deep ...
 DEPTH_USERS = (1, 16)  # ... for this many users, unless --users says otherwise
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64), "compiled": "off"}  # (no seconds compiling)
 SEED = 0
-RUNS = 4  # rounds of each row at least: the server's rows, a round of seconds in each process,
-#           in 4 processes; the cheaper rows in many more rounds
+RUNS = 3  # rounds of each row at least: the server's rows, a round of seconds in each process,
+#           in 3 processes or more; the cheaper rows in many more rounds, as the budget holds
 BUDGET_S = 150  # seconds the measuring may take, fresh processes added while they fit: the
 #                 README's first command stays within 3 minutes 30 seconds on a 2-core machine
 MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
@@ -464,7 +464,7 @@ def speed_trials(args, on):
         return []
     size = speeds.sizes(args.quick, on)
     return speeds.trials(size["size"], size["matmul"], on, args.threads or 1, SPEEDS_PREFIX,
-                         on.dtype)
+                         on.dtype, args.quick)
 
 
 SPEEDS_PREFIX = "speeds "  # the speed trials' names in a run of the model's rows

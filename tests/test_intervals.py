@@ -115,7 +115,7 @@ def test_the_interval_misses_no_more_often_than_it_says_with_a_process_effect(ef
     """At the shape a default run measures (4 processes of 1 round, and 3 of 2), each side's
     miss rate within 2x of the interval's own tail, whether processes differ or not (a 3-sigma
     allowance for the simulation's own noise)."""
-    tail, trials = 0.05, 600
+    tail, trials = 0.05, 400
     for processes, rounds in ((4, 1), (3, 2)):
         for missed in simulated(tail, processes, rounds, effect, trials, seed=processes):
             allowed = 2 * tail + 3 * np.sqrt(2 * tail / trials)
@@ -126,7 +126,7 @@ def test_at_the_reports_own_level_the_miss_rate_is_the_tail():
     """The suite's t interval itself (intervals.student), many times over, at the tail a claim
     of the report takes: each side misses within 2x of it, processes differing or not."""
     rng = np.random.default_rng(7)
-    tail, trials = intervals.tail(27), 400_000
+    tail, trials = intervals.tail(27), 200_000
     for processes, effect in ((4, 0.0), (4, 0.2), (6, 0.2)):
         units = rng.standard_normal((trials, processes)) * np.hypot(effect, 0.1)  # true mean 0
         low, high = intervals.student(units, tail)

@@ -39,13 +39,27 @@ def test_a_worker_warms_visits_every_round_then_records_once(monkeypatch):
     monkeypatch.setattr(rounds, "BRIDGE_S", 0.0)
     log = []
     trials = [counting("a", log, recorded=True), counting("b", log)]
-    result = rounds.run(trials, {"rounds": [4, 5, 6], "again": 0})
+    result = rounds.run(trials, {"rounds": [4, 5, 6], "again": 0, "repeat": {"a": 2, "b": 1}})
     assert log[:2] == [("a", "warm"), ("b", "visit")]  # each warms up once, uncounted
-    assert sorted(log[2:8]) == [("a", "visit")] * 3 + [("b", "visit")] * 3  # the rounds
-    assert log[8:] == [("a", "recorded")]  # then the breakdown's recording, once, warm
+    assert sorted(log[2:11]) == [("a", "visit")] * 6 + [("b", "visit")] * 3  # the rounds: "a"
+    assert log[11:] == [("a", "recorded")]  # twice in each; then the breakdown's, once, warm
     assert [v[0] for v in result["visits"]["a"]] == [4, 5, 6]  # a sample in each round
     assert all(len(v[1]) == 1 and v[3] == 0 for v in result["visits"]["b"])
     assert result["recorded"] == {"a": [[6, {"trip": 1.0, "tables": 0.5}]]}
+
+
+def test_a_short_row_is_visited_again_and_again_in_a_round_as_its_first_process_chose():
+    quick, slow = Trial("quick", [lambda: None]), Trial("slow", [lambda: rounds.time.sleep(0.3)])
+    assert rounds.repeats(quick) == rounds.MOST_REPEAT and rounds.repeats(slow) == 1
+    ceiling = Trial("ceiling", [lambda: None], best=3)
+    assert rounds.repeats(ceiling) == 1  # a ceiling is the fastest of its tries, once a round
+    seen = iter([1.0, 4.0, 2.0, 8.0])  # two repeats of two steps: each its geometric mean
+    clock = rounds.types.SimpleNamespace(mark=lambda: 0.0, between=lambda a, b: next(seen))
+    seconds, _ = rounds.visit(Trial("t", [lambda: None, lambda: None], repeat=2, timer=clock),
+                              watch=lambda: (lambda: None))
+    assert seconds == pytest.approx([2 ** 0.5, 32 ** 0.5])  # step 1: 1 then 2, step 2: 4, 8
+    result = rounds.run([Trial("q", [lambda: None])], {"rounds": [0], "again": 0})
+    assert result["repeat"] == {"q": rounds.MOST_REPEAT}  # the first process says its counts
 
 
 def test_a_disturbed_visit_is_measured_again_and_the_least_disturbed_kept(monkeypatch):
@@ -122,7 +136,7 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
         return real(machine_speed.parse_args(argv + ["--worker"]), job)
     monkeypatch.setattr(rounds, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
-                   "--out", str(tmp_path), "--label", "box")
+                   "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
     assert r.returncode == 130 and "interrupted while adding rounds" in r.stderr
     saved = (tmp_path / "box" / "machine_speed.txt").read_text()
     assert "STOPPED: interrupted while adding rounds" in saved  # the claims say so
@@ -141,8 +155,11 @@ def test_worker_processes_measure_the_rounds_of_a_real_run(tmp_path):
                         "--processes", "2", "--runs", "3", "--time-budget", "1"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "(middle of 3 rounds per figure" in r.stdout and "Traceback" not in r.stderr  # 1 + 2
-    assert "the plan, from the first process of each kind: 2 processes" in r.stderr
+    plan = next(line for line in r.stderr.splitlines() if line.startswith("the plan"))
+    rounds_each = int(plan.split("each after the first ")[1].split()[0])  # as many as its
+    assert plan.startswith("the plan, from the first process of each kind: 2 processes")
+    assert f"(middle of {1 + rounds_each} rounds per figure" in r.stdout  # start is worth
+    assert "Traceback" not in r.stderr
 
 
 def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():

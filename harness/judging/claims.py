@@ -460,7 +460,7 @@ CLAIMS = [
           "word sooner, smaller ones keep the typers smoother", "a dial",
           "From each chunk size to the next larger, the first word comes no later (a tie, as "
           "two large chunks' nearly equal reads give, holds) and the worst gap grows", dial,
-          needs=SERVER, fails_on="a machine whose steps cost the same whatever they carry "
+          needs=SERVER, construction=True, fails_on="a machine whose steps cost the same whatever they carry "
           "(launch-bound: the worst gap flat), or one whose workbench slows on large trips, so "
           "that a larger chunk gives the first word later"),
     Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",

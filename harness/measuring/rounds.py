@@ -65,29 +65,49 @@ class Trial:
     #                       events, no wait between the calls of a sample); None: this CPU's clock
     best: int = 1  # samples of each step a visit takes, the fastest kept: a limit's ceiling in
     #                each round (the forklift and the workbench), never the best of a whole run
+    repeat: int = 1  # times a round visits it, the round's sample their geometric mean
 
 
 HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
 
 
 def visit(trial, watch=host.watch):
-    """One visit: setup, then each step timed, its `number` calls between two marks of the
-    trial's timer (the fastest of `best` such samples). -> ([seconds per call of each step], the share of the cores other work took
+    """One visit: `repeat` times, setup, then each step timed, its `number` calls between two
+    marks of the trial's timer (the fastest of `best` such samples). -> ([seconds per call of
+    each step, the geometric mean of its repeats], the share of the cores other work took
     meanwhile, or None where the OS does not say). A signal that came before it and was lost on
     its way stops the run here (stopping.check)."""
     stopping.check()
-    if trial.setup is not None:
-        trial.setup()
-    timer, done, seconds = trial.timer or HOST, watch(), []
-    for step in trial.steps:
-        tries = []
-        for _ in range(trial.best):
-            start = timer.mark()
-            for _ in range(trial.number):
-                step()
-            tries.append(timer.between(start, timer.mark()) / trial.number)
-        seconds.append(min(tries))
-    return seconds, done()
+    timer, done, logs = trial.timer or HOST, watch(), [0.0] * len(trial.steps)
+    for _ in range(trial.repeat):
+        if trial.setup is not None:
+            trial.setup()
+        for i, step in enumerate(trial.steps):
+            tries = []
+            for _ in range(trial.best):
+                start = timer.mark()
+                for _ in range(trial.number):
+                    step()
+                tries.append(timer.between(start, timer.mark()) / trial.number)
+            logs[i] += math.log(max(min(tries), 1e-12)) / trial.repeat
+    return [math.exp(v) for v in logs], done()
+
+
+REPEAT_S = 0.25  # a short row is visited again and again in each round for about this long:
+#                  its round's sample is then the geometric mean of a few, where most of a
+#                  short trip's noise comes and goes from one trip to the next (measured here:
+#                  ten one-token reads in a row spread 0.07, one alone 0.18, on the log scale)
+MOST_REPEAT = 9
+
+
+def repeats(trial):
+    """How many times a round visits this trial, from one visit timed now: about REPEAT_S of
+    them, at least 1, at most MOST_REPEAT (a ceiling, the fastest of its tries, and a burst of
+    short calls already averaged: once)."""
+    if trial.best > 1 or trial.number > 1:
+        return 1
+    took = max(sum(visit(trial, watch=lambda: (lambda: None))[0]), 1e-9)
+    return max(1, min(MOST_REPEAT, round(REPEAT_S / took)))
 
 
 def visited(trial, again, watch=host.watch):
@@ -121,8 +141,9 @@ class Bridged:
     """A round's order, with a bridge between its groups: before the first trial of a group
     other than the last visited, the group's cheapest trial runs untimed for BRIDGE_S."""
 
-    def __init__(self, trials):
+    def __init__(self, trials, seconds=None):
         self.trials, self.cost, self.group = trials, {}, None
+        self.seconds = BRIDGE_S if seconds is None else seconds
 
     def order(self, round_id):
         for name in order(self.trials, round_id):
@@ -136,7 +157,7 @@ class Bridged:
         cheapest = min((t for t in self.trials.values() if t.group == group),
                        key=lambda t: self.cost.get(t.name, float(len(t.steps))))  # unknown: a
         #                                                                 second a step, say
-        end = time.perf_counter() + BRIDGE_S
+        end = time.perf_counter() + self.seconds
         while time.perf_counter() < end:
             visit(cheapest, watch=lambda: (lambda: None))
 
@@ -166,8 +187,14 @@ def run(trials, job):
                 t.recorded(None)
             else:
                 visit(dataclasses.replace(t, best=1), watch=lambda: (lambda: None))
+    chosen = job.get("repeat")  # the first process of a kind times each trial once, and the
+    if chosen is None:  #          rest take its counts: every process's rounds alike
+        say(job, "timing each row once: how often a round visits it")
+        chosen = {name: repeats(t) for name, t in trials.items()}
+    trials = {name: dataclasses.replace(t, repeat=chosen.get(name, 1))
+              for name, t in trials.items()}
     visits, recorded = {name: [] for name in trials}, {name: [] for name in trials}
-    bridged, began = Bridged(trials), time.perf_counter()
+    bridged, began = Bridged(trials, job.get("bridge_s")), time.perf_counter()
     for i, r in enumerate(rounds):
         for name in bridged.order(r):
             say(job, f"round {i + 1} of {len(rounds)}: {name}")
@@ -183,7 +210,8 @@ def run(trials, job):
             recorded[name].append([last, dict(parts)])
     progress("")
     return {"visits": visits, "recorded": {k: v for k, v in recorded.items() if v},
-            "rounds_s": ended - began, "record_s": time.perf_counter() - ended}
+            "rounds_s": ended - began, "record_s": time.perf_counter() - ended,
+            "repeat": chosen}
 
 
 def say(job, words):
@@ -249,7 +277,7 @@ def spawn(script, argv, job):
 
 
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
-         "gpu_others", "process", "rounds_s", "record_s", "alone_s")  # a result's own keys
+         "gpu_others", "process", "rounds_s", "record_s", "alone_s", "repeat")  # a result's own
 
 
 @dataclasses.dataclass
@@ -315,7 +343,9 @@ def measured(args, script, measure_here, kinds=None, **job):
     (plan()); a quick run's, or --processes 1's, all in this process. job: more of what each
     worker is asked. -> Measured"""
     start = time.monotonic()
-    job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job}
+    job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job,
+           **({"repeat": {}, "bridge_s": 0.0} if args.quick else {})}  # a smoke run: each row
+    #   once a round, no bridge between the groups
     worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
     here = lambda j: {**measure_here(args, j), **on_the_device(args.on)}  # noqa: E731
     if args.processes == 1:
@@ -375,7 +405,7 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
     measures. The first process chooses the paths; the others take them. A stop while the
     processes beyond --processes are measured keeps the ones before (done.stopped says so)."""
-    done, costs, count, wanted = Measured(), {}, {}, {}
+    done, costs, count, wanted, repeat = Measured(), {}, {}, {}, {}
     order = [k.name for k in kinds]
     by_name = {k.name: k for k in kinds}
 
@@ -405,6 +435,7 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     for name in order:  # the pilots (a kind of one process: all its rounds)
         pilot = 1 if fewest[name] > 1 else runs
         took, result = one(name, pilot)
+        repeat[name] = result.get("repeat")
         first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
         spent = result.get("rounds_s", 0.0)
         costs[name] = Cost(max(took - spent - first, 0.0), spent / pilot, first)

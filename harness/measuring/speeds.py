@@ -157,21 +157,23 @@ def workbench(n=MATMUL, on=devices.NUMPY, dtype="float32"):
     return lambda: a @ b, 2 * n ** 3
 
 
-def trial(name, product, on=devices.NUMPY, group=1):
-    """One of them as a round visits it: its ceiling in the round, the fastest of CEILING
+def trial(name, product, on=devices.NUMPY, group=1, best=CEILING):
+    """One of them as a round visits it: its ceiling in the round, the fastest of `best`
     samples; on NumPy one call a sample, as the post times it; on another library's device a
     burst of calls lasting BURST_S, timed by its own timer."""
-    made = Trial(name, [product], group=group, timer=on, best=CEILING)
+    made = Trial(name, [product], group=group, timer=on, best=best)
     return made if on.numpy else calibrate(made, BURST_S)
 
 
-def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32"):
+def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32", quick=False):
     """The forklift's two reads and the workbench as a round visits them: the two products on
-    the BLAS's own threads (group 0: visited first in a round), the read on the suite's."""
+    the BLAS's own threads (group 0: visited first in a round), the read on the suite's; a
+    smoke run's (quick) one sample each."""
     reads, _ = forklift(size, on, threads)
-    return [trial(prefix + READS[0], reads[READS[0]], on, group=0),
-            trial(prefix + READS[1], reads[READS[1]], on, group=1),
-            trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, group=0)]
+    best = 1 if quick else CEILING
+    return [trial(prefix + READS[0], reads[READS[0]], on, 0, best),
+            trial(prefix + READS[1], reads[READS[1]], on, 1, best),
+            trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, 0, best)]
 
 
 def ceilings(done, prefix=""):

@@ -154,7 +154,7 @@ def spread_note(timed, per, note=""):
     flagged = (f"; FLAGGED, no verdict rests on them: {', '.join(flags)}" if flags else "")
     odd = [f"{named(r)} {r['samples'][i]:.4g} {r['unit']}".rstrip()
            for r in timed for i in outliers(r["samples"])]
-    odd_words = f"; outliers (no interval rests on them): {', '.join(odd)}" if odd else ""
+    odd_words = f"; far from the rest (counted like the rest): {', '.join(odd)}" if odd else ""
     unit = "round" if first.get("rounds") else "run"
     return (f"({STATISTIC_WORDS.get(first['statistic'], first['statistic'])} of {n} "
             f"{plural(n, unit)} per {per}; spread slowest/fastest {span}{note}{flagged}"
