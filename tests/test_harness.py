@@ -258,8 +258,8 @@ def test_spread_puts_a_range_column_beside_each_timed_figure():
     odd = timing.Timing((1.0, 1.01, 0.99, 1.0, 1.02, 9.0), rounds=(0, 1, 2, 3, 4, 5))
     note = printers.spread_note(made("demo", [col("time", "time ms", "ms", ".1f")],
                                      [{"time": timed(1005.0, odd)}]), "row")
-    assert note == ("(middle of 6 rounds per row; spread slowest/fastest 9.09x; outliers (no "
-                    "interval rests on them): demo: time 9000 ms)")  # hyperfine's z-score
+    assert note == ("(middle of 6 rounds per row; spread slowest/fastest 9.09x; far from the "
+                    "rest (counted like the rest): demo: time 9000 ms)")  # hyperfine's z-score
     assert printers.render(sheet).splitlines()[0] == "the post's own layout"
 
 
