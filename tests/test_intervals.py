@@ -132,3 +132,11 @@ def test_at_the_reports_own_level_the_miss_rate_is_the_tail():
         low, high = intervals.student(units, tail)
         for missed in (np.mean(low > 0), np.mean(high < 0)):
             assert missed <= 2 * tail + 3 * np.sqrt(2 * tail / trials), (processes, missed)
+
+
+def test_a_figure_between_two_edges_is_one_test():
+    """A truth can lie past one edge of lo < x < hi only: a wrong verdict misses on that one
+    side, so both edges take one test's share."""
+    f = of(record([3.0, 3.1, 2.9]))
+    assert rules.count(rules.within(f, 1, 5)) == 1
+    assert rules.count(rules.every(rules.above(f, 1), rules.below(f, 5))) == 2

@@ -79,10 +79,15 @@ class Test:
 
 @dataclasses.dataclass(frozen=True)
 class Every:
-    """All of its parts: tests, or plain verdicts (True, a Fails)."""
+    """All of its parts: tests, or plain verdicts (True, a Fails). edges: its two parts are one
+    figure's lower and upper edges (within), of which only one can be wrongly judged, whatever
+    the truth: one test's share of the chance of a wrong verdict covers both."""
     parts: tuple
+    edges: bool = False
 
     def count(self):
+        if self.edges:
+            return 1
         return sum(p.count() for p in self.parts if isinstance(p, (Test, Every)))
 
 
@@ -187,7 +192,8 @@ def below(x, edge, way=None, label="", fmt=".3g"):
 
 def within(x, lo, hi, label="", fmt=".3g"):
     """lo < x < hi; fails, saying which side, where its interval is all out."""
-    return Every((above(x, lo, label=label, fmt=fmt), below(x, hi, label=label, fmt=fmt)))
+    return Every((above(x, lo, label=label, fmt=fmt), below(x, hi, label=label, fmt=fmt)),
+                 edges=True)
 
 
 def more(a, b, label="the ratio", way="no more"):
