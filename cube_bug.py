@@ -122,14 +122,6 @@ IN_MODEL = tuple(f"{phase} {cube}" for phase in ("reading", "typing")
                  for cube in ("power", "product"))  # the model's trips, each way
 
 
-def kinds(args):
-    """The numbers alone, and the model's trips: each kind in processes of its own (the
-    numbers' start in a second, without the model's tables)."""
-    numbers = rounds.Kind("numbers", tuple(f"{label} {way}" for label, _ in CASES
-                                           for way in ("power", "product")))
-    return [numbers, rounds.Kind("the model", IN_MODEL)] if args.in_model else [numbers]
-
-
 def in_the_model(args, on):
     """The bug in the model itself: one user's question of --tokens read in one trip, and one
     user typing with the post's notes, each trip with the cube written both ways. -> (the
@@ -152,7 +144,7 @@ def experiment(args, facts):
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here, kinds(args))
+    done = rounds.measured(args, __file__, measure_here)
     found = records.from_rows(figures(args, done, diffs), settings)
     cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
                                        f"GPT-2 {args.model} at {args.tokens} "

@@ -40,7 +40,7 @@ QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "que
 SEED = 0
 RUNS = 3  # rounds of each row at least: the server's rows, a round of seconds in each process,
 #           in 3 processes or more; the cheaper rows in many more rounds, as the budget holds
-BUDGET_S = 150  # seconds the measuring may take, fresh processes added while they fit: the
+BUDGET_S = 160  # seconds the measuring may take, fresh processes added while they fit: the
 #                 README's first command stays within 3 minutes 30 seconds on a 2-core machine
 MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops a run
 LONGEST = 1_000_000  # tokens of a question or a notebook: GPT-2 reads 1,024, a predicted model more
@@ -433,22 +433,20 @@ def measured(args):
     return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
-KINDS = (("reading and typing", ("prefill", "decode", "depth"), lambda key: key[0] == 1),
-         ("depth", ("depth",), lambda key: key[0] > 1),
-         ("server", ("collision",), lambda key: True))  # (name, experiments, which rows): rows
-#   no claim holds against another kind's, each kind measured in processes of its own that make
-#   only its notebooks, each with the speeds beside its rows. The depth's rows of one user back
-#   a claim beside the typing rows; its rows of many users (16 users' 1,023 notes each, a
-#   notebook of 1.2 GB to make) back none: one process of them, all its rounds
+KINDS = (("", ("prefill", "decode", "depth", "collision"), lambda users: users == 1),
+         ("depth", ("depth",), lambda users: users > 1))  # (name, experiments, which depth rows
+#   by their users): the depth's rows of many users (16 users' 1,023 notes each, a notebook of
+#   1.2 GB to make) back no claim and measure in one process of their own; every other row
+#   shares its processes' start (the tables, the typers' first question, the speeds' tables)
 
 
 def kinds(args, rows):
-    """The kinds of worker process a run's rows are measured in: each experiment's rows with
-    the speed trials (and, on a GPU library's device, the empty trip beside typing)."""
+    """The kinds of worker process a run's rows are measured in: each with the speed trials
+    (and, on a GPU library's device, the empty trip beside typing)."""
     out = []
     for name, experiments, which in KINDS:
         names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
-                 if e != "depth" or which(r.key)]
+                 if e != "depth" or which(r.key[0])]
         launches = (LAUNCHES,) if "decode" in experiments and "decode" in rows \
             and not args.on.numpy else ()
         if names:

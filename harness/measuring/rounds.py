@@ -100,14 +100,16 @@ REPEAT_S = 0.25  # a short row is visited again and again in each round for abou
 MOST_REPEAT = 9
 
 
-def repeats(trial):
-    """How many times a round visits this trial, from one visit timed now: about REPEAT_S of
-    them, at least 1, at most MOST_REPEAT (a ceiling, the fastest of its tries, and a burst of
-    short calls already averaged: once)."""
-    if trial.best > 1 or trial.number > 1:
+def repeats(trial, took=None):
+    """How many times a round visits this trial: about REPEAT_S of it, at least 1, at most
+    MOST_REPEAT, from what one visit took (its warm-up's time, an upper bound), else one visit
+    timed now. A ceiling (the fastest of its tries), a burst of short calls (already averaged)
+    and a schedule of several trips (long): once."""
+    if trial.best > 1 or trial.number > 1 or len(trial.steps) > 1:
         return 1
-    took = max(sum(visit(trial, watch=lambda: (lambda: None))[0]), 1e-9)
-    return max(1, min(MOST_REPEAT, round(REPEAT_S / took)))
+    if took is None:
+        took = sum(visit(trial, watch=lambda: (lambda: None))[0])
+    return max(1, min(MOST_REPEAT, round(REPEAT_S / max(took, 1e-9))))
 
 
 def visited(trial, again, watch=host.watch):
@@ -180,17 +182,20 @@ def run(trials, job):
     "visits" and "recorded" (see the module's docstring)"""
     trials = {t.name: t for t in trials}
     rounds, again = list(job["rounds"]), job.get("again", timing.AGAIN)
+    warmed = {}
     for t in trials.values():
         if t.warm:
             say(job, f"warming up: {t.name}")
+            began = time.perf_counter()
             if t.recorded is not None:
                 t.recorded(None)
             else:
                 visit(dataclasses.replace(t, best=1), watch=lambda: (lambda: None))
+            warmed[t.name] = time.perf_counter() - began
     chosen = job.get("repeat")  # the first process of a kind times each trial once, and the
     if chosen is None:  #          rest take its counts: every process's rounds alike
         say(job, "timing each row once: how often a round visits it")
-        chosen = {name: repeats(t) for name, t in trials.items()}
+        chosen = {name: repeats(t, warmed.get(name)) for name, t in trials.items()}
     trials = {name: dataclasses.replace(t, repeat=chosen.get(name, 1))
               for name, t in trials.items()}
     visits, recorded = {name: [] for name in trials}, {name: [] for name in trials}
