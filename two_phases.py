@@ -545,19 +545,23 @@ def outcomes_of(cfg, planned, rows, done):
             trial = trial_name(name, row)
             runs = done.runs(trial)
             out[name].append(Outcome(row, timings(row, runs, what=trial), recorded(
-                cfg, row, trial, done.recorded.get(trial)) if e.checked else None))
+                cfg, row, trial, done.recorded.get(trial), done.process_of) if e.checked
+                else None))
     return out
 
 
-def recorded(cfg, row, trial, found):
-    """A row's recorded trips as the check and breakdown read them; None where none was."""
+def recorded(cfg, row, trial, found, process_of=None):
+    """A row's recorded trips as the check and breakdown read them, each with the process it
+    was recorded in (process_of: {round: process}); None where none was."""
     if not found:
         return None
     found = sorted(found, key=lambda rp: rp[0])
     middle = sorted((parts for _, parts in found), key=lambda p: p["trip"])[(len(found) - 1) // 2]
+    where = tuple((process_of or {}).get(r, 0) for r, _ in found)
     return {"riders": row.steps[plans.recorded_step(cfg, row)], "parts": middle,
             "runs": {part: timing.Timing(tuple(p[part] for _, p in found),
-                                         rounds=tuple(r for r, _ in found), trial=trial)
+                                         rounds=tuple(r for r, _ in found), trial=trial,
+                                         processes=where)
                      for part in middle}}
 
 

@@ -176,3 +176,15 @@ def test_depth_holds_its_rows_to_the_same_speeds_as_the_check(quick_run):
         limit_s, _ = model.limit(cfg, [(k["notes"], 1)] * k["users"], roofs["bytes_per_s"],
                                  roofs["flops_per_s"])
         assert f["x limit"] == pytest.approx(f["step"] / 1e3 / limit_s)
+
+
+def test_a_rows_recordings_know_their_processes_so_a_verdict_on_them_counts_processes():
+    import two_phases
+    from harness.predicting.plans import Row
+    parts = {"trip": 1.0, "tables": 0.6, "attention": 0.3, "elementwise": 0.05, "other": 0.05}
+    row = Row({"users": 64}, "64 users", [[(512, 1)] * 64])
+    made = two_phases.recorded(model.TINY, row, "decode 64 users",
+                               [[7, parts], [0, parts], [3, {**parts, "trip": 1.2}]],
+                               {0: 0, 3: 2, 7: 5})
+    assert made["runs"]["trip"].processes == (0, 2, 5)  # one recording in each process
+    assert made["runs"]["trip"].rounds == (0, 3, 7) and made["parts"]["trip"] == 1.0

@@ -11,8 +11,8 @@ def verdicts(found, roofs, scripts, settings=None, busy=()):
     """[(claim, this machine's figure, verdict, why, tested)] for the claims of these scripts
     (tested: the figure its verdict rests on, with its interval and the rule's edge), from
     their records, whose runs had these settings (their flags, by name; None: the post's). Each
-    measured figure is weighed by its interval from the run's rounds, at the level that keeps
-    the chance of any wrong firm verdict among these claims under intervals.FAMILY. A run made
+    measured figure is weighed by its interval over the run's processes, at each claim's share
+    of the report's chance of a wrong firm verdict (intervals.FAMILY). A run made
     while another run of this suite measured (busy, in words) tells nothing by its timings. A
     prediction's verdicts say so."""
     predicted = bool(settings and settings.get("predict"))

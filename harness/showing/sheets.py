@@ -69,8 +69,8 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
                  settings="each verdict by the rule given, on its limits: a real engine reaches "
                           "some fraction of them" if predicted else
                  f"each claim as judged, then the post's words; each measured figure with its "
-                 f"interval from the run's rounds, at a level that keeps the chance of any wrong "
-                 f"firm verdict under {intervals.FAMILY:.0%}")
+                 f"interval from the run's processes, at a level that keeps the chance of any "
+                 f"wrong firm verdict among the report's claims under {intervals.FAMILY:.0%}")
 
 
 def limited(at, c=None):
