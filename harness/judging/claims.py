@@ -182,7 +182,7 @@ def at_limits(r, users):
 def batching_16(t, r):
     g = gain(t, 16)
     limits = at_limits(r, 16) / at_limits(r, 1)
-    return (f"{g.value:.1f}x, at the limits {limits:.1f}x",
+    return (f"{g.value:.1f}x of the accounting's {limits:.1f}x",
             within(g / limits, 1 / OFF, OFF, label="the gain over the limits'", fmt=".2f"))
 
 
