@@ -13,7 +13,7 @@ from harness.showing import report
 REFERENCES = os.path.join(ROOT, "references")
 EXAMPLES = sorted(d for d in os.listdir(REFERENCES)
                   if os.path.isfile(os.path.join(REFERENCES, d, report.NAME)))
-QUOTED = "intel-xeon-processor-2c"  # the example the README quotes
+QUOTED = "amd-epyc-2c"  # the example the README quotes
 
 
 def remade(folder):
