@@ -109,28 +109,11 @@ def parts(found, keys):
 # the comparison, section by section
 
 
-def compared(names, machines, section, min_change, every=None):
-    """One section as tidy rows: each figure of each machine, its value and, for every machine
-    after the first that has it, the reference machine, the ratio and its verdict, each test's
-    p corrected together with every other figure's of the comparison (every: its sections;
-    this one alone where not given)."""
-    return everything(names, machines, min_change, tuple(every or [section]))[section[0]]
-
-
-def everything(names, machines, min_change, every):
-    """{section: its rows (see compared())} of every section of a comparison, each figure's p
-    corrected with all the others' (made once for a comparison)."""
-    key = (tuple(names), tuple(map(id, machines)), min_change, tuple(s[0] for s in every))
-    if _made.get("key") != key:  # (the machines held with it: no id of theirs is reused)
-        _made.update(key=key, machines=machines, rows=settled(names, machines, min_change,
-                                                              every))
-    return _made["rows"]
-
-
-_made = {}  # one comparison's rows, made once however many sections and exports read them
-
-
 def settled(names, machines, min_change, every):
+    """{section: its rows} of every section of one comparison, as tidy rows: each figure of
+    each machine, its value and, for every machine after the first that has it, the reference
+    machine, the ratio and its verdict, each test's p corrected together with every other
+    figure's of the comparison."""
     tested = [row for s in every for row in judged_rows(names, machines, s)]
     ps = [row for row in tested if isinstance(row.get("p alone"), float)]
     for row, p in zip(ps, corrected([row["p alone"] for row in ps])):
@@ -181,14 +164,16 @@ def judged_rows(names, machines, section):
     return rows
 
 
-def comparison(names, machines, section, min_change):
+def comparison(names, machines, section, min_change, every=None):
     """(headers, rows) of one section, as printed: each figure, each machine's value and, for
-    every machine after the first, how it compares: '1.30x faster', with the verdict."""
+    every machine after the first, how it compares: '1.30x faster', with the verdict. every:
+    the comparison's settled rows (settled()), made here where not given."""
     headers = ["figure", "unit", names[0]]
     for n in names[1:]:
         headers += [n, f"{n} vs {names[0]}"]
     table = {}
-    for c in compared(names, machines, section, min_change, sections(machines)):
+    every = every or settled(names, machines, min_change, sections(machines))
+    for c in every[section[0]]:
         shown = section[2].get(c["figure"], c["figure"])
         row = table.setdefault((c["row"], c["figure"]), [
             f"{c['row']}: {shown}" if c["row"] else shown, c["unit"]])
@@ -365,7 +350,8 @@ def main(argv=None):
         if data:  #                               with its line; anything else is a bug
             found.append((folder, data))
     names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]
-    sheets = [(title, *comparison(names, machines, s, args.min_change))
+    every = settled(names, machines, args.min_change, sections(machines)) if machines else {}
+    sheets = [(title, *comparison(names, machines, s, args.min_change, every))
               for s in sections(machines) for title in [s[1]]] if machines else []
     if len(machines) > 1:
         sheets.insert(1, ("The machines' limits, every measurement", *limits(names, machines)[:2]))
@@ -373,11 +359,8 @@ def main(argv=None):
     sheets = [s for s in sheets if s[2]]
     if args.export:
         about = {n: describe(n, m) for n, m in zip(names, machines)}
-        every = sections(machines)
         show(exports.write(args.export, [{**c, "machine line": about[c["machine"]]}
-                                         for s in every
-                                         for c in compared(names, machines, s, args.min_change,
-                                                           every)]))
+                                         for rows in every.values() for c in rows]))
     else:
         for name, m in zip(names, machines):
             show(printable(describe(name, m)))

@@ -1,6 +1,6 @@
 """The slow road: h**3 against h*h*h on one floor's worth of numbers, by sign.
 
-    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of 7 rounds
+    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of its rounds
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
@@ -98,13 +98,12 @@ def measure_here(args, job):
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
     process); freed memory kept in the process, for both ways alike (bench.keep_freed_memory)."""
-    began, on, wanted = time.perf_counter(), args.on, job.get("trials")
+    began, on = time.perf_counter(), args.on
     b.keep_freed_memory()
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
-              for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)
-              if wanted is None or t.name in wanted]
+              for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
     bench, more = None, {}
-    if args.in_model and (wanted is None or any(n in wanted for n in IN_MODEL)):
+    if args.in_model:
         bench, model_trials = in_the_model(args, on)
         trials += model_trials
     try:
@@ -116,10 +115,6 @@ def measure_here(args, job):
     finally:
         if bench is not None and bench.pool:
             bench.pool["helpers"].shutdown()
-
-
-IN_MODEL = tuple(f"{phase} {cube}" for phase in ("reading", "typing")
-                 for cube in ("power", "product"))  # the model's trips, each way
 
 
 def in_the_model(args, on):

@@ -100,7 +100,7 @@ def held_figures(held):
                  f"({h.bound}-bound); {suspect(h)}")
     check = [{"experiment": h.experiment, KEYS: h.keys, "measured": ms(h.timing),
               "limit": h.limit_s * 1e3, "bound by": h.bound,
-              "x limit": h.x or timed(h.seconds / h.limit_s, h.timing)} for h in held]
+              "x limit": h.x} for h in held]
     parts = []
     for h in held:
         s, alone, who = h.parts, h.alone.seconds, h.excess()

@@ -179,7 +179,7 @@ def units_of(figure, rounds):
     return [where.get(r, ("round", r)) for r in rounds]
 
 
-def interval(figure, tail_each, name=""):
+def interval(figure, tail_each):
     """The figure's Interval: each unit's quantity (the mean of its rounds', on the log scale
     where every quantity is above 0), then Student's t over the units, each side missing with
     chance tail_each; the value itself for a figure with no runs behind it; None where fewer

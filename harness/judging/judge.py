@@ -30,7 +30,7 @@ def judged(found, roofs, scripts, settings, busy):
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
     share = intervals.tail(claims.family(gpu))
     return [(c, here, UNKNOWN, early, "") if early else
-            (c, *verdict_of(c, here, resolve(rule, share / max(count(rule), 1), c.says), found,
+            (c, *verdict_of(c, here, resolve(rule, share / max(count(rule), 1)), found,
                             roofs))
             for c, here, rule, early in ruled]
 

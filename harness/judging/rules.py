@@ -216,11 +216,11 @@ def count(rule):
     return rule.count() if isinstance(rule, (Test, Every)) else 0
 
 
-def resolve(rule, tail_each, name=""):
+def resolve(rule, tail_each):
     """A rule's verdict, each of its tests' intervals missing on each side with chance
     tail_each, as a Resolved."""
     if isinstance(rule, Test):
-        ci = interval(rule.figure, tail_each, name)
+        ci = interval(rule.figure, tail_each)
         if ci is None:
             return Resolved(None, rule, None)
         lo, hi = ci.low, ci.high
@@ -232,7 +232,7 @@ def resolve(rule, tail_each, name=""):
             else None
         return Resolved(verdict, rule, ci)
     if isinstance(rule, Every):
-        done = [resolve(part, tail_each, f"{name}/{i}") for i, part in enumerate(rule.parts)]
+        done = [resolve(part, tail_each) for part in rule.parts]
         for d in done:
             if d.verdict is not None and not d.verdict:
                 return d if isinstance(d.verdict, Fails) else Resolved(Fails(""), d.test,

@@ -296,7 +296,6 @@ class Measured:
     alone: dict = dataclasses.field(default_factory=dict)
     paths: dict = None
     chosen: dict = None
-    setup_s: list = dataclasses.field(default_factory=list)
     processes: int = 0
     rounds: int = 0  # the most round ids any trial was visited in
     stopped: int = None  # the signal that stopped the processes the budget added
@@ -317,7 +316,6 @@ class Measured:
             self.alone.setdefault(int(n), []).extend(samples)
         self.paths = self.paths or result.get("paths")
         self.chosen = self.chosen or result.get("chosen")
-        self.setup_s.append(result.get("setup_s", 0.0))
         if result.get("device_bytes") is not None:
             self.device_bytes = max(self.device_bytes or 0, result["device_bytes"])
         self.gpu_others += [tuple(o) for o in result.get("gpu_others") or ()
@@ -371,8 +369,7 @@ def measured(args, script, measure_here, kinds=None, **job):
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """Rows measured together in processes of their own: their trials' names (None: every trial
-    the script makes), and which token counts' table products its first processes time alone.
-    Rows that no claim holds against each other's need not share a process, and a process that
+    the script makes), and the fewest processes of them. Rows that no claim holds against each other's need not share a process, and a process that
     makes only its own rows' notebooks starts in seconds: more fresh processes for the same
     time (pyperf's point: a figure's spread from process to process is only seen across many)."""
     name: str = ""

@@ -7,8 +7,9 @@ import numpy as np
 
 from harness.post import MATMUL, SIZE  # the forklift's 400 MB table, far bigger than any
 #   cache; the workbench's 2048 x 2048 tables, which fit close to the workbench (caches)
-from harness.measuring import devices, host
+from harness.measuring import devices, host, pool, timing
 from harness.measuring.rounds import Trial, calibrate
+from harness.keeping.records import Measured, timed
 import model
 from model import BYTES, FLOPS_PER_NUMBER
 
@@ -141,7 +142,6 @@ def streaming(big, on, threads):
     device, its own reduction over the whole table.)"""
     if not on.numpy:
         return lambda: on.xp.max(big)
-    from harness.measuring import pool
     helpers, rows = pool.workers(threads), big.shape[0]
     return lambda: pool.share(helpers, lambda part: big[part].max(), rows, big.size)
 
@@ -180,7 +180,6 @@ def ceilings(done, prefix=""):
     """Each round's ceilings as Timings (seconds; the figure the middle of the rounds'):
     {"forklift": the faster of the two reads in each round, its matrix-vector read and its
     streaming read each, "workbench": its product}."""
-    from harness.measuring import timing
     runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH)}
     made = {n: timing.taken([s[0] for s in r.steps], "middle", n, r, said=True)
             for n, r in runs.items()}
@@ -192,13 +191,12 @@ def ceilings(done, prefix=""):
 def faster(a, b):
     """Two reads' runs as one: in each round both measured in, the faster (its seconds, the
     most of the cores other work took in either). -> (seconds, "middle", what, Runs)"""
-    import dataclasses as dc
     at = {r: i for i, r in enumerate(b.rounds)}
     kept = [(i, at[r]) for i, r in enumerate(a.rounds) if r in at]
     steps = [[min(a.steps[i][0], b.steps[j][0])] for i, j in kept]
     others = [None if a.others[i] is None and b.others[j] is None else
               max(o for o in (a.others[i], b.others[j]) if o is not None) for i, j in kept]
-    runs = dc.replace(a, steps=steps, others=others, rounds=tuple(a.rounds[i] for i, _ in kept),
+    runs = dataclasses.replace(a, steps=steps, others=others, rounds=tuple(a.rounds[i] for i, _ in kept),
                       processes=tuple(a.processes[i] for i, _ in kept) if a.processes else (),
                       kept=tuple(range(len(kept))))
     return [s[0] for s in steps], "middle", "the forklift", runs
@@ -208,7 +206,6 @@ def figures(ceiling, size, matmul):
     """The speeds' figures of one run, from its rounds' ceilings (ceilings()): each a rate of
     the middle round, its samples each round's own; the balance each round's math speed over
     its forklift's. -> {figure: a Measured}"""
-    from harness.keeping.records import Measured, timed
     moved, flops = size * size * BYTES, 2 * matmul ** 3
     f, w = ceiling["memory"], ceiling["workbench"]
     return {"memory speed": timed(moved / f.seconds / 1e9, f, -1),
@@ -234,7 +231,6 @@ def x_limit(cfg, steps, t, roofs):
     figure: where the speeds were measured in rounds, each round's time over that round's own
     limit (the bound's speed that round), so that the speeds' drift cancels. -> (a Measured,
     the limit's seconds, what bounds it)"""
-    from harness.keeping.records import Measured, timed
     limit_s, bound = max(roofs.limit(cfg, riders) for riders in steps)
     if not roofs.timings:
         return timed(t.seconds / limit_s, t), limit_s, bound
