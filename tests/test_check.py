@@ -1,4 +1,5 @@
 """two_phases.py holds every timing against the machine's two limits."""
+import dataclasses
 import json
 
 import numpy as np
@@ -188,3 +189,15 @@ def test_a_rows_recordings_know_their_processes_so_a_verdict_on_them_counts_proc
                                {0: 0, 3: 2, 7: 5})
     assert made["runs"]["trip"].processes == (0, 2, 5)  # one recording in each process
     assert made["runs"]["trip"].rounds == (0, 3, 7) and made["parts"]["trip"] == 1.0
+
+
+def test_the_forklift_of_a_round_is_its_faster_read_with_that_reads_conditions():
+    from harness.measuring import speeds
+    mv = timing.Runs([[1.0], [2.0], [3.0]], [0.0, 0.5, 0.5], 1, False, (0, 1, 2), (0, 1, 2))
+    stream = timing.Runs([[2.0], [1.0], [2.0]], [0.5, 0.0, 0.0], 1, False, (0, 1, 2),
+                         (0, 1, 2))
+    seconds, _, _, runs = speeds.faster(mv, stream)
+    assert seconds == [1.0, 1.0, 2.0] and runs.others == [0.0, 0.0, 0.0]  # the read kept's
+    assert not runs.disturbed and runs.again == 2  # (the slower read's disturbed try: moot)
+    seconds, _, _, runs = speeds.faster(mv, dataclasses.replace(stream, others=[0.5] * 3))
+    assert runs.others == [0.0, 0.5, 0.5] and runs.disturbed  # one clean round of three

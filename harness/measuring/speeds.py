@@ -189,17 +189,20 @@ def ceilings(done, prefix=""):
 
 
 def faster(a, b):
-    """Two reads' runs as one: in each round both measured in, the faster (its seconds, the
-    most of the cores other work took in either). -> (seconds, "middle", what, Runs)"""
+    """Two reads' runs as one: in each round both measured in, the faster, with the share of
+    the cores other work took during that one; disturbed where too few of those rounds are
+    clean. -> (seconds, "middle", what, Runs)"""
     at = {r: i for i, r in enumerate(b.rounds)}
     kept = [(i, at[r]) for i, r in enumerate(a.rounds) if r in at]
-    steps = [[min(a.steps[i][0], b.steps[j][0])] for i, j in kept]
-    others = [None if a.others[i] is None and b.others[j] is None else
-              max(o for o in (a.others[i], b.others[j]) if o is not None) for i, j in kept]
-    runs = dataclasses.replace(a, steps=steps, others=others, rounds=tuple(a.rounds[i] for i, _ in kept),
-                      processes=tuple(a.processes[i] for i, _ in kept) if a.processes else (),
-                      kept=tuple(range(len(kept))))
-    return [s[0] for s in steps], "middle", "the forklift", runs
+    won = [(a, i) if a.steps[i][0] <= b.steps[j][0] else (b, j) for i, j in kept]
+    others = [runs.others[k] for runs, k in won]
+    clean = sum(not timing.disturbed(o) for o in others)
+    runs = dataclasses.replace(
+        a, steps=[runs.steps[k] for runs, k in won], others=others, again=a.again + b.again,
+        disturbed=clean < min(timing.MIN_RUNS, len(won)), kept=tuple(range(len(kept))),
+        rounds=tuple(a.rounds[i] for i, _ in kept),
+        processes=tuple(a.processes[i] for i, _ in kept) if a.processes else ())
+    return [s[0] for s in runs.steps], "middle", "the forklift", runs
 
 
 def figures(ceiling, size, matmul):
