@@ -177,7 +177,7 @@ def test_7_after_a_copy_history_keeps_the_newest_runs(tmp_path):
         time.sleep(0.01)
     assert [os.path.basename(e)[9:19] for e in r.entries(str(history), "cube_bug")] == [
         f"2026-01-{day:02}" for day in days]  # oldest first, as the runs recorded
-    r.trim(str(history), "cube_bug")
+    r.trim(str(tmp_path / "box"), "cube_bug")
     assert sorted(os.listdir(history)) == [f"cube_bug.2026-01-{day:02}T00-00-00"
                                            for day in days[1:]]  # only the oldest went
 

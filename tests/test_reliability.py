@@ -3,6 +3,7 @@ a careful user found to break an earlier version (interrupts, kills, full disks,
 bad values found late, broken result files)."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -63,8 +64,8 @@ def killed_between_renames(folder):
     """A save killed (SIGKILL) after its first rename, in a process of its own."""
     code = ("import os, signal\nfrom harness.keeping import results\n"
             "real, n = os.replace, [0]\n"
-            "def replace(a, b):\n"
-            "    real(a, b)\n"
+            "def replace(a, b, **kw):\n"
+            "    real(a, b, **kw)\n"
             "    n[0] += 1\n"
             "    if n[0] == 2:  # the journal, then the first file: now die\n"
             "        os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -97,9 +98,9 @@ def test_compare_never_reads_half_a_save(tmp_path):
     data["tables"]["cube"]["rows"] = [["mixed (real)", 55.0]]
     code = ("import os, signal\nfrom harness.keeping import results\n"
             "real = os.replace\n"
-            "def replace(a, b):\n"
+            "def replace(a, b, **kw):\n"
             "    if b.endswith('cube_bug.json'): os.kill(os.getpid(), signal.SIGKILL)\n"
-            "    real(a, b)\n"
+            "    real(a, b, **kw)\n"
             "os.replace = replace\n"
             f"results.replace_together({str(box)!r}, {{'cube_bug.json': {json.dumps(data)!r}}})\n")
     assert python(code).returncode == -signal.SIGKILL
@@ -134,10 +135,10 @@ def test_ctrl_c_during_the_renames_waits_for_the_unit(tmp_path, monkeypatch, cap
     runner.run("demo", args_for(tmp_path), numbered(1))
     real = os.replace
 
-    def replace(a, b):
-        if b == str(tmp_path / "box" / "demo.json"):
+    def replace(a, b, **kw):
+        if b == "demo.json":  # found in the folder held open by its descriptor
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between the two files' renames
-        real(a, b)
+        real(a, b, **kw)
     monkeypatch.setattr(results.os, "replace", replace)
     assert runner.run("demo", args_for(tmp_path), numbered(2)) == 130
     files = saved(tmp_path)
@@ -223,6 +224,42 @@ def test_a_failed_save_leaves_no_empty_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "_write_temp", no_space)
     assert runner.run("demo", args_for(tmp_path), demo) == 1
     assert not (tmp_path / "box").exists()
+
+
+def test_a_folder_swapped_for_a_link_while_the_run_measures_is_never_written_through(
+        tmp_path, capsys):
+    """`rm -rf O/box; ln -s VICTIM O/box` while a run measures: the save refuses the link, and
+    nothing reaches the folder it points to."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "report.md").write_text("theirs")
+    runner.run("demo", args_for(tmp_path), demo)  # O/box holds a result, and history to come
+
+    def swapped(args, facts):
+        yield from demo(args, facts)
+        shutil.rmtree(tmp_path / "box")  # another local user, meanwhile
+        (tmp_path / "box").symlink_to(victim)
+    assert runner.run("demo", args_for(tmp_path), swapped) == 1
+    assert "is a link or not a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["report.md"]
+    assert (victim / "report.md").read_text() == "theirs"
+
+
+def test_a_folder_swapped_during_the_save_keeps_its_files_where_the_save_began(tmp_path,
+                                                                              monkeypatch):
+    """Swapped after the save has opened the folder: every file still goes into the folder it
+    opened (now moved aside), none through the link."""
+    victim, box, aside = tmp_path / "victim", tmp_path / "box", tmp_path / "aside"
+    victim.mkdir()
+
+    def swap(d, temp):
+        if not aside.exists():
+            os.rename(box, aside)
+            box.symlink_to(victim)
+    monkeypatch.setattr(results, "made", swap)
+    assert results.save(str(box), {"demo.json": "{}", "demo.txt": "t"}, "demo") == 0
+    assert list(victim.iterdir()) == []
+    assert sorted(p.name for p in aside.iterdir()) == [results.LOCK, "demo.json", "demo.txt"]
 
 
 # ---- 6. another run measuring on the same machine

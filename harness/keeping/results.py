@@ -15,7 +15,7 @@ import time
 
 from harness import stopping
 from harness.terminal import note, printable, warn
-from harness.keeping import schema
+from harness.keeping import held, schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the
 #      checkout: the scripts
@@ -28,7 +28,7 @@ SCHEMA_VERSION = 7  # the JSON layout; 4: one record per figure, and the sheets 
 #                    record says whether compare.py holds it against other machines, and the
 #                    claims are judged once, as the run's records ("claims")
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
-NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
+NOFOLLOW, NONBLOCK = held.NOFOLLOW, getattr(os, "O_NONBLOCK", 0)  # POSIX's
 NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there
 
 
@@ -47,17 +47,16 @@ def files(stem, data, text, pictures, quick):
 
 @contextlib.contextmanager
 def locked(folder, shared=False):
-    """Hold a results folder's lock: one run saves into it at a time (exclusive), and readers
-    (shared) wait for a save to finish. A reader never makes the lock file; where there is
-    none, or the system has no such locks, nothing is held. A lock that is not a file is an
-    error: saving without it could mix two runs' files."""
-    path = os.path.join(folder, LOCK)
-    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-        raise OSError(f"{path} is not a lock file")
+    """Hold a results folder's lock (folder: a path, or a Held): one run saves into it at a time
+    (exclusive), and readers (shared) wait for a save to finish. A reader never makes the lock
+    file; where there is none, or the system has no such locks, nothing is held. A lock that is
+    not a file is an error: saving without it could mix two runs' files."""
+    d = held.of(folder)
+    if d.kind(LOCK) not in (None, stat.S_IFREG):
+        raise OSError(f"{d.at(LOCK)} is not a lock file")
     try:
         import fcntl
-        fd = os.open(path, NOFOLLOW | (os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT),
-                     0o666)
+        fd = d.open(LOCK, os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT)
     except (ImportError, OSError):
         if not shared:
             raise
@@ -68,11 +67,11 @@ def locked(folder, shared=False):
         try:
             fcntl.flock(fd, how | fcntl.LOCK_NB)
         except BlockingIOError:
-            note(f"waiting for another run to finish with {folder}/")
+            note(f"waiting for another run to finish with {d}/")
             if not shared:
                 fcntl.flock(fd, how)
             elif not waited(fd, how):  # a reader never waits for ever: a run may be stopped
-                note(f"{folder}/: another run has held it for {READER_WAIT_S} s; read as its "
+                note(f"{d}/: another run has held it for {READER_WAIT_S} s; read as its "
                      f"last whole save left it")
         yield
     finally:
@@ -98,28 +97,29 @@ def waited(fd, how):
 
 def journal(folder):
     """The renames a killed save left undone, {file name: temp name}, or {} when there is no
-    journal. Raise ValueError unless every entry names a plain file of this folder and one of
-    the temp files the suite makes: a journal must never move anything from or to elsewhere."""
-    path = os.path.join(folder, JOURNAL)
-    if not os.path.lexists(path):
+    journal (folder: a path, or a Held). Raise ValueError unless every entry names a plain file
+    of this folder and one of the temp files the suite makes: a journal must never move
+    anything from or to elsewhere."""
+    d = held.of(folder)
+    if not d.exists(JOURNAL):
         return {}
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode) or os.path.getsize(path) > 1 << 16:
+        raw = d.read(JOURNAL, 1 << 16)
+        if raw is None or len(raw) > 1 << 16:
             raise ValueError("is not a journal file")
-        with open(path, encoding="utf-8") as f:
-            renames = json.load(f)
+        renames = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as e:
-        raise ValueError(f"{path}: unreadable journal ({e}); left as it is") from None
+        raise ValueError(f"{d.at(JOURNAL)}: unreadable journal ({e}); left as it is") from None
     if not isinstance(renames, dict) or not all(
             plain_name(name) and plain_name(temp) and temp.startswith(TEMP)
             and not name.startswith(".") for name, temp in renames.items()):
-        raise ValueError(f"{path}: a journal entry names something other than a file of "
-                         f"this folder; refused and left as it is (remove it to save here)")
+        raise ValueError(f"{d.at(JOURNAL)}: a journal entry names something other than a file "
+                         f"of this folder; refused and left as it is (remove it to save here)")
     for temp in renames.values():  # what a rename would move must be a file the suite made
-        there = os.path.join(folder, temp)
-        if os.path.lexists(there) and not stat.S_ISREG(os.lstat(there).st_mode):
-            raise ValueError(f"{path}: a journal entry names {printable(temp)}, which is not a "
-                             f"file; refused and left as it is (remove the journal to save here)")
+        if d.kind(temp) not in (None, stat.S_IFREG):
+            raise ValueError(f"{d.at(JOURNAL)}: a journal entry names {printable(temp)}, which "
+                             f"is not a file; refused and left as it is (remove the journal to "
+                             f"save here)")
     return renames
 
 
@@ -129,18 +129,19 @@ def plain_name(name):
             and os.path.basename(name) == name and "/" not in name and os.sep not in name)
 
 
-def finish_replacing(folder):
-    """Under the lock: finish the renames of a save that was killed halfway (its journal lists
-    them, and every file it names was whole before the first rename), then remove stray temps."""
-    for name, temp in journal(folder).items():
+def finish_replacing(d):
+    """Under the lock, in the held folder d: finish the renames of a save that was killed
+    halfway (its journal lists them, and every file it names was whole before the first
+    rename), then remove stray temps."""
+    for name, temp in journal(d).items():
         with contextlib.suppress(FileNotFoundError):
-            os.replace(os.path.join(folder, temp), os.path.join(folder, name))
+            d.replace(temp, name)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(folder, JOURNAL))
-    for name in os.listdir(folder):
+        d.unlink(JOURNAL)
+    for name in d.names():
         if name.startswith(TEMP):
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(folder, name))
+                d.unlink(name)
 
 
 def as_saved(folder):
@@ -158,53 +159,54 @@ def as_saved(folder):
                    f"({', '.join(printable(n) for n in sorted(pending))})" if pending else None)
 
 
-def _write_temp(folder, name, content, identities=None):
+def _write_temp(d, name, content, identities=None):
     """content (text, or a function that writes into the binary file it is given) in a new
-    temp file, written through the descriptor that made it, never reopened by its name (which
-    another process could have swapped for a link meanwhile): -> its name. identities: a dict
-    to keep the new file's (device, inode) in, under its name, to check before it is renamed."""
+    temp file of the held folder d, written through the descriptor that made it, never
+    reopened by its name (which another process could have swapped for a link meanwhile): -> its
+    name. identities: a dict to keep the new file's (device, inode) in, under its name, to check
+    before it is renamed."""
     while True:  # made as open() makes a file, with the umask's permissions (mkstemp's are 0600)
-        path = os.path.join(folder, TEMP + secrets.token_hex(8) + os.path.splitext(name)[1])
+        temp = TEMP + secrets.token_hex(8) + os.path.splitext(name)[1]
         with contextlib.suppress(FileExistsError):
-            fd = os.open(path, NEW, 0o666)
+            fd = d.open(temp, NEW)
             break
     with os.fdopen(fd, "wb") as f:
         if identities is not None:
             st = os.fstat(fd)
-            identities[os.path.basename(path)] = (st.st_dev, st.st_ino)
-        made(path)
+            identities[temp] = (st.st_dev, st.st_ino)
+        made(d, temp)
         if callable(content):
             content(f)
         else:
             f.write(content.encode("utf-8", errors="surrogateescape"))
         f.flush()
         os.fsync(f.fileno())
-    return os.path.basename(path)
+    return temp
 
 
-def made(path):
+def made(d, temp):
     """A temp file is made (and open): where a test swaps it for a link, as a race could."""
 
 
-def moved(folder, name, identity):
+def moved(d, name, identity):
     """After a rename: what now holds the name must be the file this save wrote; anything
     swapped in at the last instant is taken out again, and the save fails."""
     try:
-        unchanged(folder, name, identity)
+        unchanged(d, name, identity)
     except OSError:
         with contextlib.suppress(OSError):
-            os.unlink(os.path.join(folder, name))  # a link is removed, never followed
+            d.unlink(name)  # a link is removed, never followed
         raise
 
 
-def unchanged(folder, temp, identity):
+def unchanged(d, temp, identity):
     """Raise OSError unless the temp file is still the regular file this save made (another
     process may have swapped a link, or another file, in its place): never renamed into the
     result."""
-    st = os.lstat(os.path.join(folder, temp))
+    st = d.lstat(temp)
     if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != identity:
-        raise OSError(f"{os.path.join(folder, temp)} was replaced by something else while "
-                      f"this run wrote it; nothing is saved through it")
+        raise OSError(f"{d.at(temp)} was replaced by something else while this run wrote it; "
+                      f"nothing is saved through it")
 
 
 # ---- the report: a file the suite writes and a user may edit; an edited one is kept
@@ -219,16 +221,17 @@ def signed(text):
     return text + SIGNATURE.format(hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def edited(path):
-    """Whether the regular file at path is not what the suite last wrote there: its last line
-    is not the digest of the rest (an edit; or a report of a version that signed none). False
-    where there is no regular file (a link is never read)."""
-    try:
-        with os.fdopen(os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return False
-            raw = f.read(schema.FILE_MAX + 1)
-    except OSError:
+def edited(path, raw=None):
+    """Whether the regular file at path (or its bytes, raw, read already) is not what the suite
+    last wrote there: its last line is not the digest of the rest (an edit; or a report of a
+    version that signed none). False where there is no regular file (a link is never read)."""
+    if raw is None:
+        folder, name = os.path.split(path)
+        try:
+            raw = held.of(folder or os.curdir).read(name, schema.FILE_MAX)
+        except OSError:
+            return False
+    if raw is None:
         return False
     text = raw.decode("utf-8", "replace")
     body, _, last = text.rstrip("\n").rpartition("\n")
@@ -236,72 +239,98 @@ def edited(path):
         "utf-8")).hexdigest())
 
 
-def keep_edited(folder, files):
-    """A copy of the folder's report in a new folder of history/ where a user edited it and this
-    save replaces it (a report.<date>/, never trimmed: it is the user's): -> that folder, or
-    None where there is nothing of theirs to keep."""
-    if REPORT not in files or not edited(os.path.join(folder, REPORT)):
+def keep_edited(d, files):
+    """A copy of the held folder d's report in a new folder of history/ where a user edited it
+    and this save replaces it (a report.<date>/, never trimmed: it is the user's): -> that
+    folder's path, or None where there is nothing of theirs to keep."""
+    if REPORT not in files:
         return None
-    history = os.path.join(folder, HISTORY)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(history)
-    if not stat.S_ISDIR(os.lstat(history).st_mode):
-        raise ValueError(f"{history} is a link or not a folder, so the edited report cannot be "
-                         f"kept there; remove it to save here")
-    when = stamp(time.strftime("%Y-%m-%dT%H-%M-%S"))
-    keep = new_entry(history, f"{REPORT.split('.')[0]}.{when}")
     try:
-        copy_regular(os.path.join(folder, REPORT), keep)
-    except BaseException:
-        discard(keep)
-        raise
-    return keep
+        raw = d.read(REPORT, schema.FILE_MAX)
+    except OSError:  # one this user cannot read: not kept, as no link is
+        raw = None
+    if raw is None or not edited(d.at(REPORT), raw):
+        return None
+    with history_of(d, "the edited report") as history:
+        keep = new_entry(history, f"{REPORT.split('.')[0]}.{stamp(time.strftime('%Y-%m-%dT%H-%M-%S'))}")
+        try:
+            with held.opened(keep, within=history) as entry:
+                copy_regular(d, REPORT, entry)
+        except BaseException:
+            discard(d, keep)
+            raise
+        return history.at(keep)
+
+
+@contextlib.contextmanager
+def history_of(d, what):
+    """The held folder d's history/, made if need be, held open: -> Held. It must be a real
+    folder, never a link (ValueError, saying `what` cannot be kept there)."""
+    with contextlib.suppress(FileExistsError):
+        d.mkdir(HISTORY)
+    try:
+        with held.opened(HISTORY, within=d) as history:
+            yield history
+    except OSError as e:
+        if d.kind(HISTORY) == stat.S_IFDIR:
+            raise
+        raise ValueError(f"{d.at(HISTORY)} is a link or not a folder, so {what} cannot be "
+                         f"kept there; remove it to save here") from e
 
 
 def replace_together(folder, files, stem=None, busy=(), the_result=True):
-    """Write {name: content} into folder as one unit: whatever happens (a full disk, Ctrl-C, a
-    kill), every file is either new or as it was, all of them. Every file is written to a temp
-    file first; then a journal lists the renames, the renames follow, and the journal goes. A save
-    killed during the renames is finished by the next one, as the journal says; SIGINT and
-    SIGTERM wait for the renames. stem: the result's name, whose earlier result is first kept in
-    history/ (see keep_earlier), and that copy is removed again unless the renames begin; busy:
-    what else was measuring while this run did. the_result: these files are the run's result,
-    so that a signal from then on says saved."""
-    with locked(folder):
-        finish_replacing(folder)
-        stale = stale_pictures(folder, stem, files) if stem else []
-        kept = keep_earlier(folder, files, stem) if stem else None
-        temps, identities, replacing, theirs = {}, {}, False, None
-        try:
-            theirs = keep_edited(folder, files)
-            for name, content in files.items():
-                temps[name] = _write_temp(folder, name, content, identities)
-            for temp in temps.values():
-                unchanged(folder, temp, identities[temp])
-            journal = _write_temp(folder, JOURNAL, json.dumps(temps), identities)
-            unchanged(folder, journal, identities[journal])
-            with stopping.held_signals():  # the renames and history's trimming: all or none
-                os.replace(os.path.join(folder, journal), os.path.join(folder, JOURNAL))
-                replacing = True  # from here on the renames are done, by this save or the next
-                for name, temp in temps.items():
-                    os.replace(os.path.join(folder, temp), os.path.join(folder, name))
-                    moved(folder, name, identities[temp])
-                os.unlink(os.path.join(folder, JOURNAL))
-                for name in stale if kept else ():  # kept in history, with their result
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(folder, name))
-                if kept:
-                    trim(os.path.dirname(kept[0]), stem)
-                if the_result:
-                    stopping.saved()
-        except BaseException:
-            if kept and kept[2] and not replacing:  # the earlier result is still in place: the
-                discard(kept[0])  #                      copy this save made is for nothing
-            if theirs and not replacing:
-                discard(theirs)
-            raise
-        finally:
-            finish_replacing(folder)  # nothing half done is left: temps of a failed save go
+    """Write {name: content} into folder (a path, whose last step must be a real folder, or a
+    Held) as one unit: whatever happens (a full disk, Ctrl-C, a kill), every file is either new
+    or as it was, all of them. Every file is written to a temp file first; then a journal lists
+    the renames, the renames follow, and the journal goes. A save killed during the renames is
+    finished by the next one, as the journal says; SIGINT and SIGTERM wait for the renames.
+    stem: the result's name, whose earlier result is first kept in history/ (see keep_earlier),
+    and that copy is removed again unless the renames begin; busy: what else was measuring while
+    this run did. the_result: these files are the run's result, so that a signal from then on
+    says saved. Every file is found within the folder as it was opened here: a link swapped in
+    for it, or for a folder above it, leads nothing elsewhere."""
+    with contextlib.ExitStack() as stack:
+        d = folder if isinstance(folder, held.Held) else stack.enter_context(held.opened(folder))
+        stack.enter_context(locked(d))
+        replaced(d, files, stem, busy, the_result)
+
+
+def replaced(d, files, stem, busy, the_result):
+    """replace_together()'s work, in the held folder d, under its lock."""
+    finish_replacing(d)
+    stale = stale_pictures(d, stem, files) if stem else []
+    kept = keep_earlier(d, files, stem) if stem else None
+    temps, identities, replacing, theirs = {}, {}, False, None
+    try:
+        theirs = keep_edited(d, files)
+        for name, content in files.items():
+            temps[name] = _write_temp(d, name, content, identities)
+        for temp in temps.values():
+            unchanged(d, temp, identities[temp])
+        journal = _write_temp(d, JOURNAL, json.dumps(temps), identities)
+        unchanged(d, journal, identities[journal])
+        with stopping.held_signals():  # the renames and history's trimming: all or none
+            d.replace(journal, JOURNAL)
+            replacing = True  # from here on the renames are done, by this save or the next
+            for name, temp in temps.items():
+                d.replace(temp, name)
+                moved(d, name, identities[temp])
+            d.unlink(JOURNAL)
+            for name in stale if kept else ():  # kept in history, with their result
+                with contextlib.suppress(OSError):
+                    d.unlink(name)
+            if kept:
+                trim(d, stem)
+            if the_result:
+                stopping.saved()
+    except BaseException:
+        if kept and kept[2] and not replacing:  # the earlier result is still in place: the
+            discard(d, os.path.basename(kept[0]))  # copy this save made is for nothing
+        if theirs and not replacing:
+            discard(d, os.path.basename(theirs))
+        raise
+    finally:
+        finish_replacing(d)  # nothing half done is left: temps of a failed save go
     if kept:
         say_kept(stem, *kept[:2], busy)
     if theirs:
@@ -312,17 +341,31 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
 def save(folder, files, stem=None, busy=()):
     """Write files into folder as one unit; on failure say so on stderr and return 1 (the tables
     were printed; earlier results stay as they were). stem: the result's name, whose earlier
-    result is kept in history/ first; busy: what else was measuring while this run did."""
-    made = not os.path.isdir(folder)
+    result is kept in history/ first; busy: what else was measuring while this run did. The
+    folder is made if need be and checked again here, at the save: a link put in its place
+    while the run measured is refused, never written through (the folder that holds it, --out,
+    is the user's to choose, a link to elsewhere included)."""
+    parent, name = os.path.split(os.path.normpath(folder))
+    made = False
     try:
-        os.makedirs(folder, exist_ok=True)
-        replace_together(folder, files, stem, busy)
+        os.makedirs(parent or os.curdir, exist_ok=True)
+        with held.opened(parent or os.curdir, follow=True) as above:
+            with contextlib.suppress(FileExistsError):
+                above.mkdir(name)
+                made = True
+            try:
+                with held.opened(name, within=above) as d:
+                    replace_together(d, files, stem, busy)
+            except (OSError, ValueError):
+                with contextlib.suppress(OSError):
+                    if made:  # this run made it, for nothing
+                        with held.opened(name, within=above) as d:
+                            if d.names() in ([], [LOCK]):
+                                with contextlib.suppress(FileNotFoundError):
+                                    d.unlink(LOCK)
+                                above.rmdir(name)
+                raise
     except (OSError, ValueError) as e:
-        with contextlib.suppress(OSError):
-            if made and os.listdir(folder) in ([], [LOCK]):  # this run made it, for nothing
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(folder, LOCK))
-                os.rmdir(folder)
         note(f"error: could not save results to {folder}/: {e}")
         return 1
     note(f"saved {', '.join(os.path.join(folder, name) for name in files)}")
@@ -370,81 +413,71 @@ COPIES = 100  # entries of one date at most: <stem>.<stamp>, then .2 to .100
 
 
 def keep_earlier(folder, files, stem):
-    """Copy the result that `files` replace into a new folder of history/, named for its date:
-    -> (that folder, the earlier result's machine facts, whether this save made it: a save
-    stopped before its renames made it already), or None if there is none: no
-    regular <stem>.json (a link is not followed). history/ must be a real folder, never a
-    link; only regular files are copied, and into files this makes."""
-    facts = earlier_facts(os.path.join(folder, stem + ".json"))
+    """Copy the result that `files` replace into a new folder of history/, named for its date
+    (folder: a path, or a Held): -> (that folder's path, the earlier result's machine facts,
+    whether this save made it: a save stopped before its renames made it already), or None if
+    there is none: no regular <stem>.json (a link is not followed). history/ must be a real
+    folder, never a link; only regular files are copied, and into files this makes."""
+    d = held.of(folder)
+    facts = earlier_facts(d, stem + ".json")
     if facts is None:
         return None
-    history = os.path.join(folder, HISTORY)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(history)
-    if not stat.S_ISDIR(os.lstat(history).st_mode):
-        raise ValueError(f"{history} is a link or not a folder, so the earlier result cannot "
-                         f"be kept there; remove it to save here")
-    newest = (entries(history, stem) or [None])[-1]
-    if newest and same_file(os.path.join(folder, stem + ".json"),
-                            os.path.join(newest, stem + ".json")):
-        return newest, facts, False  # kept already, by a save stopped before its renames
-    keep = new_entry(history, f"{stem}.{stamp(facts.get('date'))}")
-    try:
-        for name in [*files, *stale_pictures(folder, stem, files)]:
-            copy_regular(os.path.join(folder, name), keep)
-    except BaseException:
-        discard(keep)
-        raise
-    return keep, facts, True
+    with history_of(d, "the earlier result") as history:
+        newest = (entries(history, stem) or [None])[-1]
+        if newest and same_file(d, history, newest, stem + ".json"):
+            return history.at(newest), facts, False  # kept already, by a save stopped before
+            #                                          its renames
+        keep = new_entry(history, f"{stem}.{stamp(facts.get('date'))}")
+        try:
+            with held.opened(keep, within=history) as entry:
+                for name in [*files, *stale_pictures(d, stem, files)]:
+                    copy_regular(d, name, entry)
+        except BaseException:
+            discard(d, keep)
+            raise
+        return history.at(keep), facts, True
 
 
-def stale_pictures(folder, stem, files):
+def stale_pictures(d, stem, files):
     """The pictures the earlier <stem> result drew (its JSON's "pictures") that this save does
-    not draw again: kept in history with it, and taken out of the folder by the save, so that
-    no picture stands beside a result that did not draw it. Plain .png names of regular files
-    only: a name is never a path."""
+    not draw again: kept in history with it, and taken out of the held folder d by the save, so
+    that no picture stands beside a result that did not draw it. Plain .png names of regular
+    files only: a name is never a path."""
     try:
-        drawn = schema.load(os.path.join(folder, stem + ".json"), stem.split(".")[0]).get(
-            "pictures") or []
+        raw = d.read(stem + ".json", schema.FILE_MAX)
+        drawn = schema.parse(raw, stem.split(".")[0]).get("pictures") or [] if raw else []
     except (ValueError, OSError):
         return []
     return [n for n in drawn if isinstance(n, str) and n.endswith(".png") and n not in files
-            and os.path.basename(n) == n and not n.startswith(".")
-            and os.path.isfile(os.path.join(folder, n))
-            and not os.path.islink(os.path.join(folder, n))]
+            and plain_name(n) and not n.startswith(".") and d.kind(n) == stat.S_IFREG]
 
 
-def same_file(a, b):
-    """Whether two regular files (never through a link) hold the same bytes."""
+def same_file(d, history, entry, name):
+    """Whether the held folder d's file `name` and the one of the same name in history's entry
+    are regular files (never through a link) holding the same bytes."""
     try:
-        with os.fdopen(os.open(a, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as f, \
-                os.fdopen(os.open(b, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as g:
-            return (stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-                    and stat.S_ISREG(os.fstat(g.fileno()).st_mode)
-                    and f.read(schema.FILE_MAX + 1) == g.read(schema.FILE_MAX + 1))
+        with held.opened(entry, within=history) as kept:
+            ours, theirs = d.read(name, schema.FILE_MAX), kept.read(name, schema.FILE_MAX)
     except OSError:
         return False
+    return ours is not None and ours == theirs
 
 
-def earlier_facts(path):
-    """The machine facts of the result at path: {} if they cannot be read; None if path is not
-    a regular file (a link, say, which is never followed). Read only up to schema.FILE_MAX. A
-    regular file that cannot be read is an error: it would be replaced without being kept."""
+def earlier_facts(d, name):
+    """The machine facts of the result `name` in the held folder d: {} if they cannot be read;
+    None if it is not a regular file (a link, say, which is never followed). Read only up to
+    schema.FILE_MAX. A regular file that cannot be read is an error: it would be replaced
+    without being kept."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+        raw = d.read(name, schema.FILE_MAX)
     except PermissionError:
-        if os.path.isfile(path) and not os.path.islink(path):
-            raise ValueError(f"{path} cannot be read, so it cannot be kept in history before "
-                             f"this run replaces it; make it readable, or move it") from None
+        raise ValueError(f"{d.at(name)} cannot be read, so it cannot be kept in history before "
+                         f"this run replaces it; make it readable, or move it") from None
+    if raw is None:
         return None
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with contextlib.suppress(ValueError, RecursionError, KeyError, TypeError):
-            facts = json.loads(f.read(schema.FILE_MAX + 1))["machine"]
-            return facts if isinstance(facts, dict) else {}
+    with contextlib.suppress(ValueError, RecursionError, KeyError, TypeError):
+        facts = json.loads(raw)["machine"]
+        return facts if isinstance(facts, dict) else {}
     return {}
 
 
@@ -456,31 +489,28 @@ def stamp(date):
 
 
 def new_entry(history, name):
-    """Make history/<name>, or <name>.2, .3, ... if that is taken: always a new folder, never one
-    that was there (whatever that is: os.mkdir fails on a link too). -> its path"""
+    """Make <name> in the held history/, or <name>.2, .3, ... if that is taken: always a new
+    folder, never one that was there (whatever that is: mkdir fails on a link too). -> its
+    name"""
     for n in range(1, COPIES + 1):
-        path = os.path.join(history, name + (f".{n}" if n > 1 else ""))
+        entry = name + (f".{n}" if n > 1 else "")
         with contextlib.suppress(FileExistsError):
-            os.mkdir(path)
-            return path
+            history.mkdir(entry)
+            return entry
     raise FileExistsError(f"{history} holds {COPIES} entries named {name}; remove some")
 
 
-def copy_regular(src, folder):
-    """Copy src into folder, under its name, with its permission bits (a private file stays
-    private), if it is a regular file; a link is never followed, and nothing is written
-    through one: the copy is a new file."""
-    try:
-        if not stat.S_ISREG(os.lstat(src).st_mode):
-            return
-    except FileNotFoundError:
+def copy_regular(d, name, into):
+    """Copy the held folder d's file `name` into the held folder `into`, under its name, with
+    its permission bits (a private file stays private), if it is a regular file; a link is
+    never followed, and nothing is written through one: the copy is a new file."""
+    if d.kind(name) != stat.S_IFREG:
         return
-    with os.fdopen(os.open(src, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as source:
+    with os.fdopen(d.open(name, os.O_RDONLY | NONBLOCK), "rb") as source:
         mode = os.fstat(source.fileno()).st_mode
         if not stat.S_ISREG(mode):  # changed since: a link now makes the open fail
             return
-        with os.fdopen(os.open(os.path.join(folder, os.path.basename(src)), NEW, 0o600),
-                       "wb") as copy:
+        with os.fdopen(into.open(name, NEW, 0o600), "wb") as copy:
             shutil.copyfileobj(source, copy)
             os.fchmod(copy.fileno(), stat.S_IMODE(mode) & 0o777)
             copy.flush()
@@ -488,46 +518,62 @@ def copy_regular(src, folder):
 
 
 def entries(history, stem):
-    """stem's entries in history/ that the suite made: real folders, not links, named
-    <stem>.<stamp>[.n]; oldest first, by the time each run recorded in its result (a copy, `cp
-    -r` of a folder, keeps it, where it sets every folder's ctime anew, in listing order); an
-    entry whose result says no time comes before them all, by when it last changed (its
-    ctime, which no one can set)."""
+    """The names of stem's entries in history/ (a path, or a Held) that the suite made: real
+    folders, not links, named <stem>.<stamp>[.n]; oldest first, by the time each run recorded
+    in its result (a copy, `cp -r` of a folder, keeps it, where it sets every folder's ctime
+    anew, in listing order); an entry whose result says no time comes before them all, by when
+    it last changed (its ctime, which no one can set)."""
+    history = held.of(history)
     named = re.compile(re.escape(stem) + r"\." + STAMP + r"(\.\d{1,3})?")
     found = []
-    for name in filter(named.fullmatch, os.listdir(history)):
-        with contextlib.suppress(OSError):
-            path = os.path.join(history, name)
-            st = os.lstat(path)
+    for name in filter(named.fullmatch, history.names()):
+        with contextlib.suppress(OSError, ValueError):
+            st = history.lstat(name)
             if stat.S_ISDIR(st.st_mode):
-                when = recorded_at(os.path.join(path, stem + ".json"))
+                with held.opened(name, within=history) as entry:
+                    when = recorded_at(entry, stem + ".json")
                 found.append((when is not None, st.st_ctime if when is None else when, name))
-    return [os.path.join(history, name) for *_, name in sorted(found)]
+    return [name for *_, name in sorted(found)]
 
 
-def recorded_at(path):
-    """When the run of the result at path was made, as it recorded it (seconds since the epoch),
-    or None where it cannot be read."""
+def recorded_at(d, name):
+    """When the run of the result `name` in the held folder d was made, as it recorded it
+    (seconds since the epoch), or None where it cannot be read."""
     try:
-        made = datetime.datetime.fromisoformat(str((earlier_facts(path) or {}).get("date")))
+        made = datetime.datetime.fromisoformat(str((earlier_facts(d, name) or {}).get("date")))
     except ValueError:  # unreadable, or no date in it
         return None
     return (made if made.tzinfo else made.astimezone()).timestamp()
 
 
-def trim(history, stem):
-    """Keep stem's newest KEPT entries in history/, and remove the older ones it made; nothing
-    else there is ever removed. A failure to remove one leaves it for the next save."""
-    with contextlib.suppress(OSError):
+def trim(d, stem):
+    """Keep stem's newest KEPT entries in the held folder d's history/, and remove the older
+    ones it made; nothing else there is ever removed. A failure to remove one leaves it for the
+    next save."""
+    with contextlib.suppress(OSError), held.opened(HISTORY, within=d) as history:
         for gone in entries(history, stem)[:-KEPT]:
-            shutil.rmtree(gone, ignore_errors=True)  # never follows a link, nor enters one
+            remove(history, gone)
 
 
-def discard(keep):
-    """Remove an entry made for nothing, and history/ too if that leaves it empty."""
-    shutil.rmtree(keep, ignore_errors=True)
+def remove(history, entry):
+    """Remove an entry of the held history/: its files, then the folder (an entry the suite
+    made holds files only; anything else in it keeps it). Never follows a link, nor enters
+    one."""
     with contextlib.suppress(OSError):
-        os.rmdir(os.path.dirname(keep))
+        with held.opened(entry, within=history) as e:
+            for name in e.names():
+                with contextlib.suppress(OSError):
+                    e.unlink(name)
+        history.rmdir(entry)
+
+
+def discard(d, entry):
+    """Remove an entry of the held folder d's history/ made for nothing, and history/ too if
+    that leaves it empty."""
+    with contextlib.suppress(OSError):
+        with held.opened(HISTORY, within=d) as history:
+            remove(history, entry)
+        d.rmdir(HISTORY)
 
 
 def say_kept(stem, keep, facts, busy):

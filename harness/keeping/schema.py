@@ -24,19 +24,25 @@ def load(path, script, follow=False):
     what a results folder holds never leads a reader elsewhere."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else NOFOLLOW))
-        with os.fdopen(fd, encoding="utf-8") as f:
+        with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size > FILE_MAX:
                 raise ValueError("is not a results file")  # a folder, a FIFO, a device, a giant
-            text = f.read(FILE_MAX + 1)
-        if len(text) > FILE_MAX:
-            raise ValueError("is not a results file")  # a file that says it is small, and is not
-        data = json.loads(text)
+            raw = f.read(FILE_MAX + 1)
     except FileNotFoundError:
         raise ValueError("does not exist") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise ValueError("is a link, not a results file; left as it is") from None
         raise ValueError(f"cannot be read ({e.strerror or e})") from None
+    return parse(raw, script)
+
+
+def parse(raw, script):
+    """The data of a result file's bytes (see load()), or raise ValueError with what is wrong."""
+    if len(raw) > FILE_MAX:
+        raise ValueError("is not a results file")  # a file that says it is small, and is not
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
     except (RecursionError, UnicodeDecodeError):
