@@ -98,12 +98,13 @@ def measure_here(args, job):
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
     process); freed memory kept in the process, for both ways alike (bench.keep_freed_memory)."""
-    began, on = time.perf_counter(), args.on
+    began, on, wanted = time.perf_counter(), args.on, job.get("trials")
     b.keep_freed_memory()
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
+              if wanted is None or f"{label} power" in wanted
               for t in race(inputs(args.tokens, make, width=mlp(args.model), on=on), label, on)]
     bench, more = None, {}
-    if args.in_model:
+    if args.in_model and (wanted is None or set(IN_MODEL) & set(wanted)):
         bench, model_trials = in_the_model(args, on)
         trials += model_trials
     try:
@@ -115,6 +116,19 @@ def measure_here(args, job):
     finally:
         if bench is not None and bench.pool:
             bench.pool["helpers"].shutdown()
+
+
+IN_MODEL = tuple(f"{phase} {cube}" for phase in ("reading", "typing")
+                 for cube in ("power", "product"))  # the trials of the bug in the model
+
+
+def kinds(args):
+    """The kinds of worker process: the cases alone (a process of them starts in about a second,
+    with no model to make, so their ratios get many fresh processes) and, with --in-model, the
+    model's trips (its tables made in each)."""
+    cases = tuple(f"{label} {way}" for label, _ in CASES for way in ("power", "product"))
+    return (rounds.Kind("", cases),
+            *((rounds.Kind("in the model", IN_MODEL),) if args.in_model else ()))
 
 
 def in_the_model(args, on):
@@ -139,7 +153,7 @@ def experiment(args, facts):
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here)
+    done = rounds.measured(args, __file__, measure_here, kinds(args))
     found = records.from_rows(figures(args, done, diffs), settings)
     cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
                                        f"GPT-2 {args.model} at {args.tokens} "

@@ -433,11 +433,14 @@ def measured(args):
     return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
-KINDS = (("", ("prefill", "decode", "depth", "collision"), lambda users: users == 1),
+KINDS = (("", ("prefill", "decode", "depth"), lambda users: users == 1),
+         ("collision", ("collision",), None),
          ("depth", ("depth",), lambda users: users > 1))  # (name, experiments, which depth rows
-#   by their users): the depth's rows of many users (16 users' 1,023 notes each, a notebook of
-#   1.2 GB to make) back no claim and measure in one process of their own; every other row
-#   shares its processes' start (the tables, the typers' first question, the speeds' tables)
+#   by their users). A claim's rows share a kind (its quantity is taken within each round);
+#   the kinds' processes start apart, so that the cheap rows of reading and typing get more
+#   fresh processes (a verdict's interval counts them) than the collision's seconds-long reads
+#   would leave them. The depth's rows of many users (16 users' 1,023 notes each, a notebook
+#   of 1.2 GB to make) back no claim and measure in one process of their own
 
 
 def kinds(args, rows):

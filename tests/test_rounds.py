@@ -175,3 +175,25 @@ def test_a_figure_is_disturbed_only_where_other_work_left_too_few_clean_rounds()
                           "busy": [[0, [1.0], 0.5, 2], [1, [1.0], 0.0, 0], [2, [1.0], 0.4, 2]]}})
     assert not done.runs("two").disturbed  # fewer rounds than 3 are few, not disturbed
     assert done.runs("busy").disturbed and done.runs("busy").again == 4
+
+
+def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
+    """two_phases: reading, typing and one user's depths share a kind (claims pair them round
+    by round), the collision has its own, the deep notebooks of many users theirs; cube_bug:
+    the cases apart from the model's trips. Every planned row is in exactly one kind."""
+    import cube_bug
+    import two_phases
+    args = two_phases.parse_args([])
+    rows = {n: e.plan(args) for n, e in two_phases.EXPERIMENTS.items() if n in args.experiments}
+    kinds = {k.name: set(k.trials) for k in two_phases.kinds(args, rows)}
+    names = [two_phases.trial_name(e, r) for e in rows for r in rows[e]]
+    assert all(sum(n in k for k in kinds.values()) == 1 for n in names)
+    assert {n.split()[0] for n in kinds[""] if not n.startswith("speeds")} == {
+        "prefill", "decode", "depth"}
+    assert {n.split()[0] for n in kinds["collision"] if not n.startswith("speeds")} == {
+        "collision"}
+    assert all("1 user " in n for n in kinds[""] if n.startswith("depth"))
+    args = cube_bug.parse_args([])
+    kinds = cube_bug.kinds(args)
+    cases = {f"{label} {way}" for label, _ in cube_bug.CASES for way in ("power", "product")}
+    assert [set(k.trials) for k in kinds] == [cases, set(cube_bug.IN_MODEL)]
