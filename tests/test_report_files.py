@@ -1,16 +1,19 @@
 """report.md made from whatever its folder's saved files hold: any file the schema passes makes
 a report (one the report still cannot be made with is left out, in one line, and the run is
-saved)."""
+saved), and a stopped run is marked in it."""
 import contextlib
 import json
 import os
 import random
 import shutil
+import signal
 
 import pytest
 
 from conftest import ROOT, in_process
+from harness import stopping
 from harness.keeping import older, results, schema
+from harness.measuring import rounds
 from harness.showing import report
 
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -70,6 +73,8 @@ NAMED = {  # the changes the probe found, each one a file the schema passes
     "a sheet's labels of lists": (
         "two_phases", lambda d: d["sheets"]["check"]["labels"][0]["keys"].update(row=[])),
     "a sheet without columns": ("two_phases", lambda d: d["sheets"]["dial"].pop("columns")),
+    "a stop saved as a word": ("cube_bug", lambda d: d.update(stopped="x")),
+    "a stop saved as a list": ("cube_bug", lambda d: d.update(stopped=[2])),
 }
 
 
@@ -154,3 +159,29 @@ def test_a_run_is_saved_and_a_sibling_its_report_trips_on_left_out_in_one_line(t
     text = (box / "report.md").read_text()
     assert f"## {report.md(report.SECTIONS['cube_bug'])}" in text  # its verdict of 1 shown
     assert report.md(report.SECTIONS["two_phases"]) not in text
+
+
+# ---- a stopped run is marked in the report
+
+
+def test_a_run_stopped_while_adding_rounds_is_marked_in_its_report(tmp_path, monkeypatch):
+    import machine_speed
+    real = machine_speed.measure_here
+
+    def spawn(script, argv, job):  # a worker in this process, as fast as a call
+        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
+            raise stopping.Stopped(signal.SIGINT)
+        return real(machine_speed.parse_args(argv + ["--worker"]), job)
+    monkeypatch.setattr(rounds, "spawn", spawn)
+    r = in_process(machine_speed.main, *TINY, "--time-budget", "5", "--out", str(tmp_path),
+                   "--label", "box")
+    assert r.returncode == 130, r.stderr
+    assert "STOPPED" in (tmp_path / "box" / "machine_speed.txt").read_text()
+    text = (tmp_path / "box" / "report.md").read_text()
+    assert "> **Stopped:** `machine_speed.py` (interrupted while adding rounds)" in text
+    assert text.index("**Stopped:**") < text.index("## The post's claims")  # above them
+
+
+def test_a_stop_is_said_in_the_signals_words_whatever_a_file_saved():
+    assert [report.stopped_words(v) for v in (signal.SIGINT, 15, 1, 99, True, "x", [2])] == [
+        "interrupted", "terminated", "hung up", "stopped", "stopped", "stopped", "stopped"]

@@ -8,6 +8,7 @@ runs never go into it. It reads saved results and measures nothing.
 import os
 import re
 
+from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
@@ -171,8 +172,14 @@ def steady(line):
 
 
 def banners(runs):
-    """The busy and disturbed warnings, above everything else they bear on."""
+    """The stopped, busy and disturbed warnings, above everything else they bear on."""
     lines = []
+    stopped = [f"`{s}.py` ({stopped_words(d['stopped'])} while adding rounds)"
+               for s, d in runs.items() if d.get("stopped")]
+    if stopped:
+        lines += [f"> **Stopped:** {', '.join(stopped)}: the rounds added for the claims that "
+                  "could not be told yet were cut short; the claims are judged on the rounds "
+                  "measured before. Rerun to let it finish.", ""]
     busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
@@ -188,6 +195,13 @@ def banners(runs):
                   "them read 'cannot tell here'. Rerun when the machine is quieter (close what "
                   "else runs), or with more `--runs`.", ""]
     return lines
+
+
+def stopped_words(signum):
+    """How a run was stopped, as its own sheet says it ('interrupted'), from the signal's number
+    it saved (a run's own, an enum of it); 'stopped' for any other value a file holds there."""
+    number = isinstance(signum, int) and not isinstance(signum, bool)
+    return stopping.STOPS.get(signum, "stopped") if number else "stopped"
 
 
 def claims_section(found, predicted):
