@@ -1,6 +1,6 @@
 """report.md made from whatever its folder's saved files hold: any file the schema passes makes
 a report (one the report still cannot be made with is left out, in one line, and the run is
-saved), and a stopped run is marked in it."""
+saved), a stopped run is marked in it, and nothing a file says becomes markup there."""
 import contextlib
 import json
 import os
@@ -185,3 +185,52 @@ def test_a_run_stopped_while_adding_rounds_is_marked_in_its_report(tmp_path, mon
 def test_a_stop_is_said_in_the_signals_words_whatever_a_file_saved():
     assert [report.stopped_words(v) for v in (signal.SIGINT, 15, 1, 99, True, "x", [2])] == [
         "interrupted", "terminated", "hung up", "stopped", "stopped", "stopped", "stopped"]
+
+
+# ---- nothing a file says becomes markup in the report
+
+
+HOSTILE = ("[x](http://e.com) ![i](http://e.com/i.png) </details> <script>alert(1)</script> "
+           "a | b `code` *em* _em_ \n\n</details>\n# heading")
+
+
+def html(text):
+    """The report as GitHub's own parser renders it, raw HTML let through (as GitHub lets its
+    folds through): what markup the report's text makes."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from cmarkgfm.cmark import Options
+    return cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+
+
+def tables(page):
+    """[[row's cell count]] of each table of a rendered page."""
+    import re
+    return [[len(re.findall(r"<t[hd][ >]", row)) for row in re.findall(r"<tr>.*?</tr>", t, re.S)]
+            for t in re.findall(r"<table>.*?</table>", page, re.S)]
+
+
+def with_text(words, tmp_path):
+    """report.md's text, its machine_speed run's busy words and every field of its verdicts
+    (the tally's verdicts, each claim, its rule and its why) saying `words`."""
+    data = raw("machine_speed")
+    data["machine"]["busy"] = [words]
+    claims = list(dict.fromkeys(r["keys"]["claim"] for r in data["records"]
+                                if r["experiment"] == "claims"))
+    for r in data["records"]:
+        if r["experiment"] == "claims":
+            r["keys"] = {"claim": f"{words} claim {claims.index(r['keys']['claim'])}"}
+            r["value"] = f"{words} {r['figure']}"
+    (tmp_path / "machine_speed.json").write_text(json.dumps(data))
+    runs = {s: schema.load(os.path.join(SHIPPED, f"{s}.json"), s) for s in results.SCRIPTS}
+    runs["machine_speed"] = schema.load(str(tmp_path / "machine_speed.json"), "machine_speed")
+    return report.markdown(runs, [])
+
+
+def test_text_from_a_sibling_file_makes_no_link_image_html_or_broken_fold(tmp_path):
+    plain, hostile = (html(with_text(words, tmp_path)) for words in ("plain words", HOSTILE))
+    assert "Busy:" in hostile and "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile  # as text
+    for tag in ("<a ", "<img", "<script", "<h1>", "<code>", "<em>", "<details>", "</details>",
+                "<table>", "<tr>", "<li>"):
+        assert hostile.count(tag) == plain.count(tag), tag  # none of the file's own
+    assert tables(hostile) == tables(plain)  # every row, each cell in its column
+    assert hostile.index("&lt;/details&gt;") < hostile.index("Appendix")

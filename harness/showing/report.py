@@ -167,8 +167,8 @@ def other_machines(folder, script, machine):
 
 def steady(line):
     """A machine line without what changes from run to run on one machine: its date, load,
-    clock and anything after them."""
-    return re.sub(r" \| \d{4}-\d\d-\d\d.*$", "", line)
+    clock and anything after them (a file's busy words may hold a line's end)."""
+    return re.sub(r" \| \d{4}-\d\d-\d\d.*", "", line, flags=re.S)
 
 
 def banners(runs):
@@ -180,7 +180,7 @@ def banners(runs):
         lines += [f"> **Stopped:** {', '.join(stopped)}: the rounds added for the claims that "
                   "could not be told yet were cut short; the claims are judged on the rounds "
                   "measured before. Rerun to let it finish.", ""]
-    busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
+    busy = [f"`{s}.py` ({md('; '.join(d['machine']['busy']))})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
@@ -221,7 +221,7 @@ def claims_section(found, predicted):
             for c, h, v, w, at, t in found]
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
-            f"**{judge.summed(found)}.**" if found else "", "",
+            f"**{md(judge.summed(found))}.**" if found else "", "",
             "Each verdict follows its rule (in full under the table), over the figure's interval "
             "from the run's processes: firm only where it clears the rule's edge" + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
