@@ -22,6 +22,7 @@ from harness.keeping.folders import (MADE, describe, machine_folders, read_from,
                                      short_names, unlike_settings)
 from harness.judging.significance import (ALPHA, MIN_CHANGE, corrected, geometric_mean, judged,
                                           settle, speedup, units, verdict)
+from harness.showing.escaping import for_cell, for_markdown
 
 
 # What is compared: each figure a script's sheets mark as compared, sheet by sheet, as the
@@ -316,6 +317,16 @@ def numeric(v):
     return type(v) in (int, float) and v > 0
 
 
+MARKDOWN = ("github", "pipe")  # tabulate's Markdown tables (--tablefmt markdown is github's)
+
+
+def shown(fmt):
+    """How text from a results file or a folder's name is printed in this table format: (a
+    line's, a cell's). In Markdown as it shows it, character for character, so that nothing a
+    file holds becomes a link, markup or a table's edge; else as the terminal may show it."""
+    return (for_markdown, for_cell) if fmt in MARKDOWN else (printable, printable)
+
+
 # ---------------------------------------------------------------------------------------------
 # the command line
 
@@ -362,25 +373,27 @@ def main(argv=None):
         show(exports.write(args.export, [{**c, "machine line": about[c["machine"]]}
                                          for rows in every.values() for c in rows]))
     else:
+        line, cell = shown(args.tablefmt)
         for name, m in zip(names, machines):
-            show(printable(describe(name, m)))
+            show(line(describe(name, m)))
         if len(machines) > 1:
-            show(f"(vs: how much faster or slower each figure is than {names[0]}'s; faster or "
-                 f"slower only where Welch's t-test of the two runs' processes (each a "
-                 f"process's mean, on the log scale) finds a difference, its p corrected with "
-                 f"every other figure's here (a false-discovery rate of {ALPHA:g}), of at least "
-                 f"{args.min_change:g}%, else not significant, or no change; untested where a "
-                 f"side has one process; no verdict where one side's runs were disturbed or the "
-                 f"machine busy; * one side's figure has no samples behind it)")
+            show(line(f"(vs: how much faster or slower each figure is than {names[0]}'s; "
+                      f"faster or slower only where Welch's t-test of the two runs' processes "
+                      f"(each a process's mean, on the log scale) finds a difference, its p "
+                      f"corrected with every other figure's here (a false-discovery rate of "
+                      f"{ALPHA:g}), of at least {args.min_change:g}%, else not significant, or "
+                      f"no change; untested where a side has one process; no verdict where one "
+                      f"side's runs were disturbed or the machine busy; * one side's figure has "
+                      f"no samples behind it)"))
         for title, headers, rows in sheets:
-            show(f"\n{printable(title)}")
+            show(f"\n{line(title)}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else
-                            printable(v) if isinstance(v, str) else v for v in row]
-                           for row in rows], headers=[printable(h) for h in headers],
+                            cell(v) if isinstance(v, str) else v for v in row]
+                           for row in rows], headers=[cell(h) for h in headers],
                           tablefmt=args.tablefmt, floatfmt=".2f", missingval=""))
         if len(machines) > 1:
             said = limits(names, machines)[2] + summary(names, machines)
-            show("\n" + "\n".join(map(printable, said)) if said else "")
+            show("\n" + "\n".join(map(line, said)) if said else "")
     for line in problems:
         note(f"compare.py: {printable(line)}")
     if not machines and not problems:

@@ -6,7 +6,7 @@ judge.py resolves them."""
 from harness.post import CUBE_TOKENS, MODEL, NOTES, PROMPTS, QUESTION, TYPERS, USERS
 import model
 from harness.terminal import plural
-from harness.keeping.records import Missing, find, rows
+from harness.keeping.records import Missing, find, number, rows
 from harness.measuring.speeds import CACHE_RULE
 from harness.judging.gpu_claims import GPU_CLAIMS, LAUNCH_CLAIM
 from harness.judging.rules import (FREEZE, Claim, Test, above, below, every, figure, more, plain,
@@ -27,6 +27,13 @@ TURN = 2  # a read at a quarter of the turn or less costs this many times the be
 
 
 # ---- the judges: each reads the figures it needs and gives the rule written beside it below
+
+def sizes(t, experiment, key):
+    """The numbers a key takes in an experiment's rows, smallest first: a row without the key,
+    or with text there (an older or edited file's), names no size and is left out."""
+    return sorted({v for keys in rows(t, experiment) for v in [dict(keys).get(key)]
+                   if number(v)})
+
 
 def from_memory(t):
     """Raise Missing where the forklift's table fitted in the cache the run recorded (STREAM's
@@ -80,7 +87,7 @@ def half_the_workbench(t, r):
 
 def turn_near_20(t, r):
     turn = (speeds(t, r).balance * (BYTES / FLOPS_PER_NUMBER)).value  # tokens a trip needs
-    prompts = sorted(dict(k)["prompt"] for k in rows(t, "prefill"))
+    prompts = sizes(t, "prefill", "prompt")
     few = [p for p in prompts if p <= turn / (2 * TURN)]
     many = [p for p in prompts if p >= turn * TURN]
     if not few or not many:
@@ -234,7 +241,7 @@ def small_bumps(t, r):
 
 
 def dial(t, r):
-    chunks = sorted(dict(keys)["chunk"] for keys in rows(t, "dial"))
+    chunks = sizes(t, "dial", "chunk")
     if len(chunks) < 2:
         raise Missing("dial: fewer than two chunk sizes")
     first = {c: figure(t, "dial", "first word", chunk=c) for c in chunks}
@@ -252,10 +259,10 @@ def dial(t, r):
 
 def cheaper(t, r):
     typed = figure(t, "decode", "step", users=1)
-    if not rows(t, "prefill"):
+    if not sizes(t, "prefill", "prompt"):
         raise Missing("prefill: not run")
-    read = min((figure(t, "prefill", "time per token", prompt=dict(k)["prompt"])
-                for k in rows(t, "prefill")), key=lambda f: f.value)
+    read = min((figure(t, "prefill", "time per token", prompt=p)
+                for p in sizes(t, "prefill", "prompt")), key=lambda f: f.value)
     times = typed / read
     return f"{times.value:.0f}x", above(times, 5, label="typing over reading", fmt=".1f")
 

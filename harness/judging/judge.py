@@ -178,11 +178,15 @@ def verdict_records(judged, settings, predicted=False):
 
 def from_records(found):
     """Claims judged, as both() gives them, from their records (verdict_records()): each claim
-    the suite's own where it still has it, else one made of what the record says."""
+    the suite's own where it still has it, else one made of what the record says. Every field
+    is read as text, as it was saved (a number an edited file holds there, as its digits); a
+    row that names no claim is left out: there is nothing to show its verdict under."""
     known = {c.says: c for c in claims.CLAIMS}
     out = []
     for keys, f in rows(found, VERDICTS.name).items():
-        says = dict(keys)["claim"]
+        if "claim" not in dict(keys):
+            continue
+        says, f = str(dict(keys)["claim"]), {k: str(v) for k, v in f.items()}
         c = known.get(says) or Claim(f.get("script", ""), says, f.get("post", ""),
                                      f.get("rule", ""), None)
         at = (f.get("here at the limits", ""), f["verdict at the limits"]) \

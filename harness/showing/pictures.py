@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 
 from harness.terminal import plural
-from harness.keeping.records import rows, sig
+from harness.keeping.records import number, rows, sig
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (8, -4), (-8, -4), (0, 9), (0, -17),
@@ -151,7 +151,7 @@ def caption(name, found):
 
 def roofline_words(found):
     ridge = [r["value"] for r in found if r["experiment"] == "speeds" and r["figure"] ==
-             "balance"]
+             "balance" and number(r["value"])]
     at = (f" at {sig(ridge[0])} FLOPs per byte (the balance of the speeds measured in this "
           f"run's own rounds, which every row is held to)") if ridge else ""
     return (f"each row at its FLOPs per byte: left of the ridge{at} the forklift binds "
@@ -159,7 +159,7 @@ def roofline_words(found):
 
 
 def decode_words(found):
-    rows = rows_of(found, "decode")
+    rows = rows_of(found, "decode", ("users", "tokens per second", "step"))
     if len(rows) < 2:
         return "the machine's tokens per second against the gap each user waits"
     a, b = rows[0], rows[-1]
@@ -169,7 +169,8 @@ def decode_words(found):
 
 
 def dial_words(found):
-    rows = sorted(rows_of(found, "dial"), key=lambda r: r["chunk"])
+    rows = sorted(rows_of(found, "dial", ("chunk", "first word", "worst gap")),
+                  key=lambda r: r["chunk"])
     if len(rows) < 2:
         return "the newcomer's first word against the typers' worst gap"
     first = [r["first word"] for r in rows]
@@ -188,7 +189,7 @@ def dial_words(found):
 
 
 def depth_words(found):
-    rows = rows_of(found, "depth")
+    rows = rows_of(found, "depth", ("users", "notes", "step"))
     lines = {}
     for r in sorted(rows, key=lambda r: r["notes"]):
         lines.setdefault(r["users"], []).append(r["step"])
@@ -215,12 +216,15 @@ def plain_ticks(ax):
             axis.set_minor_formatter(NullFormatter())
 
 
-def rows_of(found, experiment):
+def rows_of(found, experiment, numbers=()):
     """The experiment's rows from its records, each {key or figure: value}, in the order run,
-    and "flagged": whether other work disturbed any figure of the row (no verdict rests on it)."""
+    and "flagged": whether other work disturbed any figure of the row (no verdict rests on it).
+    numbers: the keys and figures a row must hold as numbers to be among them (a row of an
+    older or edited file without one, or with text there, is not described)."""
     flagged = {json_keys(r) for r in found if r["experiment"] == experiment and r.get("disturbed")}
-    return [{**dict(keys), **figures, "flagged": tuple(keys) in flagged}
-            for keys, figures in rows(found, experiment).items()]
+    return [row for keys, figures in rows(found, experiment).items()
+            for row in [{**dict(keys), **figures, "flagged": tuple(keys) in flagged}]
+            if all(number(row.get(n)) for n in numbers)]
 
 
 def json_keys(record):

@@ -8,6 +8,7 @@ runs never go into it. It reads saved results and measures nothing.
 import os
 import re
 
+from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
@@ -26,18 +27,40 @@ def with_run(folder, script, data, names):
     with its line), this script's replaced by data. It runs inside the run's own save, under the
     folder's lock, so that a result and its report are one save."""
     def write(f):  # f: the new file, open, binary
-        runs = {**saved_runs(folder), script: older.upgrade(data)}
-        runs = {s: runs[s] for s in results.SCRIPTS if s in runs}  # the post's order
-        f.write(markdown(runs, [*os.listdir(folder), *names]).encode("utf-8"))
+        text = contained(script, older.upgrade(data), saved_runs(folder, but=script),
+                         [*os.listdir(folder), *names])
+        f.write(text.encode("utf-8"))
     return write
 
 
-def saved_runs(folder):
-    """{script: its saved full run} of the folder, as the last whole save left them."""
+def contained(script, mine, saved, names):
+    """The report of this run (mine) and the folder's saved runs of other scripts: a saved file
+    the report cannot be made with is left out, with one line naming it, so that one bad file
+    never costs a finished run its save. Each is tried with the runs taken before it."""
+    runs = {script: mine}
+    for other, data in saved.items():
+        try:
+            markdown(in_order({**runs, other: data}), names)
+        except Exception as e:  # a file the schema passes that a reader still trips on: a bug
+            warn(f"the report leaves out {other}.json: the report cannot be made with it "
+                 f"({type(e).__name__})")
+            continue
+        runs[other] = data
+    return markdown(in_order(runs), names)
+
+
+def in_order(runs):
+    """{script: its run} in the post's order."""
+    return {s: runs[s] for s in results.SCRIPTS if s in runs}
+
+
+def saved_runs(folder, but=None):
+    """{script: its saved full run} of the folder, as the last whole save left them; but: a
+    script whose saved run is not read (the one a run replaces)."""
     paths, _ = results.as_saved(folder)
     found = {}
     for script in results.SCRIPTS:
-        if script + ".json" in paths:
+        if script != but and script + ".json" in paths:
             try:
                 found[script] = schema.load(paths[script + ".json"], script)
             except ValueError as e:
@@ -137,21 +160,27 @@ def other_machines(folder, script, machine):
     """The folder's saved runs of other scripts made on another machine than `machine` (this
     run's facts) -> {script: its machine line}: a report of them and this run mixes machines."""
     mine = steady(host.line(machine))
-    return {s: line for s, data in saved_runs(folder).items() if s != script
-            and not data.get("predicted")
+    return {s: line for s, data in saved_runs(folder, but=script).items()
+            if not data.get("predicted")
             for line in [steady(host.line(data["machine"]))] if line != mine}
 
 
 def steady(line):
     """A machine line without what changes from run to run on one machine: its date, load,
-    clock and anything after them."""
-    return re.sub(r" \| \d{4}-\d\d-\d\d.*$", "", line)
+    clock and anything after them (a file's busy words may hold a line's end)."""
+    return re.sub(r" \| \d{4}-\d\d-\d\d.*", "", line, flags=re.S)
 
 
 def banners(runs):
-    """The busy and disturbed warnings, above everything else they bear on."""
+    """The stopped, busy and disturbed warnings, above everything else they bear on."""
     lines = []
-    busy = [f"`{s}.py` ({'; '.join(d['machine']['busy'])})" for s, d in runs.items()
+    stopped = [f"`{s}.py` ({stopped_words(d['stopped'])} while adding rounds)"
+               for s, d in runs.items() if d.get("stopped")]
+    if stopped:
+        lines += [f"> **Stopped:** {', '.join(stopped)}: the rounds added for the claims that "
+                  "could not be told yet were cut short; the claims are judged on the rounds "
+                  "measured before. Rerun to let it finish.", ""]
+    busy = [f"`{s}.py` ({md('; '.join(d['machine']['busy']))})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
         lines += [f"> **Busy:** {', '.join(busy)} ran while the machine was busy: its timings "
@@ -166,6 +195,13 @@ def banners(runs):
                   "them read 'cannot tell here'. Rerun when the machine is quieter (close what "
                   "else runs), or with more `--runs`.", ""]
     return lines
+
+
+def stopped_words(signum):
+    """How a run was stopped, as its own sheet says it ('interrupted'), from the signal's number
+    it saved (a run's own, an enum of it); 'stopped' for any other value a file holds there."""
+    number = isinstance(signum, int) and not isinstance(signum, bool)
+    return stopping.STOPS.get(signum, "stopped") if number else "stopped"
 
 
 def claims_section(found, predicted):
@@ -185,7 +221,7 @@ def claims_section(found, predicted):
             for c, h, v, w, at, t in found]
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
-            f"**{judge.summed(found)}.**" if found else "", "",
+            f"**{md(judge.summed(found))}.**" if found else "", "",
             "Each verdict follows its rule (in full under the table), over the figure's interval "
             "from the run's processes: firm only where it clears the rule's edge" + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
@@ -299,10 +335,8 @@ def section(sheet, name, found, titled=True):
     right-aligned, and the note under it as text."""
     columns = [Column(c["figure"], c.get("header") or c["figure"], c.get("unit", ""),
                       c.get("format") or "", c.get("key", False), empty=c.get("empty", ""))
-               for c in sheet["columns"]]
-    labels = {tuple(n["keys"].items()): n["label"] for n in sheet.get("labels") or ()
-              if isinstance(n, dict) and isinstance(n.get("keys"), dict)
-              and isinstance(n.get("label"), str)}
+               for c in sheet.get("columns", [])]
+    labels = labels_of(sheet)
     cells = [[labels.get(keys) or named(dict(keys)) if c.figure == ROW
               and c.figure not in dict(keys) else
               cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
@@ -313,14 +347,24 @@ def section(sheet, name, found, titled=True):
     right = [c.fmt not in ("s", "") or c.unit not in ("", "s") for c in columns]
     tables = [gfm([headers[i] for i in part], [[row[i] for i in part] for row in cells],
                   [right[i] for i in part])
-              for part in fitted(headers, cells, [c.key for c in columns])] if cells else [
-        "(no figures kept)"]
+              for part in fitted(headers, cells, [c.key for c in columns])] \
+        if cells and columns else ["(no figures kept)"]  # a sheet that saved no columns: none
     title = md(sheet.get("title") or name)
     tables = [t if i == 0 else f"#### {title}, continued\n\n{t}" for i, t in enumerate(tables)]
     return [*([f"### {title}", ""] if titled else []),
             *([f"_{md(sheet['settings'])}_", ""] if sheet.get("settings") else []),
             *"\n\n".join(tables).split("\n"),
             "", *(["\n".join(md(line) for line in note.splitlines()), ""] if note else [])]
+
+
+def labels_of(sheet):
+    """{a row's keys, as items: its printed name} that a sheet saved; an entry that is not a name
+    with keys of text or numbers, as a row's keys are, names no row."""
+    saved = sheet.get("labels")
+    return {tuple(n["keys"].items()): n["label"] for n in saved if isinstance(n, dict)
+            and isinstance(n.get("keys"), dict) and isinstance(n.get("label"), str)
+            and all(isinstance(v, (str, int, float)) for v in n["keys"].values())} \
+        if isinstance(saved, list) else {}
 
 
 def named(keys):
