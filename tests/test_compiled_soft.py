@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
