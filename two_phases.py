@@ -518,7 +518,8 @@ def measure_here(args, job):
             result["alone_s"] = time.perf_counter() - began
         paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
                  "blocks": [list(k) for k in bench.paths.blocks],
-                 "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled)}
+                 "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled),
+                 "pieces": list(bench.paths.pieces)}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:

@@ -47,8 +47,9 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
                                                      (8, 64, 8, None), (8, 256, 32, 16),
                                                      (64, 64, 32, None))),
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
-         **({"compiled": Paths("matmul", compiled=compiled.TRIED)} if compiled.available()
-            else {})}  # (trips of up to 16 tokens on the compiled kernels, the rest NumPy's)
+         **({"compiled": Paths("matmul", compiled=compiled.TRIED, pieces=compiled.TILED)}
+            if compiled.available() else {})}  # (trips of up to 16 tokens on the compiled
+#   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]
@@ -387,14 +388,15 @@ def test_threads_give_the_same_batched_decode(pool, paths):
 @pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
 def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_kernel(pool):
     """21 typers, more tokens than any compiled trip: NumPy's trip, whose one-token attention
-    the compiled kernel reads, its tasks shared among the pool's threads."""
+    the compiled kernel reads where 32 typers' trips were faster so, its tasks shared among the
+    pool's threads."""
     layers = floors()
     typers, loner = book(64, users=20), prefilled(layers, 7, 4, 12)
     trip(layers, tokens(20 * 60, seed=5), [(typers, 60)])  # (enough notes to share out)
     x = tokens(21, seed=9)
     alone = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)])
     typers["len"], loner["len"] = 60, 7  # back to where they were
-    how = ways(Paths("matmul", compiled=compiled.TRIED), pool)
+    how = ways(Paths("matmul", compiled=compiled.TRIED, pieces=(32,)), pool)
     assert how(21).reads is compiled.attention_shared
     shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], how)
     np.testing.assert_allclose(shared, alone, **TOL)

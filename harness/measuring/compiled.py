@@ -3,9 +3,11 @@ a table product that reads each table once, its rows shared among the threads (t
 their sums in vector registers from 2 tokens on); attention for one query per user, whole (the
 new note written, the scores, softmax, the weighted sum), two (user, head) pairs a task; the
 norm and GELU in one call each. Numba compiles them on first use (a few seconds, then kept in
-its cache); without Numba, or where they lose to NumPy's way on this machine (tuning.choose
-times both), the trips keep NumPy's. Where they win some trips, NumPy's trips of more tokens
-take the norm, GELU and one-query attention too, on the suite's own threads (kernels.ways), and
+its cache), and they are used only once each has given NumPy's answer on a tiny shape in the
+process (available()); without Numba, where it fails in any way (said in one line), or where
+they lose to NumPy's way on this machine (tuning.choose times both), the trips keep NumPy's.
+Where they win some trips, NumPy's trips of more tokens take the norm, GELU and one-query
+attention too wherever that was timed faster (kernels.ways), on the suite's own threads, and
 the tiles for their table products of up to 64 tokens wherever those were timed faster.
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
@@ -14,30 +16,172 @@ the cores these threads need (running() holds the BLAS to one thread meanwhile).
 import contextlib
 import functools
 import math
+import os
+import stat
+import tempfile
+import traceback
+import warnings
 
 import numpy as np
 
 import model
+from harness.terminal import printable, warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
 TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
 #                         a trip of more tokens is NumPy's, whose BLAS products win there ...
 TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
 #                   the tiles on the suite's own threads, or the BLAS (see table_shared())
+HERE = os.path.dirname(os.path.abspath(__file__))  # where compiled_kernels.py is, whose
+#   __pycache__ Numba keeps their compiled code in, as Python keeps bytecode, where it can
+MODULE = "compiled_kernels"  # the start of every cache file name of the kernels
+
+
+def available():
+    """Whether the trips may run the compiled kernels in this process (see unloaded())."""
+    return not unloaded()
+
+
+@functools.lru_cache(maxsize=None)
+def unloaded():
+    """Why the compiled kernels cannot run in this process, or "" where they can: Numba loads,
+    and every kernel compiles (or comes from Numba's cache) and gives NumPy's answers on a tiny
+    shape. Any failure (Numba absent or refusing to start, its JIT switched off, no threading
+    layer, a cache file it cannot read, a compile error, another answer) is said in one line
+    on stderr, and the trips keep NumPy's way; a cache file that could not be read is removed
+    (the kernels' own, no other), so that the next run compiles them afresh."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Numba's own warnings: the one line below says why
+        try:
+            why = loaded()
+        except Exception as e:  # whatever Numba raises: it has many ways to fail
+            why = words(e)
+            if from_cache(e):
+                forget()
+                why += ", reading Numba's cache: their files there are removed, and the next " \
+                       "run compiles them afresh"
+    if why:
+        warn(f"the compiled kernels could not load ({why}): the trips take NumPy's way")
+    return why
+
+
+def loaded():
+    """Why the kernels cannot run, or "" once Numba is imported with a cache folder it can
+    write and every kernel gave NumPy's answers (checked()). Raises what Numba raises."""
+    keep_cache()
+    if numba().config.DISABLE_JIT:
+        return "NUMBA_DISABLE_JIT is set: they would run as plain Python, slower than NumPy"
+    wrong = checked()
+    return f"{', '.join(wrong)} gave other answers than NumPy's" if wrong else ""
 
 
 @functools.lru_cache(maxsize=None)
 def numba():
-    """Numba, imported on first use, or None where it is not installed (or will not load)."""
-    try:
-        import numba as nb
-    except Exception:  # an ImportError, or a Numba built for another NumPy
-        return None
+    """Numba, imported on first use (available() says whether it loads)."""
+    import numba as nb
     return nb
 
 
-def available():
-    return numba() is not None
+def words(e):
+    """An exception in a few words on one line: its kind and its message's first line."""
+    first = next((line for line in str(e).splitlines() if line.strip()), "")
+    return printable(f"{type(e).__name__}: {first.strip()}" if first else type(e).__name__)[:200]
+
+
+def from_cache(e):
+    """Whether e was raised loading a kernel from Numba's cache (an index cut short, a file it
+    cannot unpickle)."""
+    return any(f.name == "load_overload" and f.filename.endswith(
+        os.path.join("numba", "core", "caching.py")) for f in traceback.extract_tb(e.__traceback__))
+
+
+def forget():
+    """Remove the kernels' own cache files (MODULE.*.nbi and .nbc in their cache folder), so
+    that the next run compiles them afresh; any other file stays."""
+    folder = getattr(getattr(kernels()["norm"], "_cache", None), "cache_path", None)
+    with contextlib.suppress(OSError, TypeError):
+        for name in os.listdir(folder):
+            if name.startswith(MODULE + ".") and name.endswith((".nbi", ".nbc")):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, name))
+
+
+def keep_cache():
+    """Give Numba a cache folder this process can write, before Numba is imported (it reads
+    NUMBA_CACHE_DIR once): the __pycache__ beside the kernels where it can be written (Numba's
+    own choice); else a folder of this user's, NUMBA_CACHE_DIR, in the user's cache folder or,
+    where that cannot be written either, in the temp folder. One the user set is kept. Without
+    any, Numba refuses the kernels, each of which asks to be cached."""
+    if os.environ.get("NUMBA_CACHE_DIR") or writable(os.path.join(HERE, "__pycache__")):
+        return
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for folder in (os.path.join(home, "prefill-vs-decode", "numba"), own_temp()):
+        if folder and writable(folder):
+            os.environ["NUMBA_CACHE_DIR"] = folder
+            return
+
+
+def writable(folder):
+    """Whether a file can be made in folder (made if missing), as Numba tests a cache folder."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def own_temp():
+    """A folder in the temp folder for this user alone, or None where the one there is not:
+    whoever else could write in it could plant a cache file, which runs code when loaded."""
+    uid = getattr(os, "getuid", lambda: None)()
+    path = os.path.join(tempfile.gettempdir(), f"prefill-vs-decode-{uid}-numba")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    held = os.lstat(path)
+    mine = uid is None or held.st_uid == uid
+    return path if stat.S_ISDIR(held.st_mode) and mine and not held.st_mode & 0o022 else None
+
+
+def checked():
+    """Every kernel on tiny shapes against NumPy's way: -> the names of those whose answers
+    differ beyond float32 rounding. The shapes reach each kernel's every branch: 13 rows (two
+    tiles of six and a row over; eight rows at a time and five; six pairs and one), 9 inputs
+    (one past a vector of 8), and 1, 3, 5 and 20 tokens (a vector, two to four tokens, half a
+    tile, a whole tile and a half)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((13, 9), dtype=np.float32)  # (rows, inputs)
+    xs = {n: rng.standard_normal((9, n), dtype=np.float32) for n in (1, 3, 5, 20)}
+    h = rng.standard_normal((8, 3), dtype=np.float32) * np.float32(4)  # GELU's bend and tails
+    pairs = {f"the table product of {n} {'token' if n == 1 else 'tokens'}": (table(w, x), w @ x)
+             for n, x in xs.items()}
+    pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
+    pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
+    pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
+    pairs["attention"] = attended(attention)
+    pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
+    return [name for name, (got, numpys) in pairs.items()
+            if not np.allclose(got, numpys, rtol=1e-4, atol=1e-5)]
+
+
+def attended(read, users=3, notes=5):
+    """read(cfg, q, k, v, segments, floor) and model.attention on the same tiny notebooks (a
+    small GPT-2's, `users` users with `notes` notes each, one new token each): -> both answers,
+    (width, users) each."""
+    cfg, rng = model.TINY, np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((cfg.width, users), dtype=np.float32) for _ in range(3))
+    books = [model.notebook(cfg, users, notes + 1) for _ in range(2)]
+    for part in ("k", "v"):
+        books[1][part][...] = books[0][part][...] = rng.standard_normal(
+            books[0][part].shape, dtype=np.float32)
+    for book in books:
+        book["len"] = notes
+    return (read(cfg, q, k, v, [(books[0], 1)], 0),
+            model.attention(cfg, q, k, v, [(books[1], 1)], 0))
 
 
 @functools.lru_cache(maxsize=None)

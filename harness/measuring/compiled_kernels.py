@@ -16,7 +16,9 @@ TANH_P = tuple(np.float32(a) for a in (
 TANH_Q = tuple(np.float32(b) for b in (  # its numerator's and denominator's coefficients, the
     1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,  # highest power first
     4.89352518554385e-03))
-TANH_EDGE = np.float32(7.90531110763549805)  # past which float32's tanh is +-1
+TANH_EDGE = np.float32(7.90531110763549805)  # Eigen's: the rational function's range, past
+#   which float32's tanh is within 3e-7 of +-1 (and +-1 itself past about 9.01, where 1 - tanh
+#   falls below half a unit in float32's last place)
 EXP = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                                     4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 #   Cephes's expf: exp(r) = 1 + r + r^2 (c0 r^5 + ... + c5) on |r| <= ln(2) / 2
@@ -30,6 +32,10 @@ serial = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
 #                                         a loop out of vector registers)
 parallel = nb.njit(fastmath=True, boundscheck=False, cache=True, nogil=True,
                    error_model="numpy", parallel=True)
+ieee = nb.njit(fastmath={"contract"}, boundscheck=False, cache=True, nogil=True,
+               error_model="numpy")  # for the kernels that compare numbers: fused multiply-adds,
+#   but no fast-math beyond, which lets LLVM assume there is no NaN or infinity and drop the
+#   very comparisons that keep them as NumPy has them (GELU's and exp's at the extremes)
 
 
 @serial
@@ -51,12 +57,14 @@ class Emit:
     2-D float32 C arrays, vectors of 8, multiply-adds, asking memory for a line ahead (LLVM's
     llvm.prefetch: the CPU's prefetch instruction), and a counted loop whose values are carried
     from step to step. Numba compiles a loop into a register for each of its sums, and a tile
-    of sums only through memory: these kernels keep a tile of vectors in registers."""
+    of sums only through memory: these kernels keep a tile of vectors in registers. Pointers
+    are LLVM's opaque ones: each load, and each step along a pointer, says what it reads, and
+    no pointer is cast (llvmlite's typed pointers are deprecated)."""
 
     def __init__(self, context, builder):
         self.context, self.b = context, builder
         self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
-        self.vec, self.byte = ir.VectorType(ir.FloatType(), LANES), ir.IntType(8).as_pointer()
+        self.float, self.vec = ir.FloatType(), ir.VectorType(ir.FloatType(), LANES)
 
     def function(self, name, returns, *takes):
         return cgutils.get_or_insert_function(self.b.module, ir.FunctionType(returns, takes),
@@ -76,10 +84,19 @@ class Emit:
 
     def load(self, array, i, c):
         """array[i, c:c + 8], one vector."""
-        return self.b.load(self.b.bitcast(self.at(array, i, c), self.vec.as_pointer()), align=4)
+        return self.b.load(self.at(array, i, c), typ=self.vec, align=4)
+
+    def number(self, array, i, c):
+        """array[i, c], one number."""
+        return self.b.load(self.at(array, i, c), typ=self.float, align=4)
 
     def store(self, value, array, i, c):
-        self.b.store(value, self.b.bitcast(self.at(array, i, c), self.vec.as_pointer()), align=4)
+        """array[i, c:c + 8] = value, lane by lane (a vector store would need the pointer cast to
+        a vector's; the kernels store each tile's sums once, after its whole row)."""
+        at = self.at(array, i, c)
+        for lane in range(LANES):
+            self.b.store(self.b.extract_element(value, self.i32(lane)),
+                         self.b.gep(at, [self.i64(lane)], source_etype=self.float), align=4)
 
     def spread(self, number):
         """number in every lane of a vector."""
@@ -93,9 +110,10 @@ class Emit:
     def ask(self, array, i, numbers):
         """Ask memory for the line `numbers` numbers on from array[i, 0] (a read, kept in every
         cache; it never faults, wherever that is)."""
-        at = self.b.gep(self.at(array, i, ir.Constant(self.i64, 0)), [numbers])
-        self.b.call(self.function("llvm.prefetch.p0i8", ir.VoidType(), self.byte, *[self.i32] * 3),
-                    [self.b.bitcast(at, self.byte), self.i32(0), self.i32(3), self.i32(1)])
+        at = self.b.gep(self.at(array, i, self.i64(0)), [numbers], source_etype=self.float)
+        self.b.call(self.function("llvm.prefetch.p0", ir.VoidType(), ir.PointerType(),
+                                  *[self.i32] * 3),
+                    [at, self.i32(0), self.i32(3), self.i32(1)])
 
     def loop(self, start, stop, step, values, body):
         """for c in range(start, stop, step): values = body(c, values); -> the last values."""
@@ -150,7 +168,7 @@ def tile(rows, vectors, ahead):
                 row = e.b.and_(c, ir.Constant(e.i64, 15))
                 e.ask(w, r, e.b.add(e.b.mul(row, k), e.plus(c, AHEAD)))
             xs = [e.load(x, e.b.add(p, c), ir.Constant(e.i64, LANES * v)) for v in range(vectors)]
-            spread = [e.spread(e.b.load(e.at(w, e.plus(r, i), c), align=4)) for i in range(rows)]
+            spread = [e.spread(e.number(w, e.plus(r, i), c)) for i in range(rows)]
             return [e.fma(spread[i], xs[v], sums[i * vectors + v])
                     for i in range(rows) for v in range(vectors)]
         zero = ir.Constant(e.vec, None)
@@ -359,21 +377,27 @@ def two_weighted(wa, va, oa, wb, vb, ob, n):
     ob /= tb
 
 
-@serial
+@ieee
 def exp_shifted(s, bits):
     """s = exp(s - max(s)) in place, model.exp_shifted's, in float32 as Cephes computes it:
     exp(x) = 2^t exp(r), t = round(x / ln 2), exp(r) a polynomial on |r| <= ln(2) / 2 (within
     a unit in float32's last place), 2^t made from its bits in `bits` (int32, as long as s);
-    below -87.3, where float32 ends, as exp(-87.3). Plain arithmetic: vector registers."""
+    below -87.3, where float32's normal numbers end, 0 (NumPy's is below 1.2e-38 there). A NaN
+    anywhere makes every number NaN, as NumPy's max does; t is taken from a number, never
+    from NaN, whose conversion to an integer is undefined. Plain arithmetic: vector
+    registers."""
     n = s.shape[0]
     top = s[0]
     for j in range(n):
-        top = max(top, s[j])
+        top = s[j] if s[j] > top or s[j] != s[j] else top
     for j in range(n):
-        x = max(s[j] - top, EXP_LOW)
-        t = np.floor(x * LOG2E + np.float32(0.5))
-        r = x - t * EXP_C1 - t * EXP_C2
-        s[j] = ((((((e0 * r + e1) * r + e2) * r + e3) * r + e4) * r + e5) * r * r) + r + 1
+        x = s[j] - top
+        low = not x >= EXP_LOW  # below float32's normal numbers, or NaN
+        y = EXP_LOW if low else x
+        t = np.floor(y * LOG2E + np.float32(0.5))
+        r = y - t * EXP_C1 - t * EXP_C2
+        e = ((((((e0 * r + e1) * r + e2) * r + e3) * r + e4) * r + e5) * r * r) + r + 1
+        s[j] = (x if x != x else np.float32(0)) if low else e
         bits[j] = (np.int32(t) + 127) << 23
     twos = bits.view(np.float32)
     for j in range(n):
@@ -450,20 +474,22 @@ def norm(x, eps, out):
 
 p0, p1, p2, p3, p4, p5, p6 = TANH_P
 q0, q1, q2, q3 = TANH_Q
-C, EDGE = np.float32(math.sqrt(2 / math.pi)), TANH_EDGE
+C, EDGE, ONE = np.float32(math.sqrt(2 / math.pi)), TANH_EDGE, np.float32(1)
 
 
-@serial
+@ieee
 def gelu(flat):
-    """model.gelu in place over flat (h's numbers), on one thread (a few microseconds): tanh
-    as Eigen computes it in float32, a 13/6 rational function on [-7.9, 7.9] (past which
-    float32's tanh is +-1), within 4e-7 of the true value; plain arithmetic, so that the loop
-    runs in vector registers (a libm call's would not)."""
+    """model.gelu in place over flat (h's numbers), on one thread (a few microseconds), its
+    steps in model.gelu's order (h*h*h first: the same overflow to +-inf): tanh as Eigen
+    computes it in float32, a 13/6 rational function on [-7.9, 7.9], within 4e-7 of the true
+    value, and +-1 past it, so that GELU gives NumPy's answer at the extremes (-0.0 at -100,
+    NaN at -inf and at NaN); plain arithmetic, so that the loop runs in vector registers (a
+    libm call's would not)."""
     for i in range(flat.size):
         v = flat[i]
-        z = C * (v + np.float32(0.044715) * v * v * v)
-        z = min(max(z, -EDGE), EDGE)
+        z = (v * v * v * np.float32(0.044715) + v) * C
         z2 = z * z
         p = (((((p0 * z2 + p1) * z2 + p2) * z2 + p3) * z2 + p4) * z2 + p5) * z2 + p6
         q = ((q0 * z2 + q1) * z2 + q2) * z2 + q3
-        flat[i] = np.float32(0.5) * v * (1 + z * p / q)
+        t = z * p / q if abs(z) < EDGE else (ONE if z > 0 else -ONE)  # (NaN: -1, and v NaN)
+        flat[i] = np.float32(0.5) * v * (1 + t)

@@ -20,7 +20,9 @@ except ImportError:
     fcntl = None
 
 NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
-BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_")
+BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_",
+            "NUMBA_")  # the BLAS's threads, and Numba's (the compiled kernels': its threads,
+#                        their layer, whether it compiles at all, where it keeps its cache)
 
 
 def quietly(fn, default=None):
@@ -131,6 +133,7 @@ def blas_info():
 
 
 def blas_env():
+    """The variables that steer the BLAS and the compiled kernels, as set when the run began."""
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(BLAS_ENV)}
 
 

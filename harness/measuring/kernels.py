@@ -43,14 +43,17 @@ class Paths:
     one query (one of ATTENTION), and the Blocks of the table products (see table() below),
     ascending in tokens; a token count past them all, or a table size not among them, goes
     unblocked; how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
-    measure it; the token counts whose whole trips run the compiled kernels (compiled.py); and
-    those whose NumPy trips do their table products on the compiled tiles. Every path gives the
+    measure it; the token counts whose whole trips run the compiled kernels (compiled.py);
+    those whose NumPy trips do their table products on the compiled tiles, and those whose
+    NumPy trips take the compiled norm, GELU and one-token attention. Every path gives the
     same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
     cube: str = "product"
     compiled: tuple = ()  # the token counts of compiled.TRIED whose trips ran faster compiled
     tiled: tuple = ()  # those of compiled.TILED whose table products ran faster on the tiles
+    pieces: tuple = ()  # those of compiled.TILED whose NumPy trips ran faster with the compiled
+    #                     norm, GELU and one-token attention (none is taken where not timed)
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -58,16 +61,19 @@ class Paths:
         return timed_for(compiled.TRIED, tokens) in self.compiled and compiled.available()
 
     def tiles(self, tokens):
-        """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, does its
-        table products on the compiled tiles: as the smallest count of compiled.TILED timed at
-        or above it did."""
-        return (tokens > compiled.TRIED[-1] and timed_for(compiled.TILED, tokens) in self.tiled
-                and compiled.available())
+        """Whether a NumPy trip of `tokens` tokens does its table products on the compiled
+        tiles (see past_tried())."""
+        return past_tried(self.tiled, tokens)
+
+    def takes_pieces(self, tokens):
+        """Whether a NumPy trip of `tokens` tokens takes the compiled norm, GELU and one-token
+        attention (see past_tried())."""
+        return past_tried(self.pieces, tokens)
 
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
-        object.__setattr__(self, "compiled", tuple(self.compiled))
-        object.__setattr__(self, "tiled", tuple(self.tiled))
+        for counts in ("compiled", "tiled", "pieces"):
+            object.__setattr__(self, counts, tuple(getattr(self, counts)))
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
         if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
@@ -80,17 +86,16 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.pieces:
+            return (f"{dataclasses.replace(self, pieces=())}; the compiled norm, GELU and "
+                    f"one-token attention in trips of {spans(self.pieces)} tokens")
         if self.tiled:
-            low = dict(zip(compiled.TILED, (compiled.TRIED[-1] + 1, *(
-                n + 1 for n in compiled.TILED))))  # the counts each timed count speaks for
-            counts = ", ".join(f"{low[n]} to {n}" for n in self.tiled)
             return (f"{dataclasses.replace(self, tiled=())}; compiled tiles for the table "
-                    f"products of trips of {counts} tokens")
+                    f"products of trips of {spans(self.tiled)} tokens")
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
-                    f"{counts} {'token' if self.compiled == (1,) else 'tokens'}, and for the "
-                    "norm, GELU and one-token attention of bigger ones")
+                    f"{counts} {'token' if self.compiled == (1,) else 'tokens'}")
         if not any(b.rows or b.depth for b in self.blocks):
             return f"attention by {self.attention}; tables unblocked"
         counts = sorted({b.tokens for b in self.blocks})
@@ -100,6 +105,21 @@ class Paths:
                 "tokens (rows, or rows x inputs at a time): tables of " + "; of ".join(
                     f"{i} inputs " + ", ".join(words.get((n, i), "unblocked") for n in counts)
                     for i in sizes))
+
+
+def past_tried(won, tokens):
+    """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, takes a
+    compiled part: as the smallest count of compiled.TILED timed at or above it did (won: the
+    counts where it was faster); past them all, or where the kernels do not load, it does
+    not."""
+    return (tokens > compiled.TRIED[-1] and timed_for(compiled.TILED, tokens) in won
+            and compiled.available())
+
+
+def spans(won):
+    """The token counts that the counts of compiled.TILED in `won` speak for: "17 to 32"."""
+    low = dict(zip(compiled.TILED, (compiled.TRIED[-1] + 1, *(n + 1 for n in compiled.TILED))))
+    return ", ".join(f"{low[n]} to {n}" for n in won)
 
 
 def timed_for(counts, tokens):
@@ -141,11 +161,11 @@ def ways(paths=Paths(), pool=None):
     pool's threads (none for one token, whose products BLAS's own threads hand out faster) with
     BLAS held to one thread meanwhile, and attention and the cube as `paths` says; or, for the
     token counts `paths` compiles, the compiled kernels on as many threads as the pool's, the
-    BLAS held to one meanwhile (compiled.py); where some do, NumPy's trips take the compiled
-    norm and GELU, and read their users' one-token attention with the compiled kernel, its
-    tasks shared among the pool's threads (each running alone: no Numba threads beside them),
-    and the trips whose counts `paths` tiles do their table products on the compiled tiles,
-    shared the same way."""
+    BLAS held to one meanwhile (compiled.py); NumPy's trips of the counts `paths` says take
+    the compiled norm and GELU, and read their users' one-token attention with the compiled
+    kernel, its tasks shared among the pool's threads (each running alone: no Numba threads
+    beside them), and the trips whose counts `paths` tiles do their table products on the
+    compiled tiles, shared the same way."""
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
@@ -153,7 +173,7 @@ def ways(paths=Paths(), pool=None):
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)
-        mine, fast = sharing(pool, tokens), paths.compiled and compiled.available()
+        mine, fast = sharing(pool, tokens), paths.takes_pieces(tokens)
 
         def shared(fn, n, size):
             return share(mine, fn, n, size)

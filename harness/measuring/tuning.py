@@ -4,7 +4,6 @@ line after the machine line that says which were chosen."""
 import dataclasses
 import functools
 import itertools
-import math
 import time
 
 import numpy as np
@@ -16,6 +15,7 @@ from harness.measuring.bench import tokens
 from harness.measuring import kernels
 from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
 from harness.measuring.pool import blas_threads, share, sharing
+from harness.measuring.rounds import BRIDGE_S
 import model
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
@@ -28,10 +28,11 @@ TRIAL_USERS, TRIAL_NOTES = TYPERS, NOTES  # attention's choice is timed on the p
 def choose(bench, attention="auto", blocks="auto", compiled="off"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
     products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
-    where compiled is "auto", whole typing trips of each count of compiled.TRIED, NumPy's way
-    against the compiled kernels, and one floor's table products at each count of
-    compiled.TILED, the BLAS's against the tiles'), where not given:
-    -> (Paths, {what: {candidate: seconds}})"""
+    where compiled is "auto" and the compiled kernels load, whole typing trips of each count of
+    compiled.TRIED, NumPy's way against the compiled kernels, one floor's table products at
+    each count of compiled.TILED, the BLAS's against the tiles', and NumPy's typing trips of
+    those counts with NumPy's norm, GELU and attention against the compiled ones), where not
+    given: -> (Paths, {what: {candidate: the best seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -51,57 +52,114 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     if compiled == "auto" and kernels.compiled.available():
         trips = typing_both_ways(bench, paths)
         products = {n: tables_both_ways(bench, n) for n in kernels.compiled.TILED}
-        seen.update({f"typing trips of {n} {plural(n, 'token')}": t for n, t in trips.items()})
-        seen.update({f"table products of {n} tokens": t for n, t in products.items()})
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
+        pieces = pieces_both_ways(bench, paths)
+        paths = dataclasses.replace(paths, pieces=won(pieces))
+        seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
+                     for n, t in trips.items()})
+        seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
+        seen.update({f"the norm, GELU and attention of typing trips of {n} tokens": fastest(t)
+                     for n, t in pieces.items()})
     return paths, seen
 
 
+def fastest(timed):
+    """{way: [seconds]} -> {way: the best seconds}, as a run saves what it timed."""
+    return {way: min(seconds) for way, seconds in timed.items()}
+
+
 def won(timed):
-    """The counts whose compiled way was faster: timed {count: {"numpy": s, "compiled": s}}."""
-    return tuple(n for n, t in timed.items() if t["compiled"] < t["numpy"])
+    """The counts whose compiled way won beyond its spread: its slowest try faster than NumPy's
+    fastest. timed: {count: {"numpy": [seconds], "compiled": [seconds]}}, the ways taking
+    turns. Where both are as fast, three tries each end so in 1 draw of 20 (a rank test's
+    chance), and NumPy's way is kept otherwise: a choice by a hair's breadth would flip from
+    run to run."""
+    return tuple(n for n, t in timed.items() if max(t["compiled"]) < min(t["numpy"]))
 
 
 TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the shapes of a whole
 #                   trip, the notes of 16 users in 100 MB
-TRIAL_TRIPS = 3  # each way's trips timed this often (at most --runs), the best kept
+TRIAL_TYPERS = 16  # the most users a trial trip gives TRIAL_NOTES notes each: more share theirs
+TRIAL_TRIPS = 3  # each way timed this often, taking turns with the other (see won())
 
 
 def typing_both_ways(bench, paths):
-    """Whole typing trips of each count in compiled.TRIED (that many users with TRIAL_NOTES
-    notes each, over TRIAL_FLOORS floors), NumPy's way (the paths chosen) against the compiled
-    kernels, each the best of its tries after a warm-up (which compiles them): all of NumPy's
-    first, then the compiled ones, so that neither's spinning threads fall on the other's.
-    -> {tokens: {"numpy": seconds, "compiled": seconds}}"""
+    """Whole typing trips of each count in compiled.TRIED (typing_trips()), NumPy's way (the
+    paths chosen) against the compiled kernels, taking turns (alternately()):
+    -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
+    counts = kernels.compiled.TRIED
+    return alternately(typing_trips(bench, counts, {
+        "numpy": paths, "compiled": dataclasses.replace(paths, compiled=counts)}))
+
+
+def pieces_both_ways(bench, paths):
+    """NumPy's whole typing trips of each count in compiled.TILED (typing_trips(), the paths
+    chosen), with NumPy's norm, GELU and attention against the compiled ones, taking turns
+    (alternately()): -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
+    counts = kernels.compiled.TILED
+    return alternately(typing_trips(bench, counts, {
+        "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}))
+
+
+def typing_trips(bench, counts, ways_by_name):
+    """For each count n of counts, a typing trip of n users, one token each, over TRIAL_FLOORS
+    floors, with TRIAL_NOTES notes each (fewer past TRIAL_TYPERS users: the same 100 MB at any
+    n), taken each way of ways_by_name {way: Paths}, on one notebook:
+    -> {way: {n: a function to time, which puts the notebook back where it was first}}"""
     cfg = dataclasses.replace(bench.cfg, layers=min(TRIAL_FLOORS, bench.cfg.layers))
-    floors = bench.floors[:cfg.layers]
-    trips = {}
-    for n in kernels.compiled.TRIED:
-        book = model.notebook(cfg, n, TRIAL_NOTES + 1)
-        book["k"].fill(0)
+    floors, trips = bench.floors[:cfg.layers], {way: {} for way in ways_by_name}
+    for n in counts:
+        notes = TRIAL_NOTES * TRIAL_TYPERS // max(n, TRIAL_TYPERS)
+        book, x = model.notebook(cfg, n, notes + 1), tokens(cfg, n, n)
+        book["k"].fill(0)  # (every page touched now: a trip's first read comes from memory)
         book["v"].fill(0)
-        trips[n] = (tokens(cfg, n, n), book)
-    timed = {n: {} for n in trips}
-    for way, how in (("numpy", paths), ("compiled", dataclasses.replace(
-            paths, compiled=kernels.compiled.TRIED))):
-        for n, (x, book) in trips.items():
-            def trip():
-                book["len"] = TRIAL_NOTES
-                model.trip(cfg, floors, x, [(book, 1)], ways(how, bench.pool))
-            timed[n][way] = best(trip, min(TRIAL_TRIPS, bench.runs))
+        for way, paths in ways_by_name.items():
+            def trip(x=x, book=book, notes=notes, how=ways(paths, bench.pool)):
+                book["len"] = notes
+                model.trip(cfg, floors, x, [(book, 1)], how)
+            trips[way][n] = trip
+    return trips
+
+
+def alternately(ways):
+    """Each of ways {way: {count: a function to time}} TRIAL_TRIPS times after a warm-up (which
+    compiles the kernels), the ways taking turns: one way's every count, then the other's,
+    the order flipped each turn, so that a drift of the machine falls on both alike. Where the
+    way changes, the coming way's first function runs untimed for BRIDGE_S first: the other
+    way's threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither.
+    -> {count: {way: [seconds of each try]}}"""
+    timed, order, last = {}, list(ways), None
+    for tried in range(TRIAL_TRIPS + 1):  # the first turn warms up
+        for way in order if tried % 2 == 0 else order[::-1]:
+            if way != last:
+                bridge(next(iter(ways[way].values())))
+            last = way
+            for n, fn in ways[way].items():
+                start = time.perf_counter()
+                fn()
+                if tried:
+                    timed.setdefault(n, {}).setdefault(way, []).append(
+                        time.perf_counter() - start)
     return timed
+
+
+def bridge(fn):
+    """fn, untimed, again and again for about BRIDGE_S."""
+    end = time.perf_counter() + BRIDGE_S
+    while time.perf_counter() < end:
+        fn()
 
 
 def tables_both_ways(bench, n, seed=0):
     """One floor's table products at n tokens, as NumPy's trips do them (shared among the
     pool's threads, the BLAS on one thread each) against the compiled tiles (shared the same
-    way: compiled.table_shared), taking turns (in_turns()):
-    -> {"numpy": the best seconds, "compiled": the best seconds}"""
+    way: compiled.table_shared), taking turns (in_turns()), TRIAL_TRIPS times each:
+    -> {"numpy": [seconds], "compiled": [seconds]}"""
     pool, every = sharing(bench.pool, n), lambda w: True
     return in_turns(bench, n, {
         "numpy": (every, lambda w, x: table(w, x, pool)),
         "compiled": (every, lambda w, x: kernels.compiled.table_shared(
-            w, x, functools.partial(share, pool)))}, seed)
+            w, x, functools.partial(share, pool)))}, TRIAL_TRIPS, seed)
 
 
 def sizes(bench):
@@ -127,28 +185,29 @@ def tables_by_size(bench, n, seed=0):
     timed = in_turns(bench, n, {
         (inputs, block): (lambda w, inputs=inputs: w.shape[1] == inputs,
                           lambda w, x, block=block: table(w, x, pool, block))
-        for inputs in sizes(bench) for block in candidates(bench, inputs)}, seed)
-    return {inputs: {block: s for (i, block), s in timed.items() if i == inputs}
+        for inputs in sizes(bench) for block in candidates(bench, inputs)}, tries(bench), seed)
+    return {inputs: {block: min(s) for (i, block), s in timed.items() if i == inputs}
             for inputs in sizes(bench)}
 
 
-def in_turns(bench, n, ways, seed=0):
-    """One floor's table products at n tokens, each of these ways in turn, so that a noisy
-    moment falls on all: ways {key: (takes(w): whether it times table w, product(w, x))} ->
-    {key: the best seconds}. Each try takes the next floor, so that its tables come from memory
-    as a trip's do and not from the cache the last try left them in."""
+def in_turns(bench, n, ways, times, seed=0):
+    """One floor's table products at n tokens, each of these ways in turn, `times` times after
+    a warm-up, so that a noisy moment falls on all: ways {key: (takes(w): whether it times
+    table w, product(w, x))} -> {key: [seconds of each try]}. Each try takes the next floor, so
+    that its tables come from memory as a trip's do and not from the cache the last try left
+    them in."""
     rng, floors = np.random.default_rng(seed), itertools.cycle(bench.floors)
     xs = {i: rng.standard_normal((i, n), dtype=np.float32) for i in sizes(bench)}  # (inputs, n)
-    timed = dict.fromkeys(ways, math.inf)
+    timed = {key: [] for key in ways}
     with blas_threads(sharing(bench.pool, n)):
-        for tried in range(tries(bench) + 1):  # the first try warms up
+        for tried in range(times + 1):  # the first try warms up
             for key, (takes, product) in ways.items():
                 tables = [w for w in next(floors).values() if takes(w)]
                 start = time.perf_counter()
                 for w in tables:
                     product(w, xs[w.shape[1]])
                 if tried:
-                    timed[key] = min(timed[key], time.perf_counter() - start)
+                    timed[key].append(time.perf_counter() - start)
     return timed
 
 
@@ -180,11 +239,15 @@ def typing_attention(bench, how):
 
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "compiled", "tiled", "timed": {what: {candidate: seconds}}}."""
+    {"attention", "blocks", "compiled", "tiled", "pieces", "timed": {what: {candidate:
+    seconds}}, and "unloaded": why, where the compiled kernels were asked for and could not
+    load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
+    why = kernels.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
-        "tiled": paths.tiled, "timed": timed}
+        "tiled": paths.tiled, "pieces": paths.pieces, "timed": timed,
+        **({"unloaded": why} if why else {})}
 
 
 def paths_line(chosen, args):
@@ -197,5 +260,7 @@ def paths_line(chosen, args):
     origin = (how["attention"] if len(set(how.values())) == 1
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
     paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
-                  tiled=chosen.get("tiled", ()))
-    return f"paths: {paths} ({origin})"
+                  tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()))
+    unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
+                if chosen.get("unloaded") else "")
+    return f"paths: {paths}{unloaded} ({origin})"

@@ -1,0 +1,218 @@
+"""The compiled path fails soft: wherever Numba cannot run the kernels (absent, its JIT off, no
+threading layer, no threads, a cache file it cannot read, a checkout it cannot write), a run
+says so in one line and takes NumPy's way; where it can, its choice is timed in turns and kept
+on NumPy's way unless the kernels win beyond their spread, and its answers are NumPy's at the
+extremes too. Each check of the kernels loading runs compiled.available() in a fresh process
+(a second or so: the kernels come from the cache the import below filled)."""
+import ast
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import model
+from conftest import ROOT, script
+from harness.measuring import compiled, host, tuning
+from harness.measuring.kernels import Paths, ways
+
+NUMBA = importlib.util.find_spec("numba") is not None
+LOADED = NUMBA and compiled.available()  # (compiles the kernels into the cache, where cold)
+needs_numba = pytest.mark.skipif(not LOADED, reason="Numba does not run the kernels here")
+KERNELS = os.path.join(ROOT, "harness", "measuring")
+
+
+def loads(env=(), cwd=ROOT):
+    """compiled.available() in a fresh process, with these environment variables set: -> the
+    finished process."""
+    return subprocess.run(
+        [sys.executable, "-c", "from harness.measuring import compiled; "
+                               "print(compiled.available())"],
+        capture_output=True, text=True, timeout=120, cwd=cwd, env={**os.environ, **dict(env)})
+
+
+def numpys_way(r, *words):
+    """The process found the kernels unusable, and said why in one line on stderr."""
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the compiled kernels could not load" in lines[0], r.stderr
+    assert "NumPy's way" in lines[0] and "Traceback" not in r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.mark.skipif(not NUMBA, reason="Numba is not installed here")
+def test_numbas_jit_switched_off_is_numpys_way_in_one_line_and_no_wait():
+    """NUMBA_DISABLE_JIT=1 ran the kernels as plain Python for 14 s, then failed."""
+    numpys_way(loads({"NUMBA_DISABLE_JIT": "1"}), "NUMBA_DISABLE_JIT")
+
+
+@pytest.mark.skipif(not NUMBA or importlib.util.find_spec("tbb") is not None,
+                    reason="needs Numba, and no TBB")
+def test_a_threading_layer_that_cannot_load_is_numpys_way_in_one_line():
+    """NUMBA_THREADING_LAYER=tbb without TBB: "No threading layer could be loaded" ended the
+    worker."""
+    numpys_way(loads({"NUMBA_THREADING_LAYER": "tbb"}), "threading layer")
+
+
+@pytest.mark.skipif(not NUMBA, reason="Numba is not installed here")
+def test_no_threads_for_numba_is_said_not_silent():
+    """NUMBA_NUM_THREADS=0: Numba refuses to start, and the kernels were dropped silently."""
+    numpys_way(loads({"NUMBA_NUM_THREADS": "0"}), "threads")
+
+
+def checkout(tmp_path):
+    """A copy of the suite's code (harness/, model.py), with the compiled kernels' cache."""
+    copy = tmp_path / "checkout"
+    shutil.copytree(os.path.join(ROOT, "harness"), copy / "harness")
+    shutil.copy(os.path.join(ROOT, "model.py"), copy)
+    return copy
+
+
+@needs_numba
+@pytest.mark.skipif("NUMBA_CACHE_DIR" in os.environ, reason="the kernels' cache is elsewhere")
+@pytest.mark.parametrize("spoil", ["an index cut to nothing", "a data file of junk"])
+def test_a_cache_file_numba_cannot_read_is_numpys_way_once_and_removed(tmp_path, spoil):
+    """A 0-byte .nbi (EOFError) or junk in a .nbc (UnpicklingError) ended every later run: now
+    one line, NumPy's way, and the kernels' own cache files removed (no other file), so that the
+    next run compiles them afresh."""
+    copy = checkout(tmp_path)
+    cache = copy / "harness" / "measuring" / "__pycache__"
+    index = spoil.startswith("an index")
+    ours = list(cache.glob("compiled_kernels.table-*." + ("nbi" if index else "nbc")))
+    assert ours, "the compiled kernels' cache is empty"
+    for path in ours:  # (one for each line the kernel was on, as the file was edited)
+        path.write_bytes(b"" if index else b"junk\n")
+    (cache / "another.nbi").write_bytes(b"")  # not the kernels': it stays
+    numpys_way(loads(cwd=copy), "Numba's cache")
+    assert not list(cache.glob("compiled_kernels.*.nb?")) and (cache / "another.nbi").exists()
+
+
+@pytest.mark.skipif(not NUMBA, reason="Numba is not installed here")
+def test_a_checkout_numba_cannot_write_keeps_its_cache_in_a_folder_of_the_users(tmp_path):
+    """A read-only checkout and no writable home: "cannot cache function 'dot': no locator
+    available". Here the kernels' __pycache__ is a file, which no one can write in, even root."""
+    copy = checkout(tmp_path)
+    shutil.rmtree(copy / "harness" / "measuring" / "__pycache__")
+    (copy / "harness" / "measuring" / "__pycache__").write_text("")
+    (tmp_path / "home").write_text("")  # a home below a file: nothing can be made there
+    (tmp_path / "tmp").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    r = subprocess.run(
+        [sys.executable, "-c", "import os; from harness.measuring import compiled; "
+                               "compiled.keep_cache(); print(os.environ['NUMBA_CACHE_DIR']); "
+                               "from harness.measuring import compiled_kernels"],
+        capture_output=True, text=True, timeout=120, cwd=copy,
+        env={**env, "HOME": str(tmp_path / "home" / "x"), "TMPDIR": str(tmp_path / "tmp")})
+    assert r.returncode == 0, r.stderr
+    folder = r.stdout.strip()
+    assert os.path.dirname(folder) == str(tmp_path / "tmp")
+    assert os.stat(folder).st_mode & 0o777 == 0o700  # this user's alone
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX's owners and modes")
+def test_a_cache_folder_the_user_set_is_kept_and_one_others_can_write_is_refused(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    compiled.keep_cache()
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "mine")
+    monkeypatch.setattr(compiled.tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"prefill-vs-decode-{os.getuid()}-numba"
+    planted.mkdir()
+    planted.chmod(0o777)  # another user's could plant a cache file there, which runs code
+    assert compiled.own_temp() is None
+    planted.chmod(0o700)
+    assert compiled.own_temp() == str(planted)
+
+
+def test_a_run_without_numba_takes_numpys_way_and_says_so_once(tmp_path):
+    """Numba absent (here: made unimportable): a quick run asked for the compiled kernels
+    measures NumPy's way, says so in one line and on the paths line, and exits 0."""
+    shim = tmp_path / "shim" / "numba"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('no Numba here')\n")
+    r = script("two_phases.py", "--quick", "--no-save", "--compiled", "auto", "--attention",
+               "einsum", "--blocks", "off", "--experiments", "decode", "--users", "1", "--runs",
+               "1", "--forklift", "20", "--workbench", "200",
+               env={**os.environ, "PYTHONPATH": str(tmp_path / "shim")})
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if "compiled kernels" in line]
+    assert len(said) == 1 and "no Numba here" in said[0] and "Traceback" not in r.stderr
+    paths = next(line for line in r.stdout.splitlines() if line.startswith("paths: "))
+    assert "no compiled kernels: they could not load here (ImportError: no Numba here)" in paths
+
+
+def test_numbas_variables_are_on_the_machine_line(monkeypatch):
+    monkeypatch.setenv("NUMBA_THREADING_LAYER", "tbb")
+    assert "NUMBA_THREADING_LAYER=tbb" in host.line(host.facts())
+
+
+@needs_numba
+def test_gelu_and_exp_give_numpys_answers_at_the_extremes():
+    """The compiled GELU gave -1.19e-5 at -100 where NumPy gives -0.0, and -3.6e31 at -3e38;
+    its exp turned NaN into an integer (undefined)."""
+    h = np.array([1e-3, -1e-3, 10, -10, 100, -100, 3e38, -3e38, np.inf, -np.inf, np.nan],
+                 np.float32)
+    with np.errstate(all="ignore"):  # NumPy's own overflows, at the extremes
+        numpys = model.gelu(h.copy())
+    got = compiled.gelu(h.copy())
+    np.testing.assert_allclose(got, numpys, rtol=1e-6, atol=0)  # NaN where NumPy's is
+    assert list(np.signbit(got)) == list(np.signbit(numpys))  # -0.0 where NumPy's is
+    from harness.measuring.compiled_kernels import exp_shifted
+    for s in ([0, -1, -100, -np.inf, 3], [0, np.nan, -1], [np.inf, 0, 1]):
+        s = np.array(s, np.float32)
+        with np.errstate(invalid="ignore"):
+            numpys = model.exp_shifted(s.copy())
+        got = s.copy()
+        exp_shifted(got, np.empty(len(s), np.int32))
+        np.testing.assert_allclose(got, numpys, rtol=1e-6, atol=1e-37)
+
+
+def test_the_compiled_way_is_taken_only_where_it_wins_beyond_its_spread():
+    """A best of 3 by a strict "<" flipped between runs: a compiled way faster at its best
+    but not beyond NumPy's spread keeps NumPy's way."""
+    assert tuning.won({1: {"numpy": [1.0, 1.1, 1.2], "compiled": [0.9, 1.05, 0.95]},
+                       2: {"numpy": [1.0, 1.1, 1.2], "compiled": [0.6, 0.7, 0.8]}}) == (2,)
+
+
+def test_the_two_ways_are_timed_in_turns(monkeypatch):
+    """All of NumPy's trips were timed first, then all the compiled ones: a drift of the machine
+    favoured one."""
+    seen = []
+    monkeypatch.setattr(tuning, "BRIDGE_S", 0.0)
+    order = ("numpy", "compiled")
+    timed = tuning.alternately({way: {n: (lambda way=way, n=n: seen.append((way, n)))
+                                      for n in (1, 2)} for way in order})
+    assert seen == [(way, n) for turn in range(tuning.TRIAL_TRIPS + 1)  # (the first warms up)
+                    for way in (order if turn % 2 == 0 else order[::-1]) for n in (1, 2)]
+    assert all(len(t[way]) == tuning.TRIAL_TRIPS for t in timed.values() for way in t)
+
+
+@needs_numba
+def test_bigger_trips_take_the_compiled_pieces_only_where_timed_faster():
+    """The norm, GELU and attention were compiled for every bigger trip where any token count
+    won, never timed there."""
+    numpys = ways(Paths(compiled=(1, 2)))
+    assert all(numpys(n).norm is model.norm for n in (4, 21, 40, 100))
+    some = ways(Paths(pieces=(32,)))
+    assert [n for n in (16, 17, 32, 33, 64, 65) if some(n).norm is compiled.norm] == [17, 32]
+    assert some(21).gelu is compiled.gelu and some(21).reads is compiled.attention_shared
+
+
+def test_the_kernels_ir_is_in_opaque_pointer_terms():
+    """llvmlite deprecates typed pointers: no type's as_pointer(), no cast of a pointer, every
+    load saying what it reads, and the prefetch intrinsic for an opaque pointer."""
+    with open(os.path.join(KERNELS, "compiled_kernels.py")) as f:
+        tree = ast.parse(f.read())
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute)]
+    assert not [c for c in calls if c.func.attr in ("as_pointer", "bitcast")]
+    reads = [c for c in calls if c.func.attr == "load" and isinstance(c.func.value, ast.Attribute)
+             and c.func.value.attr == "b"]  # the builder's loads (e.b.load, self.b.load)
+    assert reads and all(any(k.arg == "typ" for k in c.keywords) for c in reads)
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str)]
+    assert "llvm.prefetch.p0" in texts and not [t for t in texts if "p0i8" in t]
