@@ -23,7 +23,6 @@ import dataclasses
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -237,9 +236,8 @@ def say(job, words):
 def serve(args, measure):
     """A worker's whole life: its job from stdin, measure(args, job) -> result under the job's
     threads, the result as JSON on the stdout it was started with (nothing else is written
-    there), then exit."""
-    for signum in (signal.SIGINT, signal.SIGTERM):  # the run that started it says what happened
-        signal.signal(signum, lambda n, _: os._exit(128 + n))
+    there), then exit. From the script's first line, its run alone speaks of a stop, and it
+    ends with its run (stopping.worker)."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
     except ValueError:
@@ -255,8 +253,11 @@ def serve(args, measure):
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
         result = {**measure(block, job), **on_the_device(block.on)}
-    json.dump(result, out)
-    out.flush()
+    try:
+        json.dump(result, out)
+        out.flush()
+    except OSError:  # its run is gone (a pipe closed at the other end): no one left to tell
+        return 1
     return 0
 
 
@@ -271,10 +272,12 @@ class WorkerFailed(Exception):
 
 
 def spawn(script, argv, job):
-    """One worker: `python script argv --worker`, given the job, -> its result. Its progress
-    shows on this process's stderr. A worker that fails stops the run with its own words."""
+    """One worker: `python script argv --worker`, given the job, -> its result. It starts in a
+    session of its own, so that the terminal's signals (Ctrl-C) reach this run alone, which
+    ends it and speaks (see stopping). Its progress shows on this process's stderr. A worker
+    that fails stops the run with its own words."""
     done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
-                          stdout=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, text=True, start_new_session=True)
     if done.returncode != 0:
         raise WorkerFailed(f"a worker process failed (exit {done.returncode}); its own words "
                            f"are above")

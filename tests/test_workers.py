@@ -1,0 +1,126 @@
+"""The worker processes that measure the rounds, as a sixth hostile probe found them (issue 54,
+each test under its number there): a worker killed, a worker printing on its stdout, a worker
+whose run was killed, Ctrl-C while workers start and measure, a job made by hand. Each starts
+as few and as small processes as it can; the ones that watch processes come and go read
+Linux's /proc."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, wait_until
+
+LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
+CUBE = [os.path.join(ROOT, "cube_bug.py"), "--no-in-model", "--tokens", "4"]  # a tiny worker
+JOB = {"rounds": [0], "again": 0, "repeat": {}, "bridge_s": 0.0}  # one round of a smoke run
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:  # gone meanwhile
+        return b""
+
+
+def workers_of(pid):
+    """The worker processes a process has started and still has, oldest first (Linux)."""
+    children = read(f"/proc/{pid}/task/{pid}/children").split()
+    return sorted(int(c) for c in children if b"--worker" in read(f"/proc/{int(c)}/cmdline"))
+
+
+def past_its_first_lines(pid):
+    """Whether a worker has run its script's first lines (stopping.stop_quietly), and is now
+    loading the rest: NumPy is in its memory."""
+    return b"numpy" in read(f"/proc/{pid}/maps")
+
+
+def alive(pid):
+    stat = read(f"/proc/{pid}/stat")
+    return bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
+# ---- 6. a worker ends with its run, and never says a broken pipe
+
+
+@LINUX
+def test_6_a_worker_ends_when_its_run_is_killed(tmp_path):
+    code = ("import sys\nfrom harness.measuring import rounds\n"
+            f"rounds.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {{**{JOB!r}, 'rounds': list(range(1000))}})  # minutes\n")
+    run = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    worker = []
+    try:
+        wait_until(lambda: worker.extend(workers_of(run.pid)) or (
+            worker and past_its_first_lines(worker[0])), 60, "the worker")
+        run.kill()  # as the OOM killer kills the run
+        _, err = run.communicate(timeout=30)  # its stderr ends as the worker's does
+        wait_until(lambda: not alive(worker[0]), 10, "the worker to end")
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+    finally:
+        if worker and alive(worker[0]):
+            os.kill(worker[0], signal.SIGKILL)
+
+
+def test_6_a_worker_sees_its_run_gone_between_visits_where_the_kernel_does_not_say():
+    code = ("import os, sys, time\nfrom harness import stopping\n"
+            "ready, told = os.pipe()\n"
+            "if os.fork() == 0:  # the worker: its parent, the run, exits once it is set\n"
+            "    sys.platform = 'elsewhere'  # no prctl: its visits alone see the run gone\n"
+            "    stopping.worker()\n"
+            "    os.write(told, b'set')\n"
+            "    for _ in range(3000):\n"
+            "        stopping.check()\n"
+            "        time.sleep(0.01)\n"
+            "    print('still measuring, 30 s after its run ended', flush=True)\n"
+            "else:\n"
+            "    os.read(ready, 3)\n"
+            "    os._exit(0)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)  # its stdout ends as the worker's does
+    assert r.stdout == "" and r.stderr == ""
+
+
+def test_6_a_worker_whose_result_cannot_be_read_ends_without_a_traceback():
+    worker = subprocess.Popen([sys.executable, *CUBE, "--worker"], cwd=ROOT, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    worker.stdout.close()  # its run is gone: nothing reads its result
+    _, err = worker.communicate(json.dumps(JOB), timeout=60)
+    assert worker.returncode == 1 and err == "", err
+
+
+# ---- 7. Ctrl-C while workers start or measure: the run alone speaks, once
+
+
+@LINUX
+@pytest.mark.parametrize("nth,says", [
+    (1, "interrupted: nothing saved, earlier results untouched"),
+    (3, "interrupted while adding rounds: the rounds measured before are saved, marked")])
+def test_7_ctrl_c_as_a_worker_starts_is_one_line(tmp_path, nth, says):
+    run = subprocess.Popen([sys.executable, *CUBE, "--runs", "2", "--processes", "2",
+                            "--time-budget", "60", "--out", str(tmp_path), "--label", "box"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)  # its own process group, as a terminal's job
+    seen = []
+
+    def nth_worker_loading():
+        seen.extend(w for w in workers_of(run.pid) if w not in seen)
+        return len(seen) >= nth and past_its_first_lines(seen[nth - 1])
+    try:
+        wait_until(nth_worker_loading, 60, f"worker {nth}")
+        os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130 and "Traceback" not in err, err
+    assert [line for line in err.splitlines() if "interrupted" in line] == [says], err
+    if nth == 1:
+        assert not (tmp_path / "box").exists()
+    else:
+        assert "nothing saved" not in err and "saved " in err
+        assert json.loads((tmp_path / "box" / "cube_bug.json").read_text())["stopped"] == 2
