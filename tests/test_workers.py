@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from harness.measuring import rounds
 from conftest import ROOT, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
@@ -41,6 +42,21 @@ def past_its_first_lines(pid):
 def alive(pid):
     stat = read(f"/proc/{pid}/stat")
     return bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
+# ---- 5. what a worker prints on its stdout is no part of its result
+
+
+def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nprint('a line from sitecustomize')\n"
+        "sys.stdout.write('and one without its end'); sys.stdout.flush()\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # every Python the run starts prints
+    result = rounds.spawn(CUBE[0], CUBE[1:], JOB)
+    assert len(result["visits"]) == 6  # each case's two ways ...
+    assert all(len(v) == 1 for v in result["visits"].values())  # ... in one round
+    assert capsys.readouterr().err.splitlines()[-2:] == ["a line from sitecustomize",
+                                                         "and one without its end"]
 
 
 # ---- 6. a worker ends with its run, and never says a broken pipe

@@ -9,7 +9,8 @@ each making only what its rows need. Each process warms every trial once, record
 breakdown's trips once, then visits; a visit other work disturbed is measured again after a
 pause.
 
-A job (what a worker is asked) and a result (what it says back) are plain JSON:
+A job (what a worker is asked, on its stdin) and a result (what it says back, after MARK on
+its stdout) are plain JSON:
   job    {"rounds": [ids, the run's own], "trials": [names] or null (all), "record": bool,
           "paths": {...} or null (choose them), "threads": n, "again": n, "kind": its name,
           "process": i (of its kind), "processes": the least of each kind, "start": the run's
@@ -235,8 +236,8 @@ def say(job, words):
 
 def serve(args, measure):
     """A worker's whole life: its job from stdin, measure(args, job) -> result under the job's
-    threads, the result as JSON on the stdout it was started with (nothing else is written
-    there), then exit. From the script's first line, its run alone speaks of a stop, and it
+    threads, then the result as JSON after MARK on the stdout it was started with (anything
+    printed meanwhile goes to stderr), then exit. From the script's first line, its run alone speaks of a stop, and it
     ends with its run (stopping.worker)."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
@@ -254,11 +255,15 @@ def serve(args, measure):
         block.on.threads(block.threads)
         result = {**measure(block, job), **on_the_device(block.on)}
     try:
-        json.dump(result, out)
+        out.write(MARK + json.dumps(result) + "\n")
         out.flush()
     except OSError:  # its run is gone (a pipe closed at the other end): no one left to tell
         return 1
     return 0
+
+
+MARK = "\n== the worker's result ==\n"  # what a worker's result follows on its stdout: what
+#                                       came before it there is no part of it (spawn)
 
 
 def on_the_device(on):
@@ -274,14 +279,25 @@ class WorkerFailed(Exception):
 def spawn(script, argv, job):
     """One worker: `python script argv --worker`, given the job, -> its result. It starts in a
     session of its own, so that the terminal's signals (Ctrl-C) reach this run alone, which
-    ends it and speaks (see stopping). Its progress shows on this process's stderr. A worker
-    that fails stops the run with its own words."""
+    ends it and speaks (see stopping). Its progress shows on this process's stderr, and so does
+    anything else it printed on stdout (a sitecustomize, a library): its result is what follows
+    MARK there. A worker that fails stops the run with its own words."""
     done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
-                          stdout=subprocess.PIPE, text=True, start_new_session=True)
+                          stdout=subprocess.PIPE, text=True, errors="replace",
+                          start_new_session=True)
+    stray, marked, said = done.stdout.partition(MARK)
+    if stray.strip():
+        note(stray.rstrip("\n"))
     if done.returncode != 0:
         raise WorkerFailed(f"a worker process failed (exit {done.returncode}); its own words "
                            f"are above")
-    return json.loads(done.stdout)
+    try:
+        result = json.loads(said) if marked else None
+    except ValueError:  # cut short
+        result = None
+    if not isinstance(result, dict):
+        raise WorkerFailed("a worker process ended without its whole result (exit 0)")
+    return result
 
 
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
