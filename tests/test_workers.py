@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from harness.measuring import rounds
-from conftest import ROOT, wait_until
+from conftest import ROOT, one_line, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
 CUBE = [os.path.join(ROOT, "cube_bug.py"), "--no-in-model", "--tokens", "4"]  # a tiny worker
@@ -140,3 +140,35 @@ def test_7_ctrl_c_as_a_worker_starts_is_one_line(tmp_path, nth, says):
     else:
         assert "nothing saved" not in err and "saved " in err
         assert json.loads((tmp_path / "box" / "cube_bug.json").read_text())["stopped"] == 2
+
+
+# ---- 11. a job made by hand is checked field by field
+
+
+@pytest.mark.parametrize("job,field", [
+    ({"rounds": ["x"]}, "'rounds'"), ({"rounds": [True]}, "'rounds'"),
+    ({"rounds": [0], "threads": "abc"}, "'threads'"), ({"threads": 2}, "'rounds'"),
+    ({"rounds": [0], "paths": {"attention": "nope"}}, "'paths'"),
+    ({"rounds": [0], "paths": {"blocks": [["a", 1]]}}, "'paths'"),
+    ({"rounds": [0], "repeat": {"t": 0.5}}, "'repeat'"),
+    ({"rounds": [0], "start": float("nan")}, "'start'"),
+    ({"rounds": [0], "again": -1}, "'again'"), ({"rounds": [0], "more": 1}, "'more'"),
+    ([0], "JSON on stdin")])
+def test_11_each_field_of_a_job_is_checked(job, field):
+    assert field in rounds.not_a_job(job)
+
+
+def test_11_a_job_as_a_run_makes_it_passes():
+    paths = {"attention": "einsum", "cube": "product", "blocks": [[2, 768, 512, None]],
+             "compiled": [1], "tiled": []}
+    assert rounds.not_a_job({**JOB, "threads": None, "paths": paths, "trials": ["a"],
+                             "record": True, "alone": False, "process": 1, "processes": 3,
+                             "kind": "k", "start": 1.5, "left_s": None}) == ""
+
+
+def test_11_a_hand_made_job_is_exit_2_without_a_traceback():
+    for job in ('{"rounds": ["x"]}', '{"rounds": [0], "threads": "abc"}'):
+        r = subprocess.run([sys.executable, *CUBE, "--worker"], input=job, cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        one_line(r, 2, "argument --worker", "its job's")
+        assert r.stdout == ""

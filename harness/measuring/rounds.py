@@ -9,12 +9,13 @@ each making only what its rows need. Each process warms every trial once, record
 breakdown's trips once, then visits; a visit other work disturbed is measured again after a
 pause.
 
-A job (what a worker is asked, on its stdin) and a result (what it says back, after MARK on
-its stdout) are plain JSON:
+A job (what a worker is asked, on its stdin, each field checked: JOB) and a result (what it
+says back, after MARK on its stdout) are plain JSON:
   job    {"rounds": [ids, the run's own], "trials": [names] or null (all), "record": bool,
           "paths": {...} or null (choose them), "threads": n, "again": n, "kind": its name,
           "process": i (of its kind), "processes": the least of each kind, "start": the run's
-          monotonic start, "left_s": the measuring's estimate}
+          monotonic start, "left_s": the measuring's estimate, "repeat": {trial: visits a
+          round} or null, "bridge_s": seconds or null, "alone": bool}
   result {"visits": {trial: [[round, [seconds of each step], share or null, again], ...]},
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
@@ -33,8 +34,8 @@ import types
 import numpy as np
 
 from harness import stopping
-from harness.terminal import clock, note, plural, progress, warn
-from harness.measuring import host, nvidia, timing
+from harness.terminal import clock, note, plural, progress, quoted, warn
+from harness.measuring import host, kernels, nvidia, timing
 
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 SEED = 0  # the orders the rounds visit their trials in: the same every run
@@ -225,7 +226,7 @@ def say(job, words):
     took = time.monotonic() - start if start is not None else None
     when = "" if took is None else f"{clock(took)} in" + (
         f", about {clock(max(left - took, 0))} left" if left else "") + ": "
-    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job['process'] + 1}, "
+    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job.get('process', 0) + 1}, "
            if job.get("processes", 1) > 1 else "")
     progress(f"{when}{who}{words}")
 
@@ -235,17 +236,18 @@ def say(job, words):
 
 
 def serve(args, measure):
-    """A worker's whole life: its job from stdin, measure(args, job) -> result under the job's
-    threads, then the result as JSON after MARK on the stdout it was started with (anything
-    printed meanwhile goes to stderr), then exit. From the script's first line, its run alone speaks of a stop, and it
-    ends with its run (stopping.worker)."""
+    """A worker's whole life: its job from stdin, checked field by field (JOB), measure(args,
+    job) -> result under the job's threads, then the result as JSON after MARK on the stdout it
+    was started with (anything printed meanwhile goes to stderr), then exit. From the
+    script's first line, its run alone speaks of a stop, and it ends with its run
+    (stopping.worker)."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
     except ValueError:
         job = None
-    if not isinstance(job, dict) or not isinstance(job.get("rounds"), list):
-        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: only the "
-                         f"run's own worker processes take it, their job as JSON on stdin\n")
+    wrong = not_a_job(job)
+    if wrong:
+        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: {wrong}\n")
         return 2
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
@@ -264,6 +266,60 @@ def serve(args, measure):
 
 MARK = "\n== the worker's result ==\n"  # what a worker's result follows on its stdout: what
 #                                       came before it there is no part of it (spawn)
+
+
+def whole(least):
+    """A job's field: a whole number (not true or false) at least `least`."""
+    return lambda v: type(v) is int and v >= least
+
+
+def number(least=-math.inf):
+    """A job's field: a finite number at least `least`."""
+    return lambda v: type(v) in (int, float) and math.isfinite(v) and v >= least
+
+
+def texts(v):
+    return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+
+def or_null(ok):
+    return lambda v: v is None or ok(v)
+
+
+JOB = {  # each field a worker's job may hold (only "rounds" must): (its check, what it takes)
+    "rounds": (lambda v: isinstance(v, list) and all(map(whole(0), v)),
+               "a list of round ids, whole numbers from 0"),
+    "trials": (or_null(texts), "a list of trial names, or null (all)"),
+    "record": (lambda v: isinstance(v, bool), "true or false"),
+    "alone": (lambda v: isinstance(v, bool), "true or false"),
+    "paths": (or_null(kernels.readable), "the paths a run chose, or null (choose them)"),
+    "threads": (or_null(whole(1)), "a whole number from 1, or null (the BLAS's own)"),
+    "again": (whole(0), "a whole number from 0"),
+    "kind": (lambda v: isinstance(v, str), "a kind's name"),
+    "process": (whole(0), "a whole number from 0"),
+    "processes": (whole(1), "a whole number from 1"),
+    "start": (number(), "a time in seconds"),
+    "left_s": (or_null(number()), "seconds, or null"),
+    "repeat": (or_null(lambda v: isinstance(v, dict) and all(map(whole(1), v.values()))),
+               "an object of trial names and whole numbers from 1, or null"),
+    "bridge_s": (or_null(number(0)), "seconds from 0, or null"),
+}
+
+
+def not_a_job(job):
+    """What is wrong with a job (as JSON reads it) that a worker cannot take, field by field,
+    in words; '' where nothing is."""
+    if not isinstance(job, dict):
+        return "only the run's own worker processes take it, their job as JSON on stdin"
+    if "rounds" not in job:
+        return "its job has no 'rounds'"
+    for field, value in job.items():
+        if field not in JOB:
+            return f"its job's {quoted(field)} is no field a worker takes"
+        ok, takes = JOB[field]
+        if not ok(value):
+            return f"its job's {field!r} takes {takes}, got {quoted(json.dumps(value))}"
+    return ""
 
 
 def on_the_device(on):
