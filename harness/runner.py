@@ -31,8 +31,9 @@ def run(script, args, body, headline=None):
     """Measure under each chosen thread count: the machine line, then what body yields, printed
     as it comes; then save, and bring the folder's report up to date. headline: the line to show
     instead of the machine line, for a run that measures nothing (a prediction). Returns the
-    exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
-    or SIGTERM (143), with nothing saved and earlier results untouched."""
+    exit code: 0; 1 if the results could not be saved, or a worker process failed (saving what
+    was measured before it, marked, where every row was); 128 + the signal's number on Ctrl-C
+    (130) or SIGTERM (143), with nothing saved and earlier results untouched."""
     plain_streams()
     args = flags.settled(args)
     stopping.begin()
@@ -104,16 +105,20 @@ def mixed(folder, script, facts, headline):
 
 
 def stopped(out, code, saved=True):
-    """The exit code of a run whose added rounds a signal stopped (it kept what was measured
-    before, marked): 128 + the signal's number; else code, or 1 where an export to stdout was
-    cut short."""
+    """The exit code of a run whose measuring was cut short, keeping what was measured before,
+    marked: by a signal while adding rounds, 128 + its number; by a worker process's failure, 1,
+    said even where the save failed after; else code, or 1 where an export to stdout was cut
+    short."""
     code = code or (0 if arrived(out.export) else 1)
-    signum = out.kept.get("stopped")
-    if signum is None or code:
+    why, kept = out.kept.get("stopped"), "saved" if saved and not code else "printed"
+    if isinstance(why, str):  # a worker process's end, in words
+        note(f"{why}: the rounds measured before it are {kept}, marked")
+        return 1
+    if why is None or code:
         return code
-    note(f"{stopping.STOPS[signum]} while adding rounds: the rounds measured before are "
-         f"{'saved' if saved else 'printed'}, marked")
-    return 128 + signum
+    note(f"{stopping.STOPS[why]} while adding rounds: the rounds measured before are {kept}, "
+         f"marked")
+    return 128 + why
 
 
 def each_thread_count(args, body, busy, out, headline):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from harness.measuring import rounds
-from conftest import ROOT, one_line, wait_until
+from conftest import ROOT, in_process, one_line, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
 CUBE = [os.path.join(ROOT, "cube_bug.py"), "--no-in-model", "--tokens", "4"]  # a tiny worker
@@ -42,6 +42,48 @@ def past_its_first_lines(pid):
 def alive(pid):
     stat = read(f"/proc/{pid}/stat")
     return bool(stat) and stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
+# ---- 3. a worker killed once rows were measured throws nothing away
+
+
+def killed_from(first, tmp_path, monkeypatch):
+    """machine_speed.main in this process, its workers in it too (as fast as a call), until the
+    `first`-th: that one and each after it killed by SIGKILL as it starts, as the OOM killer
+    does. -> the finished run"""
+    import machine_speed
+    real, spawn = machine_speed.measure_here, rounds.spawn
+    (tmp_path / "die.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+
+    def worker(script, argv, job):
+        if job["process"] >= first:
+            return spawn(str(tmp_path / "die.py"), [], job)  # a real process, really killed
+        return real(machine_speed.parse_args(argv + ["--worker"]), job)
+    monkeypatch.setattr(rounds, "spawn", worker)
+    return in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
+                      "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
+
+
+def test_3_a_worker_killed_after_the_first_process_keeps_its_rounds_marked(tmp_path,
+                                                                            monkeypatch):
+    r = killed_from(1, tmp_path, monkeypatch)
+    died = "a worker process died (exit -9, killed by signal SIGKILL)"
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    said = [line for line in r.stderr.splitlines() if died in line]
+    assert said == [f"{died}: the rounds measured before it are saved, marked"], r.stderr
+    assert "nothing saved" not in r.stderr and "saved " in r.stderr
+    saved = json.loads((tmp_path / "box" / "machine_speed.json").read_text())
+    assert saved["stopped"] == died  # the mark, as a stop's
+    assert f"STOPPED: {died}" in (tmp_path / "box" / "machine_speed.txt").read_text()
+
+
+def test_3_a_worker_killed_before_every_row_was_measured_saves_nothing(tmp_path, monkeypatch):
+    r = killed_from(0, tmp_path, monkeypatch)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.splitlines()[-1] == ("error: a worker process died (exit -9, killed by "
+                                         "signal SIGKILL): nothing saved, earlier results "
+                                         "untouched")
+    assert not (tmp_path / "box").exists()
 
 
 # ---- 5. what a worker prints on its stdout is no part of its result

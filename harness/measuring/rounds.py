@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -337,7 +338,7 @@ def spawn(script, argv, job):
     session of its own, so that the terminal's signals (Ctrl-C) reach this run alone, which
     ends it and speaks (see stopping). Its progress shows on this process's stderr, and so does
     anything else it printed on stdout (a sitecustomize, a library): its result is what follows
-    MARK there. A worker that fails stops the run with its own words."""
+    MARK there. A worker that fails raises WorkerFailed, saying how it ended."""
     done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
                           stdout=subprocess.PIPE, text=True, errors="replace",
                           start_new_session=True)
@@ -345,8 +346,7 @@ def spawn(script, argv, job):
     if stray.strip():
         note(stray.rstrip("\n"))
     if done.returncode != 0:
-        raise WorkerFailed(f"a worker process failed (exit {done.returncode}); its own words "
-                           f"are above")
+        raise WorkerFailed(ended(done.returncode))
     try:
         result = json.loads(said) if marked else None
     except ValueError:  # cut short
@@ -354,6 +354,17 @@ def spawn(script, argv, job):
     if not isinstance(result, dict):
         raise WorkerFailed("a worker process ended without its whole result (exit 0)")
     return result
+
+
+def ended(code):
+    """How a worker process that failed ended, in words, from its exit code (-n: signal n)."""
+    if code > 0:
+        return f"a worker process failed (exit {code}); its own words are above"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:  # a signal Python has no name for
+        name = str(-code)
+    return f"a worker process died (exit {code}, killed by signal {name})"
 
 
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
@@ -373,7 +384,9 @@ class Measured:
     chosen: dict = None
     processes: int = 0
     rounds: int = 0  # the most round ids any trial was visited in
-    stopped: int = None  # the signal that stopped the processes the budget added
+    stopped: object = None  # what cut the measuring short, what came before kept: the signal
+    #                         that stopped the processes the budget added, or a worker process's
+    #                         end in words (WorkerFailed's)
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
     device_bytes: int = None  # the most memory any process held on a GPU library's device
     gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
@@ -481,7 +494,9 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     pilot, one round: what a process of it costs), then the rest as plan() makes them from the
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
     measures. The first process chooses the paths; the others take them. A stop while the
-    processes beyond --processes are measured keeps the ones before (done.stopped says so)."""
+    processes beyond --processes are measured keeps the ones before, and so does a worker
+    process that fails once every kind has measured (done.stopped says so): a worker the OOM
+    killer takes throws nothing away."""
     done, costs, count, wanted, repeat = Measured(), {}, {}, {}, {}
     order = [k.name for k in kinds]
     by_name = {k.name: k for k in kinds}
@@ -538,6 +553,9 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                     raise
                 stopping.stopped()
                 done.stopped = e.signum
+                return done
+            except WorkerFailed as e:  # every row has a round by now: the run stands on them
+                done.stopped = str(e)
                 return done
     return done
 
