@@ -110,7 +110,7 @@ def stopped(out, code, saved=True):
     said even where the save failed after; else code, or 1 where an export to stdout was cut
     short."""
     code = code or (0 if arrived(out.export) else 1)
-    why, kept = out.kept.get("stopped"), "saved" if saved and not code else "printed"
+    why, kept = cut_short(out), "saved" if saved and not code else "printed"
     if isinstance(why, str):  # a worker process's end, in words
         note(f"{why}: the rounds measured before it are {kept}, marked")
         return 1
@@ -121,9 +121,16 @@ def stopped(out, code, saved=True):
     return 128 + why
 
 
+def cut_short(out):
+    """What cut the run's measuring short, keeping what came before (rounds.Measured.stopped),
+    in whichever block of a sweep it came; None if nothing did."""
+    return next((v for k, v in out.kept.items() if k.partition(" @")[0] == "stopped"), None)
+
+
 def each_thread_count(args, body, busy, out, headline):
     """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
-    block's sheets named with its count. -> the machine's facts, as the first block found it."""
+    block's sheets named with its count; a block cut short (cut_short) is the sweep's last.
+    -> the machine's facts, as the first block found it."""
     from threadpoolctl import threadpool_limits
     facts = None
     for n in args.threads or [None]:
@@ -143,6 +150,8 @@ def each_thread_count(args, body, busy, out, headline):
                 stopping.check()
                 out.take(item, f" @{n}" if out.sweep else "")
             stopping.check()
+        if cut_short(out) is not None:
+            break
     return facts
 
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from harness import stopping
 from harness.measuring import rounds
 from conftest import ROOT, in_process, one_line, wait_until
 
@@ -182,6 +183,26 @@ def test_7_ctrl_c_as_a_worker_starts_is_one_line(tmp_path, nth, says):
     else:
         assert "nothing saved" not in err and "saved " in err
         assert json.loads((tmp_path / "box" / "cube_bug.json").read_text())["stopped"] == 2
+
+
+def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_path, monkeypatch):
+    import machine_speed
+    real, asked = machine_speed.measure_here, []
+
+    def spawn(script, argv, job):  # a worker in this process, as fast as a call
+        asked.append(job["threads"])
+        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
+            raise stopping.Stopped(signal.SIGINT)
+        args = machine_speed.parse_args(argv + ["--worker"])
+        return real(args.replace(threads=job["threads"]), job)
+    monkeypatch.setattr(rounds, "spawn", spawn)
+    r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
+                   "--threads", "1", "2", "--time-budget", "5", "--out", str(tmp_path),
+                   "--label", "box")
+    assert r.returncode == 130 and "interrupted while adding rounds" in r.stderr, r.stderr
+    assert set(asked) == {1}  # the next thread count is not measured after a stop
+    saved = json.loads((tmp_path / "box" / "machine_speed.sweep.json").read_text())
+    assert saved["stopped @1"] == signal.SIGINT
 
 
 # ---- 11. a job made by hand is checked field by field
