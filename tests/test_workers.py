@@ -17,7 +17,8 @@ from conftest import ROOT, in_process, one_line, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
 CUBE = [os.path.join(ROOT, "cube_bug.py"), "--no-in-model", "--tokens", "4"]  # a tiny worker
-JOB = {"rounds": [0], "again": 0, "repeat": {}, "bridge_s": 0.0}  # one round of a smoke run
+JOB = {"rounds": [0], "threads": 1, "again": 0, "repeat": {}, "bridge_s": 0.0}  # one round,
+#                                                                           as a smoke run's
 
 
 def read(path):
@@ -211,6 +212,7 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
 @pytest.mark.parametrize("job,field", [
     ({"rounds": ["x"]}, "'rounds'"), ({"rounds": [True]}, "'rounds'"),
     ({"rounds": [0], "threads": "abc"}, "'threads'"), ({"threads": 2}, "'rounds'"),
+    ({"rounds": [0]}, "'threads'"), ({"rounds": [0], "threads": None}, "'threads'"),
     ({"rounds": [0], "paths": {"attention": "nope"}}, "'paths'"),
     ({"rounds": [0], "paths": {"blocks": [["a", 1]]}}, "'paths'"),
     ({"rounds": [0], "repeat": {"t": 0.5}}, "'repeat'"),
@@ -224,13 +226,13 @@ def test_11_each_field_of_a_job_is_checked(job, field):
 def test_11_a_job_as_a_run_makes_it_passes():
     paths = {"attention": "einsum", "cube": "product", "blocks": [[2, 768, 512, None]],
              "compiled": [1], "tiled": []}
-    assert rounds.not_a_job({**JOB, "threads": None, "paths": paths, "trials": ["a"],
+    assert rounds.not_a_job({**JOB, "threads": 2, "paths": paths, "trials": ["a"],
                              "record": True, "alone": False, "process": 1, "processes": 3,
                              "kind": "k", "start": 1.5, "left_s": None}) == ""
 
 
 def test_11_a_hand_made_job_is_exit_2_without_a_traceback():
-    for job in ('{"rounds": ["x"]}', '{"rounds": [0], "threads": "abc"}'):
+    for job in ('{"rounds": ["x"], "threads": 1}', '{"rounds": [0], "threads": "abc"}'):
         r = subprocess.run([sys.executable, *CUBE, "--worker"], input=job, cwd=ROOT,
                            capture_output=True, text=True, timeout=60)
         one_line(r, 2, "argument --worker", "its job's")

@@ -287,14 +287,14 @@ def or_null(ok):
     return lambda v: v is None or ok(v)
 
 
-JOB = {  # each field a worker's job may hold (only "rounds" must): (its check, what it takes)
+JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, what it takes)
     "rounds": (lambda v: isinstance(v, list) and all(map(whole(0), v)),
                "a list of round ids, whole numbers from 0"),
     "trials": (or_null(texts), "a list of trial names, or null (all)"),
     "record": (lambda v: isinstance(v, bool), "true or false"),
     "alone": (lambda v: isinstance(v, bool), "true or false"),
     "paths": (or_null(kernels.readable), "the paths a run chose, or null (choose them)"),
-    "threads": (or_null(whole(1)), "a whole number from 1, or null (the BLAS's own)"),
+    "threads": (whole(1), "a whole number from 1"),
     "again": (whole(0), "a whole number from 0"),
     "kind": (lambda v: isinstance(v, str), "a kind's name"),
     "process": (whole(0), "a whole number from 0"),
@@ -305,6 +305,7 @@ JOB = {  # each field a worker's job may hold (only "rounds" must): (its check, 
                "an object of trial names and whole numbers from 1, or null"),
     "bridge_s": (or_null(number(0)), "seconds from 0, or null"),
 }
+NEEDED = ("rounds", "threads")  # a run gives every block its thread count: never the BLAS's own
 
 
 def not_a_job(job):
@@ -312,15 +313,14 @@ def not_a_job(job):
     in words; '' where nothing is."""
     if not isinstance(job, dict):
         return "only the run's own worker processes take it, their job as JSON on stdin"
-    if "rounds" not in job:
-        return "its job has no 'rounds'"
     for field, value in job.items():
         if field not in JOB:
             return f"its job's {quoted(field)} is no field a worker takes"
         ok, takes = JOB[field]
         if not ok(value):
             return f"its job's {field!r} takes {takes}, got {quoted(json.dumps(value))}"
-    return ""
+    missing = [field for field in NEEDED if field not in job]
+    return f"its job has no {missing[0]!r}" if missing else ""
 
 
 def on_the_device(on):
