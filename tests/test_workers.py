@@ -3,6 +3,7 @@ each test under its number there): a worker killed, a worker printing on its std
 whose run was killed, Ctrl-C while workers start and measure, a job made by hand. Each starts
 as few and as small processes as it can; the ones that watch processes come and go read
 Linux's /proc."""
+import io
 import json
 import os
 import signal
@@ -231,9 +232,10 @@ def test_11_a_job_as_a_run_makes_it_passes():
                              "kind": "k", "start": 1.5, "left_s": None}) == ""
 
 
-def test_11_a_hand_made_job_is_exit_2_without_a_traceback():
-    for job in ('{"rounds": ["x"], "threads": 1}', '{"rounds": [0], "threads": "abc"}'):
-        r = subprocess.run([sys.executable, *CUBE, "--worker"], input=job, cwd=ROOT,
-                           capture_output=True, text=True, timeout=60)
-        one_line(r, 2, "argument --worker", "its job's")
-        assert r.stdout == ""
+@pytest.mark.parametrize("job", ['{"rounds": ["x"]}', '{"rounds": [0], "threads": "abc"}'])
+def test_11_a_hand_made_job_is_exit_2_without_a_traceback(job, monkeypatch):
+    import cube_bug
+    monkeypatch.setattr(sys, "stdin", io.StringIO(job))  # as `echo JOB | python cube_bug.py`
+    r = in_process(cube_bug.main, *CUBE[1:], "--worker")
+    one_line(r, 2, "argument --worker", "its job's")
+    assert r.stdout == ""
