@@ -108,15 +108,18 @@ def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, c
 
 
 @LINUX
-def test_6_a_worker_ends_when_its_run_is_killed(tmp_path):
-    code = ("import sys\nfrom harness.measuring import rounds\n"
-            f"rounds.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {{**{JOB!r}, 'rounds': list(range(1000))}})  # minutes\n")
+def test_6_a_worker_ends_when_its_run_is_killed():
+    job = {**JOB, "rounds": list(range(1000))}  # minutes of rounds
+    code = f"from harness.measuring import rounds\nrounds.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {job})\n"
     run = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     worker = []
+
+    def loading():
+        worker[:] = worker or workers_of(run.pid)
+        return bool(worker) and past_its_first_lines(worker[0])
     try:
-        wait_until(lambda: worker.extend(workers_of(run.pid)) or (
-            worker and past_its_first_lines(worker[0])), 60, "the worker")
+        wait_until(loading, 60, "the worker")
         run.kill()  # as the OOM killer kills the run
         _, err = run.communicate(timeout=30)  # its stderr ends as the worker's does
         wait_until(lambda: not alive(worker[0]), 10, "the worker to end")
