@@ -31,8 +31,9 @@ def run(script, args, body, headline=None):
     """Measure under each chosen thread count: the machine line, then what body yields, printed
     as it comes; then save, and bring the folder's report up to date. headline: the line to show
     instead of the machine line, for a run that measures nothing (a prediction). Returns the
-    exit code: 0; 1 if the results could not be saved; 128 + the signal's number on Ctrl-C (130)
-    or SIGTERM (143), with nothing saved and earlier results untouched."""
+    exit code: 0; 1 if the results could not be saved, or a worker process failed (saving what
+    was measured before it, marked, where every row was); 128 + the signal's number on Ctrl-C
+    (130) or SIGTERM (143), with nothing saved and earlier results untouched."""
     plain_streams()
     args = flags.settled(args)
     stopping.begin()
@@ -104,21 +105,32 @@ def mixed(folder, script, facts, headline):
 
 
 def stopped(out, code, saved=True):
-    """The exit code of a run whose added rounds a signal stopped (it kept what was measured
-    before, marked): 128 + the signal's number; else code, or 1 where an export to stdout was
-    cut short."""
+    """The exit code of a run whose measuring was cut short, keeping what was measured before,
+    marked: by a signal while adding rounds, 128 + its number; by a worker process's failure, 1,
+    said even where the save failed after; else code, or 1 where an export to stdout was cut
+    short."""
     code = code or (0 if arrived(out.export) else 1)
-    signum = out.kept.get("stopped")
-    if signum is None or code:
+    why, kept = cut_short(out), "saved" if saved and not code else "printed"
+    if isinstance(why, str):  # a worker process's end, in words
+        note(f"{why}: the rounds measured before it are {kept}, marked")
+        return 1
+    if why is None or code:
         return code
-    note(f"{stopping.STOPS[signum]} while adding rounds: the rounds measured before are "
-         f"{'saved' if saved else 'printed'}, marked")
-    return 128 + signum
+    note(f"{stopping.STOPS[why]} while adding rounds: the rounds measured before are {kept}, "
+         f"marked")
+    return 128 + why
+
+
+def cut_short(out):
+    """What cut the run's measuring short, keeping what came before (rounds.Measured.stopped),
+    in whichever block of a sweep it came; None if nothing did."""
+    return next((v for k, v in out.kept.items() if k.partition(" @")[0] == "stopped"), None)
 
 
 def each_thread_count(args, body, busy, out, headline):
     """body(args, facts) once per thread count (several: a sweep), the BLAS held to it, each
-    block's sheets named with its count. -> the machine's facts, as the first block found it."""
+    block's sheets named with its count; a block cut short (cut_short) is the sweep's last.
+    -> the machine's facts, as the first block found it."""
     from threadpoolctl import threadpool_limits
     facts = None
     for n in args.threads or [None]:
@@ -138,6 +150,8 @@ def each_thread_count(args, body, busy, out, headline):
                 stopping.check()
                 out.take(item, f" @{n}" if out.sweep else "")
             stopping.check()
+        if cut_short(out) is not None:
+            break
     return facts
 
 

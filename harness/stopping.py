@@ -1,6 +1,7 @@
 """How a run ends on Ctrl-C (SIGINT), a kill (SIGTERM) or a closed terminal (SIGHUP): the same
 way at any moment from its first line to its exit, in one true line, with 128 + the signal's
-number; never with the results half saved."""
+number; never with the results half saved. Its worker processes say nothing of it, and end
+with it (worker())."""
 import contextlib
 import os
 import signal
@@ -11,8 +12,12 @@ STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated",
 #   closed: a stop like the others, never a save cut short
 NOTHING_SAVED = "nothing saved, earlier results untouched"
 SAVED = "the results were saved just before"
-_now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None, "pending": None}
-#       the process's one state; pending: a signal whose Stopped has not reached the run yet
+_now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None, "pending": None,
+        "parent": None}
+#       the process's one state; pending: a signal whose Stopped has not reached the run yet;
+#       parent: a worker process's run (its parent's pid), None in a run itself
+PR_SET_PDEATHSIG = 1  # Linux's prctl option (linux/prctl.h): a signal for when the parent dies
+ORPHANED = 129  # a worker's exit once its run is gone: as a hang-up's (128 + SIGHUP's 1)
 
 
 class Stopped(BaseException):
@@ -29,11 +34,31 @@ def stop_quietly():
     """Outside a run (while the script loads, after it is done), SIGINT or SIGTERM end the
     script at once with the line that is true then. Each script calls this first when run,
     never when imported; a standard stream it was started without goes to the null device
-    first (terminal.open_streams)."""
+    first (terminal.open_streams). A run's worker process (--worker) says nothing: worker()."""
     from harness.terminal import open_streams
     open_streams()
+    if "--worker" in sys.argv[1:]:  # as rounds.spawn starts it: quiet from its first line on
+        worker()
+        return
     for s in STOPS:
         signal.signal(s, _at_once)
+
+
+def worker():
+    """A run's worker process (rounds.serve) never speaks of a stop: the run that started it
+    says what happened, once. The terminal's signals reach the run alone (it starts each worker
+    in a session of its own, and ends it when the run stops); a signal aimed at the worker
+    itself ends it as the signal's default does, so that the run reads which one it was. It
+    ends with its run: on Linux the kernel kills it the moment its parent dies; elsewhere,
+    check() sees its parent gone at its next visit."""
+    for s in STOPS:
+        signal.signal(s, signal.SIG_DFL)
+    _now["parent"] = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        with contextlib.suppress(OSError, AttributeError):  # no C library to ask: check() alone
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0,
+                                                    0, 0)
 
 
 def _at_once(signum, frame):
@@ -57,7 +82,10 @@ def check():
     """Raise the Stopped of a signal that came, where it did not reach the run: Python runs a
     signal's handler wherever the main thread is, and a Stopped raised inside a finalizer or a
     library's callback is lost there ('Exception ignored in ...'). A run measuring calls this
-    between its visits."""
+    between its visits; there a worker process whose run has ended (its parent gone: the pid
+    it has as its parent is another's now) ends without a word, no one being left to read it."""
+    if _now["parent"] is not None and os.getppid() != _now["parent"]:
+        os._exit(ORPHANED)
     if _now["pending"] is not None:
         raise Stopped(_now["pending"])
 

@@ -122,6 +122,26 @@ def spans(won):
     return ", ".join(f"{low[n]} to {n}" for n in won)
 
 
+CUBES = ("product", "power")  # Paths.cube's ways
+
+
+def readable(saved):
+    """Whether `saved` (Paths as a run hands it to its worker processes, in JSON's lists) makes
+    Paths that a trip can run: only its fields, each of its kind."""
+    def counts(v):
+        return isinstance(v, list) and all(type(n) is int and n >= 0 for n in v)
+
+    def block(b):
+        return (isinstance(b, list) and 2 <= len(b) <= 4 and counts(b[:2])
+                and all(n is None or type(n) is int and n >= 1 for n in b[2:]))
+    if not (isinstance(saved, dict) and set(saved) <= {f.name for f in dataclasses.fields(Paths)}):
+        return False
+    blocks = saved.get("blocks", [])
+    return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
+            and isinstance(blocks, list) and all(map(block, blocks))
+            and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces")))
+
+
 def timed_for(counts, tokens):
     """The count of `counts` (ascending) whose timing speaks for `tokens`: the smallest at or
     above it, or None past them all."""

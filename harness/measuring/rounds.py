@@ -9,11 +9,13 @@ each making only what its rows need. Each process warms every trial once, record
 breakdown's trips once, then visits; a visit other work disturbed is measured again after a
 pause.
 
-A job (what a worker is asked) and a result (what it says back) are plain JSON:
+A job (what a worker is asked, on its stdin, each field checked: JOB) and a result (what it
+says back, after MARK on its stdout) are plain JSON:
   job    {"rounds": [ids, the run's own], "trials": [names] or null (all), "record": bool,
           "paths": {...} or null (choose them), "threads": n, "again": n, "kind": its name,
           "process": i (of its kind), "processes": the least of each kind, "start": the run's
-          monotonic start, "left_s": the measuring's estimate}
+          monotonic start, "left_s": the measuring's estimate, "repeat": {trial: visits a
+          round} or null, "bridge_s": seconds or null, "alone": bool}
   result {"visits": {trial: [[round, [seconds of each step], share or null, again], ...]},
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
@@ -33,8 +35,8 @@ import types
 import numpy as np
 
 from harness import stopping
-from harness.terminal import clock, note, plural, progress, warn
-from harness.measuring import host, nvidia, timing
+from harness.terminal import clock, note, plural, progress, quoted, warn
+from harness.measuring import host, kernels, nvidia, timing
 
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 SEED = 0  # the orders the rounds visit their trials in: the same every run
@@ -225,7 +227,7 @@ def say(job, words):
     took = time.monotonic() - start if start is not None else None
     when = "" if took is None else f"{clock(took)} in" + (
         f", about {clock(max(left - took, 0))} left" if left else "") + ": "
-    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job['process'] + 1}, "
+    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job.get('process', 0) + 1}, "
            if job.get("processes", 1) > 1 else "")
     progress(f"{when}{who}{words}")
 
@@ -235,18 +237,18 @@ def say(job, words):
 
 
 def serve(args, measure):
-    """A worker's whole life: its job from stdin, measure(args, job) -> result under the job's
-    threads, the result as JSON on the stdout it was started with (nothing else is written
-    there), then exit."""
-    for signum in (signal.SIGINT, signal.SIGTERM):  # the run that started it says what happened
-        signal.signal(signum, lambda n, _: os._exit(128 + n))
+    """A worker's whole life: its job from stdin, checked field by field (JOB), measure(args,
+    job) -> result under the job's threads, then the result as JSON after MARK on the stdout it
+    was started with (anything printed meanwhile goes to stderr), then exit. From the
+    script's first line, its run alone speaks of a stop, and it ends with its run
+    (stopping.worker)."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
     except ValueError:
         job = None
-    if not isinstance(job, dict) or not isinstance(job.get("rounds"), list):
-        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: only the "
-                         f"run's own worker processes take it, their job as JSON on stdin\n")
+    wrong = not_a_job(job)
+    if wrong:
+        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: {wrong}\n")
         return 2
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
@@ -255,9 +257,70 @@ def serve(args, measure):
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
         result = {**measure(block, job), **on_the_device(block.on)}
-    json.dump(result, out)
-    out.flush()
+    try:
+        out.write(MARK + json.dumps(result) + "\n")
+        out.flush()
+    except OSError:  # its run is gone (a pipe closed at the other end): no one left to tell
+        return 1
     return 0
+
+
+MARK = "\n== the worker's result ==\n"  # what a worker's result follows on its stdout: what
+#                                       came before it there is no part of it (spawn)
+
+
+def whole(least):
+    """A job's field: a whole number (not true or false) at least `least`."""
+    return lambda v: type(v) is int and v >= least
+
+
+def number(least=-math.inf):
+    """A job's field: a finite number at least `least`."""
+    return lambda v: type(v) in (int, float) and math.isfinite(v) and v >= least
+
+
+def texts(v):
+    return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+
+def or_null(ok):
+    return lambda v: v is None or ok(v)
+
+
+JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, what it takes)
+    "rounds": (lambda v: isinstance(v, list) and all(map(whole(0), v)),
+               "a list of round ids, whole numbers from 0"),
+    "trials": (or_null(texts), "a list of trial names, or null (all)"),
+    "record": (lambda v: isinstance(v, bool), "true or false"),
+    "alone": (lambda v: isinstance(v, bool), "true or false"),
+    "paths": (or_null(kernels.readable), "the paths a run chose, or null (choose them)"),
+    "threads": (whole(1), "a whole number from 1"),
+    "again": (whole(0), "a whole number from 0"),
+    "kind": (lambda v: isinstance(v, str), "a kind's name"),
+    "process": (whole(0), "a whole number from 0"),
+    "processes": (whole(1), "a whole number from 1"),
+    "start": (number(), "a time in seconds"),
+    "left_s": (or_null(number()), "seconds, or null"),
+    "repeat": (or_null(lambda v: isinstance(v, dict) and all(map(whole(1), v.values()))),
+               "an object of trial names and whole numbers from 1, or null"),
+    "bridge_s": (or_null(number(0)), "seconds from 0, or null"),
+}
+NEEDED = ("rounds", "threads")  # a run gives every block its thread count: never the BLAS's own
+
+
+def not_a_job(job):
+    """What is wrong with a job (as JSON reads it) that a worker cannot take, field by field,
+    in words; '' where nothing is."""
+    if not isinstance(job, dict):
+        return "only the run's own worker processes take it, their job as JSON on stdin"
+    for field, value in job.items():
+        if field not in JOB:
+            return f"its job's {quoted(field)} is no field a worker takes"
+        ok, takes = JOB[field]
+        if not ok(value):
+            return f"its job's {field!r} takes {takes}, got {quoted(json.dumps(value))}"
+    missing = [field for field in NEEDED if field not in job]
+    return f"its job has no {missing[0]!r}" if missing else ""
 
 
 def on_the_device(on):
@@ -271,14 +334,37 @@ class WorkerFailed(Exception):
 
 
 def spawn(script, argv, job):
-    """One worker: `python script argv --worker`, given the job, -> its result. Its progress
-    shows on this process's stderr. A worker that fails stops the run with its own words."""
+    """One worker: `python script argv --worker`, given the job, -> its result. It starts in a
+    session of its own, so that the terminal's signals (Ctrl-C) reach this run alone, which
+    ends it and speaks (see stopping). Its progress shows on this process's stderr, and so does
+    anything else it printed on stdout (a sitecustomize, a library): its result is what follows
+    MARK there. A worker that fails raises WorkerFailed, saying how it ended."""
     done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
-                          stdout=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, text=True, errors="replace",
+                          start_new_session=True)
+    stray, marked, said = done.stdout.partition(MARK)
+    if stray.strip():
+        note(stray.rstrip("\n"))
     if done.returncode != 0:
-        raise WorkerFailed(f"a worker process failed (exit {done.returncode}); its own words "
-                           f"are above")
-    return json.loads(done.stdout)
+        raise WorkerFailed(ended(done.returncode))
+    try:
+        result = json.loads(said) if marked else None
+    except ValueError:  # cut short
+        result = None
+    if not isinstance(result, dict):
+        raise WorkerFailed("a worker process ended without its whole result (exit 0)")
+    return result
+
+
+def ended(code):
+    """How a worker process that failed ended, in words, from its exit code (-n: signal n)."""
+    if code > 0:
+        return f"a worker process failed (exit {code}); its own words are above"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:  # a signal Python has no name for
+        name = str(-code)
+    return f"a worker process died (exit {code}, killed by signal {name})"
 
 
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
@@ -298,7 +384,9 @@ class Measured:
     chosen: dict = None
     processes: int = 0
     rounds: int = 0  # the most round ids any trial was visited in
-    stopped: int = None  # the signal that stopped the processes the budget added
+    stopped: object = None  # what cut the measuring short, what came before kept: the signal
+    #                         that stopped the processes the budget added, or a worker process's
+    #                         end in words (WorkerFailed's)
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
     device_bytes: int = None  # the most memory any process held on a GPU library's device
     gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
@@ -406,7 +494,9 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     pilot, one round: what a process of it costs), then the rest as plan() makes them from the
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
     measures. The first process chooses the paths; the others take them. A stop while the
-    processes beyond --processes are measured keeps the ones before (done.stopped says so)."""
+    processes beyond --processes are measured keeps the ones before, and so does a worker
+    process that fails once every kind has measured (done.stopped says so): a worker the OOM
+    killer takes throws nothing away."""
     done, costs, count, wanted, repeat = Measured(), {}, {}, {}, {}
     order = [k.name for k in kinds]
     by_name = {k.name: k for k in kinds}
@@ -463,6 +553,9 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                     raise
                 stopping.stopped()
                 done.stopped = e.signum
+                return done
+            except WorkerFailed as e:  # every row has a round by now: the run stands on them
+                done.stopped = str(e)
                 return done
     return done
 
