@@ -433,15 +433,14 @@ def measured(args):
     return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
-KINDS = (("", ("prefill", "decode", "depth"), lambda users: users == 1),
-         ("collision", ("collision",), None),
+KINDS = (("", ("prefill", "decode", "depth", "collision"), lambda users: users == 1),
          ("depth", ("depth",), lambda users: users > 1))  # (name, experiments, which depth rows
-#   by their users). A claim's rows share a kind (its quantity is taken within each round);
-#   the kinds' processes start apart, so that the cheap rows of reading and typing get more
-#   fresh processes (a verdict's interval counts them) than the collision's seconds-long reads
-#   would leave them. The depth's rows of many users (16 users' 1,023 notes each, a notebook
-#   of 1.2 GB to make) back no claim and measure in one process of their own
-
+#   by their users): the depth's rows of many users (16 users' 1,023 notes each, a notebook of
+#   1.2 GB to make) back no claim and measure in one process of their own; every other row
+#   shares its processes' start (the tables, the typers' first question, the speeds' tables).
+#   The collision's rows in a kind of their own cost more than they save: on a 2-core EPYC a
+#   process of them alone took 18 s, of the rest 23 s, and reading and typing got 3 processes
+#   in the default budget where sharing gives them 4
 
 def kinds(args, rows):
     """The kinds of worker process a run's rows are measured in: each with the speed trials

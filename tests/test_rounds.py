@@ -178,9 +178,9 @@ def test_a_figure_is_disturbed_only_where_other_work_left_too_few_clean_rounds()
 
 
 def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
-    """two_phases: reading, typing and one user's depths share a kind (claims pair them round
-    by round), the collision has its own, the deep notebooks of many users theirs; cube_bug:
-    the cases apart from the model's trips. Every planned row is in exactly one kind."""
+    """two_phases: every row a claim uses shares one kind (claims pair them round by round);
+    the deep notebooks of many users have theirs; cube_bug: the cases apart from the model's
+    trips. Every planned row is in exactly one kind."""
     import cube_bug
     import two_phases
     args = two_phases.parse_args([])
@@ -189,9 +189,7 @@ def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
     names = [two_phases.trial_name(e, r) for e in rows for r in rows[e]]
     assert all(sum(n in k for k in kinds.values()) == 1 for n in names)
     assert {n.split()[0] for n in kinds[""] if not n.startswith("speeds")} == {
-        "prefill", "decode", "depth"}
-    assert {n.split()[0] for n in kinds["collision"] if not n.startswith("speeds")} == {
-        "collision"}
+        "prefill", "decode", "depth", "collision"}
     assert all("1 user " in n for n in kinds[""] if n.startswith("depth"))
     args = cube_bug.parse_args([])
     kinds = cube_bug.kinds(args)
