@@ -157,8 +157,7 @@ class Interval:
 
     def half(self, units):
         """Its half-width, on its own scale, were it made of `units` units as alike as these."""
-        from scipy import stats
-        return float(stats.t.ppf(1 - self.tail, units - 1)) * self.spread / math.sqrt(units)
+        return quantile(1 - self.tail, units - 1) * self.spread / math.sqrt(units)
 
 
 def per_round(figure, rounds):
@@ -209,11 +208,17 @@ def interval(figure, tail_each):
 def student(units, tail_each):
     """Student's t interval of the mean of each row of units (one row of processes' quantities
     each), each side missing with chance tail_each: -> (lows, highs)."""
-    from scipy import stats
     n = units.shape[1]
     center = units.mean(axis=1)
-    half = float(stats.t.ppf(1 - tail_each, n - 1)) * units.std(axis=1, ddof=1) / math.sqrt(n)
+    half = quantile(1 - tail_each, n - 1) * units.std(axis=1, ddof=1) / math.sqrt(n)
     return center - half, center + half
+
+
+def quantile(p, df):
+    """Student's t distribution's p-quantile with df degrees of freedom (SciPy's special
+    function: scipy.stats would take a second to import in every run)."""
+    from scipy.special import stdtrit
+    return float(stdtrit(df, p))
 
 
 def at(y, log):
@@ -225,11 +230,11 @@ def outliers(samples):
     """The indices of the samples far from the rest: a modified z-score (distance from the
     median over the median absolute deviation) beyond OUTLIER, as hyperfine flags them. They are
     named under their table, and count in every figure and interval like the rest."""
-    from scipy.stats import median_abs_deviation
     x = np.asarray(samples, dtype=float)
     if x.size < 3:
         return []
-    mad = median_abs_deviation(x) or np.finfo(float).eps
+    mad = np.median(np.abs(x - np.median(x))) or np.finfo(float).eps  # the median absolute
+    #                                                                    deviation
     return [i for i, z in enumerate(np.abs(x - np.median(x)) / mad) if z > OUTLIER]
 
 
