@@ -13,6 +13,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import argparse
 import contextlib
+import html
 
 from harness import flags
 from harness.post import MATMUL, SIZE
@@ -324,7 +325,12 @@ def shown(fmt):
     """How text from a results file or a folder's name is printed in this table format: (a
     line's, a cell's). In Markdown as it shows it, character for character, so that nothing a
     file holds becomes a link, markup or a table's edge; else as the terminal may show it."""
-    return (for_markdown, for_cell) if fmt in MARKDOWN else (printable, printable)
+    if fmt in MARKDOWN:
+        return for_markdown, for_cell
+    if "html" in fmt:  # tabulate escapes the cells (but unsafehtml's); the lines are this
+        return (lambda t: html.escape(printable(t)),  # script's, and so are unsafehtml's cells
+                printable if fmt == "html" else lambda t: html.escape(printable(t)))
+    return printable, printable
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,11 +13,12 @@ import types
 from harness.terminal import plain_streams, printable, quoted, warn
 from harness.measuring import devices, host
 from harness.measuring.kernels import ATTENTION
+from harness.measuring.rounds import MOST_THREADS
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, results, schema
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
-MOST_RUNS, MOST_THREADS = 10_000, 256  # beyond these a run never ends, or the threads swamp it
+MOST_RUNS = 10_000  # beyond these a run never ends, or the threads swamp it (MOST_THREADS)
 MOST_PROCESSES, LONGEST_BUDGET = 64, 86_400  # worker processes; seconds (a day)
 
 

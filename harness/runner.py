@@ -106,19 +106,15 @@ def mixed(folder, script, facts, headline):
 
 def stopped(out, code, saved=True):
     """The exit code of a run whose measuring was cut short, keeping what was measured before,
-    marked: by a signal while adding rounds, 128 + its number; by a worker process's failure, 1,
+    marked: by a signal while adding processes, 128 + its number; by a worker process's failure, 1,
     said even where the save failed after; else code, or 1 where an export to stdout was cut
     short."""
     code = code or (0 if arrived(out.export) else 1)
     why, kept = cut_short(out), "saved" if saved and not code else "printed"
-    if isinstance(why, str):  # a worker process's end, in words
-        note(f"{why}: the rounds measured before it are {kept}, marked")
-        return 1
-    if why is None or code:
+    if why is None or (code and not isinstance(why, str)):
         return code
-    note(f"{stopping.STOPS[why]} while adding rounds: the rounds measured before are {kept}, "
-         f"marked")
-    return 128 + why
+    note(f"{stopping.cut_short_words(why)}: the processes measured before are {kept}, marked")
+    return 1 if isinstance(why, str) else 128 + why
 
 
 def cut_short(out):

@@ -30,6 +30,16 @@ class Stopped(BaseException):
         self.signum = signum
 
 
+def cut_short_words(stopped):
+    """How a run's measuring was cut short, from the mark it saved ("stopped": a signal's number,
+    or a worker process's end in words): 'interrupted while adding processes'; a mark of any
+    other kind, as a file may hold, 'stopped while adding processes'."""
+    if isinstance(stopped, str):
+        return stopped
+    number = isinstance(stopped, int) and not isinstance(stopped, bool)
+    return f"{STOPS.get(stopped, 'stopped') if number else 'stopped'} while adding processes"
+
+
 def stop_quietly():
     """Outside a run (while the script loads, after it is done), SIGINT or SIGTERM end the
     script at once with the line that is true then. Each script calls this first when run,

@@ -77,3 +77,12 @@ def test_the_plain_layout_shows_names_as_they_are(tmp_path):
     r = compared("post", str(hostile_folder(tmp_path)))
     assert r.returncode == 0, r.stderr
     assert all(text in r.stdout for text in (f"{FOLDER}: machine: ", CLAIM, ROW, FIGURE))
+
+
+@pytest.mark.parametrize("fmt", ["html", "unsafehtml"])
+def test_an_html_layout_makes_no_markup_of_what_a_folder_or_file_says(tmp_path, fmt):
+    r = compared("post", str(hostile_folder(tmp_path)), "--tablefmt", fmt)
+    assert r.returncode == 0, r.stderr
+    for tag in ("<b>", "<i>", "<s>", "<u>"):
+        assert tag not in r.stdout, tag  # the folder's name, the claim, the row and figure
+    assert entities.escape("<b>bold") in r.stdout

@@ -161,6 +161,19 @@ def test_a_run_is_saved_and_a_sibling_its_report_trips_on_left_out_in_one_line(t
     assert report.md(report.SECTIONS["two_phases"]) not in text
 
 
+def test_a_sibling_the_schema_refuses_is_said_once(tmp_path):
+    """Read twice in a run (the check for another machine, then the report), said once."""
+    import machine_speed
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "cube_bug.json").write_text('{"schema_version": 7}')
+    r = in_process(machine_speed.main, *TINY, "--processes", "1", "--out", str(tmp_path),
+                   "--label", "box")
+    assert r.returncode == 0, r.stderr
+    assert len([line for line in r.stderr.splitlines() if "cube_bug.json" in line]) == 1, \
+        r.stderr
+
+
 # ---- a stopped run is marked in the report
 
 
@@ -178,13 +191,15 @@ def test_a_run_stopped_while_adding_rounds_is_marked_in_its_report(tmp_path, mon
     assert r.returncode == 130, r.stderr
     assert "STOPPED" in (tmp_path / "box" / "machine_speed.txt").read_text()
     text = (tmp_path / "box" / "report.md").read_text()
-    assert "> **Stopped:** `machine_speed.py` (interrupted while adding rounds)" in text
+    assert "> **Stopped:** `machine_speed.py` (interrupted while adding processes)" in text
     assert text.index("**Stopped:**") < text.index("## The post's claims")  # above them
 
 
 def test_a_stop_is_said_in_the_signals_words_whatever_a_file_saved():
-    assert [report.stopped_words(v) for v in (signal.SIGINT, 15, 1, 99, True, "x", [2])] == [
-        "interrupted", "terminated", "hung up", "stopped", "stopped", "stopped", "stopped"]
+    from harness import stopping
+    assert [stopping.cut_short_words(v).removesuffix(" while adding processes")
+            for v in (signal.SIGINT, 15, 1, 99, True, "a worker died", [2])] == [
+        "interrupted", "terminated", "hung up", "stopped", "stopped", "a worker died", "stopped"]
 
 
 # ---- nothing a file says becomes markup in the report

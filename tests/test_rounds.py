@@ -137,9 +137,9 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
     monkeypatch.setattr(rounds, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
-    assert r.returncode == 130 and "interrupted while adding rounds" in r.stderr
+    assert r.returncode == 130 and "interrupted while adding processes" in r.stderr
     saved = (tmp_path / "box" / "machine_speed.txt").read_text()
-    assert "STOPPED: interrupted while adding rounds" in saved  # the claims say so
+    assert "STOPPED: interrupted while adding processes" in saved  # the claims say so
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e9", "soon"])

@@ -73,7 +73,7 @@ def test_3_a_worker_killed_after_the_first_process_keeps_its_rounds_marked(tmp_p
     died = "a worker process died (exit -9, killed by signal SIGKILL)"
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     said = [line for line in r.stderr.splitlines() if died in line]
-    assert said == [f"{died}: the rounds measured before it are saved, marked"], r.stderr
+    assert said == [f"{died}: the processes measured before are saved, marked"], r.stderr
     assert "nothing saved" not in r.stderr and "saved " in r.stderr
     saved = json.loads((tmp_path / "box" / "machine_speed.json").read_text())
     assert saved["stopped"] == died  # the mark, as a stop's
@@ -163,7 +163,7 @@ def test_6_a_worker_whose_result_cannot_be_read_ends_without_a_traceback():
 @LINUX
 @pytest.mark.parametrize("nth,says", [
     (1, "interrupted: nothing saved, earlier results untouched"),
-    (3, "interrupted while adding rounds: the rounds measured before are saved, marked")])
+    (3, "interrupted while adding processes: the processes measured before are saved, marked")])
 def test_7_ctrl_c_as_a_worker_starts_is_one_line(tmp_path, nth, says):
     run = subprocess.Popen([sys.executable, *CUBE, "--runs", "2", "--processes", "2",
                             "--time-budget", "60", "--out", str(tmp_path), "--label", "box"],
@@ -204,7 +204,7 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--threads", "1", "2", "--time-budget", "5", "--out", str(tmp_path),
                    "--label", "box")
-    assert r.returncode == 130 and "interrupted while adding rounds" in r.stderr, r.stderr
+    assert r.returncode == 130 and "interrupted while adding processes" in r.stderr, r.stderr
     assert set(asked) == {1}  # the next thread count is not measured after a stop
     saved = json.loads((tmp_path / "box" / "machine_speed.sweep.json").read_text())
     assert saved["stopped @1"] == signal.SIGINT
@@ -222,6 +222,9 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     ({"rounds": [0], "repeat": {"t": 0.5}}, "'repeat'"),
     ({"rounds": [0], "start": float("nan")}, "'start'"),
     ({"rounds": [0], "again": -1}, "'again'"), ({"rounds": [0], "more": 1}, "'more'"),
+    ({"rounds": [0], "threads": 10 ** 23}, "'threads'"),  # past what a C int holds
+    ({"rounds": [0], "threads": 2, "repeat": {"t": 10 ** 9}}, "'repeat'"),  # a round for ever
+    ({"rounds": [0], "threads": 2, "again": 10 ** 9}, "'again'"),
     ([0], "JSON on stdin")])
 def test_11_each_field_of_a_job_is_checked(job, field):
     assert field in rounds.not_a_job(job)
@@ -235,10 +238,13 @@ def test_11_a_job_as_a_run_makes_it_passes():
                              "kind": "k", "start": 1.5, "left_s": None}) == ""
 
 
-@pytest.mark.parametrize("job", ['{"rounds": ["x"]}', '{"rounds": [0], "threads": "abc"}'])
-def test_11_a_hand_made_job_is_exit_2_without_a_traceback(job, monkeypatch):
+@pytest.mark.parametrize("job,says", [('{"rounds": ["x"]}', "its job's"),
+                                      ('{"rounds": [0], "threads": "abc"}', "its job's"),
+                                      ("[" * 100_000 + "]" * 100_000, "JSON on stdin")],
+                         ids=["rounds", "threads", "nested deeper than JSON reads"])
+def test_11_a_hand_made_job_is_exit_2_without_a_traceback(job, says, monkeypatch):
     import cube_bug
     monkeypatch.setattr(sys, "stdin", io.StringIO(job))  # as `echo JOB | python cube_bug.py`
     r = in_process(cube_bug.main, *CUBE[1:], "--worker")
-    one_line(r, 2, "argument --worker", "its job's")
+    one_line(r, 2, "argument --worker", says)
     assert r.stdout == ""

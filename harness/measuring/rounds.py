@@ -38,6 +38,7 @@ from harness import stopping
 from harness.terminal import clock, note, plural, progress, quoted, warn
 from harness.measuring import host, kernels, nvidia, timing
 
+MOST_THREADS = 256  # threads at most, a job's as --threads's: beyond, the threads swamp a run
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 SEED = 0  # the orders the rounds visit their trials in: the same every run
 BRIDGE_S = 0.15  # between a round's groups, the next group's cheapest trial runs untimed this
@@ -244,7 +245,7 @@ def serve(args, measure):
     (stopping.worker)."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than it reads
         job = None
     wrong = not_a_job(job)
     if wrong:
@@ -294,15 +295,18 @@ JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, wha
     "record": (lambda v: isinstance(v, bool), "true or false"),
     "alone": (lambda v: isinstance(v, bool), "true or false"),
     "paths": (or_null(kernels.readable), "the paths a run chose, or null (choose them)"),
-    "threads": (whole(1), "a whole number from 1"),
-    "again": (whole(0), "a whole number from 0"),
+    "threads": (lambda v: whole(1)(v) and v <= MOST_THREADS,
+                f"a whole number from 1 to {MOST_THREADS}"),
+    "again": (lambda v: whole(0)(v) and v <= timing.AGAIN,
+              f"a whole number from 0 to {timing.AGAIN}"),
     "kind": (lambda v: isinstance(v, str), "a kind's name"),
     "process": (whole(0), "a whole number from 0"),
     "processes": (whole(1), "a whole number from 1"),
     "start": (number(), "a time in seconds"),
     "left_s": (or_null(number()), "seconds, or null"),
-    "repeat": (or_null(lambda v: isinstance(v, dict) and all(map(whole(1), v.values()))),
-               "an object of trial names and whole numbers from 1, or null"),
+    "repeat": (or_null(lambda v: isinstance(v, dict) and all(
+        whole(1)(n) and n <= MOST_REPEAT for n in v.values())),
+               f"an object of trial names and whole numbers from 1 to {MOST_REPEAT}, or null"),
     "bridge_s": (or_null(number(0)), "seconds from 0, or null"),
 }
 NEEDED = ("rounds", "threads")  # a run gives every block its thread count: never the BLAS's own
@@ -349,7 +353,7 @@ def spawn(script, argv, job):
         raise WorkerFailed(ended(done.returncode))
     try:
         result = json.loads(said) if marked else None
-    except ValueError:  # cut short
+    except (ValueError, RecursionError):  # cut short, or not the worker's
         result = None
     if not isinstance(result, dict):
         raise WorkerFailed("a worker process ended without its whole result (exit 0)")

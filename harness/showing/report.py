@@ -54,9 +54,10 @@ def in_order(runs):
     return {s: runs[s] for s in results.SCRIPTS if s in runs}
 
 
-def saved_runs(folder, but=None):
+def saved_runs(folder, but=None, quiet=False):
     """{script: its saved full run} of the folder, as the last whole save left them; but: a
-    script whose saved run is not read (the one a run replaces)."""
+    script whose saved run is not read (the one a run replaces); quiet: a file left out is not
+    said (the report, which reads them again, says it once)."""
     paths, _ = results.as_saved(folder)
     found = {}
     for script in results.SCRIPTS:
@@ -64,7 +65,8 @@ def saved_runs(folder, but=None):
             try:
                 found[script] = schema.load(paths[script + ".json"], script)
             except ValueError as e:
-                warn(f"the report leaves out {script}.json: it {e}")
+                if not quiet:
+                    warn(f"the report leaves out {script}.json: it {e}")
     return found
 
 
@@ -160,7 +162,7 @@ def other_machines(folder, script, machine):
     """The folder's saved runs of other scripts made on another machine than `machine` (this
     run's facts) -> {script: its machine line}: a report of them and this run mixes machines."""
     mine = steady(host.line(machine))
-    return {s: line for s, data in saved_runs(folder, but=script).items()
+    return {s: line for s, data in saved_runs(folder, but=script, quiet=True).items()
             if not data.get("predicted")
             for line in [steady(host.line(data["machine"]))] if line != mine}
 
@@ -174,12 +176,12 @@ def steady(line):
 def banners(runs):
     """The stopped, busy and disturbed warnings, above everything else they bear on."""
     lines = []
-    stopped = [f"`{s}.py` ({stopped_words(d['stopped'])} while adding rounds)"
+    stopped = [f"`{s}.py` ({md(stopping.cut_short_words(d['stopped']))})"
                for s, d in runs.items() if d.get("stopped")]
     if stopped:
-        lines += [f"> **Stopped:** {', '.join(stopped)}: the rounds added for the claims that "
-                  "could not be told yet were cut short; the claims are judged on the rounds "
-                  "measured before. Rerun to let it finish.", ""]
+        lines += [f"> **Stopped:** {', '.join(stopped)}: the processes planned beyond "
+                  "`--processes` were cut short; the claims are judged on those measured "
+                  "before. Rerun to let it finish.", ""]
     busy = [f"`{s}.py` ({md('; '.join(d['machine']['busy']))})" for s, d in runs.items()
             if d["machine"].get("busy")]
     if busy:
@@ -195,13 +197,6 @@ def banners(runs):
                   "them read 'cannot tell here'. Rerun when the machine is quieter (close what "
                   "else runs), or with more `--runs`.", ""]
     return lines
-
-
-def stopped_words(signum):
-    """How a run was stopped, as its own sheet says it ('interrupted'), from the signal's number
-    it saved (a run's own, an enum of it); 'stopped' for any other value a file holds there."""
-    number = isinstance(signum, int) and not isinstance(signum, bool)
-    return stopping.STOPS.get(signum, "stopped") if number else "stopped"
 
 
 def claims_section(found, predicted):

@@ -48,12 +48,9 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
     judged, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
-    if isinstance(stopped, str):  # a worker process's end, in words
-        lines.append(f"STOPPED: {stopped}; the claims are judged on the rounds measured before")
-    elif stopped:
-        lines.append(f"STOPPED: {stopping.STOPS.get(stopped, 'stopped')} while adding rounds for "
-                     f"the claims that could not be told yet; the claims are judged on the "
-                     f"rounds measured before")
+    if stopped:
+        lines.append(f"STOPPED: {stopping.cut_short_words(stopped)}; the claims are judged on "
+                     f"the processes measured before")
     predicted = getattr(args, "predict", None)
     w = max([16, *(len(f[2]) for f in judged)])
     text = "\n".join(lines + [summed(judged)] + [
