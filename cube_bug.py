@@ -35,7 +35,7 @@ QUICK_NOTES = 64  # the typing user's notes in a quick run (a full run's: the po
 SAMPLE_S = 0.02  # repeat sub-millisecond calls inside a sample until it lasts this long
 SAME = 1e-6  # largest relative difference still "the same answer" in float32 (eps is 1.2e-7)
 RUNS = 5  # rounds of each race at least (the post's: 5 to 7, the middle kept)
-BUDGET_S = 22  # seconds the measuring may take: fresh processes are added while they fit
+BUDGET_S = 36  # seconds the measuring may take: fresh processes are added while they fit
 
 CASES = (  # (label, how the numbers are made from seeded standard normals)
     ("all positive", np.abs),
