@@ -65,11 +65,6 @@ def last_level_cache_bytes():
     return max(sizes)
 
 
-def available_memory_bytes():
-    """Memory a new allocation can get without swapping, or None when it cannot be read."""
-    return memory_room()[0]
-
-
 def memory_room():
     """(bytes a new allocation can get, what limits it, in words): the least of the machine's
     available memory, what the process's address-space limit (ulimit -v) leaves, and what its
