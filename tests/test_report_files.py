@@ -13,7 +13,6 @@ import pytest
 from conftest import ROOT, in_process
 from harness import stopping
 from harness.keeping import older, results, schema
-from harness.measuring import rounds
 from harness.showing import report
 
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -174,29 +173,10 @@ def test_a_sibling_the_schema_refuses_is_said_once(tmp_path):
         r.stderr
 
 
-# ---- a stopped run is marked in the report
-
-
-def test_a_run_stopped_while_adding_rounds_is_marked_in_its_report(tmp_path, monkeypatch):
-    import machine_speed
-    real = machine_speed.measure_here
-
-    def spawn(script, argv, job):  # a worker in this process, as fast as a call
-        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
-            raise stopping.Stopped(signal.SIGINT)
-        return real(machine_speed.parse_args(argv + ["--worker"]), job)
-    monkeypatch.setattr(rounds, "spawn", spawn)
-    r = in_process(machine_speed.main, *TINY, "--time-budget", "5", "--out", str(tmp_path),
-                   "--label", "box")
-    assert r.returncode == 130, r.stderr
-    assert "STOPPED" in (tmp_path / "box" / "machine_speed.txt").read_text()
-    text = (tmp_path / "box" / "report.md").read_text()
-    assert "> **Stopped:** `machine_speed.py` (interrupted while adding processes)" in text
-    assert text.index("**Stopped:**") < text.index("## The post's claims")  # above them
+# ---- a stopped run is marked in the report: see test_rounds.py
 
 
 def test_a_stop_is_said_in_the_signals_words_whatever_a_file_saved():
-    from harness import stopping
     assert [stopping.cut_short_words(v).removesuffix(" while adding processes")
             for v in (signal.SIGINT, 15, 1, 99, True, "a worker died", [2])] == [
         "interrupted", "terminated", "hung up", "stopped", "stopped", "a worker died", "stopped"]

@@ -140,6 +140,9 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
     assert r.returncode == 130 and "interrupted while adding processes" in r.stderr
     saved = (tmp_path / "box" / "machine_speed.txt").read_text()
     assert "STOPPED: interrupted while adding processes" in saved  # the claims say so
+    text = (tmp_path / "box" / "report.md").read_text()  # and so does the report
+    assert "> **Stopped:** `machine_speed.py` (interrupted while adding processes)" in text
+    assert text.index("**Stopped:**") < text.index("## The post's claims")  # above them
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e9", "soon"])

@@ -10,7 +10,6 @@ import re
 import secrets
 import shutil
 import stat
-import sys
 import time
 
 from harness import stopping
