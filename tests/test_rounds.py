@@ -48,6 +48,21 @@ def test_a_worker_warms_visits_every_round_then_records_once(monkeypatch):
     assert result["recorded"] == {"a": [[6, {"trip": 1.0, "tables": 0.5}]]}
 
 
+def test_a_row_whose_parts_back_no_claim_is_recorded_in_one_first_process_each(monkeypatch):
+    monkeypatch.setattr(rounds, "BRIDGE_S", 0.0)
+    log = []
+    trials = [counting(n, log, recorded=True) for n in "abcd"]
+    trials = [t if t.name == "d" else rounds.dataclasses.replace(t, once=True) for t in trials]
+    taken = []
+    for process in range(4):
+        log.clear()
+        rounds.run(trials, {"rounds": [process], "again": 0, "repeat": {}, "process": process,
+                            "processes": 3})
+        taken.append(sorted(n for n, what in log if what == "recorded"))
+    assert taken == [["a", "d"], ["b", "d"], ["c", "d"], ["a", "d"]]  # the claims' rows in
+    #   each; the rest in turns, each once among the first 3 (the 4th records none: see planned)
+
+
 def test_a_short_row_is_visited_again_and_again_in_a_round_as_its_first_process_chose():
     quick, slow = Trial("quick", [lambda: None]), Trial("slow", [lambda: rounds.time.sleep(0.3)])
     assert rounds.repeats(quick) == rounds.MOST_REPEAT and rounds.repeats(slow) == 1
@@ -98,6 +113,35 @@ def test_a_pilot_of_each_kind_then_the_rest_the_kinds_in_turn_the_first_choosing
     assert ids == list(range(6)) and done.processes == 6  # every round the run's own ...
     assert done.runs("ta").processes == (0, 2, 4)  # ... each in the process that measured it
     assert [j["record"] for j in asked] == [True] * 6  # the least processes each record
+
+
+def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_ones_counts(
+        monkeypatch):
+    """Three processes of every row, then processes of the cheaper rows alone while the budget
+    holds one more (priced at first as the whole kind's, then at their own); they record no
+    breakdown and measure no products alone. Every process after the first visits each row
+    as often as the first chose. The clock is the workers' own: no test waits."""
+    now, asked = [0.0], []
+    monkeypatch.setattr(rounds.time, "monotonic", lambda: now[0])
+
+    def worker(job):
+        asked.append(job)
+        now[0] += (4.0 if job["kind"] == "all" else 1.0) + len(job["rounds"])  # start, rounds
+        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
+                "rounds_s": float(len(job["rounds"])),
+                "repeat": job["repeat"] or {t: 2 for t in job["trials"]}}
+    kinds = [rounds.Kind("all", ("speeds", "read", "dial")),
+             rounds.Kind("more", ("speeds", "read"), extra=True)]
+    done = rounds.planned({"alone": True}, kinds, worker, 3, 3, 25.0, 0.0)
+    assert [j["kind"] for j in asked] == ["all"] * 3 + ["more"] * 5  # 15 s, then 2 s each
+    assert [j["record"] for j in asked] == [True] * 3 + [False] * 5
+    assert [j["alone"] for j in asked] == [True] * 3 + [False] * 5
+    assert asked[0]["repeat"] is None and all(j["repeat"] == {t: 2 for t in j["trials"]}
+                                              for j in asked[1:])
+    assert len(set(done.runs("read").processes)) == 8 and len(done.runs("dial").rounds) == 3
+    now[0], asked[:] = 0.0, []
+    rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced as "all": 5 s
+    assert [j["kind"] for j in asked] == ["all"] * 3
 
 
 def test_the_plan_grows_each_kind_in_turn_while_it_fits_and_never_from_a_figure():
@@ -188,9 +232,13 @@ def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
     import two_phases
     args = two_phases.parse_args([])
     rows = {n: e.plan(args) for n, e in two_phases.EXPERIMENTS.items() if n in args.experiments}
-    kinds = {k.name: set(k.trials) for k in two_phases.kinds(args, rows)}
+    made = two_phases.kinds(args, rows)
+    kinds = {k.name: set(k.trials) for k in made if not k.extra}
     names = [two_phases.trial_name(e, r) for e in rows for r in rows[e]]
     assert all(sum(n in k for k in kinds.values()) == 1 for n in names)
+    (extra,) = [k for k in made if k.extra]  # reading and typing alone: a part of the first's
+    assert set(extra.trials) < kinds[""] and not any(n.startswith("collision")
+                                                     for n in extra.trials)
     assert {n.split()[0] for n in kinds[""] if not n.startswith("speeds")} == {
         "prefill", "decode", "depth", "collision"}
     assert all("1 user " in n for n in kinds[""] if n.startswith("depth"))

@@ -69,6 +69,8 @@ class Trial:
     best: int = 1  # samples of each step a visit takes, the fastest kept: a limit's ceiling in
     #                each round (the forklift and the workbench), never the best of a whole run
     repeat: int = 1  # times a round visits it, the round's sample their geometric mean
+    once: bool = False  # its breakdown recorded in one of a kind's first processes, not in each
+    #                     (no claim reads its parts): the processes take turns
 
 
 HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
@@ -210,8 +212,10 @@ def run(trials, job):
             visits[name].append([r, seconds, share, tried])
             bridged.cost[name] = sum(seconds)
     last, ended = rounds[-1] if rounds else 0, time.perf_counter()
+    once = sorted(n for n, t in trials.items() if t.once)
     for name in bridged.order(last) if job.get("record", True) else ():  # every trial warm now
-        if trials[name].recorded is not None:
+        if trials[name].recorded is not None and (name not in once or once.index(name) % job.get(
+                "processes", 1) == job.get("process", 0) % job.get("processes", 1)):
             say(job, f"recording the parts of {name}")
             parts = {}
             trials[name].recorded(parts)
@@ -467,6 +471,9 @@ class Kind:
     name: str = ""
     trials: tuple = None
     least: int = None  # processes of it at least (None: --processes); 1 for rows no claim uses
+    extra: bool = False  # its rows a cheaper part of another kind's: measured only in the time
+    #   the others leave (no pilot, no breakdown recorded, no products alone), each process of it
+    #   one more behind the claims on those rows, while the other kinds keep their least
 
 
 MOST_ROUNDS = 8  # rounds one process measures at most: beyond, a fresh process tells more
@@ -497,12 +504,16 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     """Every kind's processes, one after another, the kinds taking turns: first one of each (the
     pilot, one round: what a process of it costs), then the rest as plan() makes them from the
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
-    measures. The first process chooses the paths; the others take them. A stop while the
+    measures; then, where a kind is extra, processes of it while the budget holds one more
+    (its cost its own first process's, until then its main kind's: its rows are a part of
+    those). The first process chooses the paths and times how often a round visits each row;
+    the others take both, so that every process's rounds are alike. A stop while the
     processes beyond --processes are measured keeps the ones before, and so does a worker
     process that fails once every kind has measured (done.stopped says so): a worker the OOM
     killer takes throws nothing away."""
     done, costs, count, wanted, repeat = Measured(), {}, {}, {}, {}
-    order = [k.name for k in kinds]
+    order = [k.name for k in kinds if not k.extra]
+    extras = [k for k in kinds if k.extra]
     by_name = {k.name: k for k in kinds}
 
     def one(name, rounds):
@@ -510,36 +521,67 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
         part = {**job, "rounds": list(range(done.rounds, done.rounds + rounds)),
                 "trials": None if kind.trials is None else list(kind.trials), "process": i,
                 "processes": least, "kind": name, "paths": job.get("paths") or done.paths,
-                "left_s": left(),
-                "record": job.get("record", True) and i < least}  # the breakdown's recordings:
-        #   one in each of a kind's first processes, each the middle of its parts
+                "left_s": left(), "repeat": job.get("repeat", repeats(kind)),
+                "record": job.get("record", True) and i < least and not kind.extra,
+                "alone": job.get("alone", False) and not kind.extra}  # the breakdown's
+        #   recordings: one in each of a kind's first processes, each the middle of its parts
         began = time.monotonic()
         result = worker(part)
         took = time.monotonic() - began
         done.take({**result, "process": done.processes})
         count[name] = i + 1
+        if result.get("repeat"):
+            repeat.setdefault(name, result["repeat"])
         return took, result
+
+    def repeats(kind):
+        """How often a round visits each of the kind's trials, where a process before timed
+        them all; None: its process times them."""
+        known = {t: n for counts in repeat.values() for t, n in counts.items()}
+        if kind.name in repeat or kind.trials is None:
+            return repeat.get(kind.name)
+        return {t: known[t] for t in kind.trials} if all(t in known for t in kind.trials) \
+            else None
+
+    def cost_of(result, took, rounds):
+        first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
+        spent = result.get("rounds_s", 0.0)
+        return Cost(max(took - spent - first, 0.0), spent / rounds, first)
 
     def left():
         """The measuring's estimate of its end, from the costs seen so far."""
         if len(wanted) < len(order):
             return None
-        return time.monotonic() - start + sum(
-            costs[k].of(wanted[k][1], i < least) for k in order
-            for i in range(count.get(k, 0), wanted[k][0]))
+        planned_s = sum(costs[k].of(wanted[k][1], i < least) for k in order
+                        for i in range(count.get(k, 0), wanted[k][0]))
+        return max(time.monotonic() - start + planned_s, budget_s if extras else 0.0)
+
+    def added(k, rounds, stops=True):
+        """One more process of kind k once every kind has measured: -> (its seconds, its
+        result); None where a failed worker, or a stop (beyond the kind's least: else the run
+        stops), ends the measuring with what came before (done.stopped says which)."""
+        try:
+            return one(k, rounds)
+        except stopping.Stopped as e:
+            if not stops:
+                raise
+            stopping.stopped()
+            done.stopped = e.signum
+        except WorkerFailed as e:  # every row has a round by now: the run stands on them
+            done.stopped = str(e)
+        return None
     fewest = {k.name: least if k.least is None else min(k.least, least) for k in kinds}
     for name in order:  # the pilots (a kind of one process: all its rounds)
         pilot = 1 if fewest[name] > 1 else runs
         took, result = one(name, pilot)
-        repeat[name] = result.get("repeat")
-        first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
-        spent = result.get("rounds_s", 0.0)
-        costs[name] = Cost(max(took - spent - first, 0.0), spent / pilot, first)
-    wanted.update(plan(costs, fewest, runs, start + budget_s - time.monotonic()))
+        costs[name] = cost_of(result, took, pilot)
+    wanted.update(plan(costs, fewest, runs, 0.0 if extras else  # extras take the time left
+                       start + budget_s - time.monotonic()))
     note("the plan, from the first process of each kind: " + "; ".join(
         f"{k + ' ' if k else ''}{wanted[k][0]} {plural(wanted[k][0], 'process')}, each after "
         f"the first {wanted[k][1]} {plural(wanted[k][1], 'round')} (about "
-        f"{costs[k].of(wanted[k][1]):.0f} s)" for k in order))
+        f"{costs[k].of(wanted[k][1]):.0f} s)" for k in order) + "".join(
+        f"; then {k.name} alone in more processes while the time holds" for k in extras))
     end = start + budget_s
     while any(count[k] < wanted[k][0] for k in order):
         for k in order:
@@ -549,18 +591,18 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
             beyond = count[k] >= fewest[k]
             if beyond and time.monotonic() + costs[k].of(rounds) > end:
                 wanted[k] = count[k], rounds  # slower than the pilot said: no more of it
-                continue
-            try:
-                one(k, rounds)
-            except stopping.Stopped as e:
-                if not beyond:
-                    raise
-                stopping.stopped()
-                done.stopped = e.signum
+            elif added(k, rounds, stops=beyond) is None:
                 return done
-            except WorkerFailed as e:  # every row has a round by now: the run stands on them
-                done.stopped = str(e)
+    for kind in extras:
+        main = next(k for k in order if by_name[k].trials is None
+                    or set(kind.trials) <= set(by_name[k].trials))
+        rounds = wanted[main][1]
+        while count.get(kind.name, 0) < MOST_PROCESSES and time.monotonic() + costs.get(
+                kind.name, costs[main]).of(rounds) <= end:
+            took = added(kind.name, rounds)
+            if took is None:
                 return done
+            costs.setdefault(kind.name, cost_of(took[1], took[0], rounds))
     return done
 
 

@@ -6,6 +6,7 @@ led by how busy or disturbed the run was)."""
 import dataclasses
 
 from harness import stopping
+from harness.terminal import plural
 from harness.measuring import bench
 from harness.keeping import records
 from harness.keeping.records import Layout, col, disturbance
@@ -99,14 +100,21 @@ def held(found, held, roofs, words, runs):
                   note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
                        f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
             sheet(BREAKDOWN, found, settings=words, labels=labels,
-                  note=f"(each row's trip recorded part by part once in each of {runs} "
-                       f"{'process' if runs == 1 else 'processes'}, apart from the timed ones: "
+                  note=f"(each row's trip recorded part by part once in each of "
+                       f"{recordings(runs)}, apart from the timed ones: "
                        f"the middle of each part; one call: the trip's table products, one BLAS "
                        f"call each on the BLAS's own threads, outside the model, best of "
                        f"{bench.ALONE_RUNS}; "
                        f"x one call: the tables' time against it, under 1 where the suite's path "
                        f"beats the library's; attention x limit: attention's against its limit, "
                        f"where it is {SLIVER:.0%} of the trip or more)")]
+
+
+def recordings(runs):
+    """How many processes recorded each row's trip, in words: runs, a count or (fewest, most)."""
+    fewest, most = (runs, runs) if isinstance(runs, int) else runs
+    return (f"{most} {plural(most, 'process')}" if fewest == most else
+            f"{fewest} to {most} processes (a row whose parts back no claim in fewer)")
 
 
 def datasheet(found, checked, preset):
