@@ -118,7 +118,8 @@ def test_a_pilot_of_each_kind_then_the_rest_the_kinds_in_turn_the_first_choosing
 def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_ones_counts(
         monkeypatch):
     """Three processes of every row, then processes of the cheaper rows alone while the budget
-    holds one more (priced at first as the whole kind's, then at their own); they record no
+    holds one more (priced at first from the whole kind's start and their rows' visits, then
+    at their own cost); they record no
     breakdown and measure no products alone. Every process after the first visits each row
     as often as the first chose. The clock is the workers' own: no test waits."""
     now, asked = [0.0], []
@@ -140,7 +141,8 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
                                               for j in asked[1:])
     assert len(set(done.runs("read").processes)) == 8 and len(done.runs("dial").rounds) == 3
     now[0], asked[:] = 0.0, []
-    rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced as "all": 5 s
+    rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
+    #                                                     start, 4 s, and its rows' 0.4 s
     assert [j["kind"] for j in asked] == ["all"] * 3
 
 

@@ -505,8 +505,8 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     pilot, one round: what a process of it costs), then the rest as plan() makes them from the
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
     measures; then, where a kind is extra, processes of it while the budget holds one more
-    (its cost its own first process's, until then its main kind's: its rows are a part of
-    those). The first process chooses the paths and times how often a round visits each row;
+    (its cost its own first process's, until then priced from its main kind's: its rows are a
+    part of those). The first process chooses the paths and times how often a round visits each row;
     the others take both, so that every process's rounds are alike. A stop while the
     processes beyond --processes are measured keeps the ones before, and so does a worker
     process that fails once every kind has measured (done.stopped says so): a worker the OOM
@@ -542,6 +542,14 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
             return repeat.get(kind.name)
         return {t: known[t] for t in kind.trials} if all(t in known for t in kind.trials) \
             else None
+
+    def priced(kind, main):
+        """What a first process of an extra kind will cost: its main kind's start (at most: its
+        rows are a part of those) and a round of its own rows as the processes before visited
+        them."""
+        known = {t: n for counts in repeat.values() for t, n in counts.items()}
+        return Cost(costs[main].start_s, sum(done.visit_s(t) * known.get(t, 1)
+                                             for t in kind.trials if done.visits.get(t)))
 
     def cost_of(result, took, rounds):
         first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
@@ -598,7 +606,7 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                     or set(kind.trials) <= set(by_name[k].trials))
         rounds = wanted[main][1]
         while count.get(kind.name, 0) < MOST_PROCESSES and time.monotonic() + costs.get(
-                kind.name, costs[main]).of(rounds) <= end:
+                kind.name, priced(kind, main)).of(rounds) <= end:
             took = added(kind.name, rounds)
             if took is None:
                 return done
