@@ -17,7 +17,7 @@ import numpy as np
 from harness.measuring.timing import DISTURBED  # a sample other work took more of the cores during
 
 FAMILY = 0.05  # the chance of any wrong firm verdict among a report's claims, at most: each claim
-#                takes an equal share of it (Bonferroni's bound), each of its tests a share of that
+#                takes an equal share of it (Bonferroni's bound; see rules.resolve for its tests)
 MIN_UNITS = 3  # fewer clean processes (or rounds, where one process measured) back no interval
 
 

@@ -1,6 +1,6 @@
 """The verdicts: every claim's rule resolved at the level the report's claims share (each
-claim an equal share of the chance of any wrong firm verdict among them, its tests a share of
-that), as measured and at this machine's limits; and why a claim does not hold, from the check
+claim an equal share of the chance of any wrong firm verdict among them: every test at that
+share for "holds", each test a share of it for "does not hold"), as measured and at this machine's limits; and why a claim does not hold, from the check
 and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 from harness.judging import claims, intervals
@@ -30,7 +30,7 @@ def judged(found, roofs, scripts, settings, busy):
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
     share = intervals.tail(claims.family(gpu))
     return [(c, here, UNKNOWN, early, "") if early else
-            (c, *verdict_of(c, here, resolve(rule, share / max(count(rule), 1)), found,
+            (c, *verdict_of(c, here, resolve(rule, share, share / max(count(rule), 1)), found,
                             roofs))
             for c, here, rule, early in ruled]
 

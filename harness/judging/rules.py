@@ -80,14 +80,11 @@ class Test:
 @dataclasses.dataclass(frozen=True)
 class Every:
     """All of its parts: tests, or plain verdicts (True, a Fails). edges: its two parts are one
-    figure's lower and upper edges (within), of which only one can be wrongly judged, whatever
-    the truth: one test's share of the chance of a wrong verdict covers both."""
+    figure's lower and upper edges (within)."""
     parts: tuple
     edges: bool = False
 
     def count(self):
-        if self.edges:
-            return 1
         return sum(p.count() for p in self.parts if isinstance(p, (Test, Every)))
 
 
@@ -211,28 +208,34 @@ def plain(holds, way=""):
 
 
 def count(rule):
-    """The tests a rule holds: what its claim's share of the chance of a wrong verdict is shared
-    among."""
+    """The tests a rule holds (both edges of a within each one): what its claim's share of the
+    chance of a wrong "does not hold" is shared among (see resolve)."""
     return rule.count() if isinstance(rule, (Test, Every)) else 0
 
 
-def resolve(rule, tail_each):
-    """A rule's verdict, each of its tests' intervals missing on each side with chance
-    tail_each, as a Resolved."""
+def resolve(rule, tail_holds, tail_fails=None):
+    """A rule's verdict as a Resolved: it holds where every one of its tests' intervals, each
+    missing on each side with chance tail_holds, lies past its edge; it does not hold where one
+    test's interval at tail_fails (tail_holds where not given) lies short of it. A claim of
+    several tests holds only where all of them do, so a wrong "holds" needs a test that does not
+    hold in truth to clear its edge: chance tail_holds at most, however many tests (Berger's
+    intersection-union test). A wrong "does not hold" can come from any one of them: the claim
+    gives each a share of its chance (tail_fails = the claim's over count(rule))."""
+    tail_fails = tail_holds if tail_fails is None else tail_fails
     if isinstance(rule, Test):
-        ci = interval(rule.figure, tail_each)
+        ci = interval(rule.figure, tail_holds)
         if ci is None:
             return Resolved(None, rule, None)
-        lo, hi = ci.low, ci.high
-        past = lo > rule.edge if rule.above else hi < rule.edge
-        short = hi <= rule.edge if rule.above else lo >= rule.edge
+        wide = ci if tail_fails == tail_holds else interval(rule.figure, tail_fails)
+        past = ci.low > rule.edge if rule.above else ci.high < rule.edge
+        short = wide.high <= rule.edge if rule.above else wide.low >= rule.edge
         if rule.ties:  # an equal figure is no failure: only one wholly short of the edge
-            short = hi < rule.edge if rule.above else lo > rule.edge
+            short = wide.high < rule.edge if rule.above else wide.low > rule.edge
         verdict = True if past or rule.ties and not short else Fails(rule.way) if short \
             else None
-        return Resolved(verdict, rule, ci)
+        return Resolved(verdict, rule, wide if isinstance(verdict, Fails) else ci)
     if isinstance(rule, Every):
-        done = [resolve(part, tail_each) for part in rule.parts]
+        done = [resolve(part, tail_holds, tail_fails) for part in rule.parts]
         for d in done:
             if d.verdict is not None and not d.verdict:
                 return d if isinstance(d.verdict, Fails) else Resolved(Fails(""), d.test,
