@@ -119,8 +119,8 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
         monkeypatch):
     """Three processes of every row, then processes of the cheaper rows alone while the budget
     holds one more (priced at first from the whole kind's start and their rows' visits, then
-    at their own cost); they record no
-    breakdown and measure no products alone. Every process after the first visits each row
+    at their own cost); they record their rows' breakdown too (the claims on a trip's parts
+    gain them) and measure no products alone. Every process after the first visits each row
     as often as the first chose. The clock is the workers' own: no test waits."""
     now, asked = [0.0], []
     monkeypatch.setattr(rounds.time, "monotonic", lambda: now[0])
@@ -135,14 +135,14 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
              rounds.Kind("more", ("speeds", "read"), extra=True)]
     done = rounds.planned({"alone": True}, kinds, worker, 3, 3, 25.0, 0.0)
     assert [j["kind"] for j in asked] == ["all"] * 3 + ["more"] * 5  # 15 s, then 2 s each
-    assert [j["record"] for j in asked] == [True] * 3 + [False] * 5
+    assert [j["record"] for j in asked] == [True] * 8
     assert [j["alone"] for j in asked] == [True] * 3 + [False] * 5
     assert asked[0]["repeat"] is None and all(j["repeat"] == {t: 2 for t in j["trials"]}
                                               for j in asked[1:])
     assert len(set(done.runs("read").processes)) == 8 and len(done.runs("dial").rounds) == 3
     now[0], asked[:] = 0.0, []
     rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
-    #                                                     start, 4 s, and its rows' 0.4 s
+    #                                       start, 4 s, its rows' 0.4 s and their recordings
     assert [j["kind"] for j in asked] == ["all"] * 3
 
 

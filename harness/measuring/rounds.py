@@ -472,8 +472,9 @@ class Kind:
     trials: tuple = None
     least: int = None  # processes of it at least (None: --processes); 1 for rows no claim uses
     extra: bool = False  # its rows a cheaper part of another kind's: measured only in the time
-    #   the others leave (no pilot, no breakdown recorded, no products alone), each process of it
-    #   one more behind the claims on those rows, while the other kinds keep their least
+    #   the others leave (no pilot, no products alone), each process of it (its rounds and its
+    #   breakdown's recordings) one more behind the claims on those rows, while the other kinds
+    #   keep their least
 
 
 MOST_ROUNDS = 8  # rounds one process measures at most: beyond, a fresh process tells more
@@ -522,9 +523,10 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                 "trials": None if kind.trials is None else list(kind.trials), "process": i,
                 "processes": least, "kind": name, "paths": job.get("paths") or done.paths,
                 "left_s": left(), "repeat": job.get("repeat", repeats(kind)),
-                "record": job.get("record", True) and i < least and not kind.extra,
+                "record": job.get("record", True) and (i < least or kind.extra),
                 "alone": job.get("alone", False) and not kind.extra}  # the breakdown's
-        #   recordings: one in each of a kind's first processes, each the middle of its parts
+        #   recordings: one in each of a kind's first processes and in each extra one (the
+        #   claims on a trip's parts gain its processes too), each the middle of its parts
         began = time.monotonic()
         result = worker(part)
         took = time.monotonic() - began
@@ -545,11 +547,12 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
 
     def priced(kind, main):
         """What a first process of an extra kind will cost: its main kind's start (at most: its
-        rows are a part of those) and a round of its own rows as the processes before visited
-        them."""
+        rows are a part of those), a round of its own rows as the processes before visited
+        them, and a visit of each more (its recordings)."""
         known = {t: n for counts in repeat.values() for t, n in counts.items()}
-        return Cost(costs[main].start_s, sum(done.visit_s(t) * known.get(t, 1)
-                                             for t in kind.trials if done.visits.get(t)))
+        seen = [t for t in kind.trials if done.visits.get(t)]
+        return Cost(costs[main].start_s, sum(done.visit_s(t) * known.get(t, 1) for t in seen),
+                    sum(done.visit_s(t) for t in seen))
 
     def cost_of(result, took, rounds):
         first = result.get("record_s", 0.0) + result.get("alone_s", 0.0)
@@ -606,7 +609,7 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                     or set(kind.trials) <= set(by_name[k].trials))
         rounds = wanted[main][1]
         while count.get(kind.name, 0) < MOST_PROCESSES and time.monotonic() + costs.get(
-                kind.name, priced(kind, main)).of(rounds) <= end:
+                kind.name, priced(kind, main)).of(rounds, True) <= end:
             took = added(kind.name, rounds)
             if took is None:
                 return done
