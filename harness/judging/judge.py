@@ -1,7 +1,7 @@
 """The verdicts: every claim's rule resolved at the level the report's claims share (each
 claim an equal share of the chance of any wrong firm verdict among them: every test at that
-share for "holds", each test a share of it for "does not hold"), as measured and at this machine's limits; and why a claim does not hold, from the check
-and breakdown tables."""
+share for "holds", each test a share of it for "does not hold"), as measured and at this
+machine's limits; and why a claim does not hold, from the check and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 from harness.judging import claims, intervals
 from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value

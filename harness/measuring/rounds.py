@@ -465,8 +465,9 @@ def measured(args, script, measure_here, kinds=None, **job):
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """Rows measured together in processes of their own: their trials' names (None: every trial
-    the script makes), and the fewest processes of them. Rows that no claim holds against each other's need not share a process, and a process that
-    makes only its own rows' notebooks starts in seconds: more fresh processes for the same
+    the script makes), and the fewest processes of them. Rows that no claim holds against each
+    other's need not share a process, and a process that makes only its own rows' notebooks
+    starts in seconds: more fresh processes for the same
     time (pyperf's point: a figure's spread from process to process is only seen across many)."""
     name: str = ""
     trials: tuple = None
@@ -507,8 +508,8 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     pilots' costs alone, never from a figure: no claim's verdict decides how long a run
     measures; then, where a kind is extra, processes of it while the budget holds one more
     (its cost its own first process's, until then priced from its main kind's: its rows are a
-    part of those). The first process chooses the paths and times how often a round visits each row;
-    the others take both, so that every process's rounds are alike. A stop while the
+    part of those). The first process chooses the paths and times how often a round visits
+    each row; the others take both, so that every process's rounds are alike. A stop while the
     processes beyond --processes are measured keeps the ones before, and so does a worker
     process that fails once every kind has measured (done.stopped says so): a worker the OOM
     killer takes throws nothing away."""
@@ -536,22 +537,25 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
             repeat.setdefault(name, result["repeat"])
         return took, result
 
+    def known():
+        """{trial: how often a round visits it}, as the processes before chose."""
+        return {t: n for counts in repeat.values() for t, n in counts.items()}
+
     def repeats(kind):
         """How often a round visits each of the kind's trials, where a process before timed
         them all; None: its process times them."""
-        known = {t: n for counts in repeat.values() for t, n in counts.items()}
+        counts = known()
         if kind.name in repeat or kind.trials is None:
             return repeat.get(kind.name)
-        return {t: known[t] for t in kind.trials} if all(t in known for t in kind.trials) \
+        return {t: counts[t] for t in kind.trials} if all(t in counts for t in kind.trials) \
             else None
 
     def priced(kind, main):
         """What a first process of an extra kind will cost: its main kind's start (at most: its
         rows are a part of those), a round of its own rows as the processes before visited
         them, and a visit of each more (its recordings)."""
-        known = {t: n for counts in repeat.values() for t, n in counts.items()}
-        seen = [t for t in kind.trials if done.visits.get(t)]
-        return Cost(costs[main].start_s, sum(done.visit_s(t) * known.get(t, 1) for t in seen),
+        counts, seen = known(), [t for t in kind.trials if done.visits.get(t)]
+        return Cost(costs[main].start_s, sum(done.visit_s(t) * counts.get(t, 1) for t in seen),
                     sum(done.visit_s(t) for t in seen))
 
     def cost_of(result, took, rounds):
@@ -610,10 +614,11 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
         rounds = wanted[main][1]
         while count.get(kind.name, 0) < MOST_PROCESSES and time.monotonic() + costs.get(
                 kind.name, priced(kind, main)).of(rounds, True) <= end:
-            took = added(kind.name, rounds)
-            if took is None:
+            made = added(kind.name, rounds)
+            if made is None:
                 return done
-            costs.setdefault(kind.name, cost_of(took[1], took[0], rounds))
+            took, result = made
+            costs.setdefault(kind.name, cost_of(result, took, rounds))
     return done
 
 
