@@ -18,7 +18,7 @@ from harness.measuring import bench as b, devices, rounds
 
 TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
-pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pytest.ini)
+pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pyproject)
 
 
 class Recorder:
@@ -97,6 +97,20 @@ def test_a_device_that_is_not_here_is_one_line(flag, says):
         pytest.skip("needs PyTorch without a CUDA device")
     one_line(in_process(two_phases.parse_args, "--quick", "--device", flag, "--no-save"), 2,
              "--device", says)
+
+
+@pytest.mark.parametrize("flag,kind,gpu", [
+    ("numpy", "cpu", False), ("torch", "cpu", False), ("torch:mps", "mps", True),
+    ("cupy", "cuda", True), ("cupy:cuda", "cuda", True), ("jax", None, False)])
+def test_whether_a_device_is_a_gpu_is_read_from_its_name_alone(flag, kind, gpu):
+    """The same answer the Device gives, for the judges and every reader of saved records,
+    without importing a GPU library or touching a device ('cupy' alone is its CUDA device)."""
+    assert devices.on_a_gpu(flag) is gpu
+    if kind is None:
+        with pytest.raises(ValueError, match="must be numpy"):
+            devices.named(flag)
+    else:
+        assert devices.named(flag)[1] == kind
 
 
 def test_a_prediction_runs_on_no_device():

@@ -16,7 +16,7 @@ from harness.measuring import bench as b, devices, host, speeds
 
 TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
-pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pytest.ini)
+pytestmark = pytest.mark.xdist_group("torch")  # one process loads PyTorch (pyproject)
 SIXTEEN = dataclasses.replace(model.TINY, dtype="bfloat16", note_dtype="bfloat16")
 
 
@@ -156,6 +156,8 @@ def test_typing_on_a_gpu_is_judged_against_its_launches():
     (_, _, verdict, why, _), = judged(30.0, "torch:cuda")
     assert verdict == rules.FAILS and "--graphs" in why
     assert judged(30.0, "torch:cpu") == [] and judged(30.0, "numpy") == []  # no GPU: not judged
+    for gpu in ("cupy", "cupy:cuda", "torch:mps"):  # a library alone is its first device
+        assert [v[2] for v in judged(3.0, gpu)] == [rules.HOLDS], gpu
 
 
 # ---- a GPU's name, its folder, its datasheet row

@@ -4,6 +4,7 @@ share for "holds", each test a share of it for "does not hold"), as measured and
 machine's limits; and why a claim does not hold, from the check and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 from harness.judging import claims, intervals
+from harness.measuring import devices
 from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
 
 
@@ -36,8 +37,9 @@ def judged(found, roofs, scripts, settings, busy):
 
 
 def on_a_gpu(settings):
-    """Whether the run's arrays lived on a GPU (--device torch:cuda, torch:mps, cupy:cuda)."""
-    return str((settings or {}).get("device") or "").split(":")[-1] in ("cuda", "mps")
+    """Whether the run's arrays lived on a GPU (--device torch:cuda, torch:mps, cupy, cupy:cuda),
+    as its Device said."""
+    return devices.on_a_gpu((settings or {}).get("device"))
 
 
 def rule_of(c, found, roofs, settings, busy):

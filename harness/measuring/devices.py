@@ -16,6 +16,7 @@ import numpy as np
 from harness.measuring import nvidia
 
 LIBRARIES = {"numpy": ("cpu",), "torch": ("cpu", "cuda", "mps"), "cupy": ("cuda",)}
+GPUS = ("cuda", "mps")  # the kinds of device that are a GPU
 DTYPES = {"numpy": ("float32",), "torch": ("float32", "bfloat16", "float16"),
           "cupy": ("float32", "float16")}  # what the model may compute in, by library (--dtype)
 INSTALL = "pip install -r requirements-gpu.txt"  # the GPU libraries' own requirements
@@ -50,7 +51,7 @@ class Device:
 
     @property
     def gpu(self):
-        return self.kind in ("cuda", "mps")
+        return self.kind in GPUS
 
     @property
     def torch(self):
@@ -246,20 +247,35 @@ def apple_chip():
 NUMPY = Device("numpy", np, np)
 
 
+def named(text):
+    """(library, kind) of a --device name, nothing imported and no device touched: a library
+    alone names its first device ('cupy' is CuPy's 'cuda'); or raise ValueError in one line."""
+    name, _, kind = str(text).partition(":")
+    if name not in LIBRARIES or (kind and kind not in LIBRARIES[name]):
+        raise ValueError("must be " + ", ".join(f"{lib}:{d}" if lib != "numpy" else lib
+                                                for lib, kinds in LIBRARIES.items()
+                                                for d in kinds) + f", got {str(text)[:40]!r}")
+    return name, kind or LIBRARIES[name][0]
+
+
+def on_a_gpu(text):
+    """Whether a --device name (as a run's records keep it) runs on a GPU: the one answer the
+    Device, the judges and every reader of the records give."""
+    try:
+        return named(text or "numpy")[1] in GPUS
+    except ValueError:
+        return False
+
+
 @functools.lru_cache(maxsize=None)
 def device(text, dtype="float32", tf32=False):
     """The Device `--device` names: numpy, torch:cpu, torch:cuda, torch:mps or cupy:cuda (a
     library alone: its first device), computing the model in dtype, float32 products in TF32
     only where tf32; or raise ValueError in one line (a library not installed, a device it does
     not have here, a CuPy too old)."""
-    name, _, kind = text.partition(":")
-    if name not in LIBRARIES or (kind and kind not in LIBRARIES[name]):
-        raise ValueError("must be " + ", ".join(f"{lib}:{d}" if lib != "numpy" else lib
-                                                for lib, kinds in LIBRARIES.items()
-                                                for d in kinds) + f", got {text[:40]!r}")
+    name, kind = named(text)
     if name == "numpy":
         return NUMPY
-    kind = kind or LIBRARIES[name][0]
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # PyTorch's CPU threads sleep between
     #   its calls instead of spinning, leaving the cores to NumPy and the rest of the run
     tf32_setting(name, tf32)  # before the library makes its first product
