@@ -1,6 +1,6 @@
 """The slow road: h**3 against h*h*h on one floor's worth of numbers, by sign.
 
-    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of its rounds
+    python cube_bug.py                    # 786,432 numbers (256 tokens x 3072), middle of rounds
     python cube_bug.py --quick --no-save  # a smoke run of a second
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
@@ -17,9 +17,10 @@ import numpy as np
 from harness import flags, runner
 from harness.post import CUBE_TOKENS, NOTES
 from harness.terminal import plural
-from harness.measuring import bench as b, pool, rounds, timing
+from engine import pool
+from harness.measuring import bench as b, rounds, timing
 from harness.measuring.devices import NUMPY
-from harness.measuring.kernels import Paths
+from engine.blocks import Paths
 from harness.measuring.rounds import Trial
 from harness.keeping import records
 from harness.keeping.records import KEYS, Layout, Measured, col, ms

@@ -20,9 +20,9 @@ import time
 from harness import flags, runner
 from harness.post import CHUNK, NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note, plural, progress
-from harness.measuring import bench as b, devices, pool, rounds, speeds, timing, tuning
-from harness.measuring.kernels import Paths
-from harness.measuring.rounds import Trial
+from engine import pool
+from harness.measuring import bench as b, devices, rounds, speeds, timing, tuning
+from engine.blocks import Paths
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.judging import check, judge
@@ -594,7 +594,7 @@ ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f
                                 col("math speed", "math speed", "GFLOP/s", ".1f"),
                                 col("balance", "balance", "FLOPs/byte", ".1f")],
                      timed=("memory speed", "math speed"), per="figure",
-                     title="The forklift and the workbench, measured in every round")
+                     title="The forklift and the workbench")
 
 
 def assessed(cfg, args, planned, rows, done):

@@ -9,8 +9,8 @@ import typing
 import numpy as np
 
 import model
-from harness.measuring import compiled
-from harness.measuring.pool import blas_threads, share, sharing
+from engine import compiled
+from engine.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
 #           the ways one query may read its notes (model.product): "vec" needs NumPy 2.2

@@ -7,7 +7,7 @@ its cache), and they are used only once each has given NumPy's answer on a tiny 
 process (available()); without Numba, where it fails in any way (said in one line), or where
 they lose to NumPy's way on this machine (tuning.choose times both), the trips keep NumPy's.
 Where they win some trips, NumPy's trips of more tokens take the norm, GELU and one-query
-attention too wherever that was timed faster (kernels.ways), on the suite's own threads, and
+attention too wherever that was timed faster (blocks.ways), on the suite's own threads, and
 the tiles for their table products of up to 64 tokens wherever those were timed faster.
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
@@ -32,9 +32,9 @@ TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tu
 #                         a trip of more tokens is NumPy's, whose BLAS products win there ...
 TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
 #                   the tiles on the suite's own threads, or the BLAS (see table_shared())
-HERE = os.path.dirname(os.path.abspath(__file__))  # where compiled_kernels.py is, whose
+HERE = os.path.dirname(os.path.abspath(__file__))  # where kernels.py is, whose
 #   __pycache__ Numba keeps their compiled code in, as Python keeps bytecode, where it can
-MODULE = "compiled_kernels"  # the start of every cache file name of the kernels
+MODULE = "kernels"  # the start of every cache file name of the kernels
 
 
 def available():
@@ -186,8 +186,8 @@ def attended(read, users=3, notes=5):
 
 @functools.lru_cache(maxsize=None)
 def kernels():
-    """The kernels (compiled_kernels.py), imported once per process: {name: kernel}."""
-    from harness.measuring import compiled_kernels as k
+    """The kernels (kernels.py), imported once per process: {name: kernel}."""
+    from engine import kernels as k
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "vector", "attend", "attend_tasks",
                          "norm", "gelu")}
@@ -202,7 +202,7 @@ def threads(n):
 def running(n):
     """While a trip runs the kernels: n threads for them, the BLAS held to one (its own threads
     would spin on the cores these need)."""
-    from harness.measuring.pool import blas
+    from engine.pool import blas
     threads(n)
     with blas().limit(limits=1, user_api="blas"):
         yield

@@ -12,7 +12,7 @@ import types
 
 from harness.terminal import plain_streams, printable, quoted, warn
 from harness.measuring import devices, host
-from harness.measuring.kernels import ATTENTION
+from engine.blocks import ATTENTION
 from harness.measuring.rounds import MOST_THREADS
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, results, schema
@@ -175,7 +175,8 @@ def parser(doc, runs, prog, budget=None):
     g.add_argument("--oversubscribe", action="store_true",
                    help="let --threads exceed the logical CPUs (the threads then take turns)")
     g.add_argument("--quick", action="store_true",
-                   help="small sizes, a smoke run of seconds, not minutes; saved apart from full runs")
+                   help="small sizes, a smoke run of seconds, not minutes; saved apart from "
+                        "full runs")
     g.add_argument("--tablefmt", type=tablefmt, default="plain", metavar="FMT",
                    help="plain is the post's layout, github (or markdown, md) is Markdown; any "
                         "tabulate format: "

@@ -13,10 +13,11 @@ import pytest
 import two_phases
 from harness import flags, runner
 from harness.keeping import records
-from harness.measuring import bench, compiled, kernels, pool, tuning
+from engine import blocks, compiled, pool
+from harness.measuring import bench, tuning
 from harness.predicting import model_files, predict
 from conftest import script, sheet_of
-from harness.measuring.kernels import ATTENTION
+from engine.blocks import ATTENTION
 from harness.showing.printers import Sheet
 from harness.keeping.records import col
 import model
@@ -373,9 +374,9 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     assert ("compiled tiles for the table products" in line) == bool(chosen.paths.tiled)
     assert ("the compiled norm, GELU and one-token attention" in line) == bool(
         chosen.paths.pieces)
-    assert str(kernels.Paths(tiled=(64,))).endswith(
+    assert str(blocks.Paths(tiled=(64,))).endswith(
         "compiled tiles for the table products of trips of 33 to 64 tokens")  # 64's, not 32's
-    assert bench.group(dataclasses.replace(tiny, paths=kernels.Paths(compiled=(1,))), [1]) == 2
+    assert bench.group(dataclasses.replace(tiny, paths=blocks.Paths(compiled=(1,))), [1]) == 2
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc: Linux")

@@ -401,7 +401,7 @@ def test_a_busy_runs_report_opens_with_the_warning_and_judges_nothing_by_it(tmp_
 def test_the_bug_is_timed_in_the_model_both_ways(tmp_path, monkeypatch):
     import cube_bug
     import model
-    from harness.measuring.kernels import Paths, ways
+    from engine.blocks import Paths, ways
     x = np.random.default_rng(0).standard_normal((model.TINY.width, 5), dtype=np.float32)
     floors = model.floors(model.TINY)
     one, other = (model.trip(model.TINY, floors, x, [(model.notebook(model.TINY, 1, 5), 5)],

@@ -16,20 +16,21 @@ import pytest
 
 import model
 from conftest import ROOT, script
-from harness.measuring import compiled, host, tuning
-from harness.measuring.kernels import Paths, ways
+from engine import compiled
+from harness.measuring import host, tuning
+from engine.blocks import Paths, ways
 
 NUMBA = importlib.util.find_spec("numba") is not None
 LOADED = NUMBA and compiled.available()  # (compiles the kernels into the cache, where cold)
 needs_numba = pytest.mark.skipif(not LOADED, reason="Numba does not run the kernels here")
-KERNELS = os.path.join(ROOT, "harness", "measuring")
+KERNELS = os.path.join(ROOT, "engine")
 
 
 def loads(env=(), cwd=ROOT):
     """compiled.available() in a fresh process, with these environment variables set: -> the
     finished process."""
     return subprocess.run(
-        [sys.executable, "-c", "from harness.measuring import compiled; "
+        [sys.executable, "-c", "from engine import compiled; "
                                "print(compiled.available())"],
         capture_output=True, text=True, timeout=120, cwd=cwd, env={**os.environ, **dict(env)})
 
@@ -68,6 +69,7 @@ def checkout(tmp_path):
     """A copy of the suite's code (harness/, model.py), with the compiled kernels' cache."""
     copy = tmp_path / "checkout"
     shutil.copytree(os.path.join(ROOT, "harness"), copy / "harness")
+    shutil.copytree(os.path.join(ROOT, "engine"), copy / "engine")
     shutil.copy(os.path.join(ROOT, "model.py"), copy)
     return copy
 
@@ -80,15 +82,15 @@ def test_a_cache_file_numba_cannot_read_is_numpys_way_once_and_removed(tmp_path,
     one line, NumPy's way, and the kernels' own cache files removed (no other file), so that the
     next run compiles them afresh."""
     copy = checkout(tmp_path)
-    cache = copy / "harness" / "measuring" / "__pycache__"
+    cache = copy / "engine" / "__pycache__"
     index = spoil.startswith("an index")
-    ours = list(cache.glob("compiled_kernels.table-*." + ("nbi" if index else "nbc")))
+    ours = list(cache.glob("kernels.table-*." + ("nbi" if index else "nbc")))
     assert ours, "the compiled kernels' cache is empty"
     for path in ours:  # (one for each line the kernel was on, as the file was edited)
         path.write_bytes(b"" if index else b"junk\n")
     (cache / "another.nbi").write_bytes(b"")  # not the kernels': it stays
     numpys_way(loads(cwd=copy), "Numba's cache")
-    assert not list(cache.glob("compiled_kernels.*.nb?")) and (cache / "another.nbi").exists()
+    assert not list(cache.glob("kernels.*.nb?")) and (cache / "another.nbi").exists()
 
 
 @pytest.mark.skipif(not NUMBA, reason="Numba is not installed here")
@@ -96,15 +98,15 @@ def test_a_checkout_numba_cannot_write_keeps_its_cache_in_a_folder_of_the_users(
     """A read-only checkout and no writable home: "cannot cache function 'dot': no locator
     available". Here the kernels' __pycache__ is a file, which no one can write in, even root."""
     copy = checkout(tmp_path)
-    shutil.rmtree(copy / "harness" / "measuring" / "__pycache__")
-    (copy / "harness" / "measuring" / "__pycache__").write_text("")
+    shutil.rmtree(copy / "engine" / "__pycache__")
+    (copy / "engine" / "__pycache__").write_text("")
     (tmp_path / "home").write_text("")  # a home below a file: nothing can be made there
     (tmp_path / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
     r = subprocess.run(
-        [sys.executable, "-c", "import os; from harness.measuring import compiled; "
+        [sys.executable, "-c", "import os; from engine import compiled; "
                                "compiled.keep_cache(); print(os.environ['NUMBA_CACHE_DIR']); "
-                               "from harness.measuring import compiled_kernels"],
+                               "from engine import kernels"],
         capture_output=True, text=True, timeout=120, cwd=copy,
         env={**env, "HOME": str(tmp_path / "home" / "x"), "TMPDIR": str(tmp_path / "tmp")})
     assert r.returncode == 0, r.stderr
@@ -161,7 +163,7 @@ def test_gelu_and_exp_give_numpys_answers_at_the_extremes():
     got = compiled.gelu(h.copy())
     np.testing.assert_allclose(got, numpys, rtol=1e-6, atol=0)  # NaN where NumPy's is
     assert list(np.signbit(got)) == list(np.signbit(numpys))  # -0.0 where NumPy's is
-    from harness.measuring.compiled_kernels import exp_shifted
+    from engine.kernels import exp_shifted
     for s in ([0, -1, -100, -np.inf, 3], [0, np.nan, -1], [np.inf, 0, 1]):
         s = np.array(s, np.float32)
         with np.errstate(invalid="ignore"):
@@ -208,7 +210,7 @@ def test_bigger_trips_take_the_compiled_pieces_only_where_timed_faster():
 def test_the_kernels_ir_is_in_opaque_pointer_terms():
     """llvmlite deprecates typed pointers: no type's as_pointer(), no cast of a pointer, every
     load saying what it reads, and the prefetch intrinsic for an opaque pointer."""
-    with open(os.path.join(KERNELS, "compiled_kernels.py")) as f:
+    with open(os.path.join(KERNELS, "kernels.py")) as f:
         tree = ast.parse(f.read())
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute)]

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import model
-from harness.measuring import compiled, devices, kernels, pool as pool_
-from harness.measuring.kernels import ATTENTION, Paths, ways
+from engine import blocks, compiled, pool as pool_
+from harness.measuring import devices
+from engine.blocks import ATTENTION, Paths, ways
 
 CFG = model.TINY  # 2 floors, width 64, 4 heads: the same math, fast
 SMALL = model.SIZES["small"]  # the post's: 12 floors, width 768, 12 heads
@@ -236,13 +237,13 @@ def test_same_seed_same_tables_and_outputs():
 
 FINGERPRINT = """if True:
     import hashlib, numpy as np, model
-    from harness.measuring import kernels, pool as threads
+    from engine import blocks, pool as threads
     cfg = model.gpt2("two floors of small", 2, 768, 12)  # small's width and heads: its kernels
     floors = model.floors(cfg, 0)
     x = np.random.default_rng(1).standard_normal((768, 20), dtype=np.float32)
     b, pool = model.notebook(cfg, 2, 12), threads.workers(2)
-    y = model.trip(cfg, floors, x, [(b, 10)], kernels.ways(pool=pool))
-    y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], kernels.ways(pool=pool))
+    y = model.trip(cfg, floors, x, [(b, 10)], blocks.ways(pool=pool))
+    y2 = model.trip(cfg, floors, x[:, :2], [(b, 1)], blocks.ways(pool=pool))
     notes = b["k"].tobytes() + b["v"].tobytes()
     print(hashlib.sha256(y.tobytes() + y2.tobytes() + notes).hexdigest())
 """
@@ -268,7 +269,7 @@ def test_a_trip_stays_float32(monkeypatch):
     """Every piece of a trip returns float32: none silently becomes float64."""
     seen = {}
     for name in ("norm", "gelu", "exp_shifted", "attend", "attention", "table"):
-        home = kernels if name == "table" else model  # the suite's table products
+        home = blocks if name == "table" else model  # the suite's table products
         fn = getattr(home, name)
 
         def spy(*a, fn=fn, name=name, **kw):
@@ -483,7 +484,7 @@ def test_a_table_in_blocks_gives_each_row_once(pool):
     w, x = rng.standard_normal((100, 30), dtype=np.float32), tokens(3, width=30)
     for block in (None, (1, None), (7, None), (64, None), (500, None), (7, 8), (64, 30), (3, 1)):
         for p in (None, pool):
-            np.testing.assert_allclose(kernels.table(w, x, p, block), w @ x, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(blocks.table(w, x, p, block), w @ x, rtol=1e-5, atol=1e-5)
 
 
 def test_a_paths_blocks_follow_the_column_count_and_the_tables_width():

@@ -12,8 +12,8 @@ import numpy as np
 
 from harness.terminal import plural
 from harness.measuring import devices, timing
-from harness.measuring.kernels import Paths, table, ways
-from harness.measuring.pool import sharing
+from engine.blocks import Paths, table, ways
+from engine.pool import sharing
 from harness.measuring.rounds import Trial
 import model
 

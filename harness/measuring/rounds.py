@@ -36,7 +36,8 @@ import numpy as np
 
 from harness import stopping
 from harness.terminal import clock, note, plural, progress, quoted, warn
-from harness.measuring import host, kernels, nvidia, timing
+from engine import blocks
+from harness.measuring import host, nvidia, timing
 
 MOST_THREADS = 256  # threads at most, a job's as --threads's: beyond, the threads swamp a run
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
@@ -298,7 +299,7 @@ JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, wha
     "trials": (or_null(texts), "a list of trial names, or null (all)"),
     "record": (lambda v: isinstance(v, bool), "true or false"),
     "alone": (lambda v: isinstance(v, bool), "true or false"),
-    "paths": (or_null(kernels.readable), "the paths a run chose, or null (choose them)"),
+    "paths": (or_null(blocks.readable), "the paths a run chose, or null (choose them)"),
     "threads": (lambda v: whole(1)(v) and v <= MOST_THREADS,
                 f"a whole number from 1 to {MOST_THREADS}"),
     "again": (lambda v: whole(0)(v) and v <= timing.AGAIN,

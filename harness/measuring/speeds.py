@@ -7,7 +7,8 @@ import numpy as np
 
 from harness.post import MATMUL, SIZE  # the forklift's 400 MB table, far bigger than any
 #   cache; the workbench's 2048 x 2048 tables, which fit close to the workbench (caches)
-from harness.measuring import devices, host, pool, timing
+from engine import pool
+from harness.measuring import devices, host, timing
 from harness.measuring.rounds import Trial, calibrate
 from harness.keeping.records import Measured, timed
 import model

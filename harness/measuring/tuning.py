@@ -12,9 +12,9 @@ from harness.post import NOTES, TYPERS
 from harness.terminal import plural
 from harness.measuring import timing
 from harness.measuring.bench import tokens
-from harness.measuring import kernels
-from harness.measuring.kernels import ATTENTION, Block, Paths, block_words, table, ways
-from harness.measuring.pool import blas_threads, share, sharing
+import engine.compiled
+from engine.blocks import ATTENTION, Block, Paths, block_words, table, ways
+from engine.pool import blas_threads, share, sharing
 from harness.measuring.rounds import BRIDGE_S
 import model
 
@@ -49,9 +49,9 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
             chosen += [Block(n, inputs, None if blocks == "off" else int(blocks))
                        for inputs in sizes(bench)]
     paths = Paths(attention, tuple(chosen))
-    if compiled == "auto" and kernels.compiled.available():
+    if compiled == "auto" and engine.compiled.available():
         trips = typing_both_ways(bench, paths)
-        products = {n: tables_both_ways(bench, n) for n in kernels.compiled.TILED}
+        products = {n: tables_both_ways(bench, n) for n in engine.compiled.TILED}
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
@@ -98,7 +98,7 @@ def typing_both_ways(bench, paths):
     """Whole typing trips of each count in compiled.TRIED (typing_trips()), NumPy's way (the
     paths chosen) against the compiled kernels, taking turns (alternately()):
     -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
-    counts = kernels.compiled.TRIED
+    counts = engine.compiled.TRIED
     return alternately(typing_trips(bench, counts, {
         "numpy": paths, "compiled": dataclasses.replace(paths, compiled=counts)}))
 
@@ -107,7 +107,7 @@ def pieces_both_ways(bench, paths):
     """NumPy's whole typing trips of each count in compiled.TILED (typing_trips(), the paths
     chosen), with NumPy's norm, GELU and attention against the compiled ones, taking turns
     (alternately()): -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
-    counts = kernels.compiled.TILED
+    counts = engine.compiled.TILED
     return alternately(typing_trips(bench, counts, {
         "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}))
 
@@ -169,7 +169,7 @@ def tables_both_ways(bench, n, seed=0):
     pool, every = sharing(bench.pool, n), lambda w: True
     return in_turns(bench, n, {
         "numpy": (every, lambda w, x: table(w, x, pool)),
-        "compiled": (every, lambda w, x: kernels.compiled.table_shared(
+        "compiled": (every, lambda w, x: engine.compiled.table_shared(
             w, x, functools.partial(share, pool)))}, TRIAL_TRIPS, seed)
 
 
@@ -254,7 +254,7 @@ def with_paths(bench, attention, blocks, compiled="off"):
     seconds}}, and "unloaded": why, where the compiled kernels were asked for and could not
     load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
-    why = kernels.compiled.unloaded() if compiled == "auto" else ""
+    why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "timed": timed,
