@@ -100,8 +100,8 @@ def mixed(folder, script, facts, headline):
     others = host.quietly(lambda: report.other_machines(folder, script, facts), {})
     for other, line in (others or {}).items():
         line = line.removeprefix("machine: ")[:160]
-        warn(f"{folder} holds {other}.py run on another machine or setup ({line}): its report will show "
-             f"both machines; keep them apart with --label")
+        warn(f"{folder} holds {other}.py run on another machine or setup ({line}): its report "
+             f"will show both machines; keep them apart with --label")
 
 
 def stopped(out, code, saved=True):

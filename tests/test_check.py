@@ -66,8 +66,10 @@ def test_check_rows_hold_measured_against_limit(capsys):
 
 
 @pytest.mark.parametrize("breakdown,says", [
-    (parts(tables=0.080, alone=0.078), "one BLAS call for the same products takes 78.0 ms (2.3x their limit)"),
-    (parts(tables=0.080, alone=0.036), "tables: 80.0 ms, one BLAS call for the same products takes only 36.0"),
+    (parts(tables=0.080, alone=0.078),
+     "one BLAS call for the same products takes 78.0 ms (2.3x their limit)"),
+    (parts(tables=0.080, alone=0.036),
+     "tables: 80.0 ms, one BLAS call for the same products takes only 36.0"),
     (parts(attention=0.050), "attention: 50.0 ms, 13.2x its limit"),
     (parts(elementwise=0.040), "elementwise: 40.0 ms against a limit of 0.0 ms"),
     (parts(other=0.045), "other: 45.0 ms outside every part")],

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import cube_bug
-from conftest import ROOT, compared, in_process, script
+from conftest import ROOT, compared, in_process
 from harness.keeping import results
 
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")

@@ -373,8 +373,9 @@ CLAIMS = [
           "59.9 of 120.9 GFLOP/s", "The better of 64 and 256 tokens reads at more than a quarter "
           "of the workbench (the post's h**3 bug held it to a quarter, and the post went "
           "looking for a bug)", half_the_workbench, (("prefill", {"prompt": 256}),),
-          needs=SMALL, construction=True, fails_on="a machine with a bug like the post's h**3, or whose BLAS is "
-          "slow at the model's shapes"),
+          needs=SMALL, construction=True,
+          fails_on="a machine with a bug like the post's h**3, or whose BLAS is slow at the "
+          "model's shapes"),
     Claim("two_phases", "Reading needs about 20 tokens on a trip to keep the math busy",
           "5.41, 2.88, 2.84 ms a token at 16, 64, 256", f"Around the turn the machine's balance "
           f"puts reading at (2 x the balance tokens): a read of at most a quarter of the turn "
@@ -467,7 +468,8 @@ CLAIMS = [
           "word sooner, smaller ones keep the typers smoother", "a dial",
           "From each chunk size to the next larger, the first word comes no later (a tie, as "
           "two large chunks' nearly equal reads give, holds) and the worst gap grows", dial,
-          needs=SERVER, construction=True, fails_on="a machine whose steps cost the same whatever they carry "
+          needs=SERVER, construction=True,
+          fails_on="a machine whose steps cost the same whatever they carry "
           "(launch-bound: the worst gap flat), or one whose workbench slows on large trips, so "
           "that a larger chunk gives the first word later"),
     Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",

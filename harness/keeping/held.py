@@ -92,8 +92,8 @@ def of(folder):
 def opened(path, within=None, follow=False):
     """The folder at path, held open while the block runs: -> Held. Its last step is never a
     link (a link swapped in for it is refused with OSError) unless follow (a folder the user
-    named), and a folder above it is looked up once, here. within: the folder (a Held, or a path) that holds this one, path then a name
-    in it."""
+    named), and a folder above it is looked up once, here. within: the folder (a Held, or a
+    path) that holds this one, path then a name in it."""
     within = None if within is None else of(within)
     name, dir_fd = (path, None) if within is None else (within._name(path), within.fd)
     if not BY_DESCRIPTOR:

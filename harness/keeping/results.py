@@ -251,7 +251,8 @@ def keep_edited(d, files):
     if raw is None or not edited(d.at(REPORT), raw):
         return None
     with history_of(d, "the edited report") as history:
-        keep = new_entry(history, f"{REPORT.split('.')[0]}.{stamp(time.strftime('%Y-%m-%dT%H-%M-%S'))}")
+        when = stamp(time.strftime("%Y-%m-%dT%H-%M-%S"))
+        keep = new_entry(history, f"{REPORT.split('.')[0]}.{when}")
         try:
             with held.opened(keep, within=history) as entry:
                 copy_regular(d, REPORT, entry)

@@ -189,13 +189,6 @@ def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="
     return taken([s[0] for s in done.steps], stat, what, done)
 
 
-def best_of(fn, runs, what="", again=AGAIN):
-    """The post's best_of: fn timed `runs` times after a warm-up, the fastest kept (a limit is
-    what the machine can do, and only disturbance makes it slower). -> Timing; .seconds is the
-    best."""
-    return measure(fn, runs, stat="best", what=what, again=again)
-
-
 def again_for(args):
     """How many disturbed runs a run's figures measure again: none for a quick (smoke) run."""
     return 0 if args.quick else AGAIN

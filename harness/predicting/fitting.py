@@ -1,7 +1,6 @@
 """Whether a plan fits a machine's memory: what each row holds at once, the most typers that
 fit, the fewest devices a model too big for one is split over, and the grid of which limit
 typing hits at each batch and notebook depth (grey where it does not fit)."""
-import dataclasses
 
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig

@@ -257,4 +257,5 @@ def words(cfg, threads):
     its model and precision."""
     if not threads:
         return str(cfg)
-    return f"{cfg}{', float32' if cfg.dtype == 'float32' else ''}, {threads} "            f"{plural(threads, 'thread')}"
+    return (f"{cfg}{', float32' if cfg.dtype == 'float32' else ''}, {threads} "
+            f"{plural(threads, 'thread')}")

@@ -194,8 +194,8 @@ def split(p, args, cfg, aim, experiments, gpus=None):
     need = f"{' of '.join(apart(need, aim.memory[0]))} GB: the tables {gb(tables)}, the plan's " \
            f"notes and working space {gb(need - tables)}"
     if n is None:
-        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {need}), nor split over up to {MOST_DEVICES} of it: predicted "
-             f"on one, marked as not fitting")
+        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {need}), nor split over up "
+             f"to {MOST_DEVICES} of it: predicted on one, marked as not fitting")
         return 1
     note(f"--predict {aim.name}: {cfg.name} does not fit one (needs {need}); {n} of them "
          f"hold it, so predicted split over {n} (tensor parallel; --gpus N for another count)")

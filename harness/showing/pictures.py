@@ -90,20 +90,6 @@ def files(found, roofline, who, quick, predicted=False):
                          else data)}
 
 
-def redrawn(data):
-    """{file name: draw(f)} of a saved two_phases run's pictures, drawn again from its records
-    by this version (a shipped example kept current)."""
-    import model
-    settings = data.get("settings") or {}
-    threads = (settings.get("threads_used") or [settings.get("model_threads")
-                                                or settings.get("threads")])[0]
-    if isinstance(threads, list):
-        threads = threads[0] if threads else None
-    who = f"{model.SIZES.get(settings.get('model', 'small'), '')} on {data['machine']['cpu']}" \
-        + (f", {threads} {plural(threads, 'thread')}" if threads else "")
-    return files(data["records"], data.get("roofline"), who, bool(data.get("quick")))
-
-
 def save(make, data, who, mark, f):
     """Draw the picture into f, a binary file open for writing."""
     own_config()
