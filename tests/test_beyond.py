@@ -12,6 +12,7 @@ import pytest
 
 import two_phases
 from harness import flags, runner
+from harness.experiments import depth
 from harness.keeping import records
 from engine import blocks, compiled, pool
 from harness.measuring import bench, tuning
@@ -159,7 +160,7 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
 def test_where_the_notes_outweigh_the_tables():
     small = model.SIZES["small"]  # tables: 340 MB, 4,608 notes of 72 KB
     rows = [[16, 0, 30.0], [16, 128, 40.0], [16, 512, 80.0], [1, 0, 15.0], [1, 512, 16.0]]
-    said = two_phases.outweigh(rows, small)
+    said = depth.outweigh(rows, small)
     assert "1 user: never within GPT-2's 1,024 notes, measured not up to 512" in said
     assert "16 users: from 288 notes each, measured about 320" in said
     #                                                                   30 -> 60 ms: twice

@@ -182,11 +182,11 @@ def test_depth_holds_its_rows_to_the_same_speeds_as_the_check(quick_run):
 
 
 def test_a_rows_recordings_know_their_processes_so_a_verdict_on_them_counts_processes():
-    import two_phases
+    from harness import model_run
     from harness.predicting.plans import Row
     parts = {"trip": 1.0, "tables": 0.6, "attention": 0.3, "elementwise": 0.05, "other": 0.05}
     row = Row({"users": 64}, "64 users", [[(512, 1)] * 64])
-    made = two_phases.recorded(model.TINY, row, "decode 64 users",
+    made = model_run.recorded(model.TINY, row, "decode 64 users",
                                [[7, parts], [0, parts], [3, {**parts, "trip": 1.2}]],
                                {0: 0, 3: 2, 7: 5})
     assert made["runs"]["trip"].processes == (0, 2, 5)  # one recording in each process

@@ -454,13 +454,15 @@ def test_a_claim_counted_by_construction_holds_at_the_limits_of_any_cpu():
     a GPU's in float32): its verdict there tells nothing of the machine; every other claim
     judged there fails at some balance of that range."""
     import two_phases
+    from harness import model_run
+    from harness.experiments import summary
     from harness.predicting import plans
     args = two_phases.parse_args(["--no-plot"])  # the post's experiment
-    cfg, seen = two_phases.measured(args), {}
+    cfg, seen = model_run.config(args), {}
     for balance in (1, 2, 4, 8, 16, 32, 64):
         roofs = Speeds(20e9, 20e9 * balance)
         found = plans.at_the_limits(cfg, args, two_phases.EXPERIMENTS, roofs,
-                                    (two_phases.summary,))
+                                    (summary.figures,))
         for c, here, said, *_ in judge.verdicts(found, roofs, ("two_phases",), vars(args)):
             if said in (rules.HOLDS, rules.FAILS):
                 seen.setdefault(c.says, []).append(said)

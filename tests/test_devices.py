@@ -14,6 +14,7 @@ import machine_speed
 import model
 import two_phases
 from conftest import in_process, one_line
+from harness import model_run
 from harness.measuring import bench as b, devices, rounds
 
 TORCH = importlib.util.find_spec("torch") is not None
@@ -216,7 +217,7 @@ def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds()
         args = argparse.Namespace(device=device, notes=512, typers=8, question=1024,
                                   out="results")
         settings = {"device": device}
-        found = two_phases.turning_here(cfg, args, card.roofs, settings)
+        found = model_run.turning_here(cfg, args, card.roofs, settings)
         assert [r["keys"]["name"] for r in found if r["figure"] == "balance"] == [device, "post"]
         said = judge.verdicts(found, card.roofs, ("two_phases",), settings)
         gpu = [(c, v) for c, _, v, *_ in said if c in gpu_claims.GPU_CLAIMS]

@@ -3,6 +3,7 @@
 import pytest
 
 import two_phases
+from harness.experiments import collision
 from harness.keeping import records
 from harness.keeping.records import col
 from conftest import made
@@ -10,7 +11,7 @@ from conftest import made
 
 @pytest.mark.parametrize("question,chunk", [(1024, 128), (100, 32), (7, 1), (50, 50), (50, 999)])
 def test_chunks_cover_the_question_once_in_order(question, chunk):
-    steps = two_phases.schedule(question, chunk)
+    steps = collision.schedule(question, chunk)
     pieces = steps[:-1]
     assert [s.start for s in pieces] == list(range(0, question, chunk))
     assert [s.stop for s in pieces] == [s.start for s in pieces[1:]] + [question]
@@ -20,7 +21,7 @@ def test_chunks_cover_the_question_once_in_order(question, chunk):
 
 def test_a_chunk_as_long_as_the_question_reads_it_in_one_step():
     for chunk in (1024, 2048):
-        assert two_phases.schedule(1024, chunk) == [slice(0, 1024), slice(1024, 1025)]
+        assert collision.schedule(1024, chunk) == [slice(0, 1024), slice(1024, 1025)]
 
 
 def test_budget_and_chunk_spell_the_same_dial():
@@ -35,8 +36,8 @@ def test_the_dial_is_normalized_once_when_parsed():
 
 
 def test_every_step_puts_each_typer_one_note_further():
-    steps = two_phases.schedule(5, 2)  # reads 2, 2, 1, then the newcomer types
-    assert two_phases.riders_of(steps, 10, 2) == [
+    steps = collision.schedule(5, 2)  # reads 2, 2, 1, then the newcomer types
+    assert collision.riders_of(steps, 10, 2) == [
         [(10, 1), (10, 1), (0, 2)], [(11, 1), (11, 1), (2, 2)], [(12, 1), (12, 1), (4, 1)],
         [(13, 1), (13, 1), (5, 1)]]
 
@@ -85,8 +86,8 @@ def test_a_quick_measured_dial_fills_every_column(quick_run):
 def test_the_posts_three_lines_say_what_their_figures_show():
     def line(normal, at_once, chunked):
         said = {"typers": 8, "question": 1024, "chunk": 128, "steps": 8,
-                **dict(zip(two_phases.GAPS, (normal, at_once, chunked)))}
-        return two_phases.collision_lines(made("collision", [
+                **dict(zip(collision.GAPS, (normal, at_once, chunked)))}
+        return collision.lines(made("collision", [
             col(figure, figure, "", "g") for figure in said], [said])).splitlines()
     post = line(0.118, 4.723, 0.671)  # the post's own: 40x, and bumps of a seventh of it
     assert post[1].endswith("(one huge freeze)") and post[2].endswith("(8 small bumps, worst one)")

@@ -403,7 +403,8 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     assert {r["value"] for r in rows if r["figure"] == "memory"} == {
         f"does not fit (needs {plans.gb(n)} of 80 GB)" for n in [
             held + sum(plans.held(dataclasses_replace(seventy, "bfloat16"), [row]))
-            for row in two_phases.decode_plan(one)]}  # every row marked, with its own need
+            for row in two_phases.EXPERIMENTS["decode"].plan(one)]}  # every row marked, its
+    #                                                          own need beside it
     capsys.readouterr()
     auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                   "--no-save"])

@@ -9,6 +9,8 @@ import compare
 import cube_bug
 import machine_speed
 import two_phases
+from harness import model_run
+from harness.experiments import collision, decode, depth, launches, prefill, summary
 from harness.judging import check, claims, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
@@ -18,8 +20,9 @@ from harness.keeping.records import Layout, col
 from conftest import made
 
 PREDICT = ["--predict", "--forklift", "12", "--workbench", "121", "--label", "p", "--no-plot"]
-SCRIPTS = (two_phases, machine_speed, cube_bug, check, sheets, predict, plans, fitting, turning,
-           parts, request)
+SCRIPTS = (two_phases, model_run, prefill, decode, launches, collision, summary, depth,
+           machine_speed, cube_bug, check, sheets, predict, plans, fitting, turning, parts,
+           request)
 
 
 def renamed(monkeypatch):

@@ -232,11 +232,13 @@ def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
     trips. Every planned row is in exactly one kind."""
     import cube_bug
     import two_phases
+    from harness import model_run
+    from harness.predicting import plans
     args = two_phases.parse_args([])
     rows = {n: e.plan(args) for n, e in two_phases.EXPERIMENTS.items() if n in args.experiments}
-    made = two_phases.kinds(args, rows)
+    made = model_run.kinds(args, rows)
     kinds = {k.name: set(k.trials) for k in made if not k.extra}
-    names = [two_phases.trial_name(e, r) for e in rows for r in rows[e]]
+    names = [plans.trial_name(e, r) for e in rows for r in rows[e]]
     assert all(sum(n in k for k in kinds.values()) == 1 for n in names)
     (extra,) = [k for k in made if k.extra]  # reading and typing alone: a part of the first's
     assert set(extra.trials) < kinds[""] and not any(n.startswith("collision")

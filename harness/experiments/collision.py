@@ -1,0 +1,125 @@
+"""When the two phases share a server: typers at their normal gap, then a newcomer's long question
+read all at once (the freeze) or in chunks between their steps (vLLM's chunked prefill), each
+chunk size of the dial a row."""
+from harness.experiments import SEED
+from harness.judging.rules import FREEZE
+from harness.keeping import records
+from harness.keeping.records import Layout, Measured, col, ms
+from harness.measuring import bench as b
+from harness.post import CHUNK
+from harness.predicting import plans
+from harness.predicting.plans import Experiment, Row, trial_name
+from harness.showing.printers import sheet
+
+DIAL = (128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
+
+
+def schedule(question, chunk):
+    """vLLM's chunked prefill: what the newcomer puts on each step's trip, as a slice of its
+    tokens (its question, then its first typed word). Every step, each typer gets its one token
+    first; the newcomer's next `chunk` tokens of question ride in the same trip (with a per-step
+    token budget B, chunk = B - typers). The step that reads the question's last piece also gives
+    the newcomer its first word (the output at its last question token, sampled as vLLM does in
+    that same step); in the next step it types that word with the others, and the collision is
+    over. chunk >= question reads it all in one step."""
+    return ([slice(a, min(a + chunk, question)) for a in range(0, question, chunk)]
+            + [slice(question, question + 1)])
+
+
+def riders_of(steps, notes, typers):
+    """Each step's riders for the accounting: the typers one note further every step."""
+    return [[(notes + i, 1)] * typers + [(s.start, s.stop - s.start)]
+            for i, s in enumerate(steps)]
+
+
+def plan(args):
+    """The typers' normal gap, then the newcomer's question read in each chunk size of the dial."""
+    return [Row({}, "normal gap", [[(args.notes, 1)] * args.typers])] + [
+        Row({"chunk": c}, f"chunks of {c}, worst" if c < args.question else "all at once",
+            riders_of(schedule(args.question, c), args.notes, args.typers)) for c in args.chunk]
+
+
+def trials(bench, args, rows):
+    """The typers alone (the row with no chunk), then each chunk size's schedule."""
+    room = max(len(r.steps) for r in plan(args))  # the longest schedule's steps
+    server = b.Server(bench, args.notes, args.typers, args.question, room,
+                      (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
+    for row in rows:  # the question read at once warms up for all
+        if not row.keys:
+            yield b.trial(bench, trial_name("collision", row), *server.alone, warm=False)
+        else:
+            yield server.trial(trial_name("collision", row), schedule(args.question, row.key[0]),
+                               plans.recorded_step(bench.cfg, row),
+                               warm=row.key[0] == args.question)
+
+
+def figures(cfg, args, outcomes, roofs):
+    """The post's three lines, then the dial."""
+    normal, dial = outcomes[0].figures["time"], {r.row.key[0]: r for r in outcomes[1:]}
+    chunk = post_chunk(args.chunk, args.question)
+    gaps = [normal, dial[args.question].figures["time"], dial[chunk].figures["time"]]
+    row = {"typers": args.typers, "question": args.question, "chunk": chunk,
+           "steps": len(dial[chunk].row.steps) - 1, **{gap: ms(t) for gap, t in zip(GAPS, gaps)}}
+    rows = []
+    for c, r in dial.items():
+        f = r.figures
+        rows.append({"chunk": c, "steps to read": len(r.row.steps) - 1,
+                     "first word": ms(f["ttft"]), "median gap": ms(f["gap median"]),
+                     "worst gap": ms(f["time"]), "total": ms(f["total"]),
+                     "worst x normal": Measured(f["time"].seconds / normal.seconds,
+                                                ((1, f["time"]), (-1, normal)))})
+    return [(TABLE, [row]), (DIAL_TABLE, rows)]
+
+
+def sheets(found, cfg, args):
+    said = (f"{args.typers} typers with {args.notes} notes each, a newcomer's "
+            f"{args.question:,}-token question; {plans.words(cfg, args.threads)}")
+    three = lines(records.of(found, TABLE.name))
+    return [sheet(TABLE, found, settings=said,
+                  text=three if args.tablefmt == "plain" else None),
+            sheet(DIAL_TABLE, found, settings=said + (
+                "; budgets " + ", ".join(map(str, args.budget)) + f" (chunk = budget - "
+                f"{args.typers} typers)" if args.budget else ""))]
+
+
+GAPS = ("normal gap", "all at once gap", "chunked worst gap")
+TABLE = Layout("collision", [
+    col("typers", "typers", "users", "d"), col("question", "question", "tokens", "d"),
+    col("chunk", "chunk", "tokens", "d"), col("steps", "steps", "steps", "d"),
+    *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)],
+    timed=GAPS, per="figure", title="When the two phases share a server")
+DIAL_TABLE = Layout("dial", [col("chunk", "chunk", "tokens", "d", key=True),
+                             col("steps to read", "steps to read", "steps", "d"),
+                             col("first word", "first word ms", "ms", ".1f", compared=True),
+                             col("median gap", "gap median ms", "ms", ".1f"),
+                             col("worst gap", "worst gap ms", "ms", ".1f", compared=True),
+                             col("worst x normal", "worst x normal", "x", ".1f"),
+                             col("total", "total ms", "ms", ".1f")],
+                    timed=("worst gap",), title="The chunk-size dial")
+
+
+def post_chunk(dial, question):
+    """The chunk of the post's third line: 128, or the dial's smallest below the question."""
+    below = [c for c in dial if c < question]
+    return CHUNK if CHUNK in below else min(below or dial)
+
+
+def lines(found):
+    """The post's three lines, their words as the figures say: a freeze is huge at FREEZE times
+    the normal gap, bumps small under half the freeze. found: the collision's records."""
+    said = {r["figure"]: r["value"] for r in found}
+    normal, at_once, chunked = (said[gap] for gap in GAPS)
+    x, small, steps = at_once / normal, chunked < at_once / 2, said["steps"]
+    bumps = f"{steps}{' small' * small} bumps, worst one" if steps > 1 else "one step: all at once"
+    said_lines = [(f"normal gap between words for the {said['typers']} typers", normal, ""),
+                  (f"gap if the engine reads all {said['question']:,} at once", at_once,
+                   " (one huge freeze)" if x >= FREEZE
+                   else f" (a freeze of {x:.1f}x the normal gap)"),
+                  (f"gap if it reads {said['chunk']} tokens between steps", chunked,
+                   f" ({bumps})")]
+    width = max(len(label) for label, _, _ in said_lines)
+    return "\n".join(f"{label:<{width}} : {gap_ms:8.1f} ms{note}"
+                     for label, gap_ms, note in said_lines)
+
+
+EXPERIMENT = Experiment(plan, trials, figures, sheets)

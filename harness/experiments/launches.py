@@ -1,0 +1,60 @@
+"""On a GPU library's device: what launching a typing step's work costs, with almost no work.
+The empty trip rides beside decode's rows, and its table prints under the typing table."""
+import dataclasses
+
+from harness.experiments import SEED
+from harness.keeping import records
+from harness.keeping.records import Layout, Measured, col, ms
+from harness.measuring import bench as b, timing
+from harness.showing.printers import sheet
+import model
+
+NAME = "launches"  # the empty trip's trial, and its table
+
+
+def trials(bench, args):
+    """The empty trip: one user typing through the same floors and operations as the model's,
+    on tables one number a head wide (width = heads): every kernel a typing step launches, with
+    almost no bytes or math, so its time is what launching costs (and, with --graphs, what is
+    left of it)."""
+    cfg = dataclasses.replace(model.gpt2("empty", bench.cfg.layers, bench.cfg.heads,
+                                         bench.cfg.heads), dtype=bench.cfg.dtype,
+                              note_dtype=bench.cfg.dtype)
+    empty = dataclasses.replace(bench, cfg=cfg, floors=bench.on.tables(model.floors(cfg)),
+                                questions={})
+    first = b.read_question(empty, args.notes, SEED + 1)
+    return [b.trial(empty, NAME, b.tokens(cfg, 1, SEED + 3, bench.on),
+                    [(b.copies(empty, first, 1, room=1), 1)], recorded=False)]
+
+
+def figures(outcomes, done):
+    """The empty trip against one user's typing step (the fewest users decode ran). -> [(Layout,
+    rows)], none where it was not measured"""
+    decode = sorted(outcomes.get("decode", []), key=lambda r: r.row.key)
+    if NAME not in done.visits or not decode:
+        return []
+    empty = timing.taken([s[0] for s in done.runs(NAME).steps], "middle", NAME,
+                         done.runs(NAME), said=True)
+    step = decode[0].figures["time"]
+    return [(TABLE, [{"users": decode[0].row.key[0], "empty trip": ms(empty),
+                      "step": ms(step),
+                      "share": Measured(empty.seconds / step.seconds,
+                                        ((1, empty), (-1, step)))}])]
+
+
+TABLE = Layout(NAME, [col("users", "users", "users", "d", key=True),
+                      col("empty trip", "empty trip ms", "ms", ".3f", compared=True),
+                      col("step", "step ms", "ms", ".3f"),
+                      col("share", "empty trip's share", "x", ".2f")],
+               timed=("empty trip", "step"),
+               title="Launching a typing step's work: the empty trip")
+
+
+def sheets(found, args):
+    if not records.of(found, NAME):
+        return []
+    how = "replayed as one CUDA graph (--graphs)" if args.graphs else \
+        "launched one after another (eager: --graphs replays them as one)"
+    return [sheet(TABLE, found, settings=f"the same floors and operations on tables one "
+                                         f"number a head wide, almost no bytes: {how}",
+                  note="; a share near 1: the step is its launches, not the forklift")]

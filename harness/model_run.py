@@ -1,0 +1,303 @@
+"""A run of the model's experiments, whichever a script names: every planned row and the
+machine's two speeds measured in rounds, spread over worker processes (each builds the model and
+visits the rows); then the records, from which the sheets, the check, the claims and the
+pictures. experiments: {name: plans.Experiment}, in the order they print (two_phases.EXPERIMENTS);
+it is read at each call, never copied."""
+import dataclasses
+import functools
+import time
+
+from engine import pool
+from engine.blocks import Paths
+from harness import flags
+from harness.experiments import launches, summary
+from harness.judging import check, judge
+from harness.keeping import records
+from harness.keeping.records import Layout, col
+from harness.measuring import bench as b, devices, rounds, speeds, timing, tuning
+from harness.predicting import plans, presets, turning
+from harness.predicting.plans import Outcome, timings, trial_name
+from harness.showing import pictures, printers, sheets
+from harness.showing.printers import Picture, Saved, sheet
+from harness.terminal import note, plural, progress
+import model
+
+
+def run(experiments, script):
+    """runner.run's experiment(args, facts) for a run of these experiments (their rows measured
+    by `python script ... --worker`): each row's rounds (in as many fresh processes of each kind
+    as --time-budget holds), then every sheet from the records: each experiment's, the speeds,
+    the check and breakdown against them, the claims; then the pictures."""
+    def experiment(args, facts):
+        cfg = config(args)
+        planned = {n: e for n, e in experiments.items() if n in args.experiments}
+        rows = {n: e.plan(args) for n, e in planned.items()}
+        done = rounds.measured(args, script, worker(experiments), kinds(args, rows),
+                               record=True, alone=True)
+        made = assessed(cfg, args, planned, rows, done)
+        yield from printed(cfg, args, facts, planned, made, done)
+    return experiment
+
+
+def worker(experiments):
+    """What a worker process of these experiments measures: measure_here(experiments, ...)."""
+    return functools.partial(measure_here, experiments)
+
+
+def config(args):
+    """The model a run measures: GPT-2 of --model, in --dtype's precision (float32 but on a GPU
+    library's device), tables and notes alike."""
+    return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
+
+
+EXTRA = "reading and typing"  # the kind measured in the time the others leave
+KINDS = (("", ("prefill", "decode", "depth", "collision"), lambda users: users == 1, False),
+         ("depth", ("depth",), lambda users: users > 1, False),
+         (EXTRA, ("prefill", "decode", "depth"), lambda users: users == 1, True))
+#   (name, experiments, which depth rows by their users, extra): every row a claim uses shares
+#   its processes (its claims pair rows round by round, and the rows' start is shared: the
+#   tables, the typers' first question, the speeds' tables). The depth's rows of many users (16
+#   users' 1,023 notes each, a notebook of 1.2 GB to make) back no claim and measure in one
+#   process of their own. The time left then goes to processes of reading and typing alone:
+#   the collision's schedules are 9 of a round's 15 s, and its claims stand on its first
+#   processes, where the claims on reading and typing (most of them) gain with every process
+
+
+def kinds(args, rows):
+    """The kinds of worker process a run's rows are measured in: each with the speed trials
+    (and, on a GPU library's device, the empty trip beside typing); the extra kind only where
+    it leaves out some of the first kind's rows."""
+    out = []
+    for name, experiments, which, extra in KINDS:
+        names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
+                 if e != "depth" or which(r.key[0])]
+        empty = (launches.NAME,) if "decode" in experiments and "decode" in rows \
+            and not args.on.numpy else ()
+        trials = (*speed_names(args), *names, *empty)
+        if names and not (extra and out and set(trials) == set(out[0].trials)):
+            out.append(rounds.Kind(name, trials, 1 if name == "depth" else None, extra))
+    return out
+
+
+SPEEDS_PREFIX = "speeds "  # the speed trials' names in a run of the model's rows
+
+
+def speed_trials(args, on):
+    """The forklift's two reads and the workbench as a round visits them, at machine_speed's
+    own sizes; none where the flags give the speeds."""
+    if flags.given_speeds(args):
+        return []
+    size = speeds.sizes(args.quick, on)
+    return speeds.trials(size["size"], size["matmul"], on, args.threads or 1, SPEEDS_PREFIX,
+                         on.dtype, args.quick)
+
+
+def speed_names(args):
+    """The speed trials' names, none where the flags give the speeds."""
+    return () if flags.given_speeds(args) else tuple(
+        SPEEDS_PREFIX + n for n in (*speeds.READS, speeds.WORKBENCH))
+
+
+def measure_here(experiments, args, job):
+    """A worker's part of the rounds, in this process: the model's tables (random weights), the
+    paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
+    (where asked) the table products alone; the trips' freed memory kept in the process (see
+    bench.keep_freed_memory). -> the result rounds.run() and the job describe"""
+    began, cfg, on = time.perf_counter(), config(args), args.on
+    b.keep_freed_memory()
+    progress("making the tables (random weights)")
+    bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
+                    pool.workers(args.threads) if on.numpy else None, args.runs,
+                    again=job.get("again", timing.AGAIN), on=on, graphs=args.graphs)
+    try:
+        chosen = None
+        if on.numpy and job.get("paths"):
+            bench = dataclasses.replace(bench, paths=Paths(**job["paths"]))
+        elif on.numpy:
+            bench, chosen = tuning.with_paths(bench, args.attention, args.blocks,
+                                              args.compiled)
+        wanted = job.get("trials")
+        trials = [t for t in speed_trials(args, on) if wanted is None or t.name in wanted]
+        if not on.numpy and "decode" in args.experiments and (wanted is None
+                                                              or launches.NAME in wanted):
+            trials += launches.trials(bench, args)
+        checked = []
+        for name, e in experiments.items():
+            rows = [r for r in e.plan(args) if name in args.experiments
+                    and (wanted is None or trial_name(name, r) in wanted)]
+            if rows:
+                trials += list(e.trials(bench, args, rows))
+                checked += [r for r in rows if e.checked]
+        setup_s = time.perf_counter() - began
+        result = rounds.run(trials, job)
+        if job.get("alone"):  # the table products alone: a share of the token counts each
+            counts = sorted({sum(t for _, t in r.steps[plans.recorded_step(cfg, r)])
+                             for r in checked})
+            began = time.perf_counter()
+            result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
+                               for n in counts[job.get("process", 0)::job.get("processes", 1)]}
+            result["alone_s"] = time.perf_counter() - began
+        paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
+                 "blocks": [list(k) for k in bench.paths.blocks],
+                 "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled),
+                 "pieces": list(bench.paths.pieces)}
+        return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
+    finally:
+        if bench.pool:
+            bench.pool["helpers"].shutdown()
+
+
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """What a run's measurements make: its records (found), the speeds every row is held to,
+    the rows held against them, their outcomes, and the rows at this machine's limits."""
+    found: list
+    held_to: object
+    held: list
+    outcomes: dict
+    ideal: list
+    points: dict
+
+
+def outcomes_of(cfg, planned, rows, done):
+    """{experiment: [Outcome]}: each row's figures from its rounds, and, where it is checked,
+    its recorded trip: the riders of the step recorded, the middle recording's parts, and each
+    part's seconds in every recording (a Timing, for the breakdown's records)."""
+    out = {}
+    for name, e in planned.items():
+        out[name] = []
+        for row in rows[name]:
+            trial = trial_name(name, row)
+            runs = done.runs(trial)
+            out[name].append(Outcome(row, timings(row, runs, what=trial), recorded(
+                cfg, row, trial, done.recorded.get(trial), done.process_of) if e.checked
+                else None))
+    return out
+
+
+def recorded(cfg, row, trial, found, process_of=None):
+    """A row's recorded trips as the check and breakdown read them, each with the process it
+    was recorded in (process_of: {round: process}); None where none was."""
+    if not found:
+        return None
+    found = sorted(found, key=lambda rp: rp[0])
+    middle = sorted((parts for _, parts in found), key=lambda p: p["trip"])[(len(found) - 1) // 2]
+    where = tuple((process_of or {}).get(r, 0) for r, _ in found)
+    return {"riders": row.steps[plans.recorded_step(cfg, row)], "parts": middle,
+            "runs": {part: timing.Timing(tuple(p[part] for _, p in found),
+                                         rounds=tuple(r for r, _ in found), trial=trial,
+                                         processes=where)
+                     for part in middle}}
+
+
+def roofs_of(args, done):
+    """The speeds every row is held to: each the middle of the rounds' ceilings (the forklift
+    the faster of its two reads in each round), each row held round by round to its own round's
+    (or the speeds the flags give); and their records."""
+    if flags.given_speeds(args):
+        return flags.given_speeds(args), []
+    size = speeds.sizes(args.quick, args.on)
+    ceiling = speeds.ceilings(done, SPEEDS_PREFIX)
+    held_to = speeds.held_to(ceiling, size["size"], size["matmul"], "measured beside the rows "
+                             "in every round: the middle of the rounds' ceilings, each row held "
+                             "to its own round's")
+    return held_to, records.from_rows([(ROOFS_TABLE, [
+        speeds.figures(ceiling, size["size"], size["matmul"])])], {})
+
+
+ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f"),
+                                col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
+                                col("streaming read", "streaming GB/s", "GB/s", ".1f"),
+                                col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                col("balance", "balance", "FLOPs/byte", ".1f")],
+                     timed=("memory speed", "math speed"), per="figure",
+                     title="The forklift and the workbench")
+
+
+def assessed(cfg, args, planned, rows, done):
+    """Everything the measurements make, from them alone (so that more rounds would make it
+    again): -> Made"""
+    settings = records.settings_of(args, paths=str(Paths(**done.paths)) if done.paths else None)
+    held_to, found = roofs_of(args, done)
+    found = [{**r, "settings": settings} for r in found]
+    outcomes = outcomes_of(cfg, planned, rows, done)
+    for name, e in planned.items():
+        found += records.from_rows(e.figures(cfg, args, outcomes[name], held_to), settings)
+    found += records.from_rows(summary.figures(outcomes), settings)
+    found += records.from_rows(launches.figures(outcomes, done), settings)
+    checked = [(n, o) for n, e in planned.items() if e.checked for o in outcomes[n]]
+    held, ideal, points = [], [], None
+    if checked:
+        alone = {n: timing.Timing(tuple(s), "best") for n, s in done.alone.items()}
+        held = check.held(cfg, checked, held_to, alone.get)
+        found += records.from_rows(check.held_figures(held), settings)
+        points = plans.roofline(cfg, checked, held_to)
+        ideal = plans.at_the_limits(cfg, args, planned, held_to, (summary.figures,))
+    return Made(found, held_to, held, outcomes, ideal, points)
+
+
+def printed(cfg, args, facts, planned, made, done):
+    """What the run prints and keeps, from what it made."""
+    found, held_to = made.found, made.held_to
+    if done.paths and args.on.numpy:
+        chosen = {**(done.chosen or {}), **done.paths}
+        yield from (tuning.paths_line(chosen, args), Saved("paths", chosen))
+    elif not args.on.numpy:  # the library's own products on its device
+        yield f"paths: {args.on.name}'s own products, one call each"
+    yield Saved("rounds", {"rounds": done.rounds, "processes": done.processes,
+                           "visit_s": {n: done.visit_s(n) for n in done.visits}})
+    if done.device_bytes is not None:  # a GPU's: the most its processes held there
+        yield Saved("device_memory_bytes", done.device_bytes)
+    if done.stopped:
+        yield Saved("stopped", done.stopped)
+    for name, e in planned.items():
+        yield from printers.spaced(e.sheets(found, cfg, args))
+        if name == "decode":  # under the typing table, on a GPU library's device
+            yield from printers.spaced(launches.sheets(found, args))
+    yield from printers.spaced(summary.sheets(found))
+    if records.of(found, ROOFS_TABLE.name):
+        yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
+    settings = found[0]["settings"] if found else records.settings_of(args)
+    if made.held:
+        counts = [len(v) for v in done.recorded.values()] or [1]
+        yield from printers.spaced(sheets.held(found, made.held, held_to, plans.words(
+            cfg, args.threads), (min(counts), max(counts))))
+        if judge.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
+            turned = turning_here(cfg, args, held_to, settings)
+            found += turned
+            yield from printers.spaced([printers.Sheet(
+                turning.TURNING, tuple(turned), settings=f"{cfg}, at the speeds measured here; "
+                                                         f"the post's machine to compare")])
+        preset = presets.preset_of(facts.get("device"), cfg.dtype)  # a GPU with a preset: its
+        if preset:  # datasheet; else why it has none
+            checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
+            found += records.from_rows(check.datasheet_figures(cfg, checked, preset), settings)
+            yield from printers.spaced(sheets.datasheet(found, checked, preset))
+        elif presets.identified(facts.get("device")):
+            note(f"no datasheet row: {presets.identified(facts.get('device'))}")
+        yield from (Saved("roofline", made.points), Saved("roofs", held_to.saved()),
+                    Saved("at_limits", made.ideal))
+    who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
+    yield sheets.claims(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
+                       stopped=done.stopped)
+    if args.plot:
+        yield from (Picture(name, draw) for name, draw in
+                    pictures.files(found, made.points, who, args.quick).items())
+
+
+def turning_here(cfg, args, speeds, settings):
+    """The turning points at the speeds this run measured (a GPU's), and the post's machine's to
+    compare: the records the post's GPU claims are judged on, as a prediction's are."""
+    post = presets.target("post", "float32", None, args.out).roofs
+    return records.make(turning.TURNING, [
+        {"name": name, "precision": cfg.dtype,
+         **turning.turning(cfg, at, args.notes, args.typers, args.question)}
+        for name, at in ((args.device, speeds), ("post", post))], settings)
+
+
+def peak_bytes(experiments, args):
+    """The tables, plus the most that measuring the speeds or any experiment holds at once."""
+    measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(
+        args.quick, devices.device(args.device))
+    return plans.peak_bytes(config(args), [experiments[n].plan(args) for n in args.experiments],
+                            measuring)
