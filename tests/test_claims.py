@@ -475,3 +475,61 @@ def test_a_claim_counted_by_construction_holds_at_the_limits_of_any_cpu():
         else:
             assert rules.FAILS in seen[c.says], c.says
     assert {c.says for c in claims.CLAIMS if c.construction} <= set(seen)
+
+
+def layouts():
+    """Every Layout the suite's modules declare: the records' experiments and their figures."""
+    import importlib
+    import pkgutil
+    import cube_bug
+    import machine_speed
+    import two_phases
+    from harness import experiments, model_run
+    from harness.predicting import fitting, parts, plans, predict, request, turning
+    modules = [two_phases, machine_speed, cube_bug, model_run, check, sheets, fitting, parts,
+               plans, predict, request, turning] + [
+        importlib.import_module(f"harness.experiments.{m.name}")
+        for m in pkgutil.iter_modules(experiments.__path__)]
+    return [v for m in modules for v in vars(m).values() if isinstance(v, records.Layout)]
+
+
+def test_every_figure_a_claim_reads_is_a_column_some_layout_makes(monkeypatch):
+    """A claim finds its figures by the records' names (an experiment, a figure): each name it
+    asks for, judging the post's figures as measured and as predicted, is a column of a Layout
+    the code declares, so a renamed column fails here rather than reading 'not measured here'
+    in every run."""
+    asked, real_find, real_rows = set(), records.find, records.rows
+
+    class Read(dict):  # a row of rows() that notes each figure read from it
+        experiment = ""
+
+        def __getitem__(self, figure):
+            asked.add((self.experiment, figure))
+            return super().__getitem__(figure)
+
+        def get(self, figure, default=None):
+            asked.add((self.experiment, figure))
+            return super().get(figure, default)
+
+    def find(found, experiment, figure, /, **keys):
+        asked.add((experiment, figure))
+        return real_find(found, experiment, figure, **keys)
+
+    def rows(found, experiment):
+        out = {}
+        for keys, figures in real_rows(found, experiment).items():
+            out[keys] = Read(figures)
+            out[keys].experiment = experiment
+        return out
+
+    from harness.judging import gpu_claims
+    for module in (rules, claims):
+        monkeypatch.setattr(module, "find", find)
+    for module in (claims, gpu_claims):
+        monkeypatch.setattr(module, "rows", rows)
+    scripts = ("machine_speed", "two_phases", "cube_bug")
+    for settings in (None, {"predict": True}, {"device": "torch:cuda"}):
+        judge.verdicts(the_posts_figures(), ROOFS, scripts, settings)
+    made = {(layout.name, c.figure) for layout in layouts()
+            for c in (*layout.columns, *layout.unprinted)}
+    assert len(asked) > 20 and asked - made == set()
