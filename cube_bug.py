@@ -261,10 +261,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    if args.worker:  # one of the run's worker processes: its rounds, nothing printed or saved
-        return rounds.serve(args, measure_here)
-    return runner.run("cube_bug", args, experiment)
+    return runner.run("cube_bug", parse_args(argv), experiment, worker=measure_here)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from harness import flags, model_run, runner
 from harness.experiments import SEED, collision, decode, depth, prefill
 from harness.post import NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note
-from harness.measuring import rounds
 from harness.predicting import predict
 from harness.showing import pictures
 import model
@@ -122,13 +121,13 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.worker:  # one of the run's worker processes: its rounds, nothing printed or saved
-        return rounds.serve(args, model_run.worker(EXPERIMENTS))
     if args.predict:
         return runner.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
             block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))
-    note(f"estimated peak memory: {model_run.peak_bytes(EXPERIMENTS, args) / 1e9:.1f} GB")
-    return runner.run("two_phases", args, model_run.run(EXPERIMENTS, __file__))
+    if not args.worker:
+        note(f"estimated peak memory: {model_run.peak_bytes(EXPERIMENTS, args) / 1e9:.1f} GB")
+    return runner.run("two_phases", args, model_run.run(EXPERIMENTS, __file__),
+                      worker=model_run.worker(EXPERIMENTS))
 
 
 if __name__ == "__main__":

@@ -27,13 +27,17 @@ UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "wor
            "on", "given")  # about the run, not the result
 
 
-def run(script, args, body, headline=None):
+def run(script, args, body, headline=None, worker=None):
     """Measure under each chosen thread count: the machine line, then what body yields, printed
     as it comes; then save, and bring the folder's report up to date. headline: the line to show
-    instead of the machine line, for a run that measures nothing (a prediction). Returns the
-    exit code: 0; 1 if the results could not be saved, or a worker process failed (saving what
-    was measured before it, marked, where every row was); 128 + the signal's number on Ctrl-C
-    (130) or SIGTERM (143), with nothing saved and earlier results untouched."""
+    instead of the machine line, for a run that measures nothing (a prediction). worker(args,
+    job): what one of the run's worker processes measures; a worker (--worker) does only that,
+    printing and saving nothing (rounds.serve). Returns the exit code: 0; 1 if the results could
+    not be saved, or a worker process failed (saving what was measured before it, marked, where
+    every row was); 128 + the signal's number on Ctrl-C (130) or SIGTERM (143), with nothing
+    saved and earlier results untouched."""
+    if worker and getattr(args, "worker", False):
+        return rounds.serve(args, worker)
     plain_streams()
     args = flags.settled(args)
     stopping.begin()
