@@ -164,7 +164,7 @@ def parser(doc, runs, prog, budget=None):
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
                         "several (--threads 1 2) sweep them: one block of tables each, saved as "
                         "<script>.sweep; default: the library's own choice")
-    g.add_argument("--device", type=checked(devices.device), default="numpy", metavar="WHERE",
+    g.add_argument("--device", type=checked(devices.named), default="numpy", metavar="WHERE",
                    help="where the arrays live: numpy (the post's, this CPU), torch:cpu, "
                         "torch:cuda, torch:mps (an Apple GPU) or cupy:cuda; PyTorch and CuPy "
                         f"only when asked ({devices.INSTALL})")
@@ -228,13 +228,19 @@ def add_device_flags(g):
 
 
 def check_device_flags(p, args):
-    """Refuse, in one line, what the device named cannot do."""
+    """Refuse, in one line, what the device named cannot do, or a device that is not here: its
+    library is loaded only now, once every flag is read (the name alone was checked while
+    parsing, with no library imported and no setting made), in the precision and TF32 asked."""
     library = args.device.partition(":")[0]
     if args.tf32 and library == "numpy":
         p.error("argument --tf32: TF32 is an NVIDIA GPU's: it needs --device torch:cuda or "
                 "cupy:cuda (NumPy computes float32 as it is)")
     if getattr(args, "graphs", False) and args.device != "torch:cuda":
         p.error(f"argument --graphs: CUDA graphs need --device torch:cuda, got {args.device}")
+    try:
+        devices.device(args.device, getattr(args, "dtype", "float32"), args.tf32)
+    except ValueError as e:
+        p.error(f"argument --device: {e}")
 
 
 _UNSET = object()  # a flag's value before parsing: still _UNSET after it, the flag was not given

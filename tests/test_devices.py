@@ -114,6 +114,18 @@ def test_whether_a_device_is_a_gpu_is_read_from_its_name_alone(flag, kind, gpu):
         assert devices.named(flag)[1] == kind
 
 
+def test_reading_the_flags_imports_no_gpu_library_and_sets_nothing():
+    """--device is a name while the flags are read: its library is loaded, in the precision and
+    TF32 asked, only once every flag is read and checked."""
+    from conftest import python
+    r = python("import os, sys\n"
+               "from harness import flags\n"
+               "p = flags.parser('demo', runs=1, prog='demo.py')\n"
+               "args = p.parse_args(['--device', 'torch:cpu', '--no-save'])\n"
+               "print(args.device, 'torch' in sys.modules, 'CUPY_TF32' in os.environ)")
+    assert r.returncode == 0 and r.stdout.split() == ["torch:cpu", "False", "False"], r.stderr
+
+
 def test_a_prediction_runs_on_no_device():
     one_line(in_process(two_phases.parse_args, "--predict", "h100-sxm", "--device", "torch:cpu",
                         "--no-save"), 2, "--device", "runs nothing")
