@@ -1,6 +1,7 @@
-"""The post's Part 4 whole: every number a step reads (the head among them), mixtures of experts,
-the precisions engines run, memory, and a model split over several GPUs, each against a count by
-hand."""
+"""The post's Part 4 whole: every number a step reads (the head among them at 16 bits under 8- and
+4-bit tables, with their group scales), mixtures of experts, the precisions engines run, memory to
+the byte, a model split over several GPUs and the link's two bounds, a trip's parts against its
+whole, a whole request, and the presets users look for, each against a count by hand."""
 import contextlib
 import dataclasses
 import io
@@ -11,7 +12,8 @@ import pytest
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness.predicting import fitting, model_files, presets, turning
+from harness.keeping import records
+from harness.predicting import fitting, model_files, parts, plans, presets, request, turning
 
 LLAMA_8B = (32, 4096, 32, 8, 128, 14336, 128256)  # layers, width, heads, kv heads, head, ffn,
 #                                                    words: meta-llama/Meta-Llama-3-8B
@@ -170,3 +172,254 @@ def test_a_model_name_is_a_name_in_any_case_and_a_near_miss_is_named():
     assert model_files.config("Llama-3-8B") == model_files.config("llama-3-8b")
     with pytest.raises(ValueError, match="did you mean mixtral-8x7b"):
         model_files.config("mixtral-8x7")
+
+
+# ---- Part 4's second pass: each fix against a count by hand
+
+NOTE_8B = 32 * 2 * 8 * 128 * 2  # a Llama 3 8B token's notes in bfloat16: 131,072 bytes
+NOTE_70B = 80 * 2 * 8 * 128 * 2  # 70B's: 327,680
+
+
+def on(name, model_name, dtype="bfloat16", devices=1, quantize_head=False):
+    """(the Config at a preset's precision, split over devices, and its Target)."""
+    aim = dataclasses.replace(presets.target(f"{name}:{dtype}", None, None, "results"),
+                              devices=devices, quantize_head=quantize_head)
+    return aim.config(model_files.config(model_name)), aim
+
+
+def test_the_head_stays_at_16_bits_under_int4_tables_with_their_group_scales_by_hand():
+    floors, head, _, _ = by_hand(*LLAMA_8B)
+    cfg, _ = on("h100-sxm", "llama-3-8b", "int4-weights")
+    assert model.number_bytes("int4-weights") == 0.5 + 2 / 128  # a 16-bit scale per 128
+    assert model.number_bytes("int8-weights") == 1 + 2 / 128
+    assert model.number_bytes("fp8") == 1 and model.number_bytes("bfloat16") == 2
+    one = [(512, 1)]  # one user typing with 512 notes (bfloat16 notes under weights only)
+    by_hand_bytes = floors * (0.5 + 2 / 128) + (head + 4096) * 2 + 512 * NOTE_8B
+    assert model.bytes_read(cfg, one) == pytest.approx(by_hand_bytes)  # 4.72 GB
+    quantized, _ = on("h100-sxm", "llama-3-8b", "int4-weights", quantize_head=True)
+    assert model.bytes_read(quantized, one) == pytest.approx(
+        (floors + head + 4096) * (0.5 + 2 / 128) + 512 * NOTE_8B)  # 3.93 GB: the old reading
+    assert model.held_bytes(cfg) == pytest.approx(floors * (0.5 + 2 / 128) + 2 * head * 2)
+    assert model.costs(cfg, one)["tables"][0] == pytest.approx(floors * (0.5 + 2 / 128))
+
+
+def test_mixtral_in_fp8_keeps_its_head_at_16_bits_and_its_working_space_counts_two_experts():
+    floors, head, embedding, _ = by_hand(32, 4096, 32, 8, 128, 14336, 32000, 8, 2)
+    cfg, aim = on("h100-sxm", "mixtral-8x7b", "fp8")
+    assert aim.precision == "fp8/bfloat16 head" and cfg.head_dtype == "bfloat16"
+    assert model.held_bytes(cfg) == (floors + (head + embedding) * 2)  # fp8 floors, 16-bit head
+    attention, expert = 32 * 4096 * 128 * 80 + 32 * 4096 * 8, 32 * 3 * 4096 * 14336
+    one = [(0, 1)]
+    assert model.bytes_read(cfg, one) == pytest.approx(
+        attention + 2 * expert + (head + 4096) * 2)  # (its new note is written, not fetched)
+    per_token = (32 + 2 * 8) * 128 + 2 * 14336 * 2 + 4096  # q, k, v; two experts' two; residual
+    assert model.trip_scratch_bytes(cfg, [(0, 3)]) == (32 * 3 * 3 * 2 + 3 * per_token) * 2
+
+
+def test_the_working_space_is_at_16_bits_and_the_most_typers_at_no_notes_is_a_hand_count():
+    floors, head, embedding, _ = by_hand(*LLAMA_8B)
+    cfg, aim = on("h100-sxm", "llama-3-8b")
+    tables = (floors + head + embedding) * 2
+    per_user = NOTE_8B + ((32 + 16) * 128 + 2 * 14336 + 4096) * 2  # its note, its activations
+    one_user_scores = 32 * 1 * 1 * 2 * 2  # one user's scores and bias at a time
+    most = int((80e9 - tables - one_user_scores) // per_user)
+    assert fitting.typing_memory(cfg, 0, most) <= 80e9 < fitting.typing_memory(cfg, 0, most + 1)
+    sheet = fitting.grid_sheet(cfg, aim, {})
+    cell = records.find(sheet.records, "grid", "0 notes", users="most that fit")["value"]
+    assert int(cell.replace(",", "")) == most  # 306,085: was 195,129 with float32 activations
+
+
+def test_a_served_batch_keeps_no_copied_notebook_and_the_h200_knife_edge_reads_apart():
+    args = two_phases.parse_args(["--predict", "h200-sxm", "--gpus", "1", "--model",
+                                  "llama-3-70b", "--experiments", "decode", "--no-save"])
+    cfg, _ = on("h200-sxm", "llama-3-70b")
+    need = fitting.plan_bytes(cfg, args, {"decode": two_phases.EXPERIMENTS["decode"]})
+    assert need["notes"] == 64 * 513 * NOTE_70B  # 64 typers' notes, no first notebook of 512
+    floors, head, embedding, _ = by_hand(*LLAMA_70B)
+    held = (floors + head + embedding) * 2
+    assert model.held_bytes(cfg) == held == 141_104_775_168  # over 141 GB with no note at all
+    assert plans.verdict(held, 141e9) == "does not fit (needs 141.1 of 141.0 GB)"
+    assert plans.verdict(141.0004e9, 141e9) == "does not fit (needs 141.0004 of 141.0000 GB)"
+    assert plans.verdict(152e9, 80e9) == "does not fit (needs 152 of 80 GB)"
+    assert plans.verdict(80e9, 80e9) == "fits"
+    row = plans.Row({"users": 1}, "1 user", [[(512, 1)]])
+    assert plans.fits(cfg, row, (141e9, "")) == "does not fit (needs 141.3 of 141.0 GB)"
+
+
+def test_the_link_has_two_bounds_by_hand():
+    cfg, aim = on("h100-sxm", "llama-3-70b", devices=4)
+    read = [(0, 1024)]
+    sent = 80 * 2 * (1024 * 8192 * 2) * 2 * 3 / 4  # two ring all-reduces a floor, 4 devices
+    assert model.link_bytes(cfg, read) == sent
+    work = max(model.bytes_read(cfg, read) / 3350e9, model.trip_flops(cfg, read) / 989.5e12)
+    overlapped, bound = aim.roofs.limit(cfg, read)
+    assert (overlapped, bound) == (pytest.approx(work), "workbench")  # 35.8 ms
+    assert aim.roofs.serial(cfg, read) == pytest.approx(work + sent / 450e9)  # 44.7 ms
+    assert overlapped * 1e3 == pytest.approx(35.8, abs=0.05)
+    assert aim.roofs.serial(cfg, read) * 1e3 == pytest.approx(44.7, abs=0.05)
+    small, l40s = on("l40s", "llama-3-8b", "fp8", devices=2)  # 8B in fp8 over 2 L40S
+    assert l40s.roofs.serial(small, read) / l40s.roofs.limit(small, read)[0] == \
+        pytest.approx(26.7 / 16.8, rel=0.01)
+    one, alone = on("h100-sxm", "llama-3-8b")
+    assert alone.roofs.serial(one, read) == alone.roofs.limit(one, read)[0]  # no link: agree
+
+
+def test_a_split_prediction_prints_the_serial_bound_beside_every_timed_figure(capsys):
+    ran = in_process(two_phases.main, "--predict", "h100-sxm", "--model", "llama-3-70b",
+                     "--no-save", "--no-plot")
+    code, out = ran.returncode, ran.stdout
+    assert code == 0
+    for header in ("time link serial ms", "step link serial ms", "worst gap link serial ms",
+                   "all at once gap link serial ms", "link serial ms"):
+        assert header in out, header
+    assert "GFLOP/s: the floors' tables' math only" in out
+    alone = in_process(two_phases.main, "--predict", "h100-sxm", "--model", "llama-3-8b",
+                       "--no-save", "--no-plot", "--experiments", "decode")
+    assert alone.returncode == 0 and "link serial" not in alone.stdout  # one device: no link
+
+
+def test_a_trips_parts_summed_stand_beside_its_whole_trip_limit_by_hand():
+    cfg, aim = on("h100-sxm", "llama-3-8b")
+    riders = [(513, 1)] * 8 + [(512, 512)]  # the chunk-512 step's second piece, 8 typers
+    row = plans.Row({"chunk": 512}, "chunks of 512, worst", [[(512, 1)] * 8 + [(0, 512)],
+                                                             riders])
+    got = parts.parts_row(cfg, "collision", row, aim.roofs)
+    costs = model.costs(cfg, riders)
+    by_part = {p: max(b / 3350e9, f / 989.5e12) for p, (b, f) in costs.items()}
+    whole = max(sum(b for b, _ in costs.values()) / 3350e9,
+                sum(f for _, f in costs.values()) / 989.5e12)
+    assert got["summed"] == pytest.approx(sum(by_part.values()) * 1e3)  # 7.86 ms
+    assert got["trip"] == pytest.approx(whole * 1e3)  # 7.56 ms: fetching beside the math
+    assert got["over"] == pytest.approx(sum(by_part.values()) / whole) and got["over"] > 1.03
+    assert got["tables"] == pytest.approx(by_part["tables"] * 1e3)
+    split, on_two = on("h100-sxm", "llama-3-8b", devices=2)
+    two = parts.parts_row(split, "collision", row, on_two.roofs)
+    assert two["link"] == pytest.approx(model.link_bytes(split, riders) / 450e9 * 1e3)
+    assert two["serial"] == pytest.approx(on_two.roofs.serial(split, riders) * 1e3)
+
+
+def test_a_whole_request_is_the_first_word_and_every_typing_step_by_hand():
+    cfg, aim = on("h100-sxm", "llama-3-70b", devices=2)
+    prompt, output, users = 1024, 256, 4
+    got = request.predicted(cfg, aim.roofs, prompt, output, users)
+    first = aim.roofs.limit(cfg, [(0, prompt)] * users)[0]
+    steps = [aim.roofs.limit(cfg, [(prompt + i, 1)] * users)[0] for i in range(output - 1)]
+    assert got["first"] == first
+    assert got["typing"] == pytest.approx(steps, rel=1e-12)  # read off two steps: exact
+    assert got["total"] == pytest.approx(first + sum(steps))
+    serial = request.predicted(cfg, aim.roofs, prompt, output, users, serial=True)
+    assert serial["total"] == pytest.approx(
+        aim.roofs.serial(cfg, [(0, prompt)] * users)
+        + sum(aim.roofs.serial(cfg, [(prompt + i, 1)] * users) for i in range(output - 1)))
+    row = request.request_row(cfg, aim, prompt, output, users)
+    assert row["user rate"] == pytest.approx(output / got["total"])
+    assert row["all rate"] == pytest.approx(users * output / got["total"])
+    assert row["per token"] == pytest.approx(sum(steps) / len(steps) * 1e3)
+    need = request.memory_needed(cfg, prompt, output, users)
+    assert need == pytest.approx(model.held_bytes(cfg) + users * (prompt + output - 1)
+                                 * NOTE_70B / 2 + model.trip_scratch_bytes(
+                                     cfg, [(0, prompt)] * users))
+
+
+def test_the_request_table_sets_machines_side_by_side_and_bad_requests_are_one_line():
+    ran = in_process(two_phases.main, "--predict", "h100-sxm", "h200-sxm:fp8", "--gpus", "2",
+                     "--model", "llama-3-70b", "--request", "1024,256", "--users", "1", "8",
+                     "--no-save", "--no-plot", "--experiments", "decode")
+    assert ran.returncode == 0
+    table = ran.stdout.split("A whole request, PREDICTED")[1].split("\n\n")[0]
+    assert "h100-sxm x2  bfloat16" in table and "h200-sxm x2  fp8/bfloat16 head" in table
+    assert "first word ms" in table and "tokens/s a user" in table
+    for argv, word in ((["--predict", "h100-sxm", "--request", "1024"], "PROMPT,OUTPUT"),
+                       (["--predict", "h100-sxm", "--request", "0,5"], "PROMPT,OUTPUT"),
+                       (["--predict", "h100-sxm", "--request", "8000,500", "--model",
+                         "llama-3-8b"], "8,192 tokens"),
+                       (["--request", "10,10"], "--predict")):
+        bad = in_process(two_phases.main, *argv, "--no-save")
+        assert bad.returncode == 2 and bad.stdout == "" and word in bad.stderr, argv
+        last = bad.stderr.strip().splitlines()[-1]
+        assert last.startswith("two_phases.py: error: argument --request") or \
+            last.startswith("two_phases.py: error: argument --model"), last
+
+
+@pytest.mark.parametrize("name,memory,forklift,bf16,link,driver", [
+    ("h100-nvl", 94, 3900, 835_500, 300, "NVIDIA H100 NVL"),
+    ("h800", 80, 3350, 989_500, 200, "NVIDIA H800"),
+    ("h200-nvl", 141, 4800, 835_500, 450, "NVIDIA H200 NVL"),
+    ("gh200", 96, 4000, 989_500, 450, "NVIDIA GH200 480GB"),
+    ("gh200-144gb", 144, 4900, 989_500, 450, "NVIDIA GH200 144G HBM3e"),
+    ("mi325x", 256, 6000, 1_307_400, 448, "AMD Instinct MI325X")])
+def test_the_presets_users_look_for_are_there_with_their_sources(name, memory, forklift, bf16,
+                                                                 link, driver):
+    entry = presets.known()[name]
+    assert entry["memory"][0] == memory and entry["forklift"][0] == forklift
+    assert entry["workbench"]["bfloat16"][0] == bf16 and entry["link"][0] == link
+    assert entry["workbench"]["fp8"][0] == pytest.approx(2 * bf16, rel=1e-3)  # dense fp8:
+    #                                                       twice the 16-bit rate, as rounded
+    sources = [entry["memory"][1], entry["forklift"][1], entry["link"][1],
+               *(s for _, s in entry["workbench"].values())]
+    assert all("datasheet" in s or "data sheet" in s for s in sources)
+    assert presets.preset_name({"name": driver}) == name
+
+
+def test_gpus_gives_each_machine_its_own_count_repeats_and_all():
+    args = two_phases.parse_args(["--predict", "h100-sxm", "h200-sxm", "h100-sxm:fp8",
+                                  "h200-sxm:fp8", "--gpus", "2", "1", "2", "1", "--model",
+                                  "llama-3-70b", "--no-save"])
+    assert args.gpus == [2, 1, 2, 1] and args.devices == [2, 1, 2, 1]
+    assert [t.devices for t in presets.targets(args)] == [2, 1, 2, 1]
+    one = two_phases.parse_args(["--predict", "h100-sxm", "h200-sxm", "--gpus", "4", "--model",
+                                 "llama-3-70b", "--no-save"])
+    assert one.devices == [4, 4]  # one count for all
+    bad = in_process(two_phases.main, "--predict", "h100-sxm", "h200-sxm", "--gpus", "2", "1",
+                     "2", "--no-save")
+    assert bad.returncode == 2 and "one for each of the 2 named" in bad.stderr
+
+
+def test_weights_activations_and_notes_take_bit_widths_of_their_own():
+    args = two_phases.parse_args(["--predict", "h100-sxm:int4-weights", "--act-dtype", "fp8",
+                                  "--model", "llama-3-8b", "--no-save"])
+    aim = presets.targets(args)[0]
+    assert aim.roofs.flops_per_s == 1979e12  # the math at fp8's rate, not the 16-bit one
+    assert aim.precision == "int4-weights/fp8 activations/fp8 notes/bfloat16 head"
+    cfg = aim.config(model_files.config("llama-3-8b"))
+    assert model.note_bytes(cfg) == 32 * 2 * 8 * 128 * 1
+    assert model.activation_bytes(cfg) == 2  # kept and sent at 16 bits between products
+    wide = dataclasses.replace(cfg, act_dtype="float32")
+    assert model.link_bytes(dataclasses.replace(wide, devices=2), [(0, 3)]) == \
+        32 * 2 * (3 * 4096 * 4) * 2 * 1 / 2  # float32 activations all-reduced at 4 bytes
+    assert one_line_refusal(["--predict", "rtx-3090:int4-weights", "--act-dtype", "fp8"],
+                            "no fp8 math speed (--act-dtype's)")
+    assert one_line_refusal(["--act-dtype", "fp8"], "is for --predict")
+
+
+def one_line_refusal(argv, words):
+    bad = in_process(two_phases.main, *argv, "--no-save")
+    return bad.returncode == 2 and bad.stdout == "" and words in bad.stderr.splitlines()[-1]
+
+
+def test_a_links_speed_is_what_that_many_devices_use_and_a_bridge_joins_its_most():
+    mesh = presets.target("mi325x", None, None, "results")
+    assert [mesh.split(n).roofs.link_per_s / 1e9 for n in (2, 4, 8)] == [64, 192, 448]
+    switch = presets.target("h100-sxm", None, None, "results")
+    assert {switch.split(n).roofs.link_per_s / 1e9 for n in (2, 4, 8)} == {450}
+    assert presets.target("h100-nvl", None, None, "results").most == 2
+    assert one_line_refusal(["--predict", "h100-nvl", "--gpus", "4", "--model", "llama-3-70b"],
+                            "joins at most 2")
+    args = two_phases.parse_args(["--predict", "h200-nvl", "--model", "llama-3-70b",
+                                  "--dtype", "float32", "--no-save"])
+    assert args.devices == [4]  # 282 GB of float32 tables: four, which its bridge joins
+
+
+def test_a_request_counts_in_what_fits_and_reading_turns_within_the_context():
+    args = two_phases.parse_args(["--predict", "h100-sxm:fp8", "--model", "llama-3-70b",
+                                  "--request", "4096,512", "--no-save"])
+    assert args.devices == [4]  # the 64 users' request needs more than one or two hold
+    cfg, aim = on("h100-sxm", "llama-3-70b", "fp8", devices=4)
+    need = fitting.plan_bytes(cfg, args, {"decode": two_phases.EXPERIMENTS["decode"]})
+    assert need["notes"] == pytest.approx(64 * (4096 + 512 - 1) * 80 * 2 * 8 * 128 / 4)
+    from harness.predicting import turning
+    h800, roofs = on("h800", "llama-3-70b", devices=8)
+    assert turning.turning(h800, roofs.roofs, 512, 8, 1024)["reads turn"] is None  # the link
+    #                                       binds every question of its 8,192-token context
+    assert one_line_refusal(["--predict", "h100-sxm", "--dtype", "int8", "--act-dtype", "fp8"],
+                            "argument --act-dtype: fp8 with h100-sxm's int8 tables")
