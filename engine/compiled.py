@@ -214,8 +214,8 @@ def table(w, x):
     zeros to 4 tokens; more: tiles of six rows by 16 tokens (8 for the last, where their
     count is not a multiple of 16), x padded with zeros to a multiple of 8 and laid out in
     panels (the tables' bytes, not the math, set a few tokens' time). Where one way gives way
-    to the next was measured on a 2-core AMD EPYC; on any CPU, the trips of a count whose
-    compiled kernels lose keep NumPy's (tuning.choose times both)."""
+    to the next was set by measuring; on any CPU, the trips of a count whose compiled kernels
+    lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:

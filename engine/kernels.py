@@ -247,8 +247,7 @@ def rows_tiled(w, panels, last, out, a, b):
     (last (k, 8), or (0, 8)): six rows at a time meet each panel in turn (the rows from the
     memory in the first, from the core's caches after), the rows left over one at a time.
     Each panel lies in memory in the order the tile meets it: in x's own layout, a token count
-    apart, a floor's products took 1.15x and 1.24x as long at 32 and 64 tokens on a 2-core AMD
-    EPYC."""
+    apart, every load of the tile would stride across memory."""
     k = w.shape[1]
     groups, r = panels.shape[0] // k, a
     while r + ROWS <= b:
@@ -349,7 +348,7 @@ def head_weighted(w, values, n, out):
 def two_scores(qa, ka, ra, qb, kb, rb, n):
     """head_scores() for two heads side by side, a and b: two streams from memory at once (a
     core that follows one head's keys alone leaves the memory idle part of the time: two
-    heads a task read the notes of 1 or 16 users 15% sooner on a 2-core AMD EPYC)."""
+    heads a task keep two reads in flight)."""
     ra[:n] = 0
     rb[:n] = 0
     for i in range(qa.shape[0]):

@@ -1,7 +1,9 @@
 """Results of an older schema brought to the newest layout as they are read: schemas 1 to 3
 kept tables (their rows, their samples by header), 4 kept a row's printed name among its keys, 5
-and 6 no record said whether compare.py holds it against other machines. Nothing else reads an
-older layout: every reader takes the newest."""
+and 6 no record said whether compare.py holds it against other machines. Every reader takes the
+newest layout; two still take what an older run saved where a newer record is absent: the
+speeds a run held its rows to (rules.speeds, without "speeds" records) and a forklift measured at
+a run's start and end (compare.limits, without its rounds)."""
 import contextlib
 import math
 import re

@@ -25,9 +25,9 @@ KEPT = 64 << 20  # bytes: a freed block up to this size stays in the process (ke
 def keep_freed_memory():
     """Where the C library is glibc's, the arrays a trip frees stay in the process for the next
     trip's (every block up to KEPT bytes), where glibc would hand some back to the system and
-    fault fresh pages in for the next trip, one by one (about 1.4 us a page on a 2-core AMD
-    EPYC: some 3,700 pages in a 64-user typing step, more after a long read's arrays). An
-    engine keeps its working memory; so does the trip. -> whether glibc took the settings."""
+    fault fresh pages in for the next trip, one by one (thousands of pages in a 64-user typing
+    step, more after a long read's arrays). An engine keeps its working memory; so does the
+    trip. -> whether glibc took the settings."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         mallopt = libc.mallopt

@@ -44,8 +44,8 @@ PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval s
 SEED = 0  # the orders the rounds visit their trials in: the same every run
 BRIDGE_S = 0.15  # between a round's groups, the next group's cheapest trial runs untimed this
 #                  long: the BLAS's threads stop spinning meanwhile (OpenBLAS's default timeout
-#                  is 2^28 cycles, about 0.1 s), which would otherwise slow the next visit by
-#                  up to 1.7x (measured: a 16-token read after a 1-token one, 80 ms against 47)
+#                  is 2^28 cycles, about 0.1 s), which would otherwise slow the next visit (a
+#                  short read after a one-token trip most)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +101,7 @@ def visit(trial, watch=host.watch):
 
 REPEAT_S = 0.25  # a short row is visited again and again in each round for about this long:
 #                  its round's sample is then the geometric mean of a few, where most of a
-#                  short trip's noise comes and goes from one trip to the next (measured here:
-#                  ten one-token reads in a row spread 0.07, one alone 0.18, on the log scale)
+#                  short trip's noise comes and goes from one trip to the next
 MOST_REPEAT = 9
 
 
