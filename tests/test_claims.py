@@ -427,6 +427,8 @@ def test_every_rule_names_a_machine_it_would_fail_on_and_the_docs_say_it():
     for c in claims.CLAIMS:
         if not c.predicted:
             assert c.fails_on and f"| {c.says} | {c.fails_on} |" in rules, c.says
+    cpu, gpu = claims.family(False), claims.family(True)  # the level's share, as the code has it
+    assert f"({cpu} on a CPU, {gpu} on a GPU)" in rules and f"5% / {cpu} on a CPU" in rules
 
 
 def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_saved(tmp_path):
