@@ -2,6 +2,7 @@
 crash."""
 import json
 import os
+import types
 
 import pytest
 
@@ -54,16 +55,19 @@ def test_setup_runs_before_every_call_outside_the_timer():
 
 
 def test_short_calls_are_repeated_inside_each_sample():
+    """A call shorter than a sample's least time is repeated inside each sample, as timeit
+    does, and the sample is the time per call: sized once, warm (rounds.calibrate)."""
+    from harness.measuring import rounds
     now, calls = [0.0], []
 
-    def clock():  # every reading moves the clock by 1 ms: a call "takes" 1 ms
+    def mark():  # every reading moves the clock by 1 ms: a sample "takes" 1 ms
         now[0] += 0.001
         return now[0]
-    t = timing.time_runs(lambda: calls.append(1), 3, clock=clock, min_sample_s=0.01,
-                         watch=quiet)
-    # one call to calibrate (1 ms, so 10 calls per sample), then a warm-up and 3 samples of 10
-    assert len(calls) == 1 + (1 + 3) * 10
-    assert [s[0] for s in t.steps] == pytest.approx([0.0001] * 3)  # the time per call
+    timer = types.SimpleNamespace(mark=mark, between=lambda start, end: end - start)
+    trial = rounds.calibrate(rounds.Trial("t", [lambda: calls.append(1)], timer=timer), 0.01)
+    assert trial.number >= 10 and len(calls) == 2  # a warm call, then one that sizes the burst
+    (per_call,), _ = rounds.visit(trial, watch=quiet)
+    assert len(calls) == 2 + trial.number and per_call == pytest.approx(0.001 / trial.number)
 
 
 def test_noise_warning_fires_when_samples_spread(capsys):

@@ -158,34 +158,20 @@ def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=
                 len(clean) < runs, kept)
 
 
-def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", min_sample_s=0.0,
-              watch=None, again=AGAIN):
+def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", watch=None,
+              again=AGAIN):
     """Call fn once to warm up (not counted), then until `runs` calls were clean (see
-    time_steps): -> Runs of one step each, its seconds per call.
-
-    setup, if given, runs before every call (warm-up included) and is never inside the timer.
-    A call shorter than min_sample_s is repeated inside each sample, as timeit does, and the
-    sample is the time per call: a 0.3 ms call alone is mostly timer and scheduler noise.
-    """
-    number = 1
-    if setup is None and min_sample_s > 0:
-        start = clock()
-        fn()
-        number = min(math.ceil(min_sample_s / max(clock() - start, 1e-9)), 10_000)
-
-    def sample():
-        for _ in range(number):
-            fn()
-    done = time_steps([sample], runs, setup, clock, what, watch, again)
-    return dataclasses.replace(done, steps=[[s[0] / number] for s in done.steps])
+    time_steps): -> Runs of one step each, its seconds per call. setup, if given, runs before
+    every call (warm-up included) and is never inside the timer. (A call too short to time
+    alone is a rounds.Trial's, whose samples rounds.calibrate makes bursts.)"""
+    return time_steps([fn], runs, setup, clock, what, watch, again)
 
 
-def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="",
-            min_sample_s=0.0, watch=None, again=AGAIN):
+def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="", watch=None,
+            again=AGAIN):
     """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely or
     other work disturbed them."""
-    done = time_runs(fn, runs, setup=setup, clock=clock, what=what, min_sample_s=min_sample_s,
-                     watch=watch, again=again)
+    done = time_runs(fn, runs, setup=setup, clock=clock, what=what, watch=watch, again=again)
     return taken([s[0] for s in done.steps], stat, what, done)
 
 
