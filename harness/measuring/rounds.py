@@ -255,18 +255,22 @@ def serve(args, measure):
     if wrong:
         sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: {wrong}\n")
         return 2
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    out = os.dup(sys.stdout.fileno())  # written unbuffered: a result that cannot be written
+    #                                    leaves nothing for the interpreter to flush at exit
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
     block = args.replace(threads=job.get("threads"))
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
         result = {**measure(block, job), **on_the_device(block.on)}
+    data = (MARK + json.dumps(result) + "\n").encode()
     try:
-        out.write(MARK + json.dumps(result) + "\n")
-        out.flush()
+        while data:
+            data = data[os.write(out, data):]
     except OSError:  # its run is gone (a pipe closed at the other end): no one left to tell
         return 1
+    finally:
+        os.close(out)
     return 0
 
 
