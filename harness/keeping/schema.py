@@ -5,6 +5,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 
 from harness.terminal import printable
@@ -42,18 +43,30 @@ def parse(raw, script):
     if len(raw) > FILE_MAX:
         raise ValueError("is not a results file")  # a file that says it is small, and is not
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
     except (RecursionError, UnicodeDecodeError):
         raise ValueError("is not JSON (nested too deeply, or not text)") from None
-    data = cleaned(data)
+    if not plain(text):
+        data = cleaned(data)
     check(data, script)
     try:
         return older.upgrade(data)
     except (ArithmeticError, TypeError, KeyError, IndexError) as e:  # checked, yet its figures
         raise ValueError(f"cannot be brought to the newest layout ({type(e).__name__})") \
             from None  # are beyond what the upgrade's arithmetic can hold
+
+
+def plain(text):
+    """Whether a JSON text's strings can hold no control or format character, so that cleaned()
+    would change nothing: printable ASCII alone (JSON refuses a raw control character in a
+    string, but for DEL), and no escape but a line's end, a quote, a backslash or a slash."""
+    return text.isascii() and "\x7f" not in text and not ESCAPE.search(text)
+
+
+ESCAPE = re.compile(r'\\[^n"\\/]')  # a JSON escape that may make a control character: \t, \u...
 
 
 def cleaned(data):
