@@ -496,3 +496,15 @@ def test_a_comparisons_p_values_are_corrected_together():
     assert all(a >= p for a, p in zip(adjusted, ps))
     assert [a < significance.ALPHA for a in adjusted] == [True, True] + [False] * 8
     assert significance.corrected([0.03]) == [0.03]
+
+
+@pytest.mark.parametrize("a,b", [((0.1, 0.2, 0.15), (0.3, 0.35, 0.2, 0.31)), ((1.0, 1.0, 1.1),
+                                  (1.0, 1.2)), ((5.0, 5.1), (4.9, 5.0, 5.05, 4.95, 5.2)),
+                                 ((0.0, 0.0, 0.0), (0.1, 0.3, 0.2))])
+def test_welchs_test_is_scipys(a, b):
+    """compare.py's own Welch's t-test gives scipy.stats' p-value (which it does not import:
+    two seconds at every start)."""
+    from scipy.stats import ttest_ind
+    from harness.judging import significance
+    assert significance.welch(a, b) == pytest.approx(
+        float(ttest_ind(a, b, equal_var=False).pvalue), rel=1e-9, abs=1e-15)
