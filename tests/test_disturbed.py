@@ -3,13 +3,14 @@ took while it ran, a disturbed one is measured again and backs no verdict, and n
 few rounds; an outlier is named, not a veto; the speeds of every round carry their interval.
 The machine's conditions here are made by hand: no test needs the machine idle or busy."""
 import json
+import types
 
 import pytest
 
 from harness.judging import judge, rules
 from harness.showing import sheets
 from harness.keeping import records
-from harness.measuring import host, timing
+from harness.measuring import host, rounds, timing
 from harness.keeping.records import Measured, col, timed
 from conftest import made
 from test_claims import IN_WORDS, ROOFS, changed, the_posts_figures, verdict
@@ -22,10 +23,10 @@ def shares(*seen):
     return lambda: (lambda: next(it, 0.0))
 
 
-def steps(seconds):
-    """A clock for time_steps: each run of one step takes the next of `seconds`."""
-    it = iter(t for s in seconds for t in (0.0, s))
-    return lambda: next(it)
+def timed_as(*seconds):
+    """A timer for a trial's visits: each sample takes the next of `seconds`."""
+    it = iter(seconds)
+    return types.SimpleNamespace(mark=lambda: 0.0, between=lambda start, end: next(it))
 
 
 def test_a_sample_knows_the_share_of_the_cores_other_work_took():
@@ -42,18 +43,18 @@ def test_a_sample_knows_the_share_of_the_cores_other_work_took():
     assert share is None or 0.0 <= share <= 1.0
 
 
-def test_a_disturbed_sample_is_measured_again_and_the_clean_ones_kept():
-    runs = timing.time_steps([lambda: None], 3, watch=shares(0.0, 0.0, 0.6, 0.0, 0.0),
-                             clock=steps([1.0, 1.0, 5.0, 1.0, 1.0]))
-    assert runs.steps == [[1.0], [1.0], [1.0]] and runs.again == 1 and not runs.disturbed
-    assert runs.kept == [0, 2, 3] and runs.others == [0.0, 0.0, 0.0]  # the slow one left out
-
-
-def test_a_figure_without_enough_clean_samples_is_marked_disturbed(monkeypatch):
+def test_a_disturbed_visit_is_measured_again_and_the_clean_one_kept(monkeypatch):
     monkeypatch.setattr(timing, "PAUSE_S", 0.0)
-    runs = timing.time_steps([lambda: None], 3, watch=shares(*[0.5] * 4, 0.3, *[0.5] * 10))
-    assert runs.disturbed and runs.again == 2 * 3  # measured again at most AGAIN x runs
-    assert len(runs.steps) == 3 and 0.3 in runs.others  # the least disturbed kept
+    trial = rounds.Trial("t", [lambda: None], timer=timed_as(5.0, 1.0))  # slow while disturbed
+    (seconds,), share, again = rounds.visited(trial, timing.AGAIN, shares(0.6, 0.0))
+    assert seconds == pytest.approx(1.0) and (share, again) == (0.0, 1)  # the slow one left out
+
+
+def test_a_figure_without_enough_clean_samples_is_marked_disturbed():
+    done = rounds.Measured()  # three rounds' visits, each measured again twice, none clean
+    done.take({"visits": {"t": [[r, [1.0], share, 2] for r, share in enumerate((0.5, 0.3, 0.5))]}})
+    runs = done.runs("t")
+    assert runs.disturbed and runs.again == 2 * 3 and 0.3 in runs.others  # the least disturbed
     t = timing.taken([s[0] for s in runs.steps], runs=runs, what="a figure")
     assert t.disturbed and t.share == 0.5
     figure = records.make(records_layout(), [{"time": timed(1.0, t)}], {})[0]
@@ -65,13 +66,11 @@ def records_layout():
     return Layout("demo", [col("time", "time ms", "ms", ".1f")])
 
 
-def test_a_quick_run_and_a_run_of_fewer_than_3_runs_measure_nothing_again(monkeypatch):
-    monkeypatch.setattr(timing, "PAUSE_S", 0.0)
-    never = timing.time_steps([lambda: None], 3, watch=shares(*[0.9] * 20), again=0)
-    assert never.again == 0 and never.disturbed
-    few = timing.time_steps([lambda: None], 2, watch=shares(*[0.9] * 20))
-    assert few.again == 0 and few.disturbed
+def test_a_quick_run_measures_nothing_again():
     assert timing.again_for(type("A", (), {"quick": True})) == 0
+    trial = rounds.Trial("t", [lambda: None], timer=timed_as(5.0, 1.0))
+    (seconds,), share, again = rounds.visited(trial, 0, shares(0.9, 0.0))
+    assert seconds == pytest.approx(5.0) and (share, again) == (0.9, 0)  # kept as it came
 
 
 def with_figure(found, experiment, figure, keys, **fields):

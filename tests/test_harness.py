@@ -24,34 +24,30 @@ def quiet():
     return lambda: 0.0
 
 
-def test_best_and_middle_ignore_the_warm_up():
-    # start/stop pairs: warm-up 10 s (not counted), then 1, 3, 2
-    times = [0, 10, 10, 11, 11, 14, 14, 16]
-    best = timing.measure(lambda: None, 3, "best", clock=fake_clock(times), watch=quiet)
-    middle = timing.measure(lambda: None, 3, "middle", clock=fake_clock(times), watch=quiet)
+def test_best_and_middle_name_their_statistic():
+    best, middle = timing.taken([1, 3, 2], "best"), timing.taken([1, 3, 2], "middle")
     assert best.samples == middle.samples == (1, 3, 2)
     assert best.seconds == 1 and best.label == "best of 3"
     assert middle.seconds == 2 and middle.label == "middle of 3"
     assert middle.spread == 3
 
 
-def test_setup_runs_before_every_call_outside_the_timer():
+def test_setup_runs_before_every_visit_outside_the_timer():
+    from harness.measuring import rounds
     now, calls = [0.0], []
 
-    def clock():
-        now[0] += 1  # every reading of the clock moves it by 1 s
+    def mark():
+        now[0] += 1  # every reading of the timer moves it by 1 s
         return now[0]
 
     def setup():
         calls.append("setup")
         now[0] += 100  # slow setup that must not be counted
 
-    def fn():
-        calls.append("fn")
-
-    t = timing.measure(fn, 2, setup=setup, clock=clock, watch=quiet)
-    assert calls == ["setup", "fn"] * 3
-    assert t.samples == (1, 1)
+    timer = types.SimpleNamespace(mark=mark, between=lambda start, end: end - start)
+    trial = rounds.Trial("t", [lambda: calls.append("fn")], setup=setup, timer=timer)
+    assert [rounds.visit(trial, watch=quiet)[0] for _ in range(2)] == [[1.0], [1.0]]
+    assert calls == ["setup", "fn"] * 2
 
 
 def test_short_calls_are_repeated_inside_each_sample():
@@ -79,12 +75,6 @@ def test_noise_warning_fires_when_samples_spread(capsys):
 def test_noise_warning_stays_quiet_when_samples_agree(capsys):
     timing.taken([1.0, 1.1, 1.05])
     assert capsys.readouterr().err == ""
-
-
-def test_time_steps_keeps_every_step_of_every_counted_run():
-    times = [0, 5, 5, 9,  10, 11, 11, 13,  20, 22, 22, 23]  # warm-up run, then 2 counted runs
-    runs = timing.time_steps([lambda: None] * 2, 2, clock=fake_clock(times), watch=quiet)
-    assert runs.steps == [[1, 2], [2, 1]] and not runs.disturbed and runs.again == 0
 
 
 # ---- the machine line
@@ -140,7 +130,7 @@ DEMO = [col("n", "n", "tokens", "d", key=True), col("time", "time ms", "ms", ".3
 
 
 def body(args, facts):
-    t = timing.measure(lambda: None, 3)
+    t = timing.taken([0.0010, 0.0012, 0.0011])  # three samples, as a run keeps them
     yield sheet_of("demo", DEMO, [{"n": 1, "time": timed(t.seconds * 1e3, t)}],
                    records.settings_of(args), layout={"timed": ("time",)})
 

@@ -14,6 +14,7 @@ from harness.terminal import plural
 from harness.measuring import devices, timing
 from engine.blocks import Paths, table, ways
 from engine.pool import sharing
+from harness.measuring import rounds
 from harness.measuring.rounds import Trial
 import model
 
@@ -165,12 +166,12 @@ def tables_alone(bench, n, again=timing.AGAIN):
     """The table products of a trip of n tokens, one BLAS call each on the BLAS's own threads,
     outside the model: what the library does with them, best of ALONE_RUNS calls (like the
     forklift and the workbench, it is what this machine can do; a call other work disturbed is
-    made again, `again` x ALONE_RUNS times at most). -> their seconds"""
-    t = timing.measure(products_alone(bench.floors, n, on=bench.on), ALONE_RUNS, stat="best",
-                       clock=bench.on.clock,
-                       what=f"the table products of {n} {plural(n, 'token')}, one BLAS call "
-                            f"each", again=again)
-    return list(t.samples)
+    made again, `again` times at most, the least disturbed kept). -> their seconds"""
+    trial = Trial(f"the table products of {n} {plural(n, 'token')}, one BLAS call each",
+                  [products_alone(bench.floors, n, on=bench.on)],
+                  timer=None if bench.on.numpy else bench.on)
+    rounds.visit(trial, watch=rounds.UNWATCHED)  # a warm-up: not counted
+    return [rounds.visited(trial, again)[0][0] for _ in range(ALONE_RUNS)]
 
 
 def read_question(bench, notes, seed):

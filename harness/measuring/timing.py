@@ -1,22 +1,21 @@
-"""Timing: setup outside the timer, one warm-up run not counted, every counted sample kept with
-how much of the cores other work took while it ran, a disturbed sample measured again, and the
-statistic that makes one figure of them named with it."""
+"""Timing's records: every counted sample kept with how much of the cores other work took while
+it ran (Runs), and the statistic that makes one figure of them named with it (Timing). Samples
+are taken in one place, rounds.visit: a warm-up first, setup outside the timer, a disturbed
+visit measured again (rounds.visited)."""
 import dataclasses
 import math
 import statistics
-import time
 
-from harness.terminal import progress, warn
-from harness.measuring import host
+from harness.terminal import warn
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is
 #                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
 #                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
-MIN_RUNS = 3  # fewer clean runs than this back no verdict: their figure is not measured again
-AGAIN = 2  # a figure measures at most AGAIN x --runs samples again in place of disturbed ones ...
-AGAIN_S = 2.0  # ... in at most this many seconds, or as long as its own runs took if longer ...
-PAUSE_S = 0.1  # ... each after this pause, so that the samples again fall in the other work's gaps
+MIN_RUNS = 3  # fewer clean runs than this back no verdict: their figure is marked disturbed
+AGAIN = 2  # a disturbed visit is measured again at most this many times, the least disturbed
+#            kept ...
+PAUSE_S = 0.1  # ... each after this pause, so that the visits again fall in the other work's gaps
 STATS = {"best": min, "middle": statistics.median,  # best of N: peaks; middle of N: experiments
          "limit": min}  # a prediction: one "sample", the limit itself
 
@@ -109,70 +108,6 @@ class Runs:
 
 def disturbed(share):
     return share is not None and share > DISTURBED
-
-
-def time_steps(steps, runs, setup=None, clock=time.perf_counter, what="", watch=None,
-               again=AGAIN):
-    """Run a schedule (a list of calls) once to warm up, then until `runs` runs were clean:
-    each run disturbed by other work (watch(): a function that, called after the run, says the
-    share of the cores other work took since; the machine's own by default) is measured again,
-    at most `again` x runs times (AGAIN; 0: never, as in a quick run), each after PAUSE_S, for
-    at most AGAIN_S seconds or twice the time the first runs took (never for fewer than MIN_RUNS
-    runs, which back no verdict).
-    -> Runs: the first `runs` clean runs; or, where too few were, the least disturbed, so
-    marked. setup runs before each whole schedule, untimed."""
-    watch = watch or host.watch
-    counted, shares, began, spent = [], [], None, 0.0
-    while True:
-        n = len(counted)
-        if n >= runs:
-            time.sleep(PAUSE_S)  # a run again: let the other work's moment pass
-        if setup is not None:
-            setup()
-        progress((f"{what}: " + ("warm-up" if began is None else f"run {n + 1} of {runs}" if
-                                 n < runs else f"again, a run was disturbed ({n - runs + 1} of "
-                                               f"{again * runs} at most)")) if what else "")
-        done, seconds = watch(), []
-        for step in steps:
-            start = clock()
-            step()
-            seconds.append(clock() - start)
-        share = done()
-        if began is None:  # the warm-up: not counted
-            began = time.monotonic()
-            continue
-        counted.append(seconds)
-        shares.append(share)
-        spent += sum(seconds) if len(counted) <= runs else 0.0
-        clean = [i for i, o in enumerate(shares) if not disturbed(o)]
-        extra = len(counted) - runs
-        if len(clean) >= runs or (extra >= 0 and (
-                runs < MIN_RUNS or extra >= again * runs
-                or time.monotonic() - began > max(AGAIN_S, 2 * spent))):
-            break
-    progress("")
-    kept = clean[:runs] if len(clean) >= runs else sorted(
-        clean + sorted((i for i in range(len(counted)) if i not in clean),
-                       key=lambda i: shares[i])[:runs - len(clean)])
-    return Runs([counted[i] for i in kept], [shares[i] for i in kept], max(extra, 0),
-                len(clean) < runs, kept)
-
-
-def time_runs(fn, runs, setup=None, clock=time.perf_counter, what="", watch=None,
-              again=AGAIN):
-    """Call fn once to warm up (not counted), then until `runs` calls were clean (see
-    time_steps): -> Runs of one step each, its seconds per call. setup, if given, runs before
-    every call (warm-up included) and is never inside the timer. (A call too short to time
-    alone is a rounds.Trial's, whose samples rounds.calibrate makes bursts.)"""
-    return time_steps([fn], runs, setup, clock, what, watch, again)
-
-
-def measure(fn, runs, stat="middle", setup=None, clock=time.perf_counter, what="", watch=None,
-            again=AGAIN):
-    """Time fn: -> a Timing of its counted runs, warning on stderr if they spread widely or
-    other work disturbed them."""
-    done = time_runs(fn, runs, setup=setup, clock=clock, what=what, watch=watch, again=again)
-    return taken([s[0] for s in done.steps], stat, what, done)
 
 
 def again_for(args):

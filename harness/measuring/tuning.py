@@ -10,11 +10,11 @@ import numpy as np
 
 from harness.post import NOTES, TYPERS
 from harness.terminal import plural
-from harness.measuring import timing
 from harness.measuring.bench import tokens
 import engine.compiled
 from engine.blocks import ATTENTION, Block, Paths, block_words, table, ways
 from engine.pool import blas_threads, share, sharing
+from harness.measuring import rounds
 from harness.measuring.rounds import BRIDGE_S
 import model
 
@@ -227,9 +227,9 @@ def tries(bench):
 
 
 def best(fn, runs):
-    """The best of `runs` calls after a warm-up, in seconds."""
-    return min(s[0] for s in timing.time_runs(fn, runs, again=0).steps)  # the best: a disturbed
-    #                                                                     try only loses
+    """The best of `runs` calls after a warm-up, in seconds (a disturbed call only loses)."""
+    fn()  # the warm-up: not counted
+    return rounds.visit(rounds.Trial("best", [fn], best=runs), watch=rounds.UNWATCHED)[0][0]
 
 
 def typing_attention(bench, how):
