@@ -260,7 +260,7 @@ def printed(cfg, args, facts, planned, made, done):
     settings = found[0]["settings"] if found else records.settings_of(args)
     if made.held:
         counts = [len(v) for v in done.recorded.values()] or [1]
-        yield from printers.spaced(sheets.held(found, made.held, held_to, plans.words(
+        yield from printers.spaced(sheets.check_sheets(found, made.held, held_to, plans.words(
             cfg, args.threads), (min(counts), max(counts))))
         if judge.on_a_gpu(vars(args)):  # the post's GPU claims, at this GPU's measured speeds
             turned = turning_here(cfg, args, held_to, settings)

@@ -122,7 +122,7 @@ def stopped(out, code, saved=True):
 
 
 def cut_short(out):
-    """What cut the run's measuring short, keeping what came before (rounds.Measured.stopped),
+    """What cut the run's measuring short, keeping what came before (rounds.Measurements.stopped),
     in whichever block of a sweep it came; None if nothing did."""
     return next((v for k, v in out.kept.items() if k.partition(" @")[0] == "stopped"), None)
 
@@ -141,7 +141,7 @@ def each_thread_count(args, body, busy, out, headline):
                 facts["busy"] += gpu_busy(args.on)
                 out.show(headline or host.line(facts))
             args.on.threads(n)  # PyTorch's, on this CPU
-            n = blas_threads(n, facts)
+            n = threads_run(n, facts)
             if out.sweep:
                 out.show(f"\n{n} {plural(n, 'thread')}:")
             out.settings.setdefault("threads_used", []).append(n)
@@ -165,7 +165,7 @@ def gpu_busy(on):
     return [said] if said else []
 
 
-def blas_threads(asked, facts):
+def threads_run(asked, facts):
     """The threads the BLAS runs with under --threads `asked` (its own count where none is
     asked): what it took, said where it took fewer (OpenBLAS stops at the most it was built
     for, 64 say), so that a run records the threads it ran."""

@@ -40,7 +40,7 @@ def printed(rows, which=0, words="", runs=3):
     """The check sheet (which=0) or the breakdown (1) of held rows, rendered from their records
     as a run makes them, its figures by name, and its printed lines."""
     found = records.from_rows(check.held_figures(rows), {})
-    sheet = sheets.held(found, rows, ROOFS, words, runs)[which]
+    sheet = sheets.check_sheets(found, rows, ROOFS, words, runs)[which]
     figures = {r["figure"]: r["value"] for r in sheet.records}
     return sheet, figures, printers.render(sheet).splitlines()
 

@@ -51,7 +51,7 @@ def test_a_disturbed_visit_is_measured_again_and_the_clean_one_kept(monkeypatch)
 
 
 def test_a_figure_without_enough_clean_samples_is_marked_disturbed():
-    done = rounds.Measured()  # three rounds' visits, each measured again twice, none clean
+    done = rounds.Measurements()  # three rounds' visits, each measured again twice, none clean
     done.take({"visits": {"t": [[r, [1.0], share, 2] for r, share in enumerate((0.5, 0.3, 0.5))]}})
     runs = done.runs("t")
     assert runs.disturbed and runs.again == 2 * 3 and 0.3 in runs.others  # the least disturbed

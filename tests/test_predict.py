@@ -402,7 +402,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
             if getattr(s, "name", "") == "decode"][0].records
     assert {r["value"] for r in rows if r["figure"] == "memory"} == {
         f"does not fit (needs {plans.gb(n)} of 80 GB)" for n in [
-            held + sum(plans.held(dataclasses_replace(seventy, "bfloat16"), [row]))
+            held + sum(plans.bytes_held(dataclasses_replace(seventy, "bfloat16"), [row]))
             for row in two_phases.EXPERIMENTS["decode"].plan(one)]}  # every row marked, its
     #                                                          own need beside it
     capsys.readouterr()

@@ -331,9 +331,9 @@ def test_13_the_run_records_the_threads_the_blas_ran(monkeypatch):
                                                      "threads": 64, "architecture": "x"}])
     from harness.terminal import kept
     with kept() as said:
-        assert runner.blas_threads(100, {"blas": []}) == 64
+        assert runner.threads_run(100, {"blas": []}) == 64
     assert said == ["--threads 100: the BLAS runs 64, the most it takes; the run records 64"]
-    assert runner.blas_threads(2, {"blas": []}) == 2
+    assert runner.threads_run(2, {"blas": []}) == 2
 
 
 def test_13_a_cache_sized_forklift_backs_no_claim_and_compares_with_none():

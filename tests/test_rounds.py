@@ -219,7 +219,7 @@ def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():
 
 
 def test_a_figure_is_disturbed_only_where_other_work_left_too_few_clean_rounds():
-    done = rounds.Measured()
+    done = rounds.Measurements()
     done.take({"visits": {"two": [[0, [1.0], 0.0, 0], [1, [1.0], 0.0, 0]],  # two rounds, quiet
                           "busy": [[0, [1.0], 0.5, 2], [1, [1.0], 0.0, 0], [2, [1.0], 0.4, 2]]}})
     assert not done.runs("two").disturbed  # fewer rounds than 3 are few, not disturbed

@@ -113,11 +113,11 @@ def describe(name, found):
     else:
         line = f"{name}: {host.line(data['machine'])}"
     ran = "; ".join(f"{stem} " + ", ".join(f"{k} {v}" for k, v in ran.items())
-                    for stem, ran in settings_of(found).items() if ran)
+                    for stem, ran in shared_settings(found).items() if ran)
     return line + (f" | settings: {ran}" if ran else "")
 
 
-def settings_of(found):
+def shared_settings(found):
     """{file stem: the settings its records share, of those that make figures alike}."""
     out = {}
     for stem, data in found.items():

@@ -389,7 +389,7 @@ KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_by
 
 
 @dataclasses.dataclass
-class Measured:
+class Measurements:
     """Every process's result merged: each trial's visits and recorded parts, the table
     products alone, the paths the first process chose, what each trial's visit takes, and the
     process each round was measured in (round ids are the run's own: no two processes share
@@ -449,7 +449,7 @@ def measured(args, script, measure_here, kinds=None, **job):
     """A script's whole measuring: its rows' rounds in fresh worker processes (each the script
     itself, `python script ... --worker`, running measure_here(args, job)), planned by kind
     (plan()); a quick run's, or --processes 1's, all in this process. job: more of what each
-    worker is asked. -> Measured"""
+    worker is asked. -> Measurements"""
     start = time.monotonic()
     job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job,
            **({"repeat": {}, "bridge_s": 0.0} if args.quick else {})}  # a smoke run: each row
@@ -457,7 +457,7 @@ def measured(args, script, measure_here, kinds=None, **job):
     worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
     here = lambda j: {**measure_here(args, j), **on_the_device(args.on)}  # noqa: E731
     if args.processes == 1:
-        done = Measured()
+        done = Measurements()
         done.take({**here({**job, "rounds": list(range(args.runs)), "process": 0,
                             "processes": 1}), "process": 0})
     else:
@@ -522,7 +522,7 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
     processes beyond --processes are measured keeps the ones before, and so does a worker
     process that fails once every kind has measured (done.stopped says so): a worker the OOM
     killer takes throws nothing away."""
-    done, costs, count, wanted, repeat = Measured(), {}, {}, {}, {}
+    done, costs, count, wanted, repeat = Measurements(), {}, {}, {}, {}
     order = [k.name for k in kinds if not k.extra]
     extras = [k for k in kinds if k.extra]
     by_name = {k.name: k for k in kinds}

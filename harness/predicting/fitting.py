@@ -123,10 +123,10 @@ FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
 def plan_bytes(cfg, args, experiments):
     """{"tables", "notes", "working"} in bytes that the plan's experiments ({name: Experiment})
     and its --request (the most --users at the request's end) hold at most at once on one
-    device, served: every user's notes, with no first notebook copied (plans.held)."""
-    held = [plans.held(cfg, e.plan(args), copies=False) for e in experiments.values()]
+    device, served: every user's notes, with no first notebook copied (plans.bytes_held)."""
+    held = [plans.bytes_held(cfg, e.plan(args), copies=False) for e in experiments.values()]
     if getattr(args, "request", None):  # the biggest batch's whole request, at its end
-        held.append(request.held(cfg, *args.request, max(args.users)))
+        held.append(request.bytes_held(cfg, *args.request, max(args.users)))
     notes, working = max(held, key=sum)
     return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
 

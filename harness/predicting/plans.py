@@ -89,10 +89,10 @@ def at_limits(cfg, rows, roofs, serial=False):
 
 def memory_bytes(cfg, rows):
     """The most memory an experiment's rows hold at once, beyond the tables."""
-    return sum(held(cfg, rows))
+    return sum(bytes_held(cfg, rows))
 
 
-def held(cfg, rows, copies=True):
+def bytes_held(cfg, rows, copies=True):
     """What an experiment's rows hold at once beyond the tables, in bytes: (the notes: the
     fullest row's notebooks and, where copies (a measured run, whose typers copy their first
     notes from one notebook read once), that first notebook, one per depth they start at; the
@@ -168,7 +168,7 @@ def fits(cfg, row, memory):
     once, on one device; None where the memory is unknown."""
     if not memory:
         return None
-    return verdict(model.held_bytes(cfg) + sum(held(cfg, [row], copies=False)), memory[0])
+    return verdict(model.held_bytes(cfg) + sum(bytes_held(cfg, [row], copies=False)), memory[0])
 
 
 def verdict(need, have):
@@ -246,7 +246,7 @@ def weights(cfg, plans, roofs):
 def peak_bytes(cfg, plans, speeds_bytes):
     """The most a run holds at once: the tables, the speeds' tables and every experiment's rows
     (plans: [[Row]]) at once, as a round visits them all."""
-    held_by = [held(cfg, rows) for rows in plans if rows]
+    held_by = [bytes_held(cfg, rows) for rows in plans if rows]
     return (model.held_bytes(cfg) + speeds_bytes + sum(notes for notes, _ in held_by)
             + max([working for _, working in held_by] or [0]))  # one trip at a time
 

@@ -54,7 +54,7 @@ def predicted(cfg, roofs, prompt, output, users, serial=False):
     return {"first": first, "typing": typed, "total": first + float(typed.sum())}
 
 
-def held(cfg, prompt, output, users):
+def bytes_held(cfg, prompt, output, users):
     """What a batch's request holds at its end on one device beyond the tables, in bytes: (every
     user's notes, its question and each token typed after the first word, PROMPT + OUTPUT - 1;
     the working space of its biggest trip, the reading)."""
@@ -63,8 +63,8 @@ def held(cfg, prompt, output, users):
 
 
 def memory_needed(cfg, prompt, output, users):
-    """What one device holds at the request's end: the tables and held()."""
-    return model.held_bytes(cfg) + sum(held(cfg, prompt, output, users))
+    """What one device holds at the request's end: the tables and bytes_held()."""
+    return model.held_bytes(cfg) + sum(bytes_held(cfg, prompt, output, users))
 
 
 def request_row(cfg, aim, prompt, output, users):

@@ -90,7 +90,7 @@ COLUMNS = [col(f, f, "", "s") for f in FIELDS]
 # ---- the check, the breakdown and the datasheet
 
 
-def held(found, held, roofs, words, runs):
+def check_sheets(found, held, roofs, words, runs):
     """The check sheet (each row's measured time against its limit, and which limit binds) and
     the breakdown (each part's milliseconds, the tables against the same products alone,
     attention against its own limit, and whose excess is largest), from their records; each
