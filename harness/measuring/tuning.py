@@ -146,11 +146,9 @@ def alternately(ways):
                 bridge(next(iter(ways[way].values())))
             last = way
             for n, fn in ways[way].items():
-                start = time.perf_counter()
-                fn()
+                seconds = sample(fn)
                 if tried:
-                    timed.setdefault(n, {}).setdefault(way, []).append(
-                        time.perf_counter() - start)
+                    timed.setdefault(n, {}).setdefault(way, []).append(seconds)
     return timed
 
 
@@ -214,16 +212,20 @@ def in_turns(bench, n, ways, times, seed=0):
         for tried in range(times + 1):  # the first try warms up
             for key, (takes, product) in ways.items():
                 tables = [w for w in next(floors).values() if takes(w)]
-                start = time.perf_counter()
-                for w in tables:
-                    product(w, xs[w.shape[1]])
+                seconds = sample(lambda: [product(w, xs[w.shape[1]]) for w in tables])
                 if tried:
-                    timed[key].append(time.perf_counter() - start)
+                    timed[key].append(seconds)
     return timed
 
 
 def tries(bench):
     return min(TRIES, bench.runs)
+
+
+def sample(fn):
+    """fn's seconds, one call timed as a round times a visit (rounds.visit: the one place a
+    sample is taken), its share of the cores not asked: the ways take turns instead."""
+    return rounds.visit(rounds.Trial("sample", [fn]), watch=rounds.UNWATCHED)[0][0]
 
 
 def best(fn, runs):
