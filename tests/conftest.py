@@ -5,6 +5,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -169,3 +170,34 @@ def pytest_collection_modifyitems(items):
     """The tests that read the shared quick run go last, so that the other tests keep every
     process busy while it runs in the background."""
     items.sort(key=lambda item: any(f in item.fixturenames for f in ("quick_run", "small_run")))
+
+
+# ---- the shipped machine's results, and files made from them
+
+EPYC = SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")  # the shipped machine
+ESC = "\x1b[31mred\x1b]0;title\x07"  # a colour and a window title: what a file must not send
+
+
+def reference(name):
+    with open(os.path.join(EPYC, name + ".json")) as f:
+        return json.load(f)
+
+
+def planted_copy(folder, name, change):
+    """A copy of the shipped machine with one file changed: -> the folder."""
+    shutil.copytree(EPYC, folder)
+    data = reference(name)
+    change(data)
+    (folder / f"{name}.json").write_text(json.dumps(data))
+    return folder
+
+
+def silent(fn, *args):
+    """fn(*args) with stdout and stderr caught: -> (its value or exit code, out, err)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            value = fn(*args)
+        except SystemExit as e:
+            value = e.code
+    return value, out.getvalue(), err.getvalue()

@@ -14,8 +14,9 @@ import pytest
 import compare
 import model
 import two_phases
-from harness.keeping import records, schema
-from conftest import ROOT, compared, in_process, script
+from harness.keeping import exports, older, records, schema
+from conftest import EPYC, ROOT, compared, in_process, one_line, planted_copy, reference, script
+from harness.measuring import host
 
 ROOT_PATH = pathlib.Path(ROOT)
 
@@ -508,3 +509,122 @@ def test_welchs_test_is_scipys(a, b):
     from harness.judging import significance
     assert significance.welch(a, b) == pytest.approx(
         float(ttest_ind(a, b, equal_var=False).pvalue), rel=1e-9, abs=1e-15)
+
+
+# ---- files compare.py cannot use, and runs it must not compare
+
+
+@pytest.mark.parametrize("name,change,says", [
+    ("machine_speed", lambda d: [r.update(value=5e-324) for r in d["records"]
+                                 if r["figure"] == "memory speed"], "memory speed"),
+    ("machine_speed", lambda d: [r.update(value="fast", unit="") for r in d["records"]
+                                 if r["figure"] == "memory speed"], "where its sheet says GB/s"),
+    ("two_phases", lambda d: [r.update(value="slow", unit="") for r in d["records"]
+                              if r["experiment"] == "check" and r["figure"] == "x limit"],
+     "(check: x limit) in no unit, where its sheet says x"),
+    ("two_phases", lambda d: [r.update(value="1 + 2", unit="") for r in d["records"]
+                              if r["experiment"] == "breakdown" and r["figure"] == "tables"],
+     "(breakdown: tables) in no unit, where its sheet says ms")],
+    ids=["a subnormal speed", "text for a speed", "text for x limit", "text in the breakdown"])
+def test_a_number_compare_cannot_use_is_one_line_and_the_rest_compares(tmp_path, name, change,
+                                                                         says):
+    folder = planted_copy(tmp_path / "box", name, change)
+    r = compared("post", str(folder))
+    assert "Traceback" not in r.stderr
+    one_line(r, 1, says, "left out")  # the schema's check refuses it: no reader meets it
+    assert "h**3 ms" in r.stdout  # the machine's other files still compared
+    assert exports.write("json", [{"ratio": float("inf")}]) == '[\n {\n  "ratio": null\n }\n]'
+
+
+def test_an_old_file_beyond_the_upgrades_arithmetic_is_one_line(tmp_path, monkeypatch):
+    bad = reference("cube_bug")
+    (tmp_path / "c.json").write_text(json.dumps(bad))
+    monkeypatch.setattr(older, "upgrade", lambda d: 1e308 * 1e308 / 0)
+    with pytest.raises(ValueError, match="newest layout"):
+        schema.load(str(tmp_path / "c.json"), "cube_bug")
+
+
+def test_a_result_without_its_core_count_makes_a_machine_line(tmp_path):
+    facts = reference("cube_bug")["machine"]
+    facts.pop("cores")
+    assert ", ? cores" in host.line(facts)
+    folder = planted_copy(tmp_path / "box", "cube_bug", lambda d: d["machine"].pop("cores"))
+    r = compared(str(folder), "intel-xeon-processor-2c")
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+
+
+def test_a_folder_compare_cannot_list_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "machines").mkdir()
+    real = os.listdir
+
+    def unlistable(path="."):
+        if os.path.basename(str(path)) == "machines":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+    monkeypatch.setattr(os, "listdir", unlistable)
+    r = compared(str(tmp_path / "machines"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "cannot be" in r.stderr
+
+
+def test_a_prediction_is_never_compared_with_a_measurement(tmp_path):
+    assert two_phases.main(["--predict", "post", "--out", str(tmp_path), "--label", "p",
+                            "--no-plot"]) == 0
+    for first in ("post", EPYC):
+        r = compared(first, str(tmp_path / "p"))
+        said = [line for line in r.stdout.splitlines() if "prompt 256: ms/token" in line]
+        assert said and all("not compared: a prediction against a measurement" in line
+                            for line in said)
+        assert "faster" not in said[0] and "no change" not in said[0]
+
+
+def test_a_run_at_other_threads_in_history_changes_no_verdict(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    for name in ("machine_speed.json", "machine_speed.txt"):
+        shutil.copy(os.path.join(SHIPPED, name), box / name)
+    before = compared("post", str(box))
+    kept = box / "history" / "machine_speed.2026-01-01T00-00-00"
+    kept.mkdir(parents=True)
+    data = json.load(open(box / "machine_speed.json"))
+    data["settings"]["threads"] = 1
+    for record in data["records"]:
+        record["settings"]["threads"] = 1
+        if record.get("samples"):
+            record["samples"] = [x / 2.07 for x in record["samples"]]
+    (kept / "machine_speed.json").write_text(json.dumps(data))
+    after = compared("post", str(box))
+    assert before.returncode == after.returncode == 0 and after.stdout == before.stdout
+
+
+def test_a_machine_speed_run_at_other_sizes_is_shown_and_compared_with_nothing(tmp_path):
+    box = tmp_path / "box"
+    box.mkdir()
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["settings"].update(size=2000, matmul=256)
+    for record in data["records"]:
+        record["settings"].update(size=2000, matmul=256)
+    (box / "machine_speed.json").write_text(json.dumps(data))
+    for name in ("two_phases.json", "two_phases.txt"):
+        shutil.copy(os.path.join(SHIPPED, name), box / name)
+    r = compared("post", str(box))
+    assert r.returncode == 0 and "not compared: --size 2000 against 10000" in r.stdout
+    assert "forklift: machine_speed, at --size 2000 --matmul 256" in r.stdout
+    assert "(machine_speed's)" not in r.stdout  # the summary takes no speed it refused
+    assert "the machine's speed moved" not in r.stdout
+
+
+def test_a_cache_sized_forklift_backs_no_claim_and_compares_with_none():
+    from conftest import made
+    from harness.judging import judge, rules
+    from harness.keeping.folders import read_from
+    from harness.keeping.records import col
+    found = made("machine_speed", [col("memory speed", "memory speed", "GB/s", ".1f"),
+                                   col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                   col("read", "read", "MB", ".0f")],
+                 [{"memory speed": 60.0, "math speed": 100.0, "read": 16.0}],
+                 {"size": 2000, "cache_bytes": 32 * 2 ** 20})
+    for c, here, verdict, why, _ in judge.verdicts(found, None, ("machine_speed",)):
+        assert verdict == rules.UNKNOWN and "read the cache, not memory" in why, c.says
+    assert read_from({"size": 2000, "cache_bytes": 32 * 2 ** 20}) == "cache"
+    assert read_from({"size": 23000, "cache_bytes": 480 * 2 ** 20}) == "memory"
+    assert read_from({"size": 10000}) == "memory"  # the post's, which recorded no cache

@@ -1,7 +1,10 @@
 """The harness: timing statistics, the machine line, the printers, and results that survive a
 crash."""
+import io
 import json
 import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -11,7 +14,7 @@ from harness.keeping import records, results
 from harness.measuring import host, timing
 from harness.showing import printers
 from harness.keeping.records import Measured, col, timed
-from conftest import made, sheet_of
+from conftest import ROOT, made, sheet_of
 
 
 def fake_clock(times):
@@ -331,3 +334,35 @@ def test_a_run_ends_by_naming_its_report_and_what_to_run_next(tmp_path):
     last = r.stderr.splitlines()[-1]
     assert last.startswith("the report: ") and "report.md; next: python compare.py post " in last
     assert any(line.startswith("|---") for line in r.stdout.splitlines())  # md: Markdown
+
+
+# ---- what a run says of itself: its version, its threads, its paths
+
+
+def test_the_version_leaves_the_checkouts_index_as_it_was():
+    index = os.path.join(ROOT, ".git", "index")
+    if not os.path.exists(index):
+        pytest.skip("not a git checkout")
+    before = os.stat(index).st_mtime_ns
+    runner.version()
+    assert os.stat(index).st_mtime_ns == before
+
+
+def test_a_path_the_terminal_cannot_show_is_pasted_as_its_bytes(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    said = runner.pasteable("results/caf\u00e9 box")
+    assert said == "$'results/caf\\xc3\\xa9 box'" and "?" not in said
+    assert subprocess.run(["bash", "-c", f"printf %s {said}"], capture_output=True).stdout \
+        == "results/caf\u00e9 box".encode()
+
+
+def test_the_run_records_the_threads_the_blas_ran(monkeypatch):
+    from harness import runner
+    from harness.measuring import host
+    monkeypatch.setattr(host, "blas_info", lambda: [{"library": "openblas", "version": "0",
+                                                     "threads": 64, "architecture": "x"}])
+    from harness.terminal import kept
+    with kept() as said:
+        assert runner.threads_run(100, {"blas": []}) == 64
+    assert said == ["--threads 100: the BLAS runs 64, the most it takes; the run records 64"]
+    assert runner.threads_run(2, {"blas": []}) == 2

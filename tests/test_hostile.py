@@ -4,6 +4,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -343,3 +345,68 @@ def test_compare_of_a_file_or_a_missing_folder_says_so(tmp_path):
     (tmp_path / "a-file").write_text("x")
     one_line(compared(str(tmp_path / "a-file")), 1, "is a file, not a results folder")
     one_line(compared(str(tmp_path / "missing")), 1, "no such results folder")
+
+
+# ---- closed and full streams
+
+
+def test_a_closed_stdout_ends_cleanly(tmp_path):
+    r = subprocess.run([sys.executable, "two_phases.py", "--predict", "h100-sxm", "--no-save"],
+                       cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       pass_fds=(), preexec_fn=lambda: os.close(1))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare.py", "post", "amd-epyc-2c", "--export", "csv"],
+    ["machine_speed.py", "--quick", "--runs", "1", "--size", "300", "--matmul", "32",
+     "--no-save", "--export", "csv"],
+    ["two_phases.py", "--predict", "h100-sxm", "--no-save", "--export", "json"],
+])
+
+
+def test_an_export_cut_short_by_a_full_disk_exits_non_zero(argv):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, os.path.join(ROOT, argv[0]), *argv[1:]],
+                           stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert r.returncode == 1 and "did not arrive whole" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_tables_into_head_still_exit_zero(tmp_path):
+    r = subprocess.run(f"{sys.executable} compare.py post amd-epyc-2c | head -1", shell=True,
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["machine_speed.py", "--quick", "--runs", "1", "--size", "300", "--matmul", "32"],
+    ["two_phases.py", "--predict", "h100-sxm", "--no-save"],
+    ["compare.py", "post", "amd-epyc-2c"],
+])
+
+
+def test_a_closed_stderr_is_no_crash(argv, tmp_path):
+    out = ["--out", str(tmp_path)] if argv[0] == "machine_speed.py" else []
+    r = subprocess.run(f"{sys.executable} {' '.join(argv + out)} 2>&-", shell=True, cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip(), r.stdout
+    assert not any(word in r.stdout for word in ("wall time", "saved ", "Traceback"))  # notes
+    #   go nowhere, never into the tables
+    if out:
+        assert list(tmp_path.glob("*/machine_speed.quick.json"))  # saved, as ever
+
+
+def test_stderr_into_a_closed_pipe_is_no_failure(tmp_path):
+    r = subprocess.run(f"{sys.executable} machine_speed.py --quick --size 300 --matmul 32 "
+                       f"--runs 3 --out {tmp_path} --label pipe2 2>&1 | head -2; "
+                       f"exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and (tmp_path / "pipe2" / "machine_speed.quick.json").exists()
+    if os.path.exists("/dev/full"):
+        r = subprocess.run(f"{sys.executable} machine_speed.py --quick --size 300 --matmul 32 "
+                           f"--runs 1 --out {tmp_path} --label full 2>/dev/full", shell=True,
+                           cwd=ROOT, capture_output=True, text=True)
+        assert r.returncode == 0 and (tmp_path / "full" / "machine_speed.quick.json").exists()

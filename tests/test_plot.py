@@ -1,9 +1,11 @@
 """--plot: the roofline picture when matplotlib is there, one line and exit 2 when it is not."""
 import importlib.util
+import os
 
 import pytest
 
 from conftest import python, script
+from harness.showing import pictures
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
@@ -178,3 +180,23 @@ def test_without_matplotlib_plot_is_refused_before_anything_runs(tmp_path):
 def test_plot_with_no_save_is_a_bad_flag(tmp_path):
     r = run_quick(tmp_path, "--plot", "--no-save")
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+# ---- a home matplotlib cannot write in
+
+
+def test_an_unwritable_home_gives_matplotlib_a_folder_of_the_runs_removed_after(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", os.path.join(os.devnull, "home"))  # nothing can be made there
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setattr(pictures, "_config", {"made": None})
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    pictures.own_config()  # before matplotlib is imported: it takes MPLCONFIGDIR, says nothing
+    made = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(made) and made.startswith(str(tmp_path))
+    pictures.tidy()
+    assert not os.path.exists(made) and "MPLCONFIGDIR" not in os.environ
+    monkeypatch.setenv("HOME", str(tmp_path))  # a writable home: matplotlib's own folder
+    pictures.own_config()
+    assert "MPLCONFIGDIR" not in os.environ

@@ -5,6 +5,8 @@ import contextlib
 import importlib.util
 import io
 import json
+import os
+import shutil
 
 import pytest
 
@@ -15,6 +17,7 @@ from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets, turning
 from harness.keeping.records import sig
 from harness.measuring.speeds import Speeds
+from conftest import in_process
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
@@ -429,3 +432,52 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     fits = next(s for s in predict.items(small, two_phases.EXPERIMENTS)
                 if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
+
+
+# ---- model files and configs
+
+
+@pytest.mark.parametrize("make", ["dangling link", "folder", "fifo"])
+def test_a_model_under_models_that_is_no_file_is_one_line(make, tmp_path, monkeypatch):
+    from harness.predicting import model_files
+    import two_phases
+    from conftest import one_line
+    models = tmp_path / "models"
+    shutil.copytree(model_files.MODELS, models)
+    monkeypatch.setattr(model_files, "MODELS", str(models))
+    name = "my-model"
+    if make == "dangling link":
+        (models / f"{name}.json").symlink_to(tmp_path / "gone.json")
+    elif make == "folder":
+        (models / f"{name}.json").mkdir()
+    else:
+        os.mkfifo(models / f"{name}.json")
+    assert name not in model_files.shipped_models()
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", name, "--no-save")
+    one_line(r, 2, "--model", name)
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", "/dev/zero",
+                   "--no-save")
+    one_line(r, 2, "--model", "not a regular file")
+
+
+def test_a_models_short_context_is_the_models_fault_not_the_flags(tmp_path):
+    import two_phases
+    from conftest import one_line
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"layers": 2, "width": 64, "heads": 4, "context": 1}))
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", str(path),
+                   "--no-save")
+    one_line(r, 2, "--model", "reads at most 1 token (its context)")
+
+
+def test_a_multimodal_configs_language_model_is_read():
+    from harness.predicting import model_files
+    found = {"model_type": "llama4", "_name_or_path": "meta-llama/Llama-4-Scout-17B-16E",
+             "text_config": {"num_hidden_layers": 48, "hidden_size": 5120,
+                             "num_attention_heads": 40, "num_key_value_heads": 8,
+                             "head_dim": 128, "intermediate_size": 8192, "hidden_act": "silu",
+                             "num_local_experts": 16, "num_experts_per_tok": 1},
+             "vision_config": {"num_hidden_layers": 34, "hidden_size": 1408}}
+    cfg = model_files.shape(model_files.language_model(found), "config.json")
+    assert (cfg.layers, cfg.width, cfg.kv_heads, cfg.experts, cfg.active) == (48, 5120, 8, 16, 1)
+    assert cfg.name == "meta-llama/Llama-4-Scout-17B-16E"

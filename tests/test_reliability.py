@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -15,9 +16,11 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import flags, runner
-from harness.keeping import results
+from harness.keeping import results, schema
 from harness.measuring import host, timing
-from conftest import ROOT, compared, in_process, one_line, python, script, started, sheet_of
+from conftest import (EPYC, ROOT, SHIPPED, compared, in_process, one_line, python, reference,
+                      script, sheet_of, silent, started)
+from harness.showing import report
 from harness.showing.printers import Picture
 from harness.keeping.records import col, timed
 
@@ -462,3 +465,154 @@ def test_a_signal_lost_on_its_way_still_stops_the_run_at_the_next_visit():
             rounds.visit(rounds.Trial("t", [lambda: None]), watch=lambda: (lambda: None))
     stopping.stopped()
     stopping.begin()
+
+
+# ---- earlier results, history and memory
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: [r.update(value=0) for r in d["records"]
+               if r["experiment"] == "decode" and r["figure"] == "bytes read"],
+    lambda d: [r.update(value="fast", unit="") for r in d["records"]
+               if r["experiment"] == "decode" and r["figure"] == "step"],
+    lambda d: [r["keys"].pop("chunk") for r in d["records"] if r["experiment"] == "dial"]],
+    ids=["bytes read 0", "text for a time", "a dial row without its chunk"])
+def test_an_earlier_file_no_reader_can_read_is_refused_by_the_schema(change, tmp_path):
+    data = reference("two_phases")
+    change(data)
+    (tmp_path / "two_phases.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="record"):  # told by the schema's check, so
+        schema.load(str(tmp_path / "two_phases.json"), "two_phases")  # every reader is spared
+    shutil.copy(os.path.join(EPYC, "cube_bug.json"), tmp_path / "cube_bug.json")
+    runs, _, err = silent(report.saved_runs, str(tmp_path))
+    assert list(runs) == ["cube_bug"] and "the report leaves out two_phases.json" in err
+
+
+def test_saves_killed_before_their_renames_never_push_real_results_out_of_history(tmp_path):
+    folder, stem = str(tmp_path), "two_phases"
+    for day in range(1, 4):  # three real results, two of them kept
+        results.save(folder, {f"{stem}.json": json.dumps({"machine": {"date": f"2026-01-0{day}"},
+                                                          "day": day})}, stem)
+    kept = sorted(os.listdir(tmp_path / results.HISTORY))
+    files = {f"{stem}.json": "{}"}
+    for _ in range(12):  # killed (kill -9) after keeping the earlier result, before renaming
+        results.keep_earlier(folder, files, stem)
+    assert len(os.listdir(tmp_path / results.HISTORY)) == len(kept) + 1  # one copy, not 12
+    results.save(folder, {f"{stem}.json": json.dumps({"machine": {"date": "2026-01-09"}})},
+                 stem)
+    assert set(kept) <= set(os.listdir(tmp_path / results.HISTORY))  # the real ones all stay
+
+
+SLOW = ("import runpy, sys, time\nfrom harness.measuring import host\nreal = host.facts\n"
+        "def probe(*a, **k):\n    print('probing', flush=True)\n    time.sleep(5)\n"
+        "    return real(*a, **k)\nhost.facts = probe\n"
+        "sys.argv = ['cube_bug.py', '--quick', '--runs', '1', '--out', sys.argv[1]]\n"
+        "runpy.run_path('cube_bug.py', run_name='__main__')\n")
+
+
+def test_a_hang_up_stops_a_run_in_one_line_leaving_nothing(tmp_path):
+    run = subprocess.Popen([sys.executable, "-c", SLOW, str(tmp_path / "r")], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert run.stdout.readline() == "probing\n"
+    run.send_signal(signal.SIGHUP)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 129 and err.strip().splitlines()[-1] == \
+        "hung up: nothing saved, earlier results untouched", err
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unreadable_earlier_result_is_never_replaced_unkept(tmp_path, monkeypatch):
+    folder, stem = str(tmp_path), "cube_bug"
+    (tmp_path / f"{stem}.json").write_text('{"machine": {"date": "2026-01-01"}}')
+    real_open, real_access = os.open, os.access
+    mine = str(tmp_path / f"{stem}.json")
+
+    def no_read(path, *args, **kw):  # chmod 000 by another user: root reads anyway, so fake it
+        if str(path) in (mine, f"{stem}.json"):  # by its path, or by name in its folder
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kw)
+    monkeypatch.setattr(os, "open", no_read)
+    monkeypatch.setattr(os, "access", lambda p, m: False if str(p) == mine else real_access(p, m))
+    assert "cannot be read" in results.refusal(folder, [f"{stem}.json"])
+    code, _, err = silent(results.save, folder, {f"{stem}.json": "{}"}, stem)
+    assert code == 1 and "cannot be read" in err
+    monkeypatch.undo()
+    assert (tmp_path / f"{stem}.json").read_text() == '{"machine": {"date": "2026-01-01"}}'
+
+
+def test_a_result_its_reader_would_refuse_is_never_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(schema, "ALL_SAMPLES_MAX", 3)
+    code, out, err = silent(machine_speed.main, ["--quick", "--runs", "2", "--out",
+                                                 str(tmp_path), "--label", "m"])
+    assert code == 1 and "would not read back" in err and "memory speed" in out
+    assert not (tmp_path / "m" / "machine_speed.quick.json").exists()
+
+
+def test_the_memory_check_holds_a_run_to_its_address_space_limit(monkeypatch):
+    import resource
+    import two_phases
+    from conftest import one_line
+    from harness.measuring import host
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (3 * 2 ** 30, 3 * 2 ** 30)
+                        if what == resource.RLIMIT_AS else real(what))
+    have, why = host.memory_room()
+    assert have < 3 * 2 ** 30 and "ulimit -v" in why
+    r = in_process(two_phases.parse_args, "--experiments", "decode", "--users", "40", "--notes",
+                   "1000", "--runs", "1", "--no-save")
+    one_line(r, 2, "ulimit -v", "use a smaller")
+
+
+def test_a_cgroup_limit_is_read_where_there_is_one(monkeypatch):
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cgroup_left", lambda: 2 * 2 ** 30)
+    monkeypatch.setattr(host, "address_space_left", lambda: None)
+    assert host.memory_room() == (2 * 2 ** 30, "left under this process's cgroup memory limit "
+                                                "(a container's)")
+
+
+def test_after_a_copy_history_keeps_the_newest_runs(tmp_path):
+    import time
+    from conftest import python  # noqa: F401  (the helpers' module)
+    from harness.keeping import results as r
+    history = tmp_path / "box" / "history"
+    history.mkdir(parents=True)
+    days = list(range(1, 12))
+    for day in reversed(days):  # made newest first: a copy's order, which ctime would follow
+        entry = history / f"cube_bug.2026-01-{day:02}T00-00-00"
+        entry.mkdir()
+        data = json.load(open(os.path.join(SHIPPED, "cube_bug.json")))
+        data["machine"]["date"] = f"2026-01-{day:02}T00:00:00+00:00"
+        (entry / "cube_bug.json").write_text(json.dumps(data))
+        time.sleep(0.01)
+    assert [os.path.basename(e)[9:19] for e in r.entries(str(history), "cube_bug")] == [
+        f"2026-01-{day:02}" for day in days]  # oldest first, as the runs recorded
+    r.trim(str(tmp_path / "box"), "cube_bug")
+    assert sorted(os.listdir(history)) == [f"cube_bug.2026-01-{day:02}T00-00-00"
+                                           for day in days[1:]]  # only the oldest went
+
+
+def test_a_read_only_file_system_is_named_so(tmp_path, monkeypatch):
+    (tmp_path / results.HISTORY).mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: type("V", (), {"f_flag": os.ST_RDONLY})())
+    assert "is on a read-only file system" in results.refusal(str(tmp_path))
+
+
+def test_an_earlier_runs_pictures_go_to_history_with_it(tmp_path):
+    data = json.load(open(os.path.join(SHIPPED, "two_phases.json")))
+    data["pictures"] = ["roofline.png", "dial.png"]
+    (tmp_path / "two_phases.json").write_text(json.dumps(data))
+    for name in ("roofline.png", "dial.png"):
+        (tmp_path / name).write_bytes(b"the earlier run's picture")
+    again = {**data, "pictures": ["roofline.png"]}
+    again["machine"] = {**data["machine"], "date": "2026-12-31T00:00:00+00:00"}
+    assert results.save(str(tmp_path), {"two_phases.json": json.dumps(again),
+                                        "two_phases.txt": "",
+                                        "roofline.png": b"this run's".decode()},
+                        "two_phases") == 0
+    assert not (tmp_path / "dial.png").exists()  # it stands beside no result that drew it
+    (entry,) = (tmp_path / "history").glob("two_phases.*")
+    assert (entry / "dial.png").read_bytes() == b"the earlier run's picture"
+    assert (entry / "roofline.png").read_bytes() == b"the earlier run's picture"

@@ -290,3 +290,16 @@ def test_a_log_axis_reads_as_plain_numbers():
         assert ticks and not any("^" in t or "e+" in t for t in ticks), ticks
     finally:
         plt.close(fig)
+
+
+# ---- figures in words
+
+
+def test_text_figures_go_to_a_column_of_their_own():
+    from harness.keeping import exports
+    rows = exports.tidy("two_phases", {}, [
+        {"experiment": "check", "keys": {"row": "1 user"}, "figure": "bound by", "unit": "",
+         "statistic": "computed", "value": "forklift", "settings": {}},
+        {"experiment": "check", "keys": {"row": "1 user"}, "figure": "x limit", "unit": "x",
+         "statistic": "middle", "value": 1.5, "settings": {}}])
+    assert [(r["value"], r["text"]) for r in rows] == [(None, "forklift"), (1.5, None)]

@@ -10,7 +10,8 @@ import signal
 
 import pytest
 
-from conftest import ROOT, in_process
+import cube_bug
+from conftest import ROOT, compared, in_process
 from harness import stopping
 from harness.keeping import older, results, schema
 from harness.showing import report
@@ -247,3 +248,73 @@ def test_a_file_read_fast_is_cleaned_as_a_file_read_slowly(text):
             continue
         fast = data if schema.plain(as_json) else schema.cleaned(data)
         assert fast == schema.cleaned(data)
+
+
+# ---- a report the user edited, and folders of several machines
+
+
+def test_an_edited_report_is_kept_when_the_first_run_of_a_script_replaces_it(tmp_path):
+    box = tmp_path / "edit2"
+    box.mkdir()
+    for name in ("machine_speed.json", "machine_speed.txt", "report.md"):
+        shutil.copy(os.path.join(SHIPPED, name), box / name)
+    with open(box / "report.md", "a") as f:
+        f.write("my own line\n")
+    argv = ("--tokens", "4", "--runs", "3", "--processes", "1", "--no-in-model", "--out",
+            str(tmp_path), "--label", "edit2")
+    r = in_process(cube_bug.main, *argv)
+    assert r.returncode == 0, r.stderr
+    (kept,) = (box / "history").glob("report.*")
+    assert (kept / "report.md").read_text().endswith("my own line\n")
+    assert "my own line" not in (box / "report.md").read_text() and str(kept) in r.stderr
+    assert not results.edited(str(box / "report.md"))  # the suite's own, signed
+    r = in_process(cube_bug.main, *argv)  # the report as the suite wrote it: nothing to keep
+    assert r.returncode == 0 and len(list((box / "history").glob("report.*"))) == 1
+
+
+def test_a_signed_report_is_the_suites_and_any_edit_unsigns_it(tmp_path):
+    path = tmp_path / "report.md"
+    path.write_text(results.signed("# a report\n\nits table\n"))
+    assert not results.edited(str(path))
+    path.write_text(path.read_text().replace("its table", "its table, edited"))
+    assert results.edited(str(path))
+    assert not results.edited(str(tmp_path / "none.md"))  # nothing there: nothing to keep
+
+
+def test_two_machines_in_one_folder_are_warned_of_and_reported_apart(tmp_path):
+    box = tmp_path / "shared"
+    box.mkdir()
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["machine"]["cpu"] = "Some Other CPU"
+    (box / "machine_speed.json").write_text(json.dumps(data))
+    shutil.copy(os.path.join(SHIPPED, "machine_speed.txt"), box / "machine_speed.txt")
+    r = in_process(cube_bug.main, "--tokens", "4", "--runs", "3", "--processes", "1",
+                   "--no-in-model", "--out", str(tmp_path), "--label", "shared")
+    assert r.returncode == 0 and "holds machine_speed.py run on another machine" in r.stderr
+    report = (box / "report.md").read_text()
+    assert report.startswith("# Prefill vs Decode, rerun on 2 machines")
+    assert "Some Other CPU" in report and "- `cube_bug.py`: machine: " in report
+
+
+def test_a_gpu_runs_device_is_in_the_reports_machine_line():
+    from harness.measuring import host
+    from harness.showing import report
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    data["machine"]["device"] = {"device": "torch:cuda", "name": "NVIDIA H100 80GB HBM3",
+                                 "library": "torch 2.13.0", "dtype": "float32", "tf32": "off"}
+    assert "device torch:cuda: NVIDIA H100 80GB HBM3" in report.steady(host.line(
+        data["machine"]))
+
+
+def test_a_record_twice_is_refused_by_the_schema(tmp_path):
+    from harness.keeping import schema
+    data = json.load(open(os.path.join(SHIPPED, "two_phases.json")))
+    twice = next(r for r in data["records"] if r["experiment"] == "decode")
+    data["records"].append({**twice, "value": twice["value"] * 10})
+    with pytest.raises(ValueError, match="twice"):
+        schema.check(data, "two_phases")
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "two_phases.json").write_text(json.dumps(data))
+    r = compared("post", str(box))
+    assert "twice" in r.stderr and "left out" in r.stderr

@@ -1,9 +1,11 @@
-"""What a hostile probe planted where the suite saves (issue 26): links where it writes, names it
-would take, dates too long for a folder name, leftovers, a signal in a run's first fraction of a
-second. A run writes only regular files it made, in its own folder and its history, never
-through a link; each refusal is one line, exit 2 before measuring."""
+"""What a run saves stays inside its folder, whatever was planted there: links where it writes,
+names it would take, dates too long for a folder name, leftovers, journals, system folders, a
+signal in a run's first fraction of a second. A run writes only regular files it made, in its
+own folder and its history, never through a link; each refusal is one line, exit 2 before
+measuring."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,11 +14,12 @@ import time
 
 import pytest
 
+import cube_bug
 import two_phases
 from harness import stopping
 from harness.keeping import results
 from harness.measuring import host
-from conftest import ROOT, in_process, one_line, reported, script
+from conftest import EPYC, ROOT, in_process, one_line, reported, script, silent
 
 PREDICT = ["--predict", "--forklift", "10", "--workbench", "100", "--no-plot"]  # saves in under
 #                                                                                  a second
@@ -431,3 +434,86 @@ def test_a_sibling_result_without_settings_never_sinks_the_report(tmp_path):
     reported(str(box))
     text = (box / "report.md").read_text()
     assert "## The slow road" in text and "h\\*\\*3 is about 2x slower" in text
+
+
+# ---- links, journals, system folders and long names
+
+
+def test_a_temp_file_swapped_for_a_link_is_never_written_through_nor_saved(tmp_path,
+                                                                               monkeypatch):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's own")
+    folder = tmp_path / "box"
+    folder.mkdir()
+
+    def swap(d, temp):  # another process swaps the new temp file for a link, as a race could
+        if temp.endswith((".png", ".md")):
+            os.unlink(d.at(temp))
+            os.symlink(outside, d.at(temp))
+    monkeypatch.setattr(results, "made", swap)
+    files = {"roofline.png": lambda f: f.write(b"\x89PNG a picture"), "report.md": "# report\n",
+             "two_phases.json": "{}\n"}
+    _, _, err = silent(results.save, str(folder), files)
+    assert outside.read_text() == "the user's own"  # nothing written through the link
+    assert "was replaced by something else" in err
+    assert not any(os.path.islink(folder / n) for n in os.listdir(folder))
+    assert not (folder / "two_phases.json").exists()  # one unit: none of it saved
+
+
+def test_a_journal_naming_a_folder_is_refused_before_the_run(tmp_path):
+    box = tmp_path / "box"
+    (box / ".tmp-d").mkdir(parents=True)
+    (box / results.JOURNAL).write_text(json.dumps({"cube_bug.txt": ".tmp-d"}))
+    r = in_process(cube_bug.parse_args, "--quick", "--runs", "1", "--out", str(tmp_path),
+                   "--label", "box")  # refused before anything runs
+    one_line(r, 2, "--out", results.JOURNAL, "not a file")
+
+
+def test_a_roofs_file_the_user_names_may_be_a_link(tmp_path):
+    os.symlink(os.path.join(EPYC, "machine_speed.json"), tmp_path / "link.json")
+    code, out, _ = silent(two_phases.main, ["--predict", "--roofs", str(tmp_path / "link.json"),
+                                            "--experiments", "decode", "--no-save"])
+    assert code == 0 and "given (float32)" in out
+
+
+@pytest.mark.parametrize("out", ["/", "/dev", "/proc/self"])
+def test_a_system_folder_is_no_results_folder(out):
+    code, _, err = silent(two_phases.parse_args, ["--quick", "--out", out])
+    assert code == 2 and "argument --out" in err and "folder of your own" in err
+
+
+def test_an_unusable_history_is_refused_before_the_run(tmp_path, monkeypatch):
+    (tmp_path / results.HISTORY).mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if str(p).endswith(results.HISTORY)
+                        else real(p, m))
+    assert "cannot be used by this user" in results.refusal(str(tmp_path))
+
+
+def test_no_lock_file_is_shipped():
+    tracked = subprocess.run(["git", "-C", ROOT, "ls-files", "references"], capture_output=True,
+                             text=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    assert not [t for t in tracked if os.path.basename(t) == results.LOCK]
+
+
+def test_a_prediction_into_a_measured_folder_is_refused(tmp_path):
+    import two_phases
+    from conftest import one_line
+    box = tmp_path / "box"
+    box.mkdir()
+    shutil.copy(os.path.join(SHIPPED, "two_phases.json"), box / "two_phases.json")
+    r = in_process(two_phases.parse_args, "--predict", "h100-sxm", "--out", str(tmp_path),
+                   "--label", "box")
+    one_line(r, 2, "--label", "holds a measured two_phases.json", "a folder of its own")
+
+
+def test_a_cpu_name_of_400_characters_makes_a_folder_name_a_file_system_takes(monkeypatch):
+    import types
+    from harness import flags
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "Very Long CPU " * 30)
+    name = os.path.basename(flags.folder_of(types.SimpleNamespace(out="r", label=None,
+                                                                 device="numpy")))
+    assert len(name) <= 100 and name.startswith("very-long-") and "--" not in name

@@ -1,6 +1,7 @@
 """Every script as a user runs it: quick runs print only the machine line and tables, save both
 files, and every bad flag costs one line and exit code 2 with nothing saved (each bad flag is
 refused in this process, as fast as a parse; one of each script's also as a user runs it)."""
+import dataclasses
 import importlib
 import json
 import os
@@ -12,9 +13,10 @@ import pytest
 from harness.measuring import bench
 
 import cube_bug
+import two_phases
 from harness import flags
 from harness.keeping import records, schema
-from conftest import ROOT, script
+from conftest import ROOT, SHIPPED, in_process, script, silent
 
 
 def run(name, *flags, out):
@@ -202,3 +204,79 @@ def test_help_shows_the_whole_description_with_its_examples(name):
     r = script(name, "--help")
     assert r.returncode == 0 and doc in r.stdout
     assert f"python {name}" in r.stdout
+
+
+# ---- plans too big, threads, sizes and --roofs
+
+
+def test_a_plan_too_big_is_refused_before_it_is_made(monkeypatch):
+    made = []
+    e = two_phases.EXPERIMENTS["collision"]
+    monkeypatch.setitem(two_phases.EXPERIMENTS, "collision", dataclasses.replace(
+        e, plan=lambda args: made.append(args) or e.plan(args)))
+    code, _, err = silent(two_phases.parse_args, [
+        "--typers", "1000000", "--chunk", "1", "--question", "1000", "--notes", "10",
+        "--experiments", "collision", "--runs", "1", "--no-save"])
+    assert code == 2 and "argument --typers" in err and "--chunk" in err and not made
+
+
+def test_too_many_users_name_the_users():
+    code, _, err = silent(two_phases.parse_args, ["--predict", "h100-sxm", "--users", "1000000",
+                                                  "--no-save"])
+    assert code == 2 and "argument --users" in err and "--typers" not in err
+
+
+def test_threads_are_held_to_the_cpus_this_run_may_use(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert flags.usable_cpus() == 1
+    code, _, err = silent(two_phases.parse_args, ["--quick", "--threads", "2", "--no-save"])
+    assert code == 2 and "the logical CPUs this run may use" in err
+
+
+def roofs_file(tmp_path, change=None):
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
+    if change:
+        change(data)
+    path = tmp_path / "machine_speed.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_roofs_file_changed_after_its_run_is_refused(tmp_path):
+    import two_phases
+    from conftest import one_line
+
+    def faster(data):
+        data["roofs @2"]["bytes_per_s"] = 2e12
+    r = in_process(two_phases.parse_args, "--quick", "--no-save", "--roofs",
+                   roofs_file(tmp_path, faster))
+    one_line(r, 2, "--roofs", "changed after its run")
+
+
+def test_a_sweeps_roofs_give_the_block_of_this_runs_threads(tmp_path, monkeypatch):
+    import two_phases
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "AMD EPYC")  # the file's own machine
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    path = roofs_file(tmp_path)
+    args = two_phases.parse_args(["--quick", "--no-save", "--roofs", path, "--threads", "1"])
+    assert args.roofs.bytes_per_s == pytest.approx(21.256161563754e9)  # the 1-thread block
+    args = two_phases.parse_args(["--quick", "--no-save", "--roofs", path])
+    assert args.roofs.bytes_per_s == pytest.approx(31.496058032745e9)  # the most threads'
+
+
+def test_another_machines_roofs_are_said(tmp_path, monkeypatch):
+    import two_phases
+    from harness.measuring import host
+    monkeypatch.setattr(host, "cpu_model", lambda: "Intel(R) Xeon(R) Processor")
+    r = in_process(two_phases.parse_args, "--quick", "--no-save", "--roofs", roofs_file(tmp_path))
+    assert r.returncode == 0 and "was measured on AMD EPYC with 2 cores, not on this machine" \
+        in r.stderr
+
+
+def test_sizes_too_small_to_measure_are_refused_before_measuring():
+    import machine_speed
+    from conftest import one_line
+    for flag, value in (("--size", "1"), ("--matmul", "1")):
+        one_line(in_process(machine_speed.parse_args, flag, value, "--no-save"), 2, flag,
+                 "from 256" if flag == "--size" else "from 16")
