@@ -124,7 +124,7 @@ def stopped(out, code, saved=True):
 def cut_short(out):
     """What cut the run's measuring short, keeping what came before (rounds.Measurements.stopped),
     in whichever block of a sweep it came; None if nothing did."""
-    return next((v for k, v in out.kept.items() if k.partition(" @")[0] == "stopped"), None)
+    return next((v for k, v in out.kept.items() if records.block_of(k)[0] == "stopped"), None)
 
 
 def each_thread_count(args, body, busy, out, headline):
@@ -148,7 +148,7 @@ def each_thread_count(args, body, busy, out, headline):
             block = args.replace(threads=n)
             for item in body(block, facts):
                 stopping.check()
-                out.take(item, f" @{n}" if out.sweep else "")
+                out.take(item, n if out.sweep else None)
             stopping.check()
         if cut_short(out) is not None:
             break
@@ -197,13 +197,14 @@ class Output:
             show(line)
         self.text.append(line)
 
-    def take(self, item, suffix):
+    def take(self, item, threads=None):
+        """What body yielded, kept under its name (in a sweep, its block's: records.in_block)."""
         if isinstance(item, Sheet):
             self.show(render(item, self.fmt, self.spread))
-            self.tables[item.name + suffix] = entry(item)
+            self.tables[records.in_block(item.name, threads)] = entry(item)
             self.records += list(item.records) if item.recorded else []
         elif isinstance(item, Saved):
-            self.kept[item.key + suffix] = item.value
+            self.kept[records.in_block(item.key, threads)] = item.value
         elif isinstance(item, Picture):
             self.pictures[item.name] = item.draw
         else:

@@ -8,7 +8,7 @@ import contextlib
 import math
 import re
 
-from harness.keeping.records import cell, kind, number, what
+from harness.keeping.records import block_of, cell, kind, number, what
 
 def check_tables(tables):
     """Raise ValueError, naming the table and the cell, unless every table is columns with
@@ -80,7 +80,7 @@ def upgrade(data):
         samples_by_header(data)
     found, sheets = [], {}
     for name, t in data["tables"].items():
-        base, _, threads = name.partition(" @")
+        base, threads = block_of(name)
         names = LEGACY.get(base, {})
         sheets[name] = {"title": t.get("title") or TITLES.get(base, base),
                         "settings": t.get("settings") or "",
@@ -101,7 +101,7 @@ def upgrade(data):
 def compared(data):
     """Schema 6 and older: each record says whether compare.py holds it against other machines,
     as its sheet's column said."""
-    marked = {(name.split(" @")[0], c.get("figure")) for name, sheet in data["sheets"].items()
+    marked = {(block_of(name)[0], c.get("figure")) for name, sheet in data["sheets"].items()
               for c in sheet.get("columns", []) if c.get("compared")}
     return {**data, "records": [{**r, "compared": (r["experiment"], r["figure"]) in marked}
                                 for r in data["records"]]}
@@ -190,7 +190,7 @@ def samples_by_header(data):
     """Schema 1 and 2's samples in schema 3's layout: samples_s[row][header] = [[power,
     samples]]."""
     for name, t in data["tables"].items():
-        old, base = t.get("samples_s"), name.split(" @")[0]
+        old, base = t.get("samples_s"), block_of(name)[0]
         if old is None:
             continue
         units = {c["header"]: c["unit"] for c in t["columns"]}

@@ -10,7 +10,7 @@ import stat
 
 from harness.terminal import printable
 from harness.keeping import older
-from harness.keeping.records import cell, number, what
+from harness.keeping.records import block_of, cell, in_block, number, what
 from harness.measuring.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
@@ -119,9 +119,9 @@ def check(data, script):
     else:
         older.check_tables(data.get("tables"))
     for key, speeds in data.items():
-        base, at, threads = key.partition(" @")
+        base, threads = block_of(key)
         if base == "roofs":
-            if at and not (threads.isdigit() and threads.isascii() and len(threads) < 6):
+            if key != base and not (threads.isdigit() and threads.isascii() and len(threads) < 6):
                 raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
             check_speeds(speeds, key)
 
@@ -261,7 +261,7 @@ def check_layouts(found, sheets):
     declared = {}
     for name, sheet in sheets.items():
         for c in sheet.get("columns", []):
-            declared.setdefault(name.split(" @")[0], {})[c["figure"]] = c
+            declared.setdefault(block_of(name)[0], {})[c["figure"]] = c
     for i, r in enumerate(found):
         columns = declared.get(r["experiment"], {})
         said = columns.get(r["figure"])
@@ -306,13 +306,13 @@ def read_roofs(path, follow=True, threads=None):
     figures (a file changed after its run). follow: the path is the user's own (--roofs), which
     may be a link; one found inside a results folder is not followed (a measured machine)."""
     data = load(path, "machine_speed", follow)
-    found = sorted((k for k in data if k.split(" @")[0] == "roofs"),
-                   key=lambda k: int(k.split(" @")[1]) if " @" in k else 0)
+    found = sorted((k for k in data if block_of(k)[0] == "roofs"),
+                   key=lambda k: int(block_of(k)[1] or 0))
     if not found:
         raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    chosen = f"roofs @{threads}" if f"roofs @{threads}" in found else found[-1]
+    chosen = in_block("roofs", threads) if in_block("roofs", threads) in found else found[-1]
     roofs = {name: float(data[chosen][name]) for name in SPEEDS}  # checked as it was read
-    block = int(chosen.split(" @")[1]) if " @" in chosen else None
+    block = int(block_of(chosen)[1]) if block_of(chosen)[1] else None
     for name, (_, _, figure, unit) in SPEEDS.items():
         own = [r["value"] for r in data["records"] if r["experiment"] == "machine_speed"
                and r["figure"] == figure and (block is None or

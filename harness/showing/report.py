@@ -12,7 +12,7 @@ from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
-from harness.keeping.records import Column, ROW, label, rows, sig
+from harness.keeping.records import Column, ROW, block_of, label, rows, sig
 from harness.judging import judge
 from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
@@ -95,9 +95,9 @@ def markdown(runs, names):
                 lines += section(sheet, name, data["records"], titled=not repeats(
                     sheet.get("title") or name, heading))
                 lines += [picture(n, data["records"]) for n in drawn
-                          if PICTURES[n][0] == name.split(" @")[0]]
+                          if PICTURES[n][0] == block_of(name)[0]]
         placed = {n for n in drawn for name in data["sheets"]
-                  if PICTURES[n][0] == name.split(" @")[0]}
+                  if PICTURES[n][0] == block_of(name)[0]}
         lines += [picture(n, data["records"]) for n in drawn if n not in placed]  # its table
         #                                                                          not in this run
     lines += appendix(runs, found)
