@@ -201,15 +201,3 @@ def silent(fn, *args):
         except SystemExit as e:
             value = e.code
     return value, out.getvalue(), err.getvalue()
-
-
-def pytest_configure(config):
-    """Numba compiles the suite's kernels once, here, before the test processes start: in a
-    fresh checkout each process that needs them would otherwise compile them itself (about 20 s
-    each, on the cores the other tests need) until one had written Numba's cache. Where Numba
-    cannot run, the tests that need it say so themselves."""
-    if hasattr(config, "workerinput"):  # a test process: the first process did it
-        return
-    with contextlib.redirect_stderr(io.StringIO()):
-        from engine import compiled
-        compiled.available()
