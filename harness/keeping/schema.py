@@ -310,9 +310,10 @@ def read_roofs(path, follow=True, threads=None):
                    key=lambda k: int(block_of(k)[1] or 0))
     if not found:
         raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    chosen = in_block("roofs", threads) if in_block("roofs", threads) in found else found[-1]
+    wanted = in_block("roofs", threads)
+    chosen = wanted if wanted in found else found[-1]
     roofs = {name: float(data[chosen][name]) for name in SPEEDS}  # checked as it was read
-    block = int(block_of(chosen)[1]) if block_of(chosen)[1] else None
+    block = int(block_of(chosen)[1] or 0) or None
     for name, (_, _, figure, unit) in SPEEDS.items():
         own = [r["value"] for r in data["records"] if r["experiment"] == "machine_speed"
                and r["figure"] == figure and (block is None or

@@ -11,10 +11,9 @@ import types
 import numpy as np
 
 from harness.terminal import plural
-from harness.measuring import devices, timing
+from harness.measuring import devices, rounds, timing
 from engine.blocks import Paths, table, ways
 from engine.pool import sharing
-from harness.measuring import rounds
 from harness.measuring.rounds import Trial
 import model
 
@@ -170,7 +169,7 @@ def tables_alone(bench, n, again=timing.AGAIN):
     trial = Trial(f"the table products of {n} {plural(n, 'token')}, one BLAS call each",
                   [products_alone(bench.floors, n, on=bench.on)],
                   timer=None if bench.on.numpy else bench.on)
-    rounds.visit(trial, watch=rounds.UNWATCHED)  # a warm-up: not counted
+    rounds.visit(trial, watch=rounds.unwatched)  # a warm-up: not counted
     return [rounds.visited(trial, again)[0][0] for _ in range(ALONE_RUNS)]
 
 

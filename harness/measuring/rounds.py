@@ -77,7 +77,7 @@ class Trial:
 HOST = types.SimpleNamespace(mark=time.perf_counter, between=lambda start, end: end - start)
 
 
-def UNWATCHED():
+def unwatched():
     """A watch for an untimed visit (a warm-up, a sizing): it asks the machine nothing."""
     return lambda: None
 
@@ -118,7 +118,7 @@ def repeats(trial, took=None):
     if trial.best > 1 or trial.number > 1 or len(trial.steps) > 1:
         return 1
     if took is None:
-        took = sum(visit(trial, watch=UNWATCHED)[0])
+        took = sum(visit(trial, watch=unwatched)[0])
     return max(1, min(MOST_REPEAT, round(REPEAT_S / max(took, 1e-9))))
 
 
@@ -171,7 +171,7 @@ class Bridged:
         #                                                                 second a step, say
         end = time.perf_counter() + self.seconds
         while time.perf_counter() < end:
-            visit(cheapest, watch=UNWATCHED)
+            visit(cheapest, watch=unwatched)
 
 
 def calibrate(trial, min_sample_s):
@@ -179,8 +179,8 @@ def calibrate(trial, min_sample_s):
     untimed first), timed once decides how many calls a sample repeats."""
     if min_sample_s <= 0:
         return trial
-    visit(trial, watch=UNWATCHED)  # warm: a first call pays for what it readies
-    took = max(sum(visit(trial, watch=UNWATCHED)[0]), 1e-9)
+    visit(trial, watch=unwatched)  # warm: a first call pays for what it readies
+    took = max(sum(visit(trial, watch=unwatched)[0]), 1e-9)
     return dataclasses.replace(trial, number=min(int(min_sample_s / took) + 1, 10_000))
 
 
@@ -200,7 +200,7 @@ def run(trials, job):
             if t.recorded is not None:
                 t.recorded(None)
             else:
-                visit(dataclasses.replace(t, best=1), watch=UNWATCHED)
+                visit(dataclasses.replace(t, best=1), watch=unwatched)
             warmed[t.name] = time.perf_counter() - began
     chosen = job.get("repeat")  # the first process of a kind times each trial once, and the
     if chosen is None:  #          rest take its counts: every process's rounds alike

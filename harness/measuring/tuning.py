@@ -225,13 +225,13 @@ def tries(bench):
 def sample(fn):
     """fn's seconds, one call timed as a round times a visit (rounds.visit: the one place a
     sample is taken), its share of the cores not asked: the ways take turns instead."""
-    return rounds.visit(rounds.Trial("sample", [fn]), watch=rounds.UNWATCHED)[0][0]
+    return rounds.visit(rounds.Trial("sample", [fn]), watch=rounds.unwatched)[0][0]
 
 
 def best(fn, runs):
     """The best of `runs` calls after a warm-up, in seconds (a disturbed call only loses)."""
     fn()  # the warm-up: not counted
-    return rounds.visit(rounds.Trial("best", [fn], best=runs), watch=rounds.UNWATCHED)[0][0]
+    return rounds.visit(rounds.Trial("best", [fn], best=runs), watch=rounds.unwatched)[0][0]
 
 
 def typing_attention(bench, how):
