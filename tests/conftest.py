@@ -2,6 +2,7 @@
 process, and every script it starts, keeps the BLAS to one thread: the suite runs two test
 processes on two cores, and each one's BLAS threads would spin on the other's core."""
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -20,8 +21,57 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # the scripts the tests start (and Num
 threadpoolctl.threadpool_limits(1, user_api="blas")  # is not loaded yet); where it is: now
 
 
+NUMBA = importlib.util.find_spec("numba") is not None
+COMPILED = "SUITE_TESTS_KERNELS_COMPILED"  # the file the one compile of the kernels makes as
+#   it ends (pytest_configure), shared by every test process and run through the environment
+
+
+def pytest_configure(config):
+    """Numba compiles the suite's kernels once, in the background, as the tests begin: in a
+    fresh checkout each process that needs them would otherwise compile them itself (about 20 s
+    each, on the cores the other tests need) until one had written Numba's cache. The tests
+    that need the kernels wait for it (compiled_kernels()); the others go on meanwhile."""
+    if hasattr(config, "workerinput"):  # a test process: the first process started it
+        return patch_kernels_to_wait()
+    if not NUMBA or os.environ.get(COMPILED):
+        return
+    import tempfile
+    os.environ[COMPILED] = done = os.path.join(tempfile.mkdtemp(prefix="kernels-"), "done")
+    subprocess.Popen([sys.executable, "-c", "import sys\ntry:\n"
+                      "    from engine import compiled; compiled.available()\n"
+                      "finally:\n    open(sys.argv[1], 'w').close()", done], cwd=ROOT,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    patch_kernels_to_wait()
+
+
+def compiled_kernels():
+    """Wait for the kernels' one compile (pytest_configure), where it runs."""
+    done = os.environ.get(COMPILED)
+    if done:
+        wait_until(lambda: os.path.exists(done), 300, "the kernels' one compile")
+
+
+def patch_kernels_to_wait():
+    """This process loads the kernels from Numba's cache once their one compile has ended."""
+    if os.environ.get(COMPILED):
+        from engine import compiled
+        loaded = compiled.loaded
+        compiled.loaded = lambda: compiled_kernels() or loaded()
+
+
+@pytest.fixture
+def kernels():
+    """The compiled kernels, loaded: the test is skipped where they cannot run here."""
+    from engine import compiled
+    if not compiled.available():
+        pytest.skip("Numba does not run the kernels here")
+    return compiled
+
+
 def script(name, *flags, env=None, cwd=ROOT, timeout=300):
     """`python <name> <flags>` from the repository root: -> the finished process."""
+    if name == "two_phases.py" and "--predict" not in flags:
+        compiled_kernels()
     return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=cwd)
 
@@ -61,6 +111,8 @@ def python(code, env=None):
 
 def started(name, *flags):
     """`python <name> <flags>` started in the background, its output piped: -> the process."""
+    if name == "two_phases.py" and "--predict" not in flags:
+        compiled_kernels()
     return subprocess.Popen([sys.executable, os.path.join(ROOT, name), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -121,7 +173,10 @@ def start_quick_run(tmp_path_factory):
             command = [sys.executable, os.path.join(ROOT, QUICK_RUN[0]), *QUICK_RUN[1:],
                        "--out", str(shared / "quick")]
             (shared / "quick-temp").mkdir()  # its own mark: no test's run sees it as busy
-            subprocess.Popen(["sh", "-c", '"$@" > "$0/stdout" 2> "$0/stderr"; echo $? > "$0/rc"',
+            wait = 'n=0; while [ -n "$%s" ] && [ ! -e "$%s" ] && [ $n -lt 1500 ]; do ' \
+                   'sleep 0.2; n=$((n + 1)); done; ' % (COMPILED, COMPILED)  # compiled_kernels()
+            run = '"$@" > "$0/stdout" 2> "$0/stderr"; echo $? > "$0/rc"'
+            subprocess.Popen(["sh", "-c", wait + run,
                               str(shared), *command], cwd=ROOT, start_new_session=True,
                              env=dict(os.environ, TMPDIR=str(shared / "quick-temp")))
     return shared
@@ -167,9 +222,14 @@ def reported(folder):
 
 
 def pytest_collection_modifyitems(items):
-    """The tests that read the shared quick run go last, so that the other tests keep every
-    process busy while it runs in the background."""
-    items.sort(key=lambda item: any(f in item.fixturenames for f in ("quick_run", "small_run")))
+    """The tests that need the compiled kernels go after the others, and those that read the
+    shared quick run last, so that the other tests keep every process busy while the kernels
+    compile and the quick run runs, in the background."""
+    def waits(item):
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        compiled = "compiled" in params.values() or "kernels" in item.fixturenames
+        return any(f in item.fixturenames for f in ("quick_run", "small_run")), compiled
+    items.sort(key=waits)
 
 
 # ---- the shipped machine's results, and files made from them

@@ -350,8 +350,9 @@ def test_a_path_asked_for_and_a_path_timed_each_say_so():
     assert saved["timed"] and "attention" not in saved["timed"]
 
 
-@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
-def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they_win():
+def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they_win(
+        kernels, monkeypatch):
+    monkeypatch.setattr(tuning, "BRIDGE_S", 0.01)  # (the ways' turns, not how long they rest)
     cfg = model.TINY
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
     chosen, saved = tuning.with_paths(tiny, "matmul", "off", "auto")

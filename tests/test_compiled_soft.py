@@ -15,14 +15,12 @@ import numpy as np
 import pytest
 
 import model
-from conftest import ROOT, script
+from conftest import NUMBA, ROOT, script
 from engine import compiled
 from harness.measuring import host, tuning
 from engine.blocks import Paths, ways
 
-NUMBA = importlib.util.find_spec("numba") is not None
-LOADED = NUMBA and compiled.available()  # (compiles the kernels into the cache, where cold)
-needs_numba = pytest.mark.skipif(not LOADED, reason="Numba does not run the kernels here")
+needs_numba = pytest.mark.usefixtures("kernels")  # (loaded: compiled once, for every process)
 KERNELS = os.path.join(ROOT, "engine")
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import model
+from conftest import NUMBA
 from engine import blocks, compiled, pool as pool_
 from harness.measuring import devices
 from engine.blocks import ATTENTION, Paths, ways
@@ -49,7 +50,7 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
                                                      (64, 64, 32, None))),
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
          **({"compiled": Paths("matmul", compiled=compiled.TRIED, pieces=compiled.TILED)}
-            if compiled.available() else {})}  # (trips of up to 16 tokens on the compiled
+            if NUMBA else {})}  # (trips of up to 16 tokens on the compiled
 #   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
@@ -57,11 +58,19 @@ DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.spli
 #   every other array library installed here, on this CPU: the same math through the array API
 
 
+def on_path(request, monkeypatch):
+    """The trips of the test take the path request.param names (the compiled kernels' where
+    they run here: loaded from Numba's cache as the test needs them). -> the path"""
+    if request.param == "compiled":
+        request.getfixturevalue("kernels")
+    monkeypatch.setitem(PATH, "now", PATHS[request.param])
+    return PATHS[request.param]
+
+
 @pytest.fixture(params=PATHS)
 def paths(request, monkeypatch):
     """Run the test once on every path."""
-    monkeypatch.setitem(PATH, "now", PATHS[request.param])
-    return PATHS[request.param]
+    return on_path(request, monkeypatch)
 
 
 @pytest.fixture(params=[*PATHS, *(pytest.param(d, marks=pytest.mark.xdist_group("torch"))
@@ -72,8 +81,7 @@ def every_library(request, monkeypatch):
         monkeypatch.setitem(ON, "now", devices.device(request.param))
         ON["now"].threads(1)  # a tiny model: one thread, the other core left to the other tests
         return Paths()
-    monkeypatch.setitem(PATH, "now", PATHS[request.param])
-    return PATHS[request.param]
+    return on_path(request, monkeypatch)
 
 
 # ---- an independent reference: picoGPT's GPT-2, token-major, float64, written from the paper's
@@ -386,8 +394,8 @@ def test_threads_give_the_same_batched_decode(pool, paths):
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
-@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
-def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_kernel(pool):
+def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_kernel(
+        pool, kernels):
     """21 typers, more tokens than any compiled trip: NumPy's trip, whose one-token attention
     the compiled kernel reads where 32 typers' trips were faster so, its tasks shared among the
     pool's threads."""
@@ -403,8 +411,7 @@ def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_
     np.testing.assert_allclose(shared, alone, **TOL)
 
 
-@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
-def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool):
+def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool, kernels):
     rng = np.random.default_rng(3)
     w = rng.standard_normal((301, 200), dtype=np.float32) / np.float32(np.sqrt(200))
     x = rng.standard_normal((200, 40), dtype=np.float32)
@@ -418,8 +425,8 @@ def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool):
     np.testing.assert_allclose(got, w @ x, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
-def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won(pool):
+def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won(pool,
+                                                                                 kernels):
     """21 typers: NumPy's trip, whose table products are the tiles' where 32 tokens' were
     faster on them; past the largest count timed, the BLAS's again."""
     paths = Paths("matmul", compiled=compiled.TRIED, tiled=(32,))
@@ -515,11 +522,11 @@ def test_the_model_is_the_posts_own_file_and_imports_nothing_of_the_suite():
     assert model.trip(CFG, floors(), tokens(3), [(book(3), 3)]).dtype == np.float32  # plain ways
 
 
-@pytest.mark.skipif(not compiled.available(), reason="Numba is not installed here")
 @pytest.mark.parametrize("rows,inputs,tokens", [(7, 33, 1), (7, 33, 3), (9, 40, 5), (10, 64, 8),
                                                 (11, 64, 13), (64, 192, 16), (9, 1600, 18),
                                                 (13, 100, 32), (13, 1100, 50)])
-def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens):
+def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, tokens,
+                                                                 kernels):
     """Six rows by sixteen or eight tokens at a time, the rows left over one by one, the tokens
     padded to a multiple of 8 and laid out in panels of 16 (and a last of 8); up to four tokens
     two rows by four tokens: every shape's answer is w @ x's (one token; rows, tokens and
