@@ -9,7 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from harness.judging import check, claims, judge, rules
+from harness.experiments import claims
+from harness.judging import check, judge, rules
 from harness.showing import report, sheets
 from harness.keeping import records, schema
 from conftest import ROOT, made, reported
@@ -66,7 +67,7 @@ def test_the_posts_own_figures_satisfy_every_claim():
     for c, here, said, why, _ in judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed",
                                                                               "two_phases",
                                                                               "cube_bug")):
-        if c.post == claims.NOT_PRINTED:  # the post says it in words: no figure of its to judge
+        if c.post == rules.NOT_PRINTED:  # the post says it in words: no figure of its to judge
             assert said == rules.UNKNOWN and why.startswith("not measured here"), c.says
             continue
         assert said == rules.HOLDS, (c.says, here, why)
@@ -352,7 +353,7 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
     found = judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed", "two_phases",
                                                          "cube_bug"), None, busy)
     for c, here, said, why, _ in found:
-        if c.post == claims.NOT_PRINTED:  # figures the post never printed: not measured
+        if c.post == rules.NOT_PRINTED:  # figures the post never printed: not measured
             assert said == rules.UNKNOWN and why.startswith("not measured here")
         elif c.measured:
             assert said == rules.UNKNOWN and why == "busy: " + busy[0], c.says
@@ -524,11 +525,10 @@ def test_every_figure_a_claim_reads_is_a_column_some_layout_makes(monkeypatch):
             out[keys].experiment = experiment
         return out
 
-    from harness.judging import gpu_claims
-    for module in (rules, claims):
-        monkeypatch.setattr(module, "find", find)
-    for module in (claims, gpu_claims):
-        monkeypatch.setattr(module, "rows", rows)
+    for module in (rules, *claims.MODULES):  # wherever a claim's judge reads records
+        for name, read in (("find", find), ("rows", rows)):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, read)
     scripts = ("machine_speed", "two_phases", "cube_bug")
     for settings in (None, {"predict": True}, {"device": "torch:cuda"}):
         judge.verdicts(the_posts_figures(), ROOFS, scripts, settings)

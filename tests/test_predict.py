@@ -12,7 +12,8 @@ import pytest
 
 import model
 import two_phases
-from harness.judging import claims, judge
+from harness.experiments import claims
+from harness.judging import judge
 from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets, turning
 from harness.keeping.records import sig

@@ -11,7 +11,8 @@ import machine_speed
 import two_phases
 from harness import model_run
 from harness.experiments import collision, decode, depth, launches, prefill, summary
-from harness.judging import check, claims, judge
+from harness.experiments import claims
+from harness.judging import check, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
 from harness.predicting import fitting, parts, plans, predict, request, turning

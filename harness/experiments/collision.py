@@ -1,15 +1,17 @@
 """When the two phases share a server: typers at their normal gap, then a newcomer's long question
 read all at once (the freeze) or in chunks between their steps (vLLM's chunked prefill), each
-chunk size of the dial a row."""
+chunk size of the dial a row; and the post's claims of the freeze, the bumps and the dial."""
 from harness.experiments import SEED
-from harness.judging.rules import FREEZE
+from harness.judging.rules import (FREEZE, SERVER, Claim, Test, above, every, figure, further, more,
+                                   plain, sizes, value)
 from harness.keeping import records
-from harness.keeping.records import Layout, Measured, col, ms
+from harness.keeping.records import Layout, Measured, Missing, col, ms
 from harness.measuring import bench as b
 from harness.post import CHUNK
 from harness.predicting import plans
 from harness.predicting.plans import Experiment, Row, trial_name
 from harness.showing.printers import sheet
+
 
 DIAL = (128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
 
@@ -88,6 +90,8 @@ TABLE = Layout("collision", [
     col("chunk", "chunk", "tokens", "d"), col("steps", "steps", "steps", "d"),
     *(col(gap, f"{gap} ms", "ms", ".1f", compared=True) for gap in GAPS)],
     timed=GAPS, per="figure", title="When the two phases share a server")
+
+
 DIAL_TABLE = Layout("dial", [col("chunk", "chunk", "tokens", "d", key=True),
                              col("steps to read", "steps to read", "steps", "d"),
                              col("first word", "first word ms", "ms", ".1f", compared=True),
@@ -123,3 +127,71 @@ def lines(found):
 
 
 EXPERIMENT = Experiment(plan, trials, figures, sheets)
+
+
+# ---- its claims: each reads the figures it needs and gives the rule its Claim says
+
+
+def freeze(t, r):
+    normal = figure(t, "collision", "normal gap")
+    at_once = figure(t, "collision", "all at once gap")
+    times = at_once / normal
+    return (f"{at_once.value:.1f} against {normal.value:.1f} ms ({times.value:.0f}x)",
+            above(times, FREEZE, label="the freeze", fmt=".1f"))
+
+
+def freeze_why(found, roofs):
+    return further(found, "collision", ("the freeze", {"chunk": 1024}),
+                   ("the normal gap", {"chunk": None}))
+
+
+def small_bumps(t, r):
+    steps, chunk = value(t, "collision", "steps"), value(t, "collision", "chunk")
+    if chunk != 128:
+        raise Missing(f"collision: chunks of 128 (the dial's chunk here is {chunk})")
+    worst = figure(t, "collision", "chunked worst gap")
+    return (f"chunks of {chunk}: {steps} bumps, worst {worst.value:.1f} ms",
+            every(plain(steps == 8, f"{steps} steps"),
+                  more(figure(t, "collision", "all at once gap") / 2, worst,
+                       "half the freeze over the worst bump")))
+
+
+def dial(t, r):
+    chunks = sizes(t, "dial", "chunk")
+    if len(chunks) < 2:
+        raise Missing("dial: fewer than two chunk sizes")
+    first = {c: figure(t, "dial", "first word", chunk=c) for c in chunks}
+    worst = {c: figure(t, "dial", "worst gap", chunk=c) for c in chunks}
+    pairs = list(zip(chunks, chunks[1:]))
+    return (f"chunks of {chunks[0]} to {chunks[-1]}: first word "
+            + ", ".join(f"{first[c].value:.0f}" for c in chunks) + " ms, worst gap "
+            + ", ".join(f"{worst[c].value:.0f}" for c in chunks) + " ms",
+            every(*(Test(first[a] / first[b], 1, True, f"chunks of {b} give the first word "
+                         f"later than {a}", f"first word, {a} over {b}", ".2f", ties=True)
+                    for a, b in pairs),
+                  *(above(worst[b] / worst[a], 1, label=f"worst gap, {b} over {a}", fmt=".2f",
+                          way=f"chunks of {b} not rougher than {a}") for a, b in pairs)))
+
+
+CLAIMS = [
+    Claim("two_phases", "Reading a long question at once freezes the typers for about 40x "
+          "their normal gap", "4723.0 against 118.0 ms", f"A 1,024-token question read at "
+          f"once makes the typers' gap {FREEZE}x or more their normal one: many gaps, not a "
+          f"few", freeze, (("collision", {"chunk": None}), ("collision", {"chunk": 1024})),
+          needs=SERVER, explain=freeze_why, fails_on="a machine whose balance is over about 25 "
+          "FLOPs per byte (a GPU), whose workbench reads the question in a few of the typers' "
+          "fetches"),
+    Claim("two_phases", "Chunks of 128 give 8 small bumps instead", "8 bumps, worst 671.2 ms",
+          "Chunks of 128 read the question in 8 steps, the worst gap under half the one-shot "
+          "freeze", small_bumps, (("collision", {"chunk": 128}),), needs=SERVER,
+          construction=True,
+          fails_on="a machine whose steps cost the same whatever they carry (launch-bound)"),
+    Claim("two_phases", "The chunk size is a dial: bigger chunks give the newcomer its first "
+          "word sooner, smaller ones keep the typers smoother", "a dial",
+          "From each chunk size to the next larger, the first word comes no later (a tie, as "
+          "two large chunks' nearly equal reads give, holds) and the worst gap grows", dial,
+          needs=SERVER, construction=True,
+          fails_on="a machine whose steps cost the same whatever they carry "
+          "(launch-bound: the worst gap flat), or one whose workbench slows on large trips, so "
+          "that a larger chunk gives the first word later"),
+]

@@ -1,13 +1,16 @@
 """On a GPU library's device: what launching a typing step's work costs, with almost no work.
-The empty trip rides beside decode's rows, and its table prints under the typing table."""
+The empty trip rides beside decode's rows, and its table prints under the typing table;
+the claim that typing waits on the forklift, not on launching, is judged from it."""
 import dataclasses
-
 from harness.experiments import SEED
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms
 from harness.measuring import bench as b, timing
 from harness.showing.printers import sheet
 import model
+from harness.judging.rules import Claim, below, figure
+from harness.post import NOTES
+
 
 NAME = "launches"  # the empty trip's trial, and its table
 
@@ -58,3 +61,30 @@ def sheets(found, args):
     return [sheet(TABLE, found, settings=f"the same floors and operations on tables one "
                                          f"number a head wide, almost no bytes: {how}",
                   note="; a share near 1: the step is its launches, not the forklift")]
+
+
+# ---- its claims: each reads the figures it needs and gives the rule its Claim says
+
+LAUNCHED = 0.5  # typing is the forklift's, not its launches', where an empty trip (every
+#                launch, almost no bytes) takes under this share of one user's step
+
+
+def not_launches(found, roofs):
+    empty, step = (figure(found, "launches", "empty trip", users=1),
+                   figure(found, "decode", "step", users=1))
+    return (f"an empty trip {empty.value:.3g} ms of a {step.value:.3g} ms step",
+            below(empty / step, LAUNCHED, label="the empty trip's share", fmt=".2f"))
+
+
+LAUNCH_CLAIM = Claim(
+    "two_phases", "On a GPU, typing waits on the forklift, not on launching its work",
+    "the post's premise: typing is memory-bound", "An empty trip (the same floors and "
+    f"operations on tables a head wide: every launch, almost no bytes) takes under "
+    f"{LAUNCHED:.0%} of one user's typing step", not_launches, (("decode", {"users": 1}),),
+    why="a typing step launches about 500 kernels one after another; --graphs replays them as "
+        "one CUDA graph", needs=(("notes", NOTES),), gpu=True,
+    fails_on="a GPU run in eager mode, whose ~500 launches a step take longer than its bytes "
+             "(--graphs replays them as one)")
+
+
+CLAIMS = [LAUNCH_CLAIM]

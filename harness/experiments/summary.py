@@ -1,8 +1,9 @@
 """Reading against typing, per token: the post's closing comparison, from Phase 1's and Phase 2's
-outcomes."""
+outcomes, and the post's claim that reading is the cheaper per token."""
 from harness.keeping import records
-from harness.keeping.records import Layout, Measured, col, timed
+from harness.keeping.records import Layout, Measured, Missing, col, timed
 from harness.showing.printers import sheet
+from harness.judging.rules import WITH_NOTES, Claim, above, figure, sizes
 
 
 def figures(outcomes):
@@ -38,3 +39,25 @@ TABLE = Layout("summary", [col("reading per token", "reading ms/token", "ms", ".
                            col("typing per token", "typing ms/token", "ms", ".1f"),
                            col("times cheaper", "times cheaper", "x", ".1f", compared=True)],
                title="Reading against typing, per token")
+
+
+# ---- its claims: each reads the figures it needs and gives the rule its Claim says
+
+
+def cheaper(t, r):
+    typed = figure(t, "decode", "step", users=1)
+    if not sizes(t, "prefill", "prompt"):
+        raise Missing("prefill: not run")
+    read = min((figure(t, "prefill", "time per token", prompt=p)
+                for p in sizes(t, "prefill", "prompt")), key=lambda f: f.value)
+    times = typed / read
+    return f"{times.value:.0f}x", above(times, 5, label="typing over reading", fmt=".1f")
+
+
+CLAIMS = [
+    Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",
+          "The cheapest read costs a token under a fifth of one user's typing step (about an "
+          "order of magnitude: the post's 14x)", cheaper, needs=WITH_NOTES,
+          fails_on="a machine whose balance is under about 2 FLOPs per byte (at its limits "
+          "the read is about 2 x the balance times cheaper)"),
+]

@@ -3,7 +3,8 @@ claim an equal share of the chance of any wrong firm verdict among them: every t
 share for "holds", each test a share of it for "does not hold"), as measured and at this
 machine's limits; and why a claim does not hold, from the check and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
-from harness.judging import claims, intervals
+from harness.experiments import claims
+from harness.judging import intervals
 from harness.measuring import devices
 from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
 

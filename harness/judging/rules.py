@@ -6,7 +6,8 @@ close it came and how many more processes would settle it."""
 import dataclasses
 import math
 
-from harness.keeping.records import Missing, find
+from harness.keeping.records import Missing, find, number, rows
+from harness.post import CUBE_TOKENS, MODEL, NOTES, QUESTION, TYPERS
 from harness.terminal import plural
 from harness.judging.intervals import MIN_UNITS, Figure, interval, lift, of
 
@@ -270,3 +271,46 @@ class _Speeds:
     bytes_per_s: Figure
     flops_per_s: Figure
     balance: Figure
+
+
+# ---- what the claims share: their words' edges, the flags the post measured with, and how
+#      they read their figures
+
+ABOUT = 1.5  # "about the same": within this factor either way
+FAR = 4  # "far more": this many times
+
+
+def sizes(t, experiment, key):
+    """The numbers a key takes in an experiment's rows, smallest first: a row without the key,
+    or with text there (an older or edited file's), names no size and is left out."""
+    return sorted({v for keys in rows(t, experiment) for v in [dict(keys).get(key)]
+                   if number(v)})
+
+
+def further(found, experiment, first, second, per=1):
+    """The two rows' distances from their limits (check records; per: a row's keys -> the count
+    its ms are divided by), and which is further over: the one that works against a claim that
+    the first is the larger."""
+    def over(keys):
+        n = per(keys) if callable(per) else per
+        ms = value(found, "check", "measured", experiment=experiment, **keys) / n
+        limit = value(found, "check", "limit", experiment=experiment, **keys) / n
+        return ms, limit
+    try:
+        (a, la), (b, lb) = over(first[1]), over(second[1])
+    except Missing:
+        return ""
+    unit = " a token" if callable(per) else ""
+    said = (f"{first[0]}: {a:.2f} ms{unit}, {a / la:.2f}x its limit of {la:.2f} (+{a - la:.2f}); "
+            f"{second[0]}: {b:.2f} ms{unit}, {b / lb:.2f}x its limit of {lb:.2f} (+{b - lb:.2f})")
+    if b / lb > a / la:
+        return said + (f": {second[0]} is further over its limit, which shrinks {first[0]}'s "
+                       f"lead: the suite's distance from the limits, not the machine")
+    return said + f": {first[0]} is the further over its limit"
+
+
+SMALL = (("model", MODEL),)  # the flags each claim's figures were measured with, as the post's
+WITH_NOTES = (*SMALL, ("notes", NOTES))
+SERVER = (*WITH_NOTES, ("typers", TYPERS), ("question", QUESTION))
+CUBE = (*SMALL, ("tokens", CUBE_TOKENS))
+NOT_PRINTED = "in words only"  # the post gives no figure: judged on this machine's figures

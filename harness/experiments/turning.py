@@ -2,14 +2,12 @@
 (two_phases.py --predict NAME), from its turning points: a modern GPU's balance, long reads on
 the workbench, one typer's idle workbench, batching that pays, and how extreme the collision is
 against the post's own machine. Their verdicts read "predicted: holds"."""
-from harness.post import NOTES
 from harness.keeping.records import Missing, rows, sig
-from harness.judging.rules import FREEZE, Claim, below, figure
+from harness.judging.rules import FREEZE, Claim
+
 
 LONG = 4096  # a long question: the post's "hundreds or thousands of tokens on the trip", up
 #              to a few thousand (a mixture of experts reads more tables a token, so turns later)
-LAUNCHED = 0.5  # typing is the forklift's, not its launches', where an empty trip (every
-#                launch, almost no bytes) takes under this share of one user's step
 GAIN = 5  # batching pays: a batch uses the workbench this many times as much as one typer (the
 #           post's CPU measured 5.2x the tokens per second at 64 users)
 
@@ -55,25 +53,7 @@ def huge_freeze(found, roofs):
             f"follows from its balance", there >= FREEZE)
 
 
-def not_launches(found, roofs):
-    empty, step = (figure(found, "launches", "empty trip", users=1),
-                   figure(found, "decode", "step", users=1))
-    return (f"an empty trip {empty.value:.3g} ms of a {step.value:.3g} ms step",
-            below(empty / step, LAUNCHED, label="the empty trip's share", fmt=".2f"))
-
-
-LAUNCH_CLAIM = Claim(
-    "two_phases", "On a GPU, typing waits on the forklift, not on launching its work",
-    "the post's premise: typing is memory-bound", "An empty trip (the same floors and "
-    f"operations on tables a head wide: every launch, almost no bytes) takes under "
-    f"{LAUNCHED:.0%} of one user's typing step", not_launches, (("decode", {"users": 1}),),
-    why="a typing step launches about 500 kernels one after another; --graphs replays them as "
-        "one CUDA graph", needs=(("notes", NOTES),), gpu=True,
-    fails_on="a GPU run in eager mode, whose ~500 launches a step take longer than its bytes "
-             "(--graphs replays them as one)")
-
-
-GPU_CLAIMS = [
+CLAIMS = [
     Claim("two_phases", "On a GPU the problem is the same, only more extreme: a few hundred math "
           "steps per byte, not 10", "a few hundred", "a balance of 100 FLOPs per byte or more",
           steps_per_byte,
