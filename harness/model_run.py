@@ -11,6 +11,7 @@ from engine import pool
 from engine.blocks import Paths
 from harness import flags
 from harness.experiments import launches, summary
+from harness.experiments.pictures import DRAWINGS
 from harness.judging import check, judge
 from harness.keeping import records
 from harness.keeping.records import Layout, col
@@ -282,7 +283,7 @@ def printed(cfg, args, facts, planned, made, done):
                        stopped=done.stopped)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
-                    pictures.files(found, made.points, who, args.quick).items())
+                    pictures.files(found, made.points, who, args.quick, DRAWINGS).items())
 
 
 def turning_here(cfg, args, speeds, settings):

@@ -108,11 +108,13 @@ RECORDS = (DIAL + found("decode", ["users"], ["step", "tokens per second"],
 
 def test_the_pictures_are_made_from_the_records_alone():
     from harness.showing import pictures
-    assert set(pictures.files(RECORDS, None, "GPT-2 small", True)) == {
+    from harness.experiments.pictures import DRAWINGS
+    assert set(pictures.files(RECORDS, None, "GPT-2 small", True, DRAWINGS)) == {
         "dial.png", "decode.png", "depth.png"}  # no roofline without its points
     points = {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": [["decode", "1 user", 1, 1]]}
-    assert set(pictures.files(DIAL, points, "GPT-2 small", True)) == {"roofline.png", "dial.png"}
-    assert pictures.files([], {**points, "points": []}, "GPT-2 small", False) == {}
+    assert set(pictures.files(DIAL, points, "GPT-2 small", True, DRAWINGS)) == {"roofline.png",
+                                                                               "dial.png"}
+    assert pictures.files([], {**points, "points": []}, "GPT-2 small", False, DRAWINGS) == {}
     assert pictures.rows_of(RECORDS, "depth")[1] == {"users": 1, "notes": 512, "step": 31.0,
                                                     "flagged": False}
     assert pictures.rows_of(RECORDS, "dial")[0] == {"chunk": 32, "first word": 2000.0,
@@ -155,8 +157,10 @@ def test_no_label_sits_on_the_roof():
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 @pytest.mark.parametrize("name", ["dial", "decode", "depth"])
 def test_each_picture_explains_itself(name):
+    from harness.experiments.pictures import DRAWINGS
     from harness.showing import pictures
-    seen = drawn(getattr(pictures, f"{name}_figure"), pictures.rows_of(RECORDS, name))
+    drawing = next(d for d in DRAWINGS if d.experiment == name)  # each drawn by its experiment
+    seen = drawn(drawing.draw, pictures.rows_of(RECORDS, name))
     assert seen["overlaps"] == 0 and "GPT-2 small" in seen["title"]
     assert "(ms)" in seen["x"] + seen["y"]
     assert bool(seen["legend"]) == (name == "depth")  # one line needs no legend: its axes say

@@ -203,10 +203,10 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
     for at, (kind, src, _) in enumerate(seen):  # each picture under its own table, captioned
         if kind == "img":
             heading = next(b[1] for b in reversed(seen[:at]) if b[0] == "h3")
-            sheet = report.PICTURES[src][0]
+            sheet = report.PICTURES[src].under
             assert heading == runs["two_phases"]["sheets"][sheet]["title"], src
             caption = next(b for b in seen[at + 1:] if b[0] in ("em", "h3", "table"))
-            assert caption[0] == "em" and caption[1].startswith(report.PICTURES[src][1]), src
+            assert caption[0] == "em" and caption[1].startswith(report.PICTURES[src].title), src
     headers = [c for i in tables for c in seen[i][2][0]]
     assert "h*h*h ms" in headers and "h**3 ms" in headers  # the cube's headers as written
     cells = [c for i in tables for r in seen[i][2][1:] for c in r]
@@ -251,7 +251,7 @@ def test_each_claims_row_says_what_it_was_judged_by_on_one_line():
 
 
 def test_a_caption_says_what_its_picture_shows():
-    from harness.showing import pictures
+    from harness.experiments import collision, depth
     from conftest import made
     from harness.keeping.records import col
     keys = [col("users", "users", "users", "d", key=True), col("notes", "notes", "", "d",
@@ -259,18 +259,18 @@ def test_a_caption_says_what_its_picture_shows():
     rising = made("depth", [*keys, col("step", "step", "ms", ".1f")],
                   [{"users": 1, "notes": n, "step": s} for n, s in ((0, 21), (256, 22))]
                   + [{"users": 16, "notes": n, "step": s} for n, s in ((0, 40), (256, 60))])
-    assert "each line rises" in pictures.caption("depth.png", rising)
+    assert "each line rises" in depth.look(rising)
     hooked = made("depth", [*keys, col("step", "step", "ms", ".1f")],
                   [{"users": 1, "notes": n, "step": s}
                    for n, s in ((0, 21), (128, 16), (256, 23), (512, 20))])
-    words = pictures.caption("depth.png", hooked)
+    words = depth.look(hooked)
     assert "each line rises" not in words and "1 user: 21, 16, 23, 20 ms" in words
     dial = made("dial", [col("chunk", "chunk", "tokens", "d", key=True),
                          col("first word", "TTFT", "ms", ".0f"),
                          col("worst gap", "worst gap", "ms", ".0f")],
                 [{"chunk": c, "first word": f, "worst gap": g}
                  for c, f, g in ((32, 2700, 90), (128, 1000, 170), (1024, 1100, 890))])
-    words = pictures.caption("dial.png", dial)
+    words = collision.look(dial)
     assert "soonest at chunks of 128 (1,000 ms), not at the biggest" in words
 
 

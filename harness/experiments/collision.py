@@ -5,11 +5,12 @@ from harness.experiments import SEED
 from harness.judging.rules import (FREEZE, SERVER, Claim, Test, above, every, figure, further, more,
                                    plain, sizes, value)
 from harness.keeping import records
-from harness.keeping.records import Layout, Measured, Missing, col, ms
+from harness.keeping.records import Layout, Measured, Missing, col, ms, sig
 from harness.measuring import bench as b
 from harness.post import CHUNK
 from harness.predicting import plans
 from harness.predicting.plans import Experiment, Row, trial_name
+from harness.showing.pictures import Drawing, rows_of, trade
 from harness.showing.printers import sheet
 
 
@@ -127,6 +128,44 @@ def lines(found):
 
 
 EXPERIMENT = Experiment(plan, trials, figures, sheets)
+
+
+# ---- its picture, and what to look at in it, written from the figures it shows
+
+def draw(ax, rows):
+    """Each chunk size a point: the newcomer's wait against the typers' worst gap."""
+    return ("The chunk-size dial: small chunks keep the typers smooth, big ones answer the "
+            "newcomer sooner", trade(
+                ax, rows, "first word", "worst gap", "o-",
+                "one chunk size (tokens of the question read per step)",
+                "the newcomer's wait for its first word, TTFT (ms)",
+                "the typers' worst gap between words (ms)",
+                [f"chunks of {r['chunk']}" for r in rows]))
+
+
+def look(found):
+    rows = sorted(rows_of(found, "dial", ("chunk", "first word", "worst gap")),
+                  key=lambda r: r["chunk"])
+    if len(rows) < 2:
+        return "the newcomer's first word against the typers' worst gap"
+    first = [r["first word"] for r in rows]
+    soonest = min(rows, key=lambda r: r["first word"])
+    words = (f"bigger chunks, the newcomer's first word sooner ({sig(first[0])} to "
+             f"{sig(first[-1])} ms)" if first == sorted(first, reverse=True) else
+             f"the newcomer's first word soonest at chunks of {soonest['chunk']} "
+             f"({sig(soonest['first word'])} ms), not at the biggest")
+    gaps = [r["worst gap"] for r in rows]
+    words += ("; smaller chunks, the typers' worst gap smaller" if gaps == sorted(gaps) else
+              "; the typers' worst gap does not grow with every chunk (" +
+              ", ".join(sig(g) for g in gaps) + " ms)")
+    flagged = [r["chunk"] for r in rows if r["flagged"]]
+    return words + (f"; ringed in red, chunks of {', '.join(map(str, flagged))}: disturbed by "
+                    f"other work" if flagged else "")
+
+
+PICTURE = Drawing("dial.png", "dial", "The chunk-size dial",
+                  "each chunk size a point: left, the newcomer's first word sooner; down, the "
+                  "typers' worst gap smaller", draw, look, experiment="dial")
 
 
 # ---- its claims: each reads the figures it needs and gives the rule its Claim says

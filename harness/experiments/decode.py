@@ -2,10 +2,11 @@
 trip. Its rows, their trials, its table, and the post's claims about typing (the forklift's
 share, batching; the depth rows' figures say whether a faster forklift would help)."""
 from harness.experiments import SEED
-from harness.keeping.records import Layout, Missing, col, ms, timed
+from harness.keeping.records import Layout, Missing, col, ms, sig, timed
 from harness.measuring import bench as b
 from harness.predicting import plans
 from harness.predicting.plans import Experiment, Row, trial_name
+from harness.showing.pictures import Drawing, rows_of, trade
 from harness.showing.printers import sheet
 from harness.terminal import plural
 import model
@@ -53,6 +54,35 @@ TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
 
 
 EXPERIMENT = Experiment(plan, trials, figures, sheets)
+
+
+# ---- its picture, and what to look at in it, written from the figures it shows
+
+def draw(ax, rows):
+    """Users growing: the machine's tokens per second against the gap each user feels, both
+    axes from zero (neither can be less)."""
+    ax.set_xlim(0, max(r["step"] for r in rows) * 1.15)
+    ax.set_ylim(0, max(r["tokens per second"] for r in rows) * 1.15)
+    return ("Batching: more tokens per second for the machine, a slower typist for each user",
+            trade(ax, rows, "step", "tokens per second", "s-", "users typing in the same trip",
+                  "the gap each user feels between words (ms)",
+                  "the machine's tokens per second, all users",
+                  [f"{r['users']} {plural(r['users'], 'user')}" for r in rows]))
+
+
+def look(found):
+    rows = rows_of(found, "decode", ("users", "tokens per second", "step"))
+    if len(rows) < 2:
+        return "the machine's tokens per second against the gap each user waits"
+    a, b = rows[0], rows[-1]
+    return (f"from {a['users']} to {b['users']} users on a trip: up, the machine's tokens per "
+            f"second ({sig(a['tokens per second'])} to {sig(b['tokens per second'])}); right, "
+            f"the gap each user waits between words ({sig(a['step'])} to {sig(b['step'])} ms)")
+
+
+PICTURE = Drawing("decode.png", "decode", "Batching's trade",
+                  "more users on a trip: up, the machine's tokens per second; right, the gap "
+                  "each user waits between words", draw, look, experiment="decode")
 
 
 # ---- its claims: each reads the figures it needs and gives the rule its Claim says

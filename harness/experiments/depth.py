@@ -3,10 +3,11 @@ user's notes: with few notes the tables dominate and batching is nearly free, wi
 dominate and batching stops helping."""
 from harness.experiments import SEED
 from harness.keeping import records
-from harness.keeping.records import Layout, col, ms, timed
+from harness.keeping.records import Layout, col, ms, sig, timed
 from harness.measuring import bench as b, speeds
 from harness.predicting import plans
 from harness.predicting.plans import Experiment, Row, trial_name
+from harness.showing.pictures import Drawing, rows_of
 from harness.showing.printers import sheet
 from harness.terminal import plural
 import model
@@ -80,3 +81,42 @@ def outweigh(rows, cfg):
 
 
 EXPERIMENT = Experiment(plan, trials, figures, sheets, checked=False)
+
+
+# ---- its picture, and what to look at in it, written from the figures it shows
+
+def draw(ax, rows):
+    """Step time against notes, one line per user count, a point other work disturbed ringed."""
+    for users in sorted({r["users"] for r in rows}):
+        mine = [r for r in rows if r["users"] == users]
+        ax.plot([r["notes"] for r in mine], [r["step"] for r in mine], "o-",
+                label=f"{users} {plural(users, 'user')}")
+        flagged = [(r["notes"], r["step"]) for r in mine if r.get("flagged")]
+        if flagged:
+            ax.scatter(*zip(*flagged), s=160, facecolors="none", edgecolors="red", zorder=4)
+    ax.set_xlabel("notes already in each user's notebook")
+    ax.set_ylabel("typing step (ms)")
+    return "How deep the notebooks are: the notes each user brings cost every step", []
+
+
+def look(found):
+    rows = rows_of(found, "depth", ("users", "notes", "step"))
+    lines = {}
+    for r in sorted(rows, key=lambda r: r["notes"]):
+        lines.setdefault(r["users"], []).append(r["step"])
+    flat = {u: steps for u, steps in lines.items() if steps != sorted(steps)}
+    if not lines:
+        return "the typing step against the notes each user brings"
+    if not flat:
+        return ("the typing step against the notes each user brings: each line rises as the "
+                "notebooks deepen, the more users the steeper")
+    said = "; ".join(f"{u} {plural(u, 'user')}: " + ", ".join(sig(x) for x in steps) + " ms"
+                     for u, steps in flat.items())
+    return (f"the typing step against the notes each user brings: the lines of more users rise "
+            f"as the notebooks deepen; where the notes are a sliver of what a step fetches, a "
+            f"line does not rise everywhere ({said})")
+
+
+PICTURE = Drawing("depth.png", "depth", "How deep the notebooks are",
+                  "the typing step against the notes each user brings: each line rises as the "
+                  "notebooks deepen, the more users the steeper", draw, look, experiment="depth")

@@ -21,6 +21,7 @@ from harness.predicting.plans import apart, gb
 from harness.predicting.presets import GIVEN, known, targets
 from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
+from harness.experiments.pictures import DRAWINGS
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, spaced
 import model
@@ -291,7 +292,7 @@ def items(args, experiments):
         yield from (Picture(name, draw) for name, draw in pictures.files(
             found, drawn, f"{cfg} on {aimed[0].title}" + (
                 f"; the roofline adds {', '.join(t.label for t in aimed[1:])}" if aimed[1:]
-                else ""), args.quick, predicted=True).items())
+                else ""), args.quick, DRAWINGS, predicted=True).items())
 
 
 def roofline(cfg, aimed, experiments, args):

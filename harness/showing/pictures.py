@@ -1,15 +1,16 @@
-"""The pictures a reader looks at, drawn from a two_phases run's records: the roofline, the
-chunk-size dial, decode's trade (the machine's tokens per second against each user's gap) and
-the notebooks' depth. Each explains itself: axes with units, a title, a legend. Nothing here
-measures.
+"""The pictures a reader looks at, drawn from a two_phases run's records: how a picture is
+declared (Drawing), drawn and labelled, and the two that belong to no one experiment, the
+roofline and a prediction's grid (the chunk-size dial, decode's trade and the notebooks' depth
+are drawn by their experiments' modules). Each explains itself: axes with units, a title, a
+legend. Nothing here measures.
 
     python two_phases.py   # saves results/<machine>/roofline.png, dial.png, decode.png, depth.png
 """
+import dataclasses
 import textwrap
 
 import numpy as np
 
-from harness.terminal import plural
 from harness.keeping.records import number, rows, sig
 
 
@@ -74,20 +75,39 @@ def wanted(p, args):
         args.quick or args.no_save or sweep) and available()
 
 
-def files(found, roofline, who, quick, predicted=False):
-    """{file name: draw(f), f a binary file to draw into} for every picture this run's records
-    can make. roofline: the speeds and the points (or None); who: the model and the machine,
-    for the titles; quick, predicted: mark each picture as a quick run's, or a prediction's."""
-    makers = {"roofline.png": (roofline_figure, roofline),
-              "dial.png": (dial_figure, rows_of(found, "dial")),
-              "decode.png": (decode_figure, rows_of(found, "decode")),
-              "depth.png": (depth_figure, rows_of(found, "depth")),
-              "grid.png": (grid_figure, rows_of(found, "grid"))}
+@dataclasses.dataclass(frozen=True)
+class Drawing:
+    """A picture a run's records can make. name: its file; under: the sheet the report places it
+    under; title: its title there; look: what to look at, in words, where its records say
+    nothing (words(found) -> the same, written from the figures it shows, or None); draw(ax,
+    data) -> (its title on the picture, the points to label); experiment: whose rows it draws
+    (data), or "" for the roofline, whose speeds and points the run gives."""
+    name: str
+    under: str
+    title: str
+    look: str
+    draw: object
+    words: object = None
+    experiment: str = ""
+
+
+def files(found, roofline, who, quick, drawings, predicted=False):
+    """{file name: draw(f), f a binary file to draw into} for every picture of drawings
+    (Drawing) this run's records can make. roofline: the speeds and the points (or None); who:
+    the model and the machine, for the titles; quick, predicted: mark each picture as a quick
+    run's, or a prediction's."""
     mark = PREDICTED if predicted else QUICK if quick else ""
-    return {name: (lambda f, make=make, data=data: save(make, data, who, mark, f))
-            for name, (make, data) in makers.items()
+    return {d.name: (lambda f, make=d.draw, data=data: save(make, data, who, mark, f))
+            for d in drawings
+            for data in [rows_of(found, d.experiment) if d.experiment else roofline]
             if data and (data.get("points") or data.get("machines") if isinstance(data, dict)
                          else data)}
+
+
+def look(drawing, found):
+    """What to look at in the picture, in one line, from the records it was drawn from: a line
+    that does not do what the picture's point is says so, with its figures."""
+    return (drawing.words(found) if drawing.words else None) or drawing.look
 
 
 def save(make, data, who, mark, f):
@@ -124,15 +144,7 @@ def figure(plt, make, data, who, mark=""):
     return fig
 
 
-# ---- the captions under the pictures in the report, each written from the figures it shows
-
-
-def caption(name, found):
-    """What to look at in a picture, in one line, from the records it was drawn from: a line
-    that does not do what the picture's point is says so, with its figures. None: no words."""
-    writers = {"roofline.png": roofline_words, "decode.png": decode_words,
-               "dial.png": dial_words, "depth.png": depth_words}
-    return writers[name](found) if name in writers else None
+# ---- the roofline's caption in the report, written from the figures it shows
 
 
 def roofline_words(found):
@@ -142,54 +154,6 @@ def roofline_words(found):
           f"run's own rounds, which every row is held to)") if ridge else ""
     return (f"each row at its FLOPs per byte: left of the ridge{at} the forklift binds "
             f"(typing), right of it the workbench (reading a long question)")
-
-
-def decode_words(found):
-    rows = rows_of(found, "decode", ("users", "tokens per second", "step"))
-    if len(rows) < 2:
-        return "the machine's tokens per second against the gap each user waits"
-    a, b = rows[0], rows[-1]
-    return (f"from {a['users']} to {b['users']} users on a trip: up, the machine's tokens per "
-            f"second ({sig(a['tokens per second'])} to {sig(b['tokens per second'])}); right, "
-            f"the gap each user waits between words ({sig(a['step'])} to {sig(b['step'])} ms)")
-
-
-def dial_words(found):
-    rows = sorted(rows_of(found, "dial", ("chunk", "first word", "worst gap")),
-                  key=lambda r: r["chunk"])
-    if len(rows) < 2:
-        return "the newcomer's first word against the typers' worst gap"
-    first = [r["first word"] for r in rows]
-    soonest = min(rows, key=lambda r: r["first word"])
-    words = (f"bigger chunks, the newcomer's first word sooner ({sig(first[0])} to "
-             f"{sig(first[-1])} ms)" if first == sorted(first, reverse=True) else
-             f"the newcomer's first word soonest at chunks of {soonest['chunk']} "
-             f"({sig(soonest['first word'])} ms), not at the biggest")
-    gaps = [r["worst gap"] for r in rows]
-    words += ("; smaller chunks, the typers' worst gap smaller" if gaps == sorted(gaps) else
-              "; the typers' worst gap does not grow with every chunk (" +
-              ", ".join(sig(g) for g in gaps) + " ms)")
-    flagged = [r["chunk"] for r in rows if r["flagged"]]
-    return words + (f"; ringed in red, chunks of {', '.join(map(str, flagged))}: disturbed by "
-                    f"other work" if flagged else "")
-
-
-def depth_words(found):
-    rows = rows_of(found, "depth", ("users", "notes", "step"))
-    lines = {}
-    for r in sorted(rows, key=lambda r: r["notes"]):
-        lines.setdefault(r["users"], []).append(r["step"])
-    flat = {u: steps for u, steps in lines.items() if steps != sorted(steps)}
-    if not lines:
-        return "the typing step against the notes each user brings"
-    if not flat:
-        return ("the typing step against the notes each user brings: each line rises as the "
-                "notebooks deepen, the more users the steeper")
-    said = "; ".join(f"{u} {plural(u, 'user')}: " + ", ".join(sig(x) for x in steps) + " ms"
-                     for u, steps in flat.items())
-    return (f"the typing step against the notes each user brings: the lines of more users rise "
-            f"as the notebooks deepen; where the notes are a sliver of what a step fetches, a "
-            f"line does not rise everywhere ({said})")
 
 
 def plain_ticks(ax):
@@ -272,29 +236,6 @@ def roofline_figure(ax, data):
     return "The roofline: where reading and typing sit against the machine's two limits", points
 
 
-def dial_figure(ax, rows):
-    """Each chunk size a point: the newcomer's wait against the typers' worst gap."""
-    return ("The chunk-size dial: small chunks keep the typers smooth, big ones answer the "
-            "newcomer sooner", trade(
-                ax, rows, "first word", "worst gap", "o-",
-                "one chunk size (tokens of the question read per step)",
-                "the newcomer's wait for its first word, TTFT (ms)",
-                "the typers' worst gap between words (ms)",
-                [f"chunks of {r['chunk']}" for r in rows]))
-
-
-def decode_figure(ax, rows):
-    """Users growing: the machine's tokens per second against the gap each user feels, both
-    axes from zero (neither can be less)."""
-    ax.set_xlim(0, max(r["step"] for r in rows) * 1.15)
-    ax.set_ylim(0, max(r["tokens per second"] for r in rows) * 1.15)
-    return ("Batching: more tokens per second for the machine, a slower typist for each user",
-            trade(ax, rows, "step", "tokens per second", "s-", "users typing in the same trip",
-                  "the gap each user feels between words (ms)",
-                  "the machine's tokens per second, all users",
-                  [f"{r['users']} {plural(r['users'], 'user')}" for r in rows]))
-
-
 def trade(ax, rows, x, y, style, legend, xlabel, ylabel, labels):
     """One line through the rows, x against y, a point other work disturbed ringed in red:
     -> the points to label."""
@@ -340,20 +281,6 @@ def grid_figure(ax, rows):
 def matplotlib_rectangle(at, colour):
     from matplotlib.patches import Rectangle
     return Rectangle(at, 1, 1, facecolor=colour, edgecolor="white", alpha=0.6)
-
-
-def depth_figure(ax, rows):
-    """Step time against notes, one line per user count, a point other work disturbed ringed."""
-    for users in sorted({r["users"] for r in rows}):
-        mine = [r for r in rows if r["users"] == users]
-        ax.plot([r["notes"] for r in mine], [r["step"] for r in mine], "o-",
-                label=f"{users} {plural(users, 'user')}")
-        flagged = [(r["notes"], r["step"]) for r in mine if r.get("flagged")]
-        if flagged:
-            ax.scatter(*zip(*flagged), s=160, facecolors="none", edgecolors="red", zorder=4)
-    ax.set_xlabel("notes already in each user's notebook")
-    ax.set_ylabel("typing step (ms)")
-    return "How deep the notebooks are: the notes each user brings cost every step", []
 
 
 def place_labels(fig, ax, points):
@@ -415,3 +342,12 @@ def nearer(box, own, marks):
     def gap(p):  # from the point to the label's box
         return max(box.x0 - p[0], 0, p[0] - box.x1) ** 2 + max(box.y0 - p[1], 0, p[1] - box.y1) ** 2
     return sum(gap(p) < 2.25 * gap(own) + 1 for p in marks if tuple(p) != tuple(own))
+
+
+ROOFLINE = Drawing("roofline.png", "check", "The roofline",
+                   "each row at its FLOPs per byte: left of the ridge the forklift binds "
+                   "(typing), right of it the workbench (reading a long question)",
+                   roofline_figure, roofline_words)
+GRID = Drawing("grid.png", "grid", "Which limit typing hits",
+               "each cell a batch and a notebook depth, coloured by the limit it hits; grey does "
+               "not fit the memory", grid_figure, experiment="grid")

@@ -13,6 +13,7 @@ from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
 from harness.keeping.records import Column, ROW, block_of, label, rows, sig
+from harness.experiments.pictures import DRAWINGS
 from harness.judging import judge
 from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
@@ -95,9 +96,9 @@ def markdown(runs, names):
                 lines += section(sheet, name, data["records"], titled=not repeats(
                     sheet.get("title") or name, heading))
                 lines += [picture(n, data["records"]) for n in drawn
-                          if PICTURES[n][0] == block_of(name)[0]]
+                          if PICTURES[n].under == block_of(name)[0]]
         placed = {n for n in drawn for name in data["sheets"]
-                  if PICTURES[n][0] == block_of(name)[0]}
+                  if PICTURES[n].under == block_of(name)[0]}
         lines += [picture(n, data["records"]) for n in drawn if n not in placed]  # its table
         #                                                                          not in this run
     lines += appendix(runs, found)
@@ -118,23 +119,7 @@ SECTIONS = {"machine_speed": "The forklift and the workbench: memory speed and m
             "two_phases": "Two phases, two bottlenecks: reading (prefill) and typing (decode)",
             "cube_bug": "The slow road: h**3 against h*h*h"}  # each script's section, the post's
 #   words
-PICTURES = {"roofline.png": ("check", "The roofline",
-                             "each row at its FLOPs per byte: left of the ridge the forklift "
-                             "binds (typing), right of it the workbench (reading a long "
-                             "question)"),
-            "decode.png": ("decode", "Batching's trade",
-                           "more users on a trip: up, the machine's tokens per second; right, "
-                           "the gap each user waits between words"),
-            "dial.png": ("dial", "The chunk-size dial",
-                         "each chunk size a point: left, the newcomer's first word sooner; "
-                         "down, the typers' worst gap smaller"),
-            "depth.png": ("depth", "How deep the notebooks are",
-                          "the typing step against the notes each user brings: each line rises "
-                          "as the notebooks deepen, the more users the steeper"),
-            "grid.png": ("grid", "Which limit typing hits",
-                         "each cell a batch and a notebook depth, coloured by the limit it hits; "
-                         "grey does not fit the memory")}
-#   {file: (the sheet it goes under, its title, what to look at)}
+PICTURES = {d.name: d for d in DRAWINGS}  # {file: its Drawing}, in the order they are placed
 VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❓", "not run": "➖"}
 #   a verdict's mark, so that it scans
 
@@ -142,9 +127,9 @@ VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❓", "
 def picture(name, found=()):
     """A picture and its caption, one line saying what to look at, written from the records it
     was drawn from (found), so that it never says what the picture does not show."""
-    _, title, look = PICTURES[name]
-    look = pictures.caption(name, found) or look
-    return f"![{title}]({name})\n\n*{title}: {md(look)}.*\n"
+    drawing = PICTURES[name]
+    return (f"![{drawing.title}]({name})\n\n*{drawing.title}: "
+            f"{md(pictures.look(drawing, found))}.*\n")
 
 
 def machine_lines(runs):
