@@ -319,15 +319,16 @@ def test_a_folder_that_cannot_take_the_result_is_refused_before_measuring(tmp_pa
     flags = [f.format(t=tmp_path) for f in flags]
     if "--out" not in flags:
         flags += ["--out", str(tmp_path)]
-    r = script("cube_bug.py", "--quick", "--runs", "1", *flags)
+    import cube_bug
+    r = in_process(cube_bug.main, "--quick", "--runs", "1", *flags)  # (refused before it runs)
     one_line(r, 2, "--out", says)
     assert r.stdout == "" and sorted(os.listdir(tmp_path)) == before
 
 
 def test_a_list_flag_keeps_each_value_once(tmp_path):
-    r = script("two_phases.py", "--predict", "--forklift", "12", "--workbench", "121",
-               "--experiments", "prefill", "prefill", "--prompts", "16", "16", "1", "--out",
-               str(tmp_path), "--label", "p", "--no-plot")
+    r = in_process(two_phases.main, "--predict", "--forklift", "12", "--workbench", "121",
+                   "--experiments", "prefill", "prefill", "--prompts", "16", "16", "1", "--out",
+                   str(tmp_path), "--label", "p", "--no-plot")
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "p" / "two_phases.json").read_text())
     assert "prefill" in data["sheets"] and "decode" not in data["sheets"] and [
@@ -336,7 +337,8 @@ def test_a_list_flag_keeps_each_value_once(tmp_path):
 
 
 def test_a_long_bad_number_is_not_echoed_in_full():
-    r = script("machine_speed.py", "--size", "9" * 5000)
+    import machine_speed
+    r = in_process(machine_speed.main, "--size", "9" * 5000)
     one_line(r, 2, "--size")
     assert len(r.stderr) < 200
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import python, script
+from conftest import in_process, python, script
 from harness.showing import pictures
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -47,7 +47,8 @@ def test_pictures_go_with_a_full_saved_run_only():
 
 
 def test_machine_speed_draws_no_picture(tmp_path):
-    r = script("machine_speed.py", "--plot")
+    import machine_speed
+    r = in_process(machine_speed.main, "--plot")
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
@@ -182,7 +183,8 @@ def test_without_matplotlib_plot_is_refused_before_anything_runs(tmp_path):
 
 
 def test_plot_with_no_save_is_a_bad_flag(tmp_path):
-    r = run_quick(tmp_path, "--plot", "--no-save")
+    import two_phases
+    r = in_process(two_phases.main, "--quick", "--plot", "--no-save")
     assert r.returncode == 2 and "--plot" in r.stderr and len(r.stderr.splitlines()) == 1
 
 

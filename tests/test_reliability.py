@@ -58,7 +58,8 @@ def test_quick_keeps_every_flag_given(parse, argv, name, value):
 
 
 def test_quick_with_a_budget_no_larger_than_the_typers_is_refused():
-    one_line(script("two_phases.py", "--quick", "--typers", "8", "--budget", "8"), 2, "--budget")
+    one_line(in_process(two_phases.main, "--quick", "--typers", "8", "--budget", "8"), 2,
+             "--budget")
 
 
 # ---- 3. a result is one unit: its files are replaced together or not at all

@@ -200,8 +200,9 @@ def test_quick_keeps_a_size_the_user_asked_for():
                                   "compare.py"])
 def test_help_shows_the_whole_description_with_its_examples(name):
     import importlib
-    doc = importlib.import_module(name[:-3]).__doc__.strip()
-    r = script(name, "--help")
+    module = importlib.import_module(name[:-3])
+    doc = module.__doc__.strip()
+    r = in_process(module.main, "--help")
     assert r.returncode == 0 and doc in r.stdout
     assert f"python {name}" in r.stdout
 
