@@ -3,6 +3,7 @@ suite runs (tuning.choose, printed on the line after the machine line), the tabl
 in the blocks chosen (or, for a few tokens, compiled.py's kernels), and both handed to the
 model as its `ways` (model.PLAIN names them)."""
 import dataclasses
+import functools
 import types
 import typing
 
@@ -54,6 +55,8 @@ class Paths:
     tiled: tuple = ()  # those of compiled.TILED whose table products ran faster on the tiles
     pieces: tuple = ()  # those of compiled.TILED whose NumPy trips ran faster with the compiled
     #                     norm, GELU and one-token attention (none is taken where not timed)
+    reading: tuple = ()  # the question lengths of compiled.READS whose attention ran faster in
+    #                      blocks with the compiled softmax (compiled.asked())
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -70,9 +73,14 @@ class Paths:
         attention (see past_tried())."""
         return past_tried(self.pieces, tokens)
 
+    def reads_questions(self):
+        """The counts of compiled.READS whose questions are read in blocks with the compiled
+        softmax (each speaks for the questions up to it), none where the kernels do not load."""
+        return self.reading if self.reading and compiled.available() else ()
+
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
-        for counts in ("compiled", "tiled", "pieces"):
+        for counts in ("compiled", "tiled", "pieces", "reading"):
             object.__setattr__(self, counts, tuple(getattr(self, counts)))
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
@@ -86,6 +94,11 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.reading:
+            low = dict(zip(compiled.READS, (2, *(n + 1 for n in compiled.READS))))
+            return (f"{dataclasses.replace(self, reading=())}; questions of "
+                    + ", ".join(f"{low[n]} to {n}" for n in self.reading)
+                    + " tokens read in blocks with the compiled softmax")
         if self.pieces:
             return (f"{dataclasses.replace(self, pieces=())}; the compiled norm, GELU and "
                     f"one-token attention in trips of {spans(self.pieces)} tokens")
@@ -139,7 +152,7 @@ def readable(saved):
     blocks = saved.get("blocks", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
             and isinstance(blocks, list) and all(map(block, blocks))
-            and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces")))
+            and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading")))
 
 
 def timed_for(counts, tokens):
@@ -193,7 +206,8 @@ def ways(paths=Paths(), pool=None):
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)
-        mine, fast = sharing(pool, tokens), paths.takes_pieces(tokens)
+        mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
+            paths.reads_questions()
 
         def shared(fn, n, size):
             return share(mine, fn, n, size)
@@ -206,7 +220,9 @@ def ways(paths=Paths(), pool=None):
             table=products, share=shared,
             threads=lambda: blas_threads(mine),
             attention=paths.attention, cube=paths.cube,
-            reads=compiled.attention_shared if fast else model.attention,
+            reads=functools.partial(
+                compiled.reading, typed=compiled.attention_shared if fast else model.attention,
+                won=asks) if asks else compiled.attention_shared if fast else model.attention,
             norm=compiled.norm if fast else model.norm,
             gelu=compiled.gelu if fast else model.gelu)
     return of

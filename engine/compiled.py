@@ -8,7 +8,9 @@ process (available()); without Numba, where it fails in any way (said in one lin
 they lose to NumPy's way on this machine (tuning.choose times both), the trips keep NumPy's.
 Where they win some trips, NumPy's trips of more tokens take the norm, GELU and one-query
 attention too wherever that was timed faster (blocks.ways), on the suite's own threads, and
-the tiles for their table products of up to 64 tokens wherever those were timed faster.
+the tiles for their table products of up to 64 tokens wherever those were timed faster. A
+question (a user's several tokens on a trip: a reading, or a piece of one) is read in blocks of
+queries, its products BLAS's and its softmax compiled, wherever that was timed faster (asked()).
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
 While a trip runs these on Numba's threads, nothing calls the BLAS: its threads would spin on
@@ -32,6 +34,10 @@ TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tu
 #                         a trip of more tokens is NumPy's, whose BLAS products win there ...
 TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
 #                   the tiles on the suite's own threads, or the BLAS (see table_shared())
+READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
+#                              or in blocks with the compiled softmax (see asked())
+BLOCK = 128  # a question's queries a block: their scores (128 x the notes) stay in the core's
+#              cache between the products and the softmax
 HERE = os.path.dirname(os.path.abspath(__file__))  # where kernels.py is, whose
 #   __pycache__ Numba keeps their compiled code in, as Python keeps bytecode, where it can
 MODULE = "kernels"  # the start of every cache file name of the kernels
@@ -164,6 +170,7 @@ def checked():
     pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
     pairs["attention"] = attended(attention)
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
+    pairs["a question's attention"] = asked_here()
     return [name for name, (got, numpys) in pairs.items()
             if not np.allclose(got, numpys, rtol=1e-4, atol=1e-5)]
 
@@ -190,7 +197,7 @@ def kernels():
     from engine import kernels as k
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "vector", "attend", "attend_tasks",
-                         "norm", "gelu")}
+                         "softmax_rows", "norm", "gelu")}
 
 
 def threads(n):
@@ -315,6 +322,77 @@ def read(cfg, q, k, v, segments, floor, ways, share):
                   2 * u * cfg.heads * cfg.head * n)
         col += u
     return out
+
+
+def asked_here(users=2, notes=3, tokens=5):
+    """asked() and model.attention on the same tiny notebooks (a small GPT-2's, `users` users
+    with `notes` notes each, each asking a question of `tokens` tokens, in two blocks): -> both
+    answers, (width, users * tokens) each."""
+    cfg, rng = model.TINY, np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((cfg.width, users * tokens), dtype=np.float32)
+               for _ in range(3))
+    books = [model.notebook(cfg, users, notes + tokens) for _ in range(2)]
+    for book in books:
+        book["len"] = notes
+    return (reading(cfg, q, k, v, [(books[0], tokens)], 0, model.PLAIN, model.attention, READS,
+                    block=3),
+            model.attention(cfg, q, k, v, [(books[1], tokens)], 0))
+
+
+def reading(cfg, q, k, v, segments, floor, ways, typed, won, block=BLOCK):
+    """model.attention, with each segment whose users ask a question (several tokens each)
+    read by asked() where its length was timed faster so (won: the counts of READS that were,
+    see blocks.Paths.reads_questions()), the others as typed (model.attention, or
+    attention_shared) reads them. q, k, v: (width, tokens), the segments' tokens side by side."""
+    asks = [t > 1 and timed_for(READS, t) in won for _, t in segments]
+    if not any(asks):
+        return typed(cfg, q, k, v, segments, floor, ways)
+    out, col = np.empty_like(q), 0  # (width, tokens)
+    for (book, t), ask in zip(segments, asks):
+        cols = slice(col, col + model.readers(book) * t)
+        col = cols.stop
+        if ask:
+            asked(cfg, q, k, v, book, t, cols, floor, ways, out, block)
+        else:
+            out[:, cols] = typed(cfg, *(np.ascontiguousarray(a[:, cols]) for a in (q, k, v)),
+                                 [(book, t)], floor, ways)
+    return out
+
+
+def timed_for(counts, tokens):
+    """The count of `counts` (ascending) whose timing speaks for `tokens`: the smallest at or
+    above it, or None past them all."""
+    return next((n for n in counts if n >= tokens), None)
+
+
+def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
+    """One segment's questions, t tokens from each of its users (columns cols of q, k, v and
+    out), read into out: each (user, head) a task, shared among the threads as ways.share
+    hands them out. A task writes its new notes, then reads them a block of queries at a time:
+    the scores of the notes up to the block's last query (a BLAS product), the softmax in place
+    (the compiled kernel: the causal mask kept as a count of notes, never written out), the
+    weighted sum of values (a BLAS product), over softmax's denominator."""
+    users, n0, head = model.readers(book), book["len"], cfg.head
+    keys, values = book["k"][floor], book["v"][floor]  # (users, heads, 64, room), (.., room, 64)
+    softmax, s = kernels()["softmax_rows"], scale(head)
+
+    def tasks(part):
+        bits, sums = np.empty(n0 + t, np.int32), np.empty(block, np.float32)  # its own room
+        for task in range(part.start, part.stop):
+            u, h = divmod(task, cfg.heads)
+            rows, mine = slice(h * head, (h + 1) * head), cols.start + u * t
+            K, V = keys[u, h], values[u, h]  # (64, room), (room, 64)
+            K[:, n0:n0 + t] = k[rows, mine:mine + t]
+            V[n0:n0 + t] = v[rows, mine:mine + t].T
+            qs = q[rows, mine:mine + t].T * s  # (t, 64): scaled before the product
+            for a in range(0, t, block):
+                b = min(a + block, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
+                w = qs[a:b] @ K[:, :n0 + b]  # (b - a, n0 + b): the scores
+                softmax(w, n0 + a, bits, sums)
+                o = w @ V[:n0 + b]  # (b - a, 64)
+                o /= sums[:b - a, None]
+                out[rows, mine + a:mine + b] = o.T
+    ways.share(tasks, users * cfg.heads, users * cfg.heads * head * (n0 + t))
 
 
 @functools.lru_cache(maxsize=None)

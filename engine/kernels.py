@@ -452,6 +452,25 @@ def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits
 
 
 @serial
+def softmax_rows(s, first, bits, sums):
+    """A block of a question's scores, s (queries, notes), in place: query r reads the first
+    first + r + 1 notes (its own token is note first + r: the causal mask, never written out),
+    each as exp(score - their max) (exp_shifted()), and the notes after them become 0; sums[r]
+    the sum of its row, softmax's denominator. bits: int32 room, as long as a row."""
+    notes = s.shape[1]
+    for r in range(s.shape[0]):
+        m = min(first + r + 1, notes)
+        row = s[r]
+        exp_shifted(row[:m], bits[:m])
+        total = np.float32(0)
+        for j in range(m):
+            total += row[j]
+        for j in range(m, notes):
+            row[j] = 0
+        sums[r] = total
+
+
+@serial
 def norm(x, eps, out):
     """out = model.norm(x): each column of x (width, tokens) less its mean, over the root
     of its mean square (plus eps), in one pass for the sums and one for the rest."""

@@ -49,9 +49,11 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
                                                      (8, 64, 8, None), (8, 256, 32, 16),
                                                      (64, 64, 32, None))),
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
-         **({"compiled": Paths("matmul", compiled=compiled.TRIED, pieces=compiled.TILED)}
+         **({"compiled": Paths("matmul", compiled=compiled.TRIED, pieces=compiled.TILED,
+                               reading=compiled.READS)}
             if NUMBA else {})}  # (trips of up to 16 tokens on the compiled
-#   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention)
+#   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention, and
+#   every question of several tokens read in blocks with the compiled softmax)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]
@@ -409,6 +411,26 @@ def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_
     assert how(21).reads is compiled.attention_shared
     shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], how)
     np.testing.assert_allclose(shared, alone, **TOL)
+
+
+@pytest.mark.parametrize("block", [2, 3, compiled.BLOCK])
+def test_a_question_read_in_blocks_equals_the_models_reading(pool, kernels, block):
+    """Two users asking 5 tokens each over 4 notes, beside 3 typers with 6 notes: the questions
+    read in blocks of queries (one, or several and a short last), each block's scores no
+    further than its last query, the softmax compiled; the typers as the model reads them."""
+    layers = floors()
+    for timed in (compiled.READS[:1], ()):  # the questions' length timed faster so, or not
+        askers, typers = book(12, users=2), book(12, users=3)
+        trip(layers, tokens(2 * 4, seed=2), [(askers, 4)])
+        trip(layers, tokens(3 * 6, seed=4), [(typers, 6)])
+        x = tokens(2 * 5 + 3, seed=7)
+        segments = [(askers, 5), (typers, 1)]
+        alone = model.trip(CFG, layers, x, segments)
+        askers["len"], typers["len"] = 4, 6  # back to where they were
+        w = ways(Paths("matmul"), pool)
+        how = lambda n: types.SimpleNamespace(**{**vars(w(n)), "reads": lambda *a: (
+            compiled.reading(*a, typed=model.attention, won=timed, block=block))})
+        np.testing.assert_allclose(model.trip(CFG, layers, x, segments, how), alone, **TOL)
 
 
 def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool, kernels):

@@ -55,11 +55,15 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
+        reading = reading_both_ways(bench, paths)
+        paths = dataclasses.replace(paths, reading=won(reading))
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
         seen.update({f"the norm, GELU and attention of typing trips of {n} tokens": fastest(t)
                      for n, t in pieces.items()})
+        seen.update({f"the attention of a question of {n} tokens": fastest(t)
+                     for n, t in reading.items()})
     return paths, seen
 
 
@@ -110,6 +114,25 @@ def pieces_both_ways(bench, paths):
     counts = engine.compiled.TILED
     return alternately(typing_trips(bench, counts, {
         "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}))
+
+
+def reading_both_ways(bench, paths):
+    """One floor's attention for one user's question of each length in compiled.READS, as a
+    trip reads it (shared among the pool's threads, the BLAS on one thread), NumPy's way (the
+    paths chosen) against the blocks with the compiled softmax, taking turns (alternately()):
+    -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
+    cfg, trials = dataclasses.replace(bench.cfg, layers=1), {"numpy": {}, "compiled": {}}
+    for n in engine.compiled.READS:
+        book = model.notebook(cfg, 1, n)
+        q, k, v = (tokens(cfg, n, seed) for seed in range(3))  # 3 x (width, n)
+        for way, chosen in (("numpy", paths), ("compiled", dataclasses.replace(paths,
+                                                                               reading=(n,)))):
+            def read(how=ways(chosen, bench.pool)(n), book=book, q=q, k=k, v=v, n=n):
+                book["len"] = 0
+                with how.threads():
+                    how.reads(cfg, q, k, v, [(book, n)], 0, how)
+            trials[way][n] = read
+    return alternately(trials)
 
 
 def typing_trips(bench, counts, ways_by_name):
@@ -252,14 +275,14 @@ def typing_attention(bench, how):
 
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "compiled", "tiled", "pieces", "timed": {what: {candidate:
+    {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "timed": {what: {candidate:
     seconds}}, and "unloaded": why, where the compiled kernels were asked for and could not
     load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
-        "tiled": paths.tiled, "pieces": paths.pieces, "timed": timed,
+        "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading, "timed": timed,
         **({"unloaded": why} if why else {})}
 
 
@@ -273,7 +296,8 @@ def paths_line(chosen, args):
     origin = (how["attention"] if len(set(how.values())) == 1
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
     paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
-                  tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()))
+                  tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
+                  reading=chosen.get("reading", ()))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
