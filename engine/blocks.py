@@ -57,6 +57,8 @@ class Paths:
     #                     norm, GELU and one-token attention (none is taken where not timed)
     reading: tuple = ()  # the question lengths of compiled.READS whose attention ran faster in
     #                      blocks with the compiled softmax (compiled.asked())
+    elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
+    #                          faster compiled
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -73,6 +75,13 @@ class Paths:
         attention (see past_tried())."""
         return past_tried(self.pieces, tokens)
 
+    def takes_elementwise(self, tokens):
+        """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TILED, takes the
+        compiled norm and GELU: as the smallest count of compiled.LONG timed at or above it
+        did (none past them all, or where the kernels do not load)."""
+        return (tokens > compiled.TILED[-1] and timed_for(compiled.LONG, tokens) in
+                self.elementwise and compiled.available())
+
     def reads_questions(self):
         """The counts of compiled.READS whose questions are read in blocks with the compiled
         softmax (each speaks for the questions up to it), none where the kernels do not load."""
@@ -80,7 +89,7 @@ class Paths:
 
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
-        for counts in ("compiled", "tiled", "pieces", "reading"):
+        for counts in ("compiled", "tiled", "pieces", "reading", "elementwise"):
             object.__setattr__(self, counts, tuple(getattr(self, counts)))
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
@@ -94,6 +103,12 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.elementwise:
+            low = dict(zip(compiled.LONG, (compiled.TILED[-1] + 1,
+                                           *(n + 1 for n in compiled.LONG))))
+            return (f"{dataclasses.replace(self, elementwise=())}; the compiled norm and GELU "
+                    f"in trips of " + ", ".join(f"{low[n]} to {n}" for n in self.elementwise)
+                    + " tokens")
         if self.reading:
             low = dict(zip(compiled.READS, (2, *(n + 1 for n in compiled.READS))))
             return (f"{dataclasses.replace(self, reading=())}; questions of "
@@ -152,7 +167,8 @@ def readable(saved):
     blocks = saved.get("blocks", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
             and isinstance(blocks, list) and all(map(block, blocks))
-            and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading")))
+            and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading",
+                                                       "elementwise")))
 
 
 def timed_for(counts, tokens):
@@ -208,6 +224,7 @@ def ways(paths=Paths(), pool=None):
                 norm=compiled.norm, gelu=compiled.gelu)
         mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
             paths.reads_questions()
+        wide = fast or paths.takes_elementwise(tokens)
 
         def shared(fn, n, size):
             return share(mine, fn, n, size)
@@ -223,6 +240,6 @@ def ways(paths=Paths(), pool=None):
             reads=functools.partial(
                 compiled.reading, typed=compiled.attention_shared if fast else model.attention,
                 won=asks) if asks else compiled.attention_shared if fast else model.attention,
-            norm=compiled.norm if fast else model.norm,
-            gelu=compiled.gelu if fast else model.gelu)
+            norm=compiled.norm if wide else model.norm,
+            gelu=compiled.gelu if wide else model.gelu)
     return of

@@ -36,6 +36,7 @@ TILED = (32, 64)  # ... but for the table products of up to these counts, timed 
 #                   the tiles on the suite's own threads, or the BLAS (see table_shared())
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in blocks with the compiled softmax (see asked())
+LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
 BLOCK = 128  # a question's queries a block: their scores (128 x the notes) stay in the core's
 #              cache between the products and the softmax
 HERE = os.path.dirname(os.path.abspath(__file__))  # where kernels.py is, whose

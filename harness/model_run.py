@@ -141,7 +141,8 @@ def measure_here(experiments, args, job):
         paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
                  "blocks": [list(k) for k in bench.paths.blocks],
                  "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled),
-                 "pieces": list(bench.paths.pieces), "reading": list(bench.paths.reading)}
+                 "pieces": list(bench.paths.pieces), "reading": list(bench.paths.reading),
+                 "elementwise": list(bench.paths.elementwise)}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:

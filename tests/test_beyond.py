@@ -364,10 +364,12 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
               for n in compiled.TILED]
     questions = [saved["timed"][f"the attention of a question of {n} tokens"]
                  for n in compiled.READS]
+    wide = [saved["timed"][f"the norm and GELU of a trip of {n} tokens"] for n in compiled.LONG]
     for counts, timed, key in ((compiled.TRIED, trips.values(), "compiled"),
                                (compiled.TILED, products, "tiled"),
                                (compiled.TILED, pieces, "pieces"),
-                               (compiled.READS, questions, "reading")):
+                               (compiled.READS, questions, "reading"),
+                               (compiled.LONG, wide, "elementwise")):
         faster = {n for n, t in zip(counts, timed) if t["compiled"] < t["numpy"]}
         assert getattr(chosen.paths, key) == saved[key]  # whichever won, on this machine ...
         assert set(saved[key]) <= faster  # ... beyond its spread: so at its best too
@@ -380,6 +382,7 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     assert ("the compiled norm, GELU and one-token attention" in line) == bool(
         chosen.paths.pieces)
     assert ("read in blocks with the compiled softmax" in line) == bool(chosen.paths.reading)
+    assert ("the compiled norm and GELU in trips of" in line) == bool(chosen.paths.elementwise)
     assert str(blocks.Paths(tiled=(64,))).endswith(
         "compiled tiles for the table products of trips of 33 to 64 tokens")  # 64's, not 32's
     assert bench.group(dataclasses.replace(tiny, paths=blocks.Paths(compiled=(1,))), [1]) == 2

@@ -203,6 +203,9 @@ def test_bigger_trips_take_the_compiled_pieces_only_where_timed_faster():
     some = ways(Paths(pieces=(32,)))
     assert [n for n in (16, 17, 32, 33, 64, 65) if some(n).norm is compiled.norm] == [17, 32]
     assert some(21).gelu is compiled.gelu and some(21).reads is compiled.attention_shared
+    long = ways(Paths(elementwise=(256,)))  # past the pieces' counts: the long trips' own
+    assert [n for n in (64, 65, 256, 257, 1024) if long(n).norm is compiled.norm] == [65, 256]
+    assert long(100).gelu is compiled.gelu and long(100).reads is model.attention
 
 
 def test_the_kernels_ir_is_in_opaque_pointer_terms():

@@ -55,8 +55,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
-        reading = reading_both_ways(bench, paths)
-        paths = dataclasses.replace(paths, reading=won(reading))
+        timed = alternately(long_trips_both_ways(bench, paths))  # (one turn-taking for both)
+        reading, wide = ({n: t for (what, n), t in timed.items() if what == part}
+                         for part in ("reading", "elementwise"))
+        paths = dataclasses.replace(paths, reading=won(reading), elementwise=won(wide))
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
@@ -64,6 +66,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
                      for n, t in pieces.items()})
         seen.update({f"the attention of a question of {n} tokens": fastest(t)
                      for n, t in reading.items()})
+        seen.update({f"the norm and GELU of a trip of {n} tokens": fastest(t)
+                     for n, t in wide.items()})
     return paths, seen
 
 
@@ -116,11 +120,12 @@ def pieces_both_ways(bench, paths):
         "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}))
 
 
-def reading_both_ways(bench, paths):
-    """One floor's attention for one user's question of each length in compiled.READS, as a
-    trip reads it (shared among the pool's threads, the BLAS on one thread), NumPy's way (the
-    paths chosen) against the blocks with the compiled softmax, taking turns (alternately()):
-    -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
+def long_trips_both_ways(bench, paths):
+    """The pieces of a long trip whose compiled way is timed against NumPy's (the paths chosen):
+    one floor's attention for one user's question of each length in compiled.READS, as a trip
+    reads it (shared among the pool's threads, the BLAS on one thread), and one floor's two
+    norms and GELU at each count of compiled.LONG (the GELU's rows shared the same way):
+    -> {way: {(part, tokens): a function to time}}, for alternately()"""
     cfg, trials = dataclasses.replace(bench.cfg, layers=1), {"numpy": {}, "compiled": {}}
     for n in engine.compiled.READS:
         book = model.notebook(cfg, 1, n)
@@ -131,8 +136,18 @@ def reading_both_ways(bench, paths):
                 book["len"] = 0
                 with how.threads():
                     how.reads(cfg, q, k, v, [(book, n)], 0, how)
-            trials[way][n] = read
-    return alternately(trials)
+            trials[way]["reading", n] = read
+    for n in engine.compiled.LONG:
+        x = tokens(cfg, n, 0)  # (width, n), and the GELU's h (4 width, n):
+        h = np.random.default_rng(1).standard_normal((4 * cfg.width, n), dtype=np.float32)
+        for way, chosen in (("numpy", paths), ("compiled", dataclasses.replace(
+                paths, elementwise=(n,)))):
+            def pieces(how=ways(chosen, bench.pool)(n), x=x, h=h):
+                with how.threads():
+                    how.norm(x), how.norm(x)
+                    model.mlp(h.copy(), how)  # (GELU again on its own answers would shrink
+            trials[way]["elementwise", n] = pieces  # them to subnormals, slow on any CPU)
+    return trials
 
 
 def typing_trips(bench, counts, ways_by_name):
@@ -275,14 +290,16 @@ def typing_attention(bench, how):
 
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "timed": {what: {candidate:
+    {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "timed":
+    {what: {candidate:
     seconds}}, and "unloaded": why, where the compiled kernels were asked for and could not
     load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
-        "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading, "timed": timed,
+        "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
+        "elementwise": paths.elementwise, "timed": timed,
         **({"unloaded": why} if why else {})}
 
 
@@ -297,7 +314,7 @@ def paths_line(chosen, args):
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
     paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
                   tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
-                  reading=chosen.get("reading", ()))
+                  reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
