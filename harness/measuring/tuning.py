@@ -23,6 +23,9 @@ ROWS = (64, 128, 256, 512)  # ... of this many rows of a thread's share, and a t
 #                             inputs than the model's width may meet them that many at a time
 TRIES = 5  # each candidate timed this often (at most --runs), the best kept: under a second
 TRIAL_USERS, TRIAL_NOTES = TYPERS, NOTES  # attention's choice is timed on the post's typers' notes
+POOLED_S = 0.02  # the rest between two ways that both run on the pool's threads, the BLAS held
+#                  to one (NumPy's trips of several tokens and their compiled parts): no library's
+#                  threads are left spinning, so the coming way's first call is warmed, no more
 
 
 def choose(bench, attention="auto", blocks="auto", compiled="off"):
@@ -55,7 +58,7 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
-        timed = alternately(long_trips_both_ways(bench, paths))  # (one turn-taking for both)
+        timed = alternately(long_trips_both_ways(bench, paths), POOLED_S)  # (both in one)
         reading, wide = ({n: t for (what, n), t in timed.items() if what == part}
                          for part in ("reading", "elementwise"))
         paths = dataclasses.replace(paths, reading=won(reading), elementwise=won(wide))
@@ -117,7 +120,7 @@ def pieces_both_ways(bench, paths):
     (alternately()): -> {tokens: {"numpy": [seconds], "compiled": [seconds]}}"""
     counts = engine.compiled.TILED
     return alternately(typing_trips(bench, counts, {
-        "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}))
+        "numpy": paths, "compiled": dataclasses.replace(paths, pieces=counts)}), POOLED_S)
 
 
 def long_trips_both_ways(bench, paths):
@@ -170,18 +173,19 @@ def typing_trips(bench, counts, ways_by_name):
     return trips
 
 
-def alternately(ways):
+def alternately(ways, rest=None):
     """Each of ways {way: {count: a function to time}} TRIAL_TRIPS times after a warm-up (which
     compiles the kernels), the ways taking turns: one way's every count, then the other's,
     the order flipped each turn, so that a drift of the machine falls on both alike. Where the
-    way changes, the coming way's first function runs untimed for BRIDGE_S first: the other
-    way's threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither.
+    way changes, the coming way's first function runs untimed for `rest` seconds first
+    (BRIDGE_S, or POOLED_S where both ways run on the pool's threads alone): the other way's
+    threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither.
     -> {count: {way: [seconds of each try]}}"""
     timed, order, last = {}, list(ways), None
     for tried in range(TRIAL_TRIPS + 1):  # the first turn warms up
         for way in order if tried % 2 == 0 else order[::-1]:
             if way != last:
-                bridge(next(iter(ways[way].values())))
+                bridge(next(iter(ways[way].values())), BRIDGE_S if rest is None else rest)
             last = way
             for n, fn in ways[way].items():
                 seconds = sample(fn)
@@ -190,9 +194,9 @@ def alternately(ways):
     return timed
 
 
-def bridge(fn):
-    """fn, untimed, again and again for about BRIDGE_S."""
-    end = time.perf_counter() + BRIDGE_S
+def bridge(fn, rest):
+    """fn, untimed, again and again for about `rest` seconds."""
+    end = time.perf_counter() + rest
     while time.perf_counter() < end:
         fn()
 
