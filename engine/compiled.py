@@ -342,10 +342,13 @@ def asked_here(users=2, notes=3, tokens=5):
 
 def reading(cfg, q, k, v, segments, floor, ways, typed, won, block=BLOCK):
     """model.attention, with each segment whose users ask a question (several tokens each)
-    read by asked() where its length was timed faster so (won: the counts of READS that were,
-    see blocks.Paths.reads_questions()), the others as typed (model.attention, or
-    attention_shared) reads them. q, k, v: (width, tokens), the segments' tokens side by side."""
-    asks = [t > 1 and timed_for(READS, t) in won for _, t in segments]
+    read by asked() where a question of as many notes as its last query reads (its notebook's,
+    and its own) was timed faster so (won: the counts of READS that were, see
+    blocks.Paths.reads_questions()): a piece of a question deep in its notebook reads as many
+    notes a query as a long question's last queries do. The others as typed (model.attention,
+    or attention_shared) reads them. q, k, v: (width, tokens), the segments' tokens side by
+    side."""
+    asks = [t > 1 and timed_for(READS, book["len"] + t) in won for book, t in segments]
     if not any(asks):
         return typed(cfg, q, k, v, segments, floor, ways)
     out, col = np.empty_like(q), 0  # (width, tokens)
