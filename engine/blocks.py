@@ -11,6 +11,7 @@ import numpy as np
 
 import model
 from engine import compiled
+from engine.compiled import timed_for
 from engine.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
@@ -169,12 +170,6 @@ def readable(saved):
             and isinstance(blocks, list) and all(map(block, blocks))
             and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading",
                                                        "elementwise")))
-
-
-def timed_for(counts, tokens):
-    """The count of `counts` (ascending) whose timing speaks for `tokens`: the smallest at or
-    above it, or None past them all."""
-    return next((n for n in counts if n >= tokens), None)
 
 
 def table(w, x, pool=None, block=None):
