@@ -33,9 +33,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
     where compiled is "auto" and the compiled kernels load, whole typing trips of each count of
     compiled.TRIED, NumPy's way against the compiled kernels, one floor's table products at
-    each count of compiled.TILED, the BLAS's against the tiles', and NumPy's typing trips of
-    those counts with NumPy's norm, GELU and attention against the compiled ones), where not
-    given: -> (Paths, {what: {candidate: the best seconds}})"""
+    each count of compiled.TILED, the BLAS's against the tiles', NumPy's typing trips of
+    those counts with NumPy's norm, GELU and attention against the compiled ones, and the
+    pieces of longer trips both ways: a question's attention, and the norm and GELU), where
+    not given: -> (Paths, {what: {candidate: the best seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -295,9 +296,8 @@ def typing_attention(bench, how):
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
     {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "timed":
-    {what: {candidate:
-    seconds}}, and "unloaded": why, where the compiled kernels were asked for and could not
-    load}."""
+    {what: {candidate: seconds}}, and "unloaded": why, where the compiled kernels were asked for
+    and could not load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
