@@ -47,8 +47,9 @@ class Paths:
     unblocked; how GELU cubes: h*h*h ("product"), or the post's bug h**3 ("power"), kept to
     measure it; the token counts whose whole trips run the compiled kernels (compiled.py);
     those whose NumPy trips do their table products on the compiled tiles, and those whose
-    NumPy trips take the compiled norm, GELU and one-token attention. Every path gives the
-    same answer within float32 rounding."""
+    NumPy trips take the compiled norm, GELU and one-token attention; the question lengths
+    read in blocks with the compiled softmax, and the longer trips' counts that take the
+    compiled norm and GELU. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
     cube: str = "product"
@@ -209,7 +210,9 @@ def ways(paths=Paths(), pool=None):
     the compiled norm and GELU, and read their users' one-token attention with the compiled
     kernel, its tasks shared among the pool's threads (each running alone: no Numba threads
     beside them), and the trips whose counts `paths` tiles do their table products on the
-    compiled tiles, shared the same way."""
+    compiled tiles, shared the same way; questions (several tokens a user) are read in blocks
+    with the compiled softmax, and longer trips take the compiled norm and GELU, where `paths`
+    says."""
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
