@@ -205,6 +205,7 @@ def test_bigger_trips_take_the_compiled_pieces_only_where_timed_faster():
     assert some(21).gelu is compiled.gelu and some(21).reads is compiled.attention_shared
     long = ways(Paths(elementwise=(256,)))  # past the pieces' counts: the long trips' own
     assert [n for n in (64, 65, 256, 257, 1024) if long(n).norm is compiled.norm] == [65, 256]
+    assert ways(Paths(elementwise=(1024,)))(1032).gelu is compiled.gelu  # as the largest timed
     assert long(100).gelu is compiled.gelu and long(100).reads is model.attention
 
 
