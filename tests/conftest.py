@@ -60,6 +60,14 @@ def compile_the_suite():
             compileall.compile_file(os.path.join(ROOT, name), quiet=2)
 
 
+def loads_kernels(name, flags):
+    """Whether `python <name> <flags>` loads the compiled kernels: a run of two_phases.py that
+    measures, where they are not switched off (--quick's default: off)."""
+    asked = flags[flags.index("--compiled") + 1] if "--compiled" in flags else (
+        "off" if "--quick" in flags else "auto")
+    return name == "two_phases.py" and "--predict" not in flags and asked == "auto"
+
+
 def compiled_kernels():
     """Wait for the kernels' one compile (pytest_configure), where it runs."""
     done = os.environ.get(COMPILED)
@@ -86,7 +94,7 @@ def kernels():
 
 def script(name, *flags, env=None, cwd=ROOT, timeout=300):
     """`python <name> <flags>` from the repository root: -> the finished process."""
-    if name == "two_phases.py" and "--predict" not in flags:
+    if loads_kernels(name, flags):
         compiled_kernels()
     return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=cwd)
@@ -127,7 +135,7 @@ def python(code, env=None):
 
 def started(name, *flags):
     """`python <name> <flags>` started in the background, its output piped: -> the process."""
-    if name == "two_phases.py" and "--predict" not in flags:
+    if loads_kernels(name, flags):
         compiled_kernels()
     return subprocess.Popen([sys.executable, os.path.join(ROOT, name), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -189,10 +197,8 @@ def start_quick_run(tmp_path_factory):
             command = [sys.executable, os.path.join(ROOT, QUICK_RUN[0]), *QUICK_RUN[1:],
                        "--out", str(shared / "quick")]
             (shared / "quick-temp").mkdir()  # its own mark: no test's run sees it as busy
-            wait = 'n=0; while [ -n "$%s" ] && [ ! -e "$%s" ] && [ $n -lt 1500 ]; do ' \
-                   'sleep 0.2; n=$((n + 1)); done; ' % (COMPILED, COMPILED)  # compiled_kernels()
             run = '"$@" > "$0/stdout" 2> "$0/stderr"; echo $? > "$0/rc"'
-            subprocess.Popen(["sh", "-c", wait + run,
+            subprocess.Popen(["sh", "-c", run,
                               str(shared), *command], cwd=ROOT, start_new_session=True,
                              env=dict(os.environ, TMPDIR=str(shared / "quick-temp")))
     return shared
