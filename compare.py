@@ -41,7 +41,7 @@ def sections(machines):
     header their sheet printed them with, where it did."""
     out = {}
     for data in (found[stem] for stem in stems() for found in machines if stem in found):
-        shown = {records.block_of(name)[0]: sheet for name, sheet in data["sheets"].items()}
+        shown = {sheet["name"]: sheet for sheet in data["sheets"]}
         for r in data["records"]:
             if not r.get("compared"):
                 continue

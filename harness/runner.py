@@ -63,8 +63,9 @@ def run(script, args, body, headline=None, worker=None):
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
                     "records": out.records, "sheets": out.tables, "sweep": out.sweep,
-                    "pictures": sorted(out.pictures),
-                    **out.kept, "wall_s": wall,
+                    "pictures": sorted(out.pictures), **out.kept,
+                    **({"blocks": list(out.blocks.values())} if out.blocks else {}),
+                    "wall_s": wall,
                     "peak_rss_bytes": peak, "made": made}
             text = [*out.text, "", f"(made by the suite at {made['version']}: "
                                    f"{made['command']})", *(f"warning: {w}" for w in warned)]
@@ -124,7 +125,7 @@ def stopped(out, code, saved=True):
 def cut_short(out):
     """What cut the run's measuring short, keeping what came before (rounds.Measurements.stopped),
     in whichever block of a sweep it came; None if nothing did."""
-    return next((v for k, v in out.kept.items() if records.block_of(k)[0] == "stopped"), None)
+    return next((b["stopped"] for b in (out.kept, *out.blocks.values()) if "stopped" in b), None)
 
 
 def each_thread_count(args, body, busy, out, headline):
@@ -189,7 +190,8 @@ class Output:
         self.sweep = args.threads if args.threads and len(args.threads) > 1 else None
         self.settings = {k: v.saved() if isinstance(v, Speeds) else v
                          for k, v in vars(args).items() if k not in UNSAVED}  # --roofs: Speeds
-        self.text, self.tables, self.kept, self.pictures, self.records = [], {}, {}, {}, []
+        self.text, self.tables, self.pictures, self.records = [], [], {}, []
+        self.kept, self.blocks = {}, {}  # what was saved: the run's, or each sweep block's
 
     def show(self, line):
         """A line of the .txt, printed unless an export takes stdout's place."""
@@ -198,13 +200,16 @@ class Output:
         self.text.append(line)
 
     def take(self, item, threads=None):
-        """What body yielded, kept under its name (in a sweep, its block's: records.in_block)."""
+        """What body yielded, kept under its name; in a sweep, a sheet says its block's threads
+        and a saved entry goes into its block's (blocks: [{"threads": n, name: value}])."""
         if isinstance(item, Sheet):
             self.show(render(item, self.fmt, self.spread))
-            self.tables[records.in_block(item.name, threads)] = entry(item)
+            self.tables.append({"name": item.name, "threads": threads, **entry(item)})
             self.records += list(item.records) if item.recorded else []
         elif isinstance(item, Saved):
-            self.kept[records.in_block(item.key, threads)] = item.value
+            kept = self.kept if threads is None else self.blocks.setdefault(
+                threads, {"threads": threads})
+            kept[item.key] = item.value
         elif isinstance(item, Picture):
             self.pictures[item.name] = item.draw
         else:

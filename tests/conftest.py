@@ -221,6 +221,13 @@ def quick_run(quick_run_started, tmp_path_factory):
         return r, json.load(f), shared / "quick" / "box"
 
 
+def sheets(data):
+    """{name: sheet} of a result's sheets as saved (schema 8's list, each naming itself; a run
+    outside a sweep names each once), or of a shipped older one's mapping."""
+    found = data["sheets"]
+    return {t["name"]: t for t in found} if isinstance(found, list) else found
+
+
 def made(name, columns, rows, settings=None, **layout):
     """The records of hand-made rows of figures, as an experiment of this layout makes them."""
     from harness.keeping import records

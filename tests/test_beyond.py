@@ -17,7 +17,7 @@ from harness.keeping import records
 from engine import blocks, compiled, pool
 from harness.measuring import bench, tuning
 from harness.predicting import model_files, predict
-from conftest import script, sheet_of
+from conftest import script, sheet_of, sheets
 from engine.blocks import ATTENTION
 from harness.showing.printers import Sheet
 from harness.keeping.records import col
@@ -150,7 +150,7 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
         share = model.NOTE_BYTES * row["notes"] * row["users"] / fetched
         assert row["notes share"] == pytest.approx(100 * share)
         assert row["step"] > 0 and row["x limit"] > 0 and row["tokens per second"] > 0
-    headers = [c["header"] for c in data["sheets"]["depth"]["columns"]]
+    headers = [c["header"] for c in sheets(data)["depth"]["columns"]]
     assert headers == ["users", "notes", "step ms", "tokens/s", "MB read", "notes % of bytes",
                        "x limit"]
     assert "the notes outweigh the tables (by the accounting; measured: where a step takes " \
@@ -184,9 +184,9 @@ def test_a_sweep_sets_and_restores_the_blas_threads_and_says_each(tmp_path):
     assert runner.run("demo", args, body) == 0
     assert seen == [(1, [1] * len(before)), (2, [2] * len(before))] and blas() == before
     data = json.loads((tmp_path / "box" / "demo.sweep.json").read_text())
-    assert list(data["sheets"]) == ["demo @1", "demo @2"]  # each block's sheet, named by its count
-    assert [data["sheets"][f"demo @{n}"]["printed"].split() for n in (1, 2)] == [
-        ["threads", "1"], ["threads", "2"]]
+    assert [(t["name"], t["threads"]) for t in data["sheets"]] == [("demo", 1), ("demo", 2)]
+    assert [t["printed"].split() for t in data["sheets"]] == [  # each block's sheet, its count
+        ["threads", "1"], ["threads", "2"]]                    # a field, never in its name
     assert [(r["experiment"], r["value"], r["settings"]["threads"]) for r in data["records"]] == [
         ("demo", 1, 1), ("demo", 2, 2)]  # one record a block, its threads in its settings
     assert data["machine"]["sweep"] == [1, 2]

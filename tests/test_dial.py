@@ -6,7 +6,7 @@ import two_phases
 from harness.experiments import collision
 from harness.keeping import records
 from harness.keeping.records import col
-from conftest import made
+from conftest import made, sheets
 
 
 @pytest.mark.parametrize("question,chunk", [(1024, 128), (100, 32), (7, 1), (50, 50), (50, 999)])
@@ -78,7 +78,7 @@ def test_a_quick_measured_dial_fills_every_column(quick_run):
     assert records.find(found, "collision", "chunk")["value"] == 16
     assert records.find(found, "collision", "chunked worst gap")["value"] == pytest.approx(
         records.find(found, "dial", "worst gap", chunk=16)["value"])
-    assert [c["header"] for c in data["sheets"]["dial"]["columns"]] == [
+    assert [c["header"] for c in sheets(data)["dial"]["columns"]] == [
         "chunk", "steps to read", "first word ms", "gap median ms", "worst gap ms",
         "worst x normal", "total ms"]
 

@@ -14,7 +14,7 @@ from harness.keeping import records, results
 from harness.measuring import host, timing
 from harness.showing import printers
 from harness.keeping.records import Measured, col, timed
-from conftest import ROOT, made, sheet_of
+from conftest import ROOT, made, sheet_of, sheets
 
 
 def fake_clock(times):
@@ -146,9 +146,9 @@ def test_results_round_trip_through_json(tmp_path, capsys):
     saved = (folder / "demo.txt").read_text()  # what was printed, then how the run was made
     assert saved.startswith(printed) and saved[len(printed):].startswith("\n(made by the suite at ")
     data = json.loads((folder / "demo.json").read_text())
-    assert data["schema_version"] == results.SCHEMA_VERSION == 7 and data["script"] == "demo"
+    assert data["schema_version"] == results.SCHEMA_VERSION == 8 and data["script"] == "demo"
     assert "tables" not in data  # the figures are records; the sheets only say how they printed
-    sheet = data["sheets"]["demo"]
+    sheet = sheets(data)["demo"]
     assert [(c["figure"], c["header"], c["unit"], c["key"]) for c in sheet["columns"]] == [
         ("n", "n", "tokens", True), ("time", "time ms", "ms", False)]
     assert sheet["printed"] in printed and sheet["printed"].splitlines()[0].split() == [

@@ -12,7 +12,7 @@ import pytest
 import two_phases
 from harness import flags, runner, stopping
 from harness.keeping import results
-from conftest import ROOT, compared, in_process, one_line, python, script, sheet_of
+from conftest import ROOT, compared, in_process, one_line, python, script, sheet_of, sheets
 from harness.keeping.records import col
 
 POST = os.path.join(ROOT, "references", "post")
@@ -129,6 +129,29 @@ def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
     roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))
     sweep = json.load(open(os.path.join(SHIPPED, "machine_speed.sweep.json")))
     assert roofs.bytes_per_s == sweep["roofs @2"]["bytes_per_s"] and "2 threads" in roofs.source
+
+
+def test_a_sweep_of_an_older_layout_reads_as_blocks_and_reads_the_same_saved_anew(tmp_path):
+    from harness.keeping import older, results, schema
+    path = os.path.join(SHIPPED, "machine_speed.sweep.json")
+    old = json.load(open(path))  # schema 7: "roofs @1", a sheet "machine_speed @2"
+    data = schema.load(path, "machine_speed")
+    assert data["schema_version"] == results.SCHEMA_VERSION == 8
+    assert [(t["name"], t["threads"]) for t in data["sheets"]] == [
+        (older.block_of(n)[0], int(older.block_of(n)[1])) for n in old["sheets"]]
+    assert [b["threads"] for b in data["blocks"]] == [1, 2] and not any(" @" in k for k in data)
+    assert data["blocks"][0]["roofs"] == old["roofs @1"]
+    (tmp_path / "machine_speed.sweep.json").write_text(json.dumps(data))  # as a run saves it now
+    anew = str(tmp_path / "machine_speed.sweep.json")
+    for n in (1, 2, None):  # the same speeds, and the same block said
+        now, then = schema.read_roofs(anew, threads=n), schema.read_roofs(path, threads=n)
+        assert (now.bytes_per_s, now.flops_per_s, now.origin[1:]) == (
+            then.bytes_per_s, then.flops_per_s, then.origin[1:])
+    for blocks in ([{**data["blocks"][1], "threads": "2"}], [{"threads": 0}], {"1": {}},
+                   [{"threads": 2, "roofs": {"bytes_per_s": -1.0, "flops_per_s": 1e9}}]):
+        (tmp_path / "bad.json").write_text(json.dumps({**data, "blocks": blocks}))
+        with pytest.raises(ValueError, match="blocks|roofs"):
+            schema.read_roofs(str(tmp_path / "bad.json"))
 
 
 # ---- 6 and 7. compare.py on files it cannot use: left out in one line, the rest compares
@@ -331,7 +354,7 @@ def test_a_list_flag_keeps_each_value_once(tmp_path):
                    str(tmp_path), "--label", "p", "--no-plot")
     assert r.returncode == 0, r.stderr
     data = json.loads((tmp_path / "p" / "two_phases.json").read_text())
-    assert "prefill" in data["sheets"] and "decode" not in data["sheets"] and [
+    assert "prefill" in sheets(data) and "decode" not in sheets(data) and [
         r["keys"]["prompt"] for r in data["records"] if r["figure"] == "time"] == [16, 1]
     assert (tmp_path / "p" / "two_phases.txt").read_text().count("prompt  time ms") == 1
 

@@ -75,7 +75,7 @@ def test_renaming_every_header_changes_no_record_claim_picture_or_comparison(tmp
     before = predicted(tmp_path, "before")
     assert renamed(monkeypatch) > 30
     after = predicted(tmp_path, "after")
-    headers = [c["header"] for s in after["sheets"].values() for c in s["columns"]]
+    headers = [c["header"] for s in after["sheets"] for c in s["columns"]]
     assert all(h.startswith("renamed") for h in headers)  # the renaming reached every sheet
     assert "row 1" in json.dumps(after["roofline"])  # and every row's name
     assert after["records"] == before["records"]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sheets
 from harness.keeping import older, results, schema
 from harness.showing import report
 
@@ -41,15 +41,15 @@ def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
     _, quick, _ = quick_run
     runs = {**shipped(), "two_phases": older.upgrade({**quick, "quick": False})}
     seen = rendered(report.markdown(runs, []))
-    sheets = [t.get("title") or n for data in runs.values() for n, t in data["sheets"].items()
+    titles = [t.get("title") or n for data in runs.values() for n, t in sheets(data).items()
               if n != "claims"]
-    for title in sheets:  # each sheet: its heading (or its section's, which says the same),
+    for title in titles:  # each sheet: its heading (or its section's, which says the same),
         #                   then (past its settings) a table
         at = seen.index(("h3", title)) if ("h3", title) in seen else next(
             i for i, (k, t) in enumerate(seen) if k == "h2" and report.repeats(title, t))
         following = [k for k, _ in seen[at + 1:]]
         assert "table" in following and following.index("table") <= 1, title
-    assert [k for k, _ in seen].count("table") >= len(sheets) + 2  # and the glossary, the claims
+    assert [k for k, _ in seen].count("table") >= len(titles) + 2  # and the glossary, the claims
     #                                                     (a sheet too wide for the page: two)
     cells = [text for kind, text in seen if kind == "cell"]
     assert not [c for c in cells if any(n in c for n in NOTES)]
@@ -204,7 +204,7 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
         if kind == "img":
             heading = next(b[1] for b in reversed(seen[:at]) if b[0] == "h3")
             sheet = report.PICTURES[src].under
-            assert heading == runs["two_phases"]["sheets"][sheet]["title"], src
+            assert heading == sheets(runs["two_phases"])[sheet]["title"], src
             caption = next(b for b in seen[at + 1:] if b[0] in ("em", "h3", "table"))
             assert caption[0] == "em" and caption[1].startswith(report.PICTURES[src].title), src
     headers = [c for i in tables for c in seen[i][2][0]]

@@ -58,7 +58,7 @@ def test_quick_run_prints_tables_only_and_saves_both_files(script, tmp_path, req
     assert footer[2:] == [line for line in r.stderr.splitlines() if line.startswith("warning")]
     data = json.loads(open(stem + ".json").read())
     assert data["quick"] and data["records"] and data["sheets"] and "tables" not in data
-    for sheet in data["sheets"].values():  # each sheet saved as it was printed
+    for sheet in data["sheets"]:  # each sheet saved as it was printed
         assert sheet["printed"] in r.stdout
     runs = data["settings"]["runs"]
     for record in data["records"]:  # every figure a plain number or text, named by plain keys

@@ -207,7 +207,8 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     assert r.returncode == 130 and "interrupted while adding processes" in r.stderr, r.stderr
     assert set(asked) == {1}  # the next thread count is not measured after a stop
     saved = json.loads((tmp_path / "box" / "machine_speed.sweep.json").read_text())
-    assert saved["stopped @1"] == signal.SIGINT
+    assert [b["threads"] for b in saved["blocks"]] == [1]  # the block measured, and where it
+    assert saved["blocks"][0]["stopped"] == signal.SIGINT  # stopped
 
 
 # ---- 11. a job made by hand is checked field by field

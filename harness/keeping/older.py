@@ -1,6 +1,7 @@
 """Results of an older schema brought to the newest layout as they are read: schemas 1 to 3
 kept tables (their rows, their samples by header), 4 kept a row's printed name among its keys, 5
-and 6 no record said whether compare.py holds it against other machines. Every reader takes the
+and 6 no record said whether compare.py holds it against other machines, and up to 7 a thread
+sweep's entries carried their threads in their names. Every reader takes the
 newest layout; two still take what an older run saved where a newer record is absent: the
 speeds a run held its rows to (rules.speeds, without "speeds" records) and a forklift measured at
 a run's start and end (compare.limits, without its rounds)."""
@@ -8,7 +9,31 @@ import contextlib
 import math
 import re
 
-from harness.keeping.records import block_of, cell, kind, number, what
+from harness.keeping.records import cell, kind, number, what
+
+AT = " @"  # schema 7 and older: a thread sweep's entry named with its block's threads, "prefill @2"
+
+
+def block_of(key):
+    """(an entry's own name, its block's threads as written, '' without a sweep) of a name
+    saved by schema 7 or older (AT)."""
+    base, _, threads = key.partition(AT)
+    return base, threads
+
+
+def whole(threads):
+    """A block's threads as written in an older name, as a number from 1; None where it is
+    none."""
+    ok = threads.isdigit() and threads.isascii() and len(threads) < 6 and int(threads) >= 1
+    return int(threads) if ok else None
+
+
+def named(sheets):
+    """[(name, sheet)] of a result's sheets, in either layout: schema 8's list, each sheet
+    naming itself, or an older one's mapping of names, a sweep's with AT."""
+    if isinstance(sheets, list):
+        return [(t.get("name"), t) for t in sheets]
+    return [(block_of(name)[0], t) for name, t in sheets.items()]
 
 def check_tables(tables):
     """Raise ValueError, naming the table and the cell, unless every table is columns with
@@ -69,13 +94,16 @@ def upgrade(data):
     """A result of an older schema in the newest layout: records from its tables. Schema 1 and 2
     kept one list of samples per row (or per figure, or per name); 3 kept samples_s[row][header]
     = [[power, samples]]; all three named a figure by its header, which LEGACY maps; up to 6, a
-    record did not say whether compare.py holds it against other machines: its sheet did."""
-    if data["schema_version"] >= 7:
+    record did not say whether compare.py holds it against other machines: its sheet did; up to
+    7, a thread sweep named its entries with their block's threads (blocks_apart)."""
+    if data["schema_version"] >= 8:
         return data
+    if data["schema_version"] == 7:
+        return blocks_apart(data)
     if data["schema_version"] >= 5:
-        return compared(data)
+        return blocks_apart(compared(data))
     if data["schema_version"] == 4:
-        return compared(names_out_of_keys(data))
+        return blocks_apart(compared(names_out_of_keys(data)))
     if data["schema_version"] < 3:
         samples_by_header(data)
     found, sheets = [], {}
@@ -94,8 +122,24 @@ def upgrade(data):
             settings = {**legacy_settings(data), **({"threads": int(threads)} if threads else {})}
             found += legacy_records(base, t, settings, bool(data.get("predicted")))
     data = {k: v for k, v in data.items() if k != "tables"}
-    return compared(names_out_of_keys({**data, "schema_version": 4, "records": found,
-                                       "sheets": sheets}))
+    return blocks_apart(compared(names_out_of_keys({**data, "schema_version": 4,
+                                                    "records": found, "sheets": sheets})))
+
+
+def blocks_apart(data):
+    """Schema 7 and older in schema 8's layout: a thread sweep's sheets as a list, each saying
+    its name and its block's threads (None outside a sweep), and what each block saved besides
+    ("roofs @2") in blocks, [{"threads": 2, "roofs": ...}], in the order of their threads."""
+    sheets = [{**t, "name": block_of(name)[0], "threads": whole(block_of(name)[1])}
+              for name, t in data["sheets"].items()]
+    apart = {k: (block_of(k)[0], whole(block_of(k)[1])) for k in data if AT in k}
+    apart = {k: v for k, v in apart.items() if v[1] is not None}
+    blocks = {}
+    for key, (base, threads) in sorted(apart.items(), key=lambda kv: kv[1][1]):
+        blocks.setdefault(threads, {"threads": threads})[base] = data[key]
+    kept = {k: v for k, v in data.items() if k not in apart}
+    return {**kept, "schema_version": 8, "sheets": sheets,
+            **({"blocks": list(blocks.values())} if blocks else {})}
 
 
 def compared(data):

@@ -24,22 +24,6 @@ SETTINGS = ("model", "threads", "runs", "notes", "typers", "question", "seed", "
 #           the flags (and the chosen paths) a record keeps: what makes two figures alike
 
 
-AT = " @"  # in a thread sweep's result, an entry's name, then its block's threads: "prefill @2"
-
-
-def in_block(name, threads=None):
-    """A saved entry's name in a sweep's block of `threads` threads; without a sweep (None),
-    the name itself. The one place the suffix is made (block_of reads it)."""
-    return name if threads is None else f"{name}{AT}{threads}"
-
-
-def block_of(key):
-    """(an entry's own name, its block's threads as given, '' without a sweep) of a saved
-    entry's name: the one place the suffix is read."""
-    base, _, threads = key.partition(AT)
-    return base, threads
-
-
 @dataclasses.dataclass(frozen=True)
 class Column:
     """One column of a sheet: the figure it shows (the records' name for it, which no layout

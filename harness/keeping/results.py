@@ -21,11 +21,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RESULTS = os.path.join(ROOT, "results")  # the default --out
 REFERENCES = os.path.join(ROOT, "references")  # shipped: no run writes here
 SCRIPTS = ("machine_speed", "two_phases", "cube_bug")  # a folder's results, in the post's order
-SCHEMA_VERSION = 7  # the JSON layout; 4: one record per figure, and the sheets as printed;
+SCHEMA_VERSION = 8  # the JSON layout; 4: one record per figure, and the sheets as printed;
 #                    5: a row found by its keys alone, its printed name not among them; 6: each
 #                    sample with its round and the share of the cores other work took; 7: each
 #                    record says whether compare.py holds it against other machines, and the
-#                    claims are judged once, as the run's records ("claims")
+#                    claims are judged once, as the run's records ("claims"); 8: the sheets a
+#                    list, each naming itself and its sweep block's threads, and what a sweep's
+#                    blocks saved besides in "blocks", never a thread count in a name
 TEMP, JOURNAL, LOCK = ".tmp-", ".replacing.json", ".lock"  # a results folder's own files
 NOFOLLOW, NONBLOCK = held.NOFOLLOW, getattr(os, "O_NONBLOCK", 0)  # POSIX's
 NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there

@@ -10,11 +10,11 @@ import stat
 
 from harness.terminal import printable
 from harness.keeping import older
-from harness.keeping.records import block_of, cell, in_block, number, what
+from harness.keeping.records import cell, number, what
 from harness.measuring.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
-READABLE = (1, 2, 3, 4, 5, 6, 7)  # the schema versions read; older layouts become the newest
+READABLE = (1, 2, 3, 4, 5, 6, 7, 8)  # the schema versions read; older layouts become the newest
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
@@ -113,17 +113,37 @@ def check(data, script):
             check_records(data[key])
     if version >= 4:
         check_records(data.get("records"))
-        check_sheets(data.get("sheets"))
+        check_sheets(data.get("sheets"), version)
         check_layouts(data["records"], data["sheets"])
         check_once(data["records"])
     else:
         older.check_tables(data.get("tables"))
-    for key, speeds in data.items():
-        base, threads = block_of(key)
-        if base == "roofs":
-            if key != base and not (threads.isdigit() and threads.isascii() and len(threads) < 6):
-                raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
+    for key, speeds in kept(data, version):
+        if key == "roofs":
             check_speeds(speeds, key)
+
+
+def kept(data, version):
+    """[(name, value)] of what a run saved besides its records and sheets: at the top, and in
+    each of a thread sweep's blocks (schema 8), or named with their block's threads (schema 7 and
+    older: "roofs @2"). Raise ValueError where a block's thread count is not a whole number."""
+    if version < 8:
+        found = [(older.block_of(k), k, v) for k, v in data.items()]
+        for (base, threads), key, _ in found:
+            if base == "roofs" and key != base and older.whole(threads) is None:
+                raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
+        return [(base, v) for (base, _), _, v in found]
+    blocks = data.get("blocks", [])
+    if not isinstance(blocks, list) or not all(isinstance(b, dict)
+                                               and thread_count(b.get("threads"))
+                                               for b in blocks):
+        raise ValueError("has blocks that do not each say their whole number of threads")
+    return [*data.items(), *(kv for b in blocks for kv in b.items())]
+
+
+def thread_count(n):
+    """Whether n is a block's thread count: a whole number from 1."""
+    return type(n) is int and 1 <= n < 100000
 
 
 MACHINE = {"cpu": str, "os": str, "python": str, "numpy": str, "blas": list, "env": dict,
@@ -238,10 +258,15 @@ def rounds_problem(r, runs):
     return ""
 
 
-def check_sheets(sheets):
+def check_sheets(sheets, version=8):
     """Raise ValueError unless every saved sheet's title, settings and printed text are text,
-    and its columns name their figures."""
-    if not isinstance(sheets, dict) or not all(
+    and its columns name their figures; from schema 8, each names itself and its sweep block's
+    threads (None outside a sweep)."""
+    if not isinstance(sheets, list if version >= 8 else dict) or version >= 8 and not all(
+            isinstance(t, dict) and isinstance(t.get("name"), str)
+            and (t.get("threads") is None or thread_count(t["threads"])) for t in sheets):
+        raise ValueError("has no usable sheets")
+    if not all(
             isinstance(t, dict) and all(isinstance(t.get(k, ""), str)
                                         for k in ("title", "settings", "printed", "note"))
             and isinstance(t.get("columns", []), list)
@@ -249,7 +274,7 @@ def check_sheets(sheets):
                     and all(isinstance(c.get(k, ""), str)
                             for k in ("header", "unit", "format", "empty"))
                     for c in t.get("columns", []))
-            for t in sheets.values()):
+            for _, t in older.named(sheets)):
         raise ValueError("has no usable sheets")
 
 
@@ -259,9 +284,9 @@ def check_layouts(found, sheets):
     aside). What passes here, every reader can read: a file that does not is told by this
     error, and anything else a reader meets is a bug."""
     declared = {}
-    for name, sheet in sheets.items():
+    for name, sheet in older.named(sheets):
         for c in sheet.get("columns", []):
-            declared.setdefault(block_of(name)[0], {})[c["figure"]] = c
+            declared.setdefault(name, {})[c["figure"]] = c
     for i, r in enumerate(found):
         columns = declared.get(r["experiment"], {})
         said = columns.get(r["figure"])
@@ -306,14 +331,12 @@ def read_roofs(path, follow=True, threads=None):
     figures (a file changed after its run). follow: the path is the user's own (--roofs), which
     may be a link; one found inside a results folder is not followed (a measured machine)."""
     data = load(path, "machine_speed", follow)
-    found = sorted((k for k in data if block_of(k)[0] == "roofs"),
-                   key=lambda k: int(block_of(k)[1] or 0))
+    found = sorted(([b["threads"], b["roofs"]] for b in data.get("blocks", []) if "roofs" in b),
+                   key=lambda f: f[0]) or ([[None, data["roofs"]]] if "roofs" in data else [])
     if not found:
         raise ValueError("has no saved speeds ('roofs'): rerun machine_speed.py to save them")
-    wanted = in_block("roofs", threads)
-    chosen = wanted if wanted in found else found[-1]
-    roofs = {name: float(data[chosen][name]) for name in SPEEDS}  # checked as it was read
-    block = int(block_of(chosen)[1] or 0) or None
+    block, chosen = next((f for f in found if f[0] == threads), found[-1])
+    roofs = {name: float(chosen[name]) for name in SPEEDS}  # checked as it was read
     for name, (_, _, figure, unit) in SPEEDS.items():
         own = [r["value"] for r in data["records"] if r["experiment"] == "machine_speed"
                and r["figure"] == figure and (block is None or

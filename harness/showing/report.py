@@ -12,7 +12,7 @@ from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
-from harness.keeping.records import Column, ROW, block_of, label, rows, sig
+from harness.keeping.records import Column, ROW, label, rows, sig
 from harness.experiments.pictures import DRAWINGS
 from harness.judging import judge
 from harness.showing import pictures
@@ -91,14 +91,14 @@ def markdown(runs, names):
         lines += [f"## {md(heading)}", ""]
         drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
             else []
-        for name, sheet in data["sheets"].items():
+        for sheet in data["sheets"]:
+            name = sheet["name"]
             if name != "claims":
                 lines += section(sheet, name, data["records"], titled=not repeats(
                     sheet.get("title") or name, heading))
-                lines += [picture(n, data["records"]) for n in drawn
-                          if PICTURES[n].under == block_of(name)[0]]
-        placed = {n for n in drawn for name in data["sheets"]
-                  if PICTURES[n].under == block_of(name)[0]}
+                lines += [picture(n, data["records"]) for n in drawn if PICTURES[n].under == name]
+        placed = {n for n in drawn for sheet in data["sheets"]
+                  if PICTURES[n].under == sheet["name"]}
         lines += [picture(n, data["records"]) for n in drawn if n not in placed]  # its table
         #                                                                          not in this run
     lines += appendix(runs, found)
