@@ -132,7 +132,8 @@ def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
 def test_on_an_h100_with_no_precision_named_the_gpu_claims_follow_the_post():
     code, out = run("--predict", "h100-sxm", "--model", "llama-3-70b", "--no-save")
     assert code == 0
-    assert "h100-sxm x2 (bfloat16)" in out and "does not fit" in out  # its grid's deep rows
+    assert "h100-sxm x2 (bfloat16 tables/activations/notes)" in out
+    assert "does not fit" in out  # its grid's deep rows
     claims = [line for line in out.splitlines() if line.startswith("predicted:")]
     assert len(claims) == 5 and all(line.startswith("predicted: holds") for line in claims)
 
@@ -206,7 +207,8 @@ def test_the_head_stays_at_16_bits_under_int4_tables_with_their_group_scales_by_
 def test_mixtral_in_fp8_keeps_its_head_at_16_bits_and_its_working_space_counts_two_experts():
     floors, head, embedding, _ = by_hand(32, 4096, 32, 8, 128, 14336, 32000, 8, 2)
     cfg, aim = on("h100-sxm", "mixtral-8x7b", "fp8")
-    assert aim.precision == "fp8/bfloat16 head" and cfg.head_dtype == "bfloat16"
+    assert aim.precision == "fp8 tables/activations, bfloat16 notes/head"
+    assert cfg.head_dtype == cfg.note_dtype == "bfloat16"  # as engines keep them unless asked
     assert model.held_bytes(cfg) == (floors + (head + embedding) * 2)  # fp8 floors, 16-bit head
     attention, expert = 32 * 4096 * 128 * 80 + 32 * 4096 * 8, 32 * 3 * 4096 * 14336
     one = [(0, 1)]
@@ -327,7 +329,7 @@ def test_the_request_table_sets_machines_side_by_side_and_bad_requests_are_one_l
                      "--no-save", "--no-plot", "--experiments", "decode")
     assert ran.returncode == 0
     table = ran.stdout.split("A whole request, PREDICTED")[1].split("\n\n")[0]
-    assert "h100-sxm x2  bfloat16" in table and "h200-sxm x2  fp8/bfloat16 head" in table
+    assert "h100-sxm x2  bfloat16 tables/" in table and "h200-sxm x2  fp8 tables/" in table
     assert "first word ms" in table and "tokens/s a user" in table
     for argv, word in ((["--predict", "h100-sxm", "--request", "1024"], "PROMPT,OUTPUT"),
                        (["--predict", "h100-sxm", "--request", "0,5"], "PROMPT,OUTPUT"),
@@ -380,9 +382,9 @@ def test_weights_activations_and_notes_take_bit_widths_of_their_own():
                                   "--model", "llama-3-8b", "--no-save"])
     aim = presets.targets(args)[0]
     assert aim.roofs.flops_per_s == 1979e12  # the math at fp8's rate, not the 16-bit one
-    assert aim.precision == "int4-weights/fp8 activations/fp8 notes/bfloat16 head"
+    assert aim.precision == "int4-weights tables, fp8 activations, bfloat16 notes/head"
     cfg = aim.config(model_files.config("llama-3-8b"))
-    assert model.note_bytes(cfg) == 32 * 2 * 8 * 128 * 1
+    assert model.note_bytes(cfg) == 32 * 2 * 8 * 128 * 2  # notes at 16 bits unless asked
     assert model.activation_bytes(cfg) == 2  # kept and sent at 16 bits between products
     wide = dataclasses.replace(cfg, act_dtype="float32")
     assert model.link_bytes(dataclasses.replace(wide, devices=2), [(0, 3)]) == \
@@ -416,7 +418,7 @@ def test_a_request_counts_in_what_fits_and_reading_turns_within_the_context():
     assert args.devices == [4]  # the 64 users' request needs more than one or two hold
     cfg, aim = on("h100-sxm", "llama-3-70b", "fp8", devices=4)
     need = fitting.plan_bytes(cfg, args, {"decode": two_phases.EXPERIMENTS["decode"]})
-    assert need["notes"] == pytest.approx(64 * (4096 + 512 - 1) * 80 * 2 * 8 * 128 / 4)
+    assert need["notes"] == pytest.approx(64 * (4096 + 512 - 1) * 80 * 2 * 8 * 128 * 2 / 4)
     from harness.predicting import turning
     h800, roofs = on("h800", "llama-3-70b", devices=8)
     assert turning.turning(h800, roofs.roofs, 512, 8, 1024)["reads turn"] is None  # the link

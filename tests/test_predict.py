@@ -122,7 +122,8 @@ def test_a_machine_is_taken_at_the_precision_asked(tmp_path):
     assert four.dtype == "int4-weights" and four.roofs.flops_per_s == 165.2e12  # 16-bit math
     assert four.note_dtype == "bfloat16"  # and 16-bit notes, as weight-only engines keep them
     eight = presets.target("h100-sxm:fp8", None, None, str(tmp_path))
-    assert eight.roofs.flops_per_s == 1979e12 and eight.note_dtype == "fp8"
+    assert eight.roofs.flops_per_s == 1979e12 and eight.note_dtype == "bfloat16"  # engines'
+    assert presets.target("h100-sxm:fp8", None, "fp8", str(tmp_path)).note_dtype == "fp8"  # asked
     with pytest.raises(ValueError, match="no fp8 math speed"):
         presets.target("a100-sxm:fp8", None, None, str(tmp_path))  # Ampere has none
     with pytest.raises(ValueError, match="did you mean h100-sxm"):
@@ -222,8 +223,9 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
                          "--no-plot")
     assert code == 0, err
     assert out.startswith("machine: none: PREDICTED limits, nothing was run; a real engine "
-                          "reaches some fraction of them | h100-sxm (bfloat16): 3,350 GB/s, "
-                          "990,000 GFLOP/s; a100-sxm (bfloat16)")
+                          "reaches some fraction of them | h100-sxm (bfloat16 "
+                          "tables/activations/notes): 3,350 GB/s, 990,000 GFLOP/s; a100-sxm "
+                          "(bfloat16 tables/")
     for title in ("Phase 1, reading (prefill), PREDICTED", "Which limit typing hits on NVIDIA "
                   "H100", "Which limit you will hit: the turning points, predicted",
                   "The post's claims about a GPU, predicted for h100-sxm"):

@@ -72,11 +72,22 @@ class Target:
                                    roofs=dataclasses.replace(self.roofs, link_per_s=each * 1e9))
 
     @property
+    def math_dtype(self):
+        """The activations' precision, which the math runs at: --act-dtype's, else a
+        weights-only model's 16 bits, else the tables' own."""
+        return self.act_dtype or (self.half if self.dtype in WEIGHTS_ONLY else self.dtype)
+
+    @property
     def precision(self):
-        """Its precision in words: 'bfloat16', or 'int4-weights/bfloat16 notes/bfloat16 head'."""
-        return self.dtype + "".join(f"/{p} {what}" for what, p in (
-            ("activations", self.act_dtype or self.dtype), ("notes", self.note_dtype),
-            ("head", self.head_dtype)) if p != self.dtype)
+        """Its precision in words, the tables', the activations' and the notes' always named,
+        the head's where it differs from the tables': 'bfloat16 tables/activations/notes',
+        'fp8 tables/activations, bfloat16 notes/head'."""
+        parts = {}
+        for what, p in (("tables", self.dtype), ("activations", self.math_dtype),
+                        ("notes", self.note_dtype), ("head", self.head_dtype)):
+            if what != "head" or p != self.dtype:
+                parts.setdefault(p, []).append(what)
+        return ", ".join(f"{p} {'/'.join(whats)}" for p, whats in parts.items())
 
     @property
     def label(self):
@@ -125,7 +136,8 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
     entry = known().get(name)
     mixed(name, dtype, act_dtype)
     math_dtype = act_dtype or math_of(dtype, entry["workbench"] if entry else ("float32",))
-    note_dtype = note_dtype or (math_dtype if dtype in WEIGHTS_ONLY else dtype)
+    note_dtype = note_dtype or notes_of(dtype, math_of(
+        "int8-weights", entry["workbench"] if entry else ("float32",)))
     if entry:
         bench = entry["workbench"].get(math_dtype)
         if bench is None:
@@ -162,6 +174,13 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
     raise ValueError(f"{said}: no such machine" + (f" (did you mean {near[0]}?)" if near else "")
                      + f"; known: {', '.join(known())}, or a folder of {out} or references/ "
                        f"holding machine_speed.json")
+
+
+def notes_of(dtype, half):
+    """The notes' precision where --note-dtype names none: the model's own 16 bits (`half`,
+    bfloat16 or float16) under tables of 8 or 4 bits, as engines keep them (vLLM's
+    kv_cache_dtype "auto": the model's dtype, fp8 notes only when asked); else the tables'."""
+    return half if model.DTYPE_BYTES[dtype] < 2 else dtype
 
 
 class Unpaired(ValueError):
@@ -249,8 +268,8 @@ def targets(args):
     given = flags.given_speeds(args)
     dtype = args.dtype or "float32"
     act = getattr(args, "act_dtype", None)
-    found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or (
-                        "bfloat16" if dtype in WEIGHTS_ONLY else dtype), act_dtype=act or "")
+    found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or notes_of(
+                        dtype, model.HEAD_DTYPE), act_dtype=act or "")
              if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out, act)
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)
