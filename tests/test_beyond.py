@@ -223,9 +223,9 @@ def predicted(tmp_path, *flags):
 def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     r, data = predicted(tmp_path, "--model", "xl", "--forklift", "3350", "--workbench", "989000",
                         "--no-plot")
-    assert r.stdout.startswith("machine: none: PREDICTED limits, nothing was run; a real engine "
-                               "reaches some fraction of them | given (float32): 3,350 GB/s, "
-                               "989,000 GFLOP/s\n")
+    assert r.stdout.startswith("machine: PREDICTED, nothing was run: every figure is a limit | "
+                               "given, float32 tables/activations/notes: 3.35 TB/s, 989 "
+                               "TFLOP/s\n")
     assert r.stdout.count("(predicted: every figure is its trip's limit") == 5
     xl, found = model_files.config("xl"), data["records"]  # predicted with its head
     assert xl.vocab == 50257 and xl.tied
@@ -238,7 +238,7 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
     assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
     assert all(r["samples"] is None or len(r["samples"]) == 1 for r in found)  # one "run"
-    assert data["predicted"].startswith("machine: none: PREDICTED")
+    assert data["predicted"].startswith("machine: PREDICTED")
 
 
 def test_a_prediction_builds_no_model():

@@ -381,7 +381,8 @@ def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "p" / "report.md").read_text()
     assert text.startswith("# Prefill vs Decode, predicted: every figure a limit")
-    assert "machine: none: PREDICTED limits" in text and "given (float32): 12.0 GB/s, 121" in text
+    assert "machine: PREDICTED, nothing was run" in text
+    assert "given, float32 tables/activations/notes: 12.0 GB/s, 121 GFLOP/s" in text
     assert f"| {report.marked('predicted: holds')} " in text and "**holds**" not in text
 
 

@@ -13,6 +13,7 @@ import model
 import two_phases
 from conftest import in_process, one_line
 from harness.keeping import records
+from harness.keeping.records import sig
 from harness.predicting import fitting, model_files, parts, plans, presets, request, turning
 
 LLAMA_8B = (32, 4096, 32, 8, 128, 14336, 128256)  # layers, width, heads, kv heads, head, ffn,
@@ -114,25 +115,27 @@ def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
     args = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                   "--no-save"])
     aim = presets.targets(args)[0]
-    assert aim.devices == 2
+    assert aim.devices == 4  # two leave 68.1 GiB each under an engine's reserve: too few
+    room = 81559 * 2 ** 20 * 0.9 - 3.58 * 2 ** 30  # nvidia-smi's MiB; vLLM's 0.9 and runtime
+    assert aim.room == pytest.approx(room, rel=1e-4)  # (79.65 GiB as presets.json rounds it)
     cfg = aim.config(model_files.config("llama-3-70b"))
     sheet = fitting.grid_sheet(cfg, aim, {})
     cells = {(r["keys"]["users"], r["figure"]): r["value"] for r in sheet.records}
     need = fitting.typing_memory(cfg, 4096, 1024)
-    by_hand_need = model.held_bytes(cfg) + 1024 * 4097 * 80 * 2 * 4 * 128 * 2 + (
-        model.trip_scratch_bytes(cfg, [(4096, 1)] * 1024))
+    by_hand_need = model.held_bytes(cfg) + 1024 * 4097 * 80 * 2 * 2 * 128 * 2 + (
+        model.trip_scratch_bytes(cfg, [(4096, 1)] * 1024))  # 2 of the 8 kv heads a device
     assert need == pytest.approx(by_hand_need)
-    assert cells[(1024, "4096 notes")] == f"does not fit ({need / 1e9:,.0f} GB)"
-    assert cells[(1, "0 notes")].startswith("forklift")
+    assert cells[(1024, "4096 notes")] == f"does not fit ({sig(need / 2 ** 30)} GiB)"
+    assert cells[(1, "0 notes")].startswith("forklift, workbench ")  # and how busy it is
     most = int(cells[("most that fit", "1024 notes")].replace(",", ""))
-    assert fitting.typing_memory(cfg, 1024, most) <= 80e9 < fitting.typing_memory(
+    assert fitting.typing_memory(cfg, 1024, most) <= aim.room < fitting.typing_memory(
         cfg, 1024, most + 1)
 
 
 def test_on_an_h100_with_no_precision_named_the_gpu_claims_follow_the_post():
     code, out = run("--predict", "h100-sxm", "--model", "llama-3-70b", "--no-save")
     assert code == 0
-    assert "h100-sxm x2 (bfloat16 tables/activations/notes)" in out
+    assert "h100-sxm x4, bfloat16 tables/activations/notes" in out
     assert "does not fit" in out  # its grid's deep rows
     claims = [line for line in out.splitlines() if line.startswith("predicted:")]
     assert len(claims) == 5 and all(line.startswith("predicted: holds") for line in claims)
@@ -224,14 +227,16 @@ def test_the_working_space_is_at_16_bits_and_the_most_typers_at_no_notes_is_a_ha
     tables = (floors + head + embedding) * 2
     per_user = NOTE_8B + ((32 + 16) * 128 + 2 * 14336 + 4096) * 2  # its note, its activations
     one_user_scores = 32 * 1 * 1 * 2 * 2  # one user's scores and bias at a time
-    most = int((80e9 - tables - one_user_scores) // per_user)
-    assert fitting.typing_memory(cfg, 0, most) <= 80e9 < fitting.typing_memory(cfg, 0, most + 1)
+    room = 79.65 * 2 ** 30  # nvidia-smi's 81,559 MiB, the whole of it (no engine's reserve)
+    assert aim.room == room
+    most = int((room - tables - one_user_scores) // per_user)
+    assert fitting.typing_memory(cfg, 0, most) <= room < fitting.typing_memory(cfg, 0, most + 1)
     sheet = fitting.grid_sheet(cfg, aim, {})
     cell = records.find(sheet.records, "grid", "0 notes", users="most that fit")["value"]
-    assert int(cell.replace(",", "")) == most  # 306,085: was 195,129 with float32 activations
+    assert int(cell.replace(",", "")) == most  # 332,526
 
 
-def test_a_served_batch_keeps_no_copied_notebook_and_the_h200_knife_edge_reads_apart():
+def test_seventy_b_on_one_h200_fits_its_memory_but_not_an_engines_reserve_by_hand():
     args = two_phases.parse_args(["--predict", "h200-sxm", "--gpus", "1", "--model",
                                   "llama-3-70b", "--experiments", "decode", "--no-save"])
     cfg, _ = on("h200-sxm", "llama-3-70b")
@@ -239,13 +244,26 @@ def test_a_served_batch_keeps_no_copied_notebook_and_the_h200_knife_edge_reads_a
     assert need["notes"] == 64 * 513 * NOTE_70B  # 64 typers' notes, no first notebook of 512
     floors, head, embedding, _ = by_hand(*LLAMA_70B)
     held = (floors + head + embedding) * 2
-    assert model.held_bytes(cfg) == held == 141_104_775_168  # over 141 GB with no note at all
-    assert plans.verdict(held, 141e9) == "does not fit (needs 141.1 of 141.0 GB)"
-    assert plans.verdict(141.0004e9, 141e9) == "does not fit (needs 141.0004 of 141.0000 GB)"
-    assert plans.verdict(152e9, 80e9) == "does not fit (needs 152 of 80 GB)"
-    assert plans.verdict(80e9, 80e9) == "fits"
+    assert model.held_bytes(cfg) == held == 141_104_775_168  # 131.4 GiB
+    memory = 143771 * 2 ** 20  # nvidia-smi's MiB: 140.4 GiB (141 GB on the datasheet)
+    whole, reserved = (presets.targets(args.replace(memory_utilization=u))[0] for u in (1, 0.9))
+    assert whole.room == pytest.approx(memory, rel=1e-4)
+    assert reserved.room == pytest.approx(memory * 0.9 - 1.79 * 2 ** 30, rel=1e-4)  # 124.6
+    assert (memory - held) / 2 ** 30 == pytest.approx(9.0, abs=0.05)  # 9 GiB for the rest
+    said = fitting.story(held, held + 2 ** 30, reserved)  # the tables and 1 GiB of notes
+    assert said == ("does not fit (needs 132 of 125 GiB; the tables alone fit its whole 140 "
+                    "GiB, with 8.99 GiB left, but not within the engine's reserve)")
+    assert fitting.story(held, held + 2 ** 30, whole) == "fits"
     row = plans.Row({"users": 1}, "1 user", [[(512, 1)]])
-    assert plans.fits(cfg, row, (141e9, "")) == "does not fit (needs 141.3 of 141.0 GB)"
+    assert plans.fits(cfg, row, whole.room) == "fits"
+
+
+def test_a_verdict_says_no_more_digits_than_tell_need_from_room():
+    gib = 2 ** 30
+    assert plans.verdict(152 * gib, 79.65 * gib) == "does not fit (needs 152 of 79.7 GiB)"
+    assert plans.verdict(80 * gib, 80 * gib) == "on the edge (needs 80.0 of 80.0 GiB)"
+    assert plans.verdict(131.4 * gib, 131.2 * gib) == "on the edge (needs 131 of 131 GiB)"
+    assert plans.verdict(70 * gib, 80 * gib) == "fits"
 
 
 def test_the_link_has_two_bounds_by_hand():
@@ -344,9 +362,9 @@ def test_the_request_table_sets_machines_side_by_side_and_bad_requests_are_one_l
 
 
 @pytest.mark.parametrize("name,memory,forklift,bf16,link,driver", [
-    ("h100-nvl", 94, 3900, 835_500, 300, "NVIDIA H100 NVL"),
-    ("h800", 80, 3350, 989_500, 200, "NVIDIA H800"),
-    ("h200-nvl", 141, 4800, 835_500, 450, "NVIDIA H200 NVL"),
+    ("h100-nvl", 93.58, 3900, 835_500, 300, "NVIDIA H100 NVL"),  # GiB, as nvidia-smi reports
+    ("h800", 79.65, 3350, 989_500, 200, "NVIDIA H800"),
+    ("h200-nvl", 140.4, 4800, 835_500, 450, "NVIDIA H200 NVL"),
     ("gh200", 96, 4000, 989_500, 450, "NVIDIA GH200 480GB"),
     ("gh200-144gb", 144, 4900, 989_500, 450, "NVIDIA GH200 144G HBM3e"),
     ("mi325x", 256, 6000, 1_307_400, 448, "AMD Instinct MI325X")])

@@ -109,7 +109,7 @@ def describe(name, found):
     if data.get("published"):
         line = f"{name}: {data['published']}"
     elif data.get("predicted"):
-        line = f"{name}: PREDICTED, not measured: {data['predicted'].removeprefix('machine: ')}"
+        line = f"{name}: {data['predicted'].removeprefix('machine: ')}"
     else:
         line = f"{name}: {host.line(data['machine'])}"
     ran = "; ".join(f"{stem} " + ", ".join(f"{k} {v}" for k, v in ran.items())

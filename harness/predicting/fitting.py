@@ -5,7 +5,7 @@ typing hits at each batch and notebook depth (grey where it does not fit)."""
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans, request
-from harness.predicting.plans import apart, gb, verdict
+from harness.predicting.plans import GIB, gib, verdict
 from harness.predicting.turning import MOST, busy, first
 from harness.showing.printers import Sheet
 import model
@@ -28,13 +28,12 @@ def grid_sheet(cfg, aim, settings):
             need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
             bound = aim.roofs.limit(cfg, ride)[1]
             row[f"{d} notes"] = (
-                f"does not fit ({apart(need, aim.memory[0])[0]} GB)"
-                if aim.memory and need > aim.memory[0]
+                f"does not fit ({gib(need)} GiB)" if aim.room is not None and need > aim.room
                 else bound if bound == "workbench"
-                else f"{bound} {sig(100 * busy(cfg, ride, aim.roofs))}%")
+                else f"{bound}, workbench {sig(100 * busy(cfg, ride, aim.roofs))}% busy")
         rows.append(row)
-    if aim.memory:
-        rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.memory[0])
+    if aim.room is not None:
+        rows.append({"users": "most that fit", **{f"{d} notes": most_users(cfg, d, aim.room)
                                                  for d in depths}})
     layout = Layout("grid", [GRID_COLUMNS[0], *(GRID_COLUMNS[1 + DEPTHS.index(d)]
                                                 for d in depths)],
@@ -44,12 +43,14 @@ def grid_sheet(cfg, aim, settings):
                  settings=f"{cfg}; each user types one token, with that many notes",
                  note="(each trip's limit: the workbench, the forklift and how busy the workbench "
                       "is meanwhile, or the link between devices; does not fit: the tables, "
-                      "every user's notes and the trip's working space need more than the "
-                      "memory" + (f" ({gb(aim.memory[0])} GB" + (" each" if aim.devices > 1
-                                                                    else "") + ")"
-                                  if aim.memory else " (unknown here: every cell is a limit)")
+                      "every user's notes and the trip's working space need more than the room "
+                      "the model has" + (f" ({gib(aim.room)} GiB" + (" each" if aim.devices > 1
+                                                                     else "")
+                                         + (f", {aim.reserve}" if aim.reserve else "") + ")"
+                                         if aim.room is not None
+                                         else " (unknown here: every cell is a limit)")
                       + f"; most that fit: the most users who type together at that depth; "
-                        f"{plans.GB_WORDS})")
+                        f"{plans.GIB_WORDS})")
 
 
 DEPTHS = (0, 1024, 4096, 16384, 65536, 131072)  # notes each typer keeps, in the grid (up to the
@@ -81,40 +82,75 @@ def most_users(cfg, notes, memory):
 def fits(cfg, aimed, args, settings, experiments):
     """Whether the plan fits each machine's memory: what each device needs (its share of the
     tables, of the fullest row's notes, of the working space of its biggest trip), what it has,
-    and the fewest devices that hold it, each its share, as tensor parallelism splits them."""
+    the room an engine leaves the model there, and the fewest devices that hold it, each its
+    share, as tensor parallelism splits them; and, under it, why a machine was split."""
     rows = []
     for t in aimed:
         need = plan_bytes(t.config(cfg), args, experiments)
         total = sum(need.values())
         row = {"name": t.name, "precision": t.precision, "devices": t.devices,
-               **{k: v / 1e9 for k, v in need.items()}, "needs": total / 1e9}
+               **{k: v / GIB for k, v in need.items()}, "needs": total / GIB}
         if t.memory:
             least = fewest(cfg, t, args, experiments)
-            row.update(has=t.memory[0] / 1e9, fits=verdict(total, t.memory[0]),
+            row.update(has=t.memory[0] / GIB, room=t.room / GIB,
+                       fits=story(need["tables"], total, t),
                        least=least or f"more than {MOST_DEVICES}")
         rows.append(row)
+    split = [said for t in aimed if (said := split_words(cfg, t, args, experiments))]
+    reserves = dict.fromkeys(f"{t.name}{t.times} {t.reserve}" for t in aimed if t.reserve)
     return Sheet(FITS, records.make(FITS, rows, settings, predicted=True),
-                 settings=f"{cfg}; the most the plan holds at once, on each device", note=(
-                     "(needs: the tables at their precision, the head and the embedding among "
-                     "them, and, for the planned row that holds the most" + (
+                 settings=f"{cfg}; the most the plan holds at once, on each device",
+                 note="\n".join([
+                     *split, "(needs: the tables at their precision, the head and the embedding "
+                     "among them, and, for the planned row that holds the most" + (
                          " (--request's biggest batch among them, at its end)"
                          if getattr(args, "request", None) else "")
                      + ", every user's notes at "
                      "their longest and its biggest trip's working space, each device its share "
                      "(tensor parallel: the tables split, the notes split by key/value heads); "
-                     f"fewest: the fewest such devices that hold it; {plans.GB_WORDS}; memory as "
-                     "published: "
+                     "room: what an engine leaves the model of the memory ("
+                     + ("; ".join(reserves) if reserves else "none held back") + "; "
+                     "--memory-utilization 1 for the whole memory); fewest: the fewest such "
+                     f"devices that hold it; {plans.GIB_WORDS}; memory as the device reports it: "
                      + "; ".join(dict.fromkeys(f"{t.name} {t.memory[1]}" for t in aimed
-                                               if t.memory)) + ")"))
+                                               if t.memory)) + ")"]))
+
+
+def story(tables, need, aim):
+    """The verdict for one machine, and where the reserve decides it, what the tables alone
+    leave: 'does not fit (needs X of Y GiB; the tables alone fit its whole Z GiB, with W
+    left, but not within the engine's reserve)'."""
+    said = verdict(need, aim.room)
+    if said == "fits":
+        return said
+    if tables <= aim.room:
+        return f"{said[:-1]}; the tables alone fit, with {gib(aim.room - tables)} GiB left)"
+    if tables <= aim.memory[0]:
+        return (f"{said[:-1]}; the tables alone fit its whole {gib(aim.memory[0])} GiB, with "
+                f"{gib(aim.memory[0] - tables)} GiB left, but not within the engine's reserve)")
+    return said
+
+
+def split_words(cfg, aim, args, experiments):
+    """Why a machine was split over several without --gpus, in a line: '' where it was not."""
+    if getattr(args, "gpus", None) or aim.devices < 2 or not aim.memory:
+        return ""
+    one = aim.split(1)
+    need = sum(plan_bytes(one.config(cfg), args, experiments).values())
+    return (f"{aim.name}: split over {aim.devices} of it, the fewest that hold the plan: one "
+            f"needs {gib(need)} GiB and has room for {gib(one.room)} (--gpus N for another "
+            f"count)")
 
 
 FITS = Layout("fits", [col("name", "machine", "", "s", key=True),
                        col("precision", "precision", "", "s", key=True),
                        col("devices", "devices", "devices", "d", key=True),
-                       col("tables", "tables GB", "GB", SIG), col("notes", "notes GB", "GB", SIG),
-                       col("working", "working GB", "GB", SIG),
-                       col("needs", "needs GB", "GB", ",.2f"),
-                       col("has", "has GB", "GB", ",.2f", empty="unknown"),
+                       col("tables", "tables GiB", "GiB", SIG),
+                       col("notes", "notes GiB", "GiB", SIG),
+                       col("working", "working GiB", "GiB", SIG),
+                       col("needs", "needs GiB", "GiB", SIG),
+                       col("has", "has GiB", "GiB", SIG, empty="unknown"),
+                       col("room", "room GiB", "GiB", SIG, empty="unknown"),
                        col("fits", "fits", "", "s", empty="unknown"),
                        col("least", "fewest devices", "devices", "s", empty="unknown")],
               title="Does it fit: the memory the plan holds at once, predicted")
@@ -138,7 +174,8 @@ def fewest(cfg, aim, args, experiments):
     for n in range(1, MOST_DEVICES + 1):
         if n > 1 and (not aim.linked or cfg.heads % n or n > (aim.most or n)):
             continue
-        c = aim.split(n).config(cfg)
-        if aim.memory and sum(plan_bytes(c, args, experiments).values()) <= aim.memory[0]:
+        split = aim.split(n)
+        if split.room is not None and sum(plan_bytes(split.config(cfg), args, experiments)
+                                          .values()) <= split.room:
             return n
     return None

@@ -106,16 +106,16 @@ def bytes_held(cfg, rows, copies=True):
     return note * firsts + notes, working
 
 
-def limit_sheets(cfg, experiments, args, roofs, settings, memory=None):
+def limit_sheets(cfg, experiments, args, roofs, settings, room=None):
     """Each experiment's records and sheets with every trip of every planned row at its limit:
-    [(records, [Sheet])]. memory: what one device has ([bytes, source], or None where unknown):
-    each row says whether it fits there, its time never alone."""
+    [(records, [Sheet])]. room: the bytes the model may hold on one device (Target.room, None
+    where unknown): each row says whether it fits there, its time never alone."""
     bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     linked = cfg.devices > 1
     out = []
     for e in experiments:
         rows = e.plan(args)
-        fitting = {tuple(row.keys.items()): fits(cfg, row, memory) for row in rows}
+        fitting = {tuple(row.keys.items()): fits(cfg, row, room) for row in rows}
         serial = e.figures(cfg, args, at_limits(cfg, rows, roofs, serial=True), roofs) \
             if linked else None
         made = []
@@ -137,8 +137,9 @@ def limit_sheets(cfg, experiments, args, roofs, settings, memory=None):
                f"behind the work; {SERIAL} columns: the other bound, max(bytes, FLOPs) + link "
                f"bytes, each send after the work it follows" if linked else ")")
             + "; nothing was run, and a real engine reaches some fraction of it"
-            + ("" if memory else "; the machine's memory is unknown, so whether a row fits is "
-               "too") + (TABLES_ONLY if any(c.figure == "math speed" for c in sheet.columns)
+            + ("" if room is not None else "; the machine's memory is unknown, so whether a "
+               "row fits is too")
+            + (TABLES_ONLY if any(c.figure == "math speed" for c in sheet.columns)
                          else "") + ")")) for sheet in e.sheets(found, cfg, args)]))
     return out
 
@@ -163,37 +164,34 @@ def predicted_layout(layout, linked):
     return dataclasses.replace(layout, columns=columns)
 
 
-def fits(cfg, row, memory):
-    """'fits', or 'does not fit (needs X of Y GB)': the tables, and what the row holds at
-    once, on one device; None where the memory is unknown."""
-    if not memory:
+def fits(cfg, row, room):
+    """'fits', or 'does not fit (needs X of Y GiB)': the tables, and what the row holds at
+    once, on one device, against the room the model has there (Target.room); None where the
+    memory is unknown."""
+    if room is None:
         return None
-    return verdict(model.held_bytes(cfg) + sum(bytes_held(cfg, [row], copies=False)), memory[0])
+    return verdict(model.held_bytes(cfg) + sum(bytes_held(cfg, [row], copies=False)), room)
 
 
-def verdict(need, have):
-    """'fits', or 'does not fit (needs X of Y GB)', in bytes, each to as many decimals as tell
-    them apart: 141.4 of 141.0, never 141 of 141."""
-    return "fits" if need <= have else f"does not fit (needs {' of '.join(apart(need, have))} GB)"
+def verdict(need, room):
+    """'fits', 'does not fit (needs X of Y GiB)', or, where three digits cannot tell need from
+    room (more than the memory's and the engine's figures carry), 'on the edge (needs X of Y
+    GiB)'."""
+    shown = [gib(need), gib(room)]
+    said = f"needs {shown[0]} of {shown[1]} GiB"
+    if shown[0] == shown[1]:
+        return f"on the edge ({said})"
+    return "fits" if need <= room else f"does not fit ({said})"
 
 
-def apart(a, b):
-    """Two byte counts in GB, to the fewest decimals (at least gb()'s) at which they differ."""
-    least = 0 if min(a, b) >= 10e9 else 2
-    for decimals in range(least, 10):
-        shown = [f"{n / 1e9:,.{decimals}f}" for n in (a, b)]
-        if shown[0] != shown[1]:
-            break
-    return shown
+def gib(n):
+    """Bytes in GiB as a prediction shows memory: three significant digits."""
+    return sig(n / GIB)
 
 
-def gb(n):
-    """Bytes in GB (10^9 bytes; a GiB is 1.074 GB) as a prediction shows them: whole above 10,
-    else three digits."""
-    return f"{n / 1e9:,.0f}" if n >= 10e9 else sig(n / 1e9)
-
-
-GB_WORDS = "GB: 10^9 bytes, as memory is sold (a GiB, 2^30 bytes, is 1.074 GB)"
+GIB = 2 ** 30
+GIB_WORDS = ("GiB: 2^30 bytes, as devices report memory (nvidia-smi's MiB / 1,024; a GiB is "
+             "1.074 GB)")
 
 
 def row_keys(layout):

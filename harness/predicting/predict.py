@@ -9,15 +9,14 @@ reaches some fraction of it.
 """
 import re
 
-from harness.flags import check_folder, whole
+from harness.flags import check_folder, finite, whole
 from harness.terminal import note, plural
 from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col, sig
 from harness.predicting import plans, presets, request
 from harness.predicting.model_files import config
-from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet, plan_bytes
-from harness.predicting.plans import apart, gb
+from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet
 from harness.predicting.presets import GIVEN, known, targets
 from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
@@ -58,12 +57,16 @@ MACHINES = Layout("machines", [col("name", "machine", "", "s", key=True),
 def words(args):
     """The line a prediction shows in place of a machine line."""
     aimed = targets(args)
-    return ("machine: none: PREDICTED limits, nothing was run; a real engine reaches some "
-            "fraction of them | " + "; ".join(
-                f"{t.name}{t.times} ({t.precision}): {sig(t.roofs.bytes_per_s / 1e9)} GB/s, "
-                f"{sig(t.roofs.flops_per_s / 1e9)} GFLOP/s"
-                + (f", linked at {sig(t.roofs.link_per_s / 1e9)} GB/s" if t.devices > 1 else "")
-                for t in aimed))
+    return ("machine: PREDICTED, nothing was run: every figure is a limit | " + "; ".join(
+        f"{t.name}{t.times}, {t.precision}: {rate(t.roofs.bytes_per_s, 'B/s')}, "
+        f"{rate(t.roofs.flops_per_s, 'FLOP/s')}"
+        + (f", linked at {rate(t.roofs.link_per_s, 'B/s')}" if t.devices > 1 else "")
+        for t in aimed))
+
+
+def rate(per_s, unit):
+    """A rate at the scale a reader reads it: '4.80 TB/s', '990 TFLOP/s', '12.0 GB/s'."""
+    return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,6 +102,14 @@ def add_flags(g):
     g.add_argument("--quantize-head", action="store_true",
                    help="with --predict: keep the LM head and the embedding at --dtype's 8 or 4 "
                         "bits too; by default they stay at 16 bits, as engines keep them")
+    g.add_argument("--memory-utilization", type=finite(
+        "a share of the memory above 0 and at most 1", lambda v: 0 < v <= 1),
+                   default=presets.UTILIZATION, metavar="SHARE",
+                   help="with --predict: the share of a GPU's memory an engine lets the model "
+                        f"use, less {presets.RUNTIME_GIB[0]:g} GiB for its runtime "
+                        f"({presets.RUNTIME_GIB[1]:g} GiB each when split); default "
+                        f"{presets.UTILIZATION:g}, vLLM's gpu_memory_utilization; 1: the whole "
+                        "memory, no reserve")
     g.add_argument("--gpus", type=whole(1, MOST_DEVICES), nargs="+", default=None, metavar="N",
                    help="with --predict: split the model over N of each GPU named (one N for "
                         "all, or one for each machine, in order), as tensor "
@@ -119,6 +130,8 @@ def check_flags(p, args, experiments):
                                  args.gpus is None),
                                 ("--quantize-head", "--quantize-head", not args.quantize_head),
                                 ("--act-dtype", args.act_dtype, args.act_dtype is None),
+                                ("--memory-utilization", "--memory-utilization",
+                                 args.memory_utilization == presets.UTILIZATION),
                                 ("--request", "a whole request", args.request is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
@@ -175,7 +188,8 @@ def check_flags(p, args, experiments):
 
 def split(p, args, cfg, aim, experiments, gpus=None):
     """How many of a machine the model is split over: `gpus` (its --gpus) where it has a link
-    (one device without), or the fewest that hold the plan (said on stderr when more than one)."""
+    (one device without), or the fewest that hold the plan (the fits table says why: fitting.
+    split_words), one where none does."""
     if gpus is not None:
         if gpus > 1 and not aim.linked:
             p.error(f"argument --gpus: {aim.name} has no published link between devices, so "
@@ -187,20 +201,8 @@ def split(p, args, cfg, aim, experiments, gpus=None):
             p.error(f"argument --gpus: tensor parallelism splits {cfg.name}'s {cfg.heads} heads "
                     f"evenly, so N must divide {cfg.heads}; got {gpus}")
         return gpus
-    need = sum(plan_bytes(aim.config(cfg), args, experiments).values())
-    if not aim.memory or need <= aim.memory[0]:
-        return 1
     n = fewest(cfg, aim, args, experiments)
-    tables = model.held_bytes(aim.config(cfg))
-    need = f"{' of '.join(apart(need, aim.memory[0]))} GB: the tables {gb(tables)}, the plan's " \
-           f"notes and working space {gb(need - tables)}"
-    if n is None:
-        note(f"--predict {aim.name}: {cfg.name} does not fit (needs {need}), nor split over up "
-             f"to {MOST_DEVICES} of it: predicted on one, marked as not fitting")
-        return 1
-    note(f"--predict {aim.name}: {cfg.name} does not fit one (needs {need}); {n} of them "
-         f"hold it, so predicted split over {n} (tensor parallel; --gpus N for another count)")
-    return n
+    return 1 if n is None else n
 
 
 def check_range(p, args):
@@ -276,7 +278,7 @@ def items(args, experiments):
         found += asked.records
         yield from spaced([asked])
     for made, printed in plans.limit_sheets(cfg, experiments.values(), args.replace(threads=None),
-                                       first_roofs, settings, aimed[0].memory):
+                                       first_roofs, settings, aimed[0].room):
         found += made
         yield from spaced(printed)
     more = [parts_sheet(cfg, experiments, args, first_roofs, settings,

@@ -20,6 +20,12 @@ import model
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRESETS = os.path.join(HERE, "presets.json")
+GIB = 2 ** 30  # bytes: a device reports its memory in GiB (nvidia-smi's MiB), as presets.json does
+UTILIZATION = 0.9  # of a GPU's memory an engine lets itself use: vLLM's gpu_memory_utilization
+RUNTIME_GIB = (1.79, 3.58)  # what an engine holds besides the tables, the notes and a trip's
+#   working space, on one GPU and on each of several: vLLM's non-torch memory (the CUDA context,
+#   and NCCL's buffers when split) for Llama 3 8B on an H100, alone and at -tp 2 (its memory
+#   profile, vllm-project/vllm#10511)
 WEIGHTS_ONLY = ("int8-weights", "int4-weights")  # tables kept small, unpacked to 16 bits for
 #   the math, as most engines run a quantized model: its math runs at the machine's 16-bit rate
 
@@ -52,6 +58,25 @@ class Target:
     link: tuple = ()  # (the link's speed the preset gives, GB/s each way; the peer links it
     #                   sums, of which split devices use devices - 1 (1: a switch, all of it at
     #                   once); the most devices it joins (None: any))
+    utilization: float = 1.0  # the share of its memory an engine lets itself use (a GPU's:
+    #                           --memory-utilization); 1: the whole, no engine's reserve
+
+    @property
+    def room(self):
+        """The bytes the model may hold on one device: its memory, or, under an engine's
+        reserve, that share of it less the runtime's own (RUNTIME_GIB); None where unknown."""
+        if not self.memory:
+            return None
+        if self.utilization >= 1:
+            return self.memory[0]
+        return self.memory[0] * self.utilization - RUNTIME_GIB[self.devices > 1] * GIB
+
+    @property
+    def reserve(self):
+        """The engine's reserve in words, '' where there is none."""
+        return "" if self.utilization >= 1 else (
+            f"an engine's reserve: {self.utilization:g} of the memory, less "
+            f"{RUNTIME_GIB[self.devices > 1]:g} GiB for its runtime")
 
     @property
     def head_dtype(self):
@@ -151,7 +176,7 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"
             + (f"; link: {link[1]}" if link else ""),
             link_per_s=link[0] * 1e9 if link else float("inf")), dtype, note_dtype,
-            (memory[0] * 1e9, memory[1]) if memory else None, act_dtype=act_dtype or "",
+            (memory[0] * GIB, memory[1]) if memory else None, act_dtype=act_dtype or "",
             half=math_of("int8-weights", entry["workbench"]),
             link=(*(link + [1, None])[:1], *(link + [1, None])[2:4]) if link else ())
     folder = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) and next(
@@ -274,5 +299,7 @@ def targets(args):
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)
     quantize = bool(getattr(args, "quantize_head", False))
-    return [dataclasses.replace(t, quantize_head=quantize).split(n)
+    share = getattr(args, "memory_utilization", None) or UTILIZATION
+    return [dataclasses.replace(t, quantize_head=quantize, utilization=share if "GPU" in (
+                known().get(t.name) or {}).get("kind", "") else 1.0).split(n)
             for t, n in zip(found, devices)]

@@ -80,7 +80,7 @@ def request_row(cfg, aim, prompt, output, users):
             "serial": (predicted(cfg, aim.roofs, prompt, output, users, serial=True)["total"]
                        * 1e3 if cfg.devices > 1 else None),
             "user rate": output / at["total"], "all rate": users * output / at["total"],
-            "memory": verdict(need, aim.memory[0]) if aim.memory else None}
+            "memory": verdict(need, aim.room) if aim.room is not None else None}
 
 
 def request_sheet(base, aimed, args, settings):
