@@ -626,25 +626,37 @@ def trip_flops(cfg, riders):
     return sum(f for _, f in costs(cfg, riders).values())
 
 
-def limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf):
+def link_wait(cfg, latency_s):
+    """What a trip split over devices waits on its all-reduces however small they are: two a
+    floor, each `latency_s`, none hidden behind work (each one's sum is the next product's
+    input). 0 on one device."""
+    return cfg.layers * ALL_REDUCES * latency_s if cfg.devices > 1 else 0
+
+
+def limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf, latency_s=0):
     """The fastest a trip can be on a machine: max(fetching / forklift, math / workbench), and,
-    split over devices, sending / the link between them (bandwidth alone, no latency).
+    split over devices, sending / the link between them, each send hidden behind the work but
+    for the all-reduces' latency, which every floor waits out (link_wait).
 
     -> (seconds, "forklift", "workbench" or "link"): whichever job is slowest bounds the trip.
     """
     jobs = {"forklift": bytes_read(cfg, riders) / bytes_per_s,
             "workbench": trip_flops(cfg, riders) / flops_per_s,
             "link": link_bytes(cfg, riders) / link_per_s if cfg.devices > 1 else 0}
-    bound = max(jobs, key=jobs.get)
-    return jobs[bound], bound
+    wait = link_wait(cfg, latency_s)
+    slowest = max(jobs, key=jobs.get)
+    bound = "link" if jobs["link"] + wait > jobs[slowest] else slowest
+    return jobs[slowest] + wait, bound
 
 
-def serial_limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf):
+def serial_limit(cfg, riders, bytes_per_s, flops_per_s, link_per_s=math.inf, latency_s=0):
     """The same trip with the link's sends after the device's own work, not beside it: max(
-    fetching, math) + sending. limit() is the other bound, every send hidden behind the work;
-    an engine that overlaps none of its all-reduces pays this one. On one device they agree."""
+    fetching, math) + sending + the all-reduces' latency. limit() is the other bound, every
+    send hidden behind the work; an engine that overlaps none of its all-reduces pays this
+    one. On one device they agree."""
     work = max(bytes_read(cfg, riders) / bytes_per_s, trip_flops(cfg, riders) / flops_per_s)
-    return work + (link_bytes(cfg, riders) / link_per_s if cfg.devices > 1 else 0)
+    return work + (link_bytes(cfg, riders) / link_per_s if cfg.devices > 1 else 0) + link_wait(
+        cfg, latency_s)
 
 
 def part_limits(cfg, riders, bytes_per_s, flops_per_s):

@@ -33,18 +33,20 @@ class Speeds:
     start: "Speeds" = None
     end: "Speeds" = None
     link_per_s: float = math.inf  # between devices, each way, for a model split over them
+    link_latency_s: float = 0.0  # what one all-reduce over that link takes however small it is
     origin: tuple = None  # a file's (--roofs): (its path, its machine's CPU, cores, threads)
     timings: dict = dataclasses.field(default=None, compare=False, repr=False)  # measured in
     #   rounds: {"forklift" or "workbench": (its rounds' Timing, the work it timed)}
 
     def limit(self, cfg, riders):
         """The fastest a trip can be at these speeds: (seconds, what bounds it)."""
-        return model.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s)
+        return model.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s,
+                           self.link_latency_s)
 
     def serial(self, cfg, riders):
         """The trip's limit with the link's sends after its work (model.serial_limit)."""
         return model.serial_limit(cfg, riders, self.bytes_per_s, self.flops_per_s,
-                                  self.link_per_s)
+                                  self.link_per_s, self.link_latency_s)
 
     @property
     def balance(self):
@@ -57,6 +59,8 @@ class Speeds:
                "source": self.source}
         if math.isfinite(self.link_per_s):
             out["link_per_s"] = self.link_per_s
+        if self.link_latency_s:
+            out["link_latency_s"] = self.link_latency_s
         for when in ("start", "end"):
             if getattr(self, when) is not None:
                 s = getattr(self, when)
@@ -70,9 +74,10 @@ def read(saved):
         return None
     at = {when: Speeds(saved[when]["bytes_per_s"], saved[when]["flops_per_s"])
           for when in ("start", "end") if isinstance(saved.get(when), dict)}
-    link = saved.get("link_per_s")
+    link, wait = saved.get("link_per_s"), saved.get("link_latency_s")
     return Speeds(saved["bytes_per_s"], saved["flops_per_s"], saved.get("source", ""), **at,
-                  link_per_s=link if type(link) in (int, float) and link > 0 else math.inf)
+                  link_per_s=link if type(link) in (int, float) and link > 0 else math.inf,
+                  link_latency_s=wait if type(wait) in (int, float) and 0 < wait < 1 else 0.0)
 
 
 def memory_bytes(size, matmul):

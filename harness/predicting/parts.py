@@ -17,7 +17,8 @@ def split(cfg, riders, roofs):
     sends among them on a model split over devices."""
     parts = model.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
     if cfg.devices > 1:
-        parts["link"] = model.link_bytes(cfg, riders) / roofs.link_per_s
+        parts["link"] = model.link_bytes(cfg, riders) / roofs.link_per_s + model.link_wait(
+            cfg, roofs.link_latency_s)
     return parts
 
 

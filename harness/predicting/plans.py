@@ -133,9 +133,11 @@ def limit_sheets(cfg, experiments, args, roofs, settings, room=None):
                      for c in predicted_layout(sheet.layout, linked).columns]), note=(
             f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
             f"FLOPs / {sig(fl / 1e9)} GFLOP/s"
-            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s): the link's sends hidden "
-               f"behind the work; {SERIAL} columns: the other bound, max(bytes, FLOPs) + link "
-               f"bytes, each send after the work it follows" if linked else ")")
+            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s) + the all-reduces' "
+               f"latency, {cfg.layers * model.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} "
+               f"us: the link's sends hidden behind the work, its latency not; {SERIAL} "
+               f"columns: the other bound, max(bytes, FLOPs) + link bytes + latency, each send "
+               f"after the work it follows" if linked else ")")
             + "; nothing was run, and a real engine reaches some fraction of it"
             + ("" if room is not None else "; the machine's memory is unknown, so whether a "
                "row fits is too")

@@ -26,6 +26,11 @@ RUNTIME_GIB = (1.79, 3.58)  # what an engine holds besides the tables, the notes
 #   working space, on one GPU and on each of several: vLLM's non-torch memory (the CUDA context,
 #   and NCCL's buffers when split) for Llama 3 8B on an H100, alone and at -tp 2 (its memory
 #   profile, vllm-project/vllm#10511)
+LATENCY_S = 6e-6  # one small all-reduce over NVLink: NCCL on two H100s of an HGX node, with
+#   CUDA graphs, 128 B to 64 KiB (NVIDIA/nccl#1259); more devices, or a slower link, take longer
+LATENCY_WORDS = ("latency: 6 us an all-reduce, two a floor, which no work hides (NCCL on two "
+                 "H100s over NVLink, NVIDIA/nccl#1259: more devices or a slower link take "
+                 "longer, so a floor)")
 WEIGHTS_ONLY = ("int8-weights", "int4-weights")  # tables kept small, unpacked to 16 bits for
 #   the math, as most engines run a quantized model: its math runs at the machine's 16-bit rate
 
@@ -174,8 +179,9 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
         return Target(name, entry["title"], Speeds(
             entry["forklift"][0] * 1e9, bench[0] * 1e9,
             f"forklift: {entry['forklift'][1]}; workbench: {bench[1]}"
-            + (f"; link: {link[1]}" if link else ""),
-            link_per_s=link[0] * 1e9 if link else float("inf")), dtype, note_dtype,
+            + (f"; link: {link[1]}; {LATENCY_WORDS}" if link else ""),
+            link_per_s=link[0] * 1e9 if link else float("inf"),
+            link_latency_s=LATENCY_S if link else 0.0), dtype, note_dtype,
             (memory[0] * GIB, memory[1]) if memory else None, act_dtype=act_dtype or "",
             half=math_of("int8-weights", entry["workbench"]),
             link=(*(link + [1, None])[:1], *(link + [1, None])[2:4]) if link else ())

@@ -43,7 +43,8 @@ def typing_steps(cfg, roofs, prompt, output, users, serial=False):
     fetching = fetch[0] + steps * (fetch[1] - fetch[0])
     working = math[0] + steps * (math[1] - math[0])
     work = np.maximum(fetching, working)
-    return work + sent if serial else np.maximum(work, sent)
+    wait = model.link_wait(cfg, roofs.link_latency_s)  # no work hides it (model.limit)
+    return (work + sent if serial else np.maximum(work, sent)) + wait
 
 
 def predicted(cfg, roofs, prompt, output, users, serial=False):

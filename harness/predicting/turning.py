@@ -19,6 +19,12 @@ def busy(cfg, riders, roofs):
     return work / roofs.limit(cfg, riders)[0]
 
 
+def bound(cfg, riders, roofs):
+    """Whether the workbench binds the trip: its math the slowest job, past the link's
+    sends and wait (a trip split over devices also waits out its all-reduces: model.limit)."""
+    return roofs.limit(cfg, riders)[1] == "workbench"
+
+
 def first(holds, hi=MOST):
     """The smallest n in 1..hi where holds(n), holds being monotone; None where none does."""
     if not holds(hi):
@@ -36,8 +42,8 @@ def turning(cfg, roofs, notes, typers, question):
     normal = roofs.limit(cfg, typing(typers))[0]
     at_once = roofs.limit(cfg, [(notes, 1)] * typers + [(0, question)])[0]
     return {"balance": roofs.balance,
-            "reads turn": first(lambda p: busy(cfg, [(0, p)], roofs) >= 1, cfg.context),
-            "types turn": first(lambda u: busy(cfg, typing(u), roofs) >= 1),
+            "reads turn": first(lambda p: bound(cfg, [(0, p)], roofs), cfg.context),
+            "types turn": first(lambda u: bound(cfg, typing(u), roofs)),
             "half bench": first(lambda u: busy(cfg, typing(u), roofs) >= 0.5),
             "one typer": 100 * busy(cfg, typing(1), roofs),
             "typing ceiling": 100 * busy(cfg, typing(MOST), roofs),
