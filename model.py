@@ -57,6 +57,14 @@ class Config:
     tied: bool = True  # the embedding is the head's own table (GPT-2's), not a second one
     experts: int = 0  # a mixture of experts: feed-forwards per floor (0: one, a dense model)
     active: int = 0  # the experts each token is routed to, of `experts`
+    shared: int = 0  # a mixture's shared experts: the width every token meets beside its own
+    dense: int = 0  # a mixture's floors with one dense feed-forward instead (DeepSeek's first)
+    dense_ffn: int = 0  # their feed-forward's width
+    latent: int = 0  # latent attention (DeepSeek's MLA): a note is one compressed vector of
+    #                  `latent` numbers and `rope` more per floor, shared by every head
+    rope: int = 0  # the rotary part of a query and a key head, within `head`
+    q_latent: int = 0  # the queries' compression, where they have one
+    v_head: int = 0  # a value head's width under latent attention (`head` is a query's)
     devices: int = 1  # tensor parallel: each device holds 1/devices of every table and note
     head_dtype: str = ""  # the LM head's and the embedding's precision ("": the tables')
     act_dtype: str = ""  # the activations', which the math runs at ("": as the tables say)
@@ -73,13 +81,17 @@ class Config:
         shape = [f"{self.layers} floors", f"width {self.width}"]
         if self.kv_heads != self.heads:
             shape.append(f"{self.kv_heads} key/value heads of {self.heads}")
+        if self.latent:
+            shape.append(f"latent notes of {self.latent} + {self.rope}")
         if self.experts:
-            shape.append(f"{self.active} of {self.experts} experts a token")
+            shape.append(f"{self.active} of {self.experts} experts a token"
+                         + (" and a shared one" if self.shared else "")
+                         + (f", the first {self.dense} floors dense" if self.dense else ""))
         if self.dtype != "float32" or self.note_dtype != "float32":
             shape.append(self.dtype if self.dtype == self.note_dtype
                          else f"{self.dtype} tables, {self.note_dtype} notes")
         if self.vocab:
-            shape.append(f"head of {self.vocab:,} words" + (
+            shape.append(f"a vocabulary of {self.vocab:,} tokens" + (
                 f" in {self.head_dtype}" if self.head_dtype not in ("", self.dtype) else ""))
         if self.devices > 1:
             shape.append(f"split over {self.devices} devices")
@@ -447,8 +459,17 @@ def riders(segments):
 
 def attention_numbers(cfg):
     """One floor's attention tables: the queries' (width, heads x head), the keys' and values'
-    (width, kv_heads x head) each, and out (heads x head, width)."""
-    return cfg.width * cfg.head * (2 * cfg.heads + 2 * cfg.kv_heads)
+    (width, kv_heads x head) each, and out (heads x head, width). Latent attention: the
+    queries' (through their compression, where they have one), the notes' compression (width,
+    latent + rope), its expansion to every head's key and value (latent, heads x (head - rope +
+    v_head)) and out (heads x v_head, width)."""
+    if not cfg.latent:
+        return cfg.width * cfg.head * (2 * cfg.heads + 2 * cfg.kv_heads)
+    queries = (cfg.width * cfg.q_latent + cfg.q_latent * cfg.heads * cfg.head if cfg.q_latent
+               else cfg.width * cfg.heads * cfg.head)
+    notes = (cfg.width * (cfg.latent + cfg.rope)
+             + cfg.latent * cfg.heads * (cfg.head - cfg.rope + cfg.v_head))
+    return queries + notes + cfg.heads * cfg.v_head * cfg.width
 
 
 def ffn_numbers(cfg):
@@ -457,11 +478,25 @@ def ffn_numbers(cfg):
     return (3 if cfg.gated else 2) * cfg.width * cfg.ffn
 
 
+def routed(cfg):
+    """The floors whose feed-forward is cfg.ffn wide (a mixture's: its experts, and its shared
+    ones), all but the dense ones."""
+    return cfg.layers - cfg.dense
+
+
+def fixed_numbers(cfg):
+    """A mixture's numbers every token meets whatever its experts, over all floors: the
+    shared experts' and the dense floors' feed-forwards."""
+    per = (3 if cfg.gated else 2) * cfg.width
+    return routed(cfg) * per * cfg.shared + cfg.dense * per * cfg.dense_ffn
+
+
 def table_numbers(cfg):
     """Numbers in the floors' tables, every expert's and the router's among them. GPT-2:
     (3 w*w + w*w + 4 w*w + 4 w*w) per floor."""
-    return cfg.layers * (attention_numbers(cfg) + max(cfg.experts, 1) * ffn_numbers(cfg)
-                         + cfg.width * cfg.experts)  # 84,934,656 for GPT-2 small
+    return (cfg.layers * attention_numbers(cfg) + fixed_numbers(cfg) + routed(cfg) * (
+        max(cfg.experts, 1) * ffn_numbers(cfg) + cfg.width * cfg.experts))
+    #       84,934,656 for GPT-2 small
 
 
 def head_numbers(cfg):
@@ -495,8 +530,10 @@ def held_bytes(cfg):
 
 def note_bytes(cfg):
     """One token's notes: a key and a value per key/value head on every floor, at the notes'
-    precision (72 KB for GPT-2 small in float32)."""
-    return cfg.layers * 2 * cfg.kv_heads * cfg.head * DTYPE_BYTES[cfg.note_dtype]
+    precision (72 KB for GPT-2 small in float32); under latent attention, its compressed
+    vector and rotary key on every floor."""
+    numbers = cfg.latent + cfg.rope if cfg.latent else 2 * cfg.kv_heads * cfg.head
+    return cfg.layers * numbers * DTYPE_BYTES[cfg.note_dtype]
 
 
 NOTE_BYTES = note_bytes(SIZES["small"])  # 73,728: the post's 72 KB a note
@@ -504,7 +541,10 @@ NOTE_BYTES = note_bytes(SIZES["small"])  # 73,728: the post's 72 KB a note
 
 def notes_share(cfg):
     """The share of every note one device keeps: split by key/value heads, a head per device at
-    least (with more devices than heads, a head's notes are kept on each that needs them)."""
+    least (with more devices than heads, a head's notes are kept on each that needs them);
+    latent notes, which every head reads, whole on each device."""
+    if cfg.latent:
+        return 1
     return -(-cfg.kv_heads // cfg.devices) / cfg.kv_heads
 
 
@@ -519,16 +559,16 @@ def experts_read(cfg, tokens):
 
 def tables_read(cfg, tokens):
     """Bytes of the floors' tables a trip of `tokens` tokens brings, on one device."""
-    numbers = cfg.layers * (attention_numbers(cfg) + cfg.width * cfg.experts
-                            + experts_read(cfg, tokens) * ffn_numbers(cfg))
+    numbers = (cfg.layers * attention_numbers(cfg) + fixed_numbers(cfg) + routed(cfg) * (
+        cfg.width * cfg.experts + experts_read(cfg, tokens) * ffn_numbers(cfg)))
     return numbers * number_bytes(cfg.dtype) / cfg.devices
 
 
 def table_flops(cfg, tokens):
     """Each table number meets each token once, one multiply and one add: every token meets the
     attention tables, the router's and its own experts' feed-forwards."""
-    per_token = cfg.layers * (attention_numbers(cfg) + cfg.width * cfg.experts
-                              + max(cfg.active, 1) * ffn_numbers(cfg))
+    per_token = (cfg.layers * attention_numbers(cfg) + fixed_numbers(cfg) + routed(cfg) * (
+        cfg.width * cfg.experts + max(cfg.active, 1) * ffn_numbers(cfg)))
     return FLOPS_PER_NUMBER * per_token * tokens / cfg.devices
 
 
@@ -540,9 +580,11 @@ NORM_FLOPS, GELU_FLOPS, ADD_FLOPS = 5, 9, 1  # per number: a norm's mean, subtra
 def elementwise_flops(cfg, tokens):
     """Two norms and two adds over the width, the activation over each routed feed-forward
     (and, gated, its product with the gate), split over the devices."""
-    per_token = ((2 * NORM_FLOPS + 2 * ADD_FLOPS) * cfg.width
-                 + (GELU_FLOPS + cfg.gated) * cfg.ffn * max(cfg.active, 1))
-    return cfg.layers * per_token * tokens / cfg.devices
+    widths = (routed(cfg) * (cfg.ffn * max(cfg.active, 1) + cfg.shared)
+              + cfg.dense * cfg.dense_ffn)  # every floor's feed-forward a token crosses
+    per_token = (cfg.layers * (2 * NORM_FLOPS + 2 * ADD_FLOPS) * cfg.width
+                 + (GELU_FLOPS + cfg.gated) * widths)
+    return per_token * tokens / cfg.devices
 
 
 def attended_pairs(riders):
@@ -576,8 +618,12 @@ def typing_load(notes, users):
 
 def attention_flops(cfg, riders):
     """Scores q.k and the weighted sum of v: 2 FLOPs per number of every query head, for every
-    allowed pair (a shared key/value head saves bytes, not math)."""
-    return cfg.layers * 4 * cfg.heads * cfg.head * load(riders).pairs / cfg.devices
+    allowed pair (a shared key/value head saves bytes, not math). Latent attention, as engines
+    run it on the compressed notes: each head's scores over latent + rope numbers, its sum
+    over latent."""
+    per_pair = (2 * cfg.heads * (2 * cfg.latent + cfg.rope) if cfg.latent
+                else 4 * cfg.heads * cfg.head)
+    return cfg.layers * per_pair * load(riders).pairs / cfg.devices
 
 
 def head_costs(cfg, riders):
@@ -679,6 +725,8 @@ def trip_scratch_bytes(cfg, riders):
     each expert it is routed to, the residual (12 x width a token in GPT-2)."""
     tokens = sum(t for _, t in riders)
     scores = max(cfg.heads * (n0 + t) * t for n0, t in riders) * 2  # scores + causal bias
-    per_token = ((cfg.heads + 2 * cfg.kv_heads) * cfg.head
-                 + 2 * cfg.ffn * max(cfg.active, 1) + cfg.width)
+    heads = (cfg.heads * (cfg.head + cfg.v_head) + cfg.latent + cfg.rope if cfg.latent
+             else (cfg.heads + 2 * cfg.kv_heads) * cfg.head)
+    per_token = (heads + 2 * max(cfg.ffn * max(cfg.active, 1) + cfg.shared, cfg.dense_ffn)
+                 + cfg.width)
     return (scores + per_token * tokens) * activation_bytes(cfg) / cfg.devices

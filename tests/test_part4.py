@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import re
 
 import pytest
 
@@ -481,3 +482,73 @@ def test_seventy_b_typing_on_eight_h100s_waits_out_its_all_reduces_by_hand():
     two = presets.targets(args.replace(devices=[2]))[0]
     half = two.roofs.limit(two.config(model_files.config("llama-3-70b")), ride)[0]
     assert half / step < 4  # eight devices are not four times two: scaling is not linear
+
+
+DEEPSEEK_V3 = {  # deepseek-ai/DeepSeek-V3's config.json, the keys a step's reading depends on
+    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+    "v_head_dim": 128, "max_position_embeddings": 163840, "vocab_size": 129280,
+    "tie_word_embeddings": False, "hidden_act": "silu"}
+QWEN_MOE = {  # Qwen/Qwen1.5-MoE-A2.7B's (a Qwen2-MoE): a shared expert beside 60 routed ones
+    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+    "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1, "mlp_only_layers": [],
+    "max_position_embeddings": 8192, "vocab_size": 151936, "tie_word_embeddings": False,
+    "hidden_act": "silu", "sliding_window": 32768, "use_sliding_window": False}
+
+
+def config_of(tmp_path, fields, name="model"):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(fields))
+    return model_files.config(str(path))
+
+
+def test_deepseek_v3s_latent_attention_shared_expert_and_dense_floors_by_hand(tmp_path):
+    cfg = config_of(tmp_path, DEEPSEEK_V3)
+    attention = (7168 * 1536 + 1536 * 128 * 192  # queries, through their compression
+                 + 7168 * (512 + 64) + 512 * 128 * (128 + 128)  # the notes' and their expansion
+                 + 128 * 128 * 7168)  # out
+    dense = 3 * 3 * 7168 * 18432  # the first three floors' feed-forwards
+    mixed = 58 * (256 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 7168 * 256)  # experts, shared, router
+    assert model.table_numbers(cfg) == 61 * attention + dense + mixed
+    total = model.table_numbers(cfg) + model.head_numbers(cfg)
+    assert total / 1e9 == pytest.approx(671.0, abs=0.1)  # DeepSeek's 671B (the MTP module aside)
+    assert (cfg.dense, cfg.shared, cfg.latent, cfg.rope) == (3, 2048, 512, 64)
+    notes = dataclasses.replace(cfg, note_dtype="bfloat16")
+    assert model.note_bytes(notes) == 61 * (512 + 64) * 2  # 70 KB a token, not 128 full heads'
+    assert model.notes_share(dataclasses.replace(cfg, devices=8)) == 1  # every head reads them
+    one = [(1000, 1)]
+    assert model.attention_flops(cfg, one) == 61 * 2 * 128 * (2 * 512 + 64) * 1001
+    assert model.table_flops(cfg, 1) == 2 * (61 * attention + dense + 58 * (
+        8 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 7168 * 256))  # 8 experts and the shared one
+
+
+def test_a_qwen2_moes_shared_expert_is_counted_by_hand(tmp_path):
+    cfg = config_of(tmp_path, QWEN_MOE)
+    per_floor = (2048 * 128 * (2 * 16 + 2 * 16) + 60 * 3 * 2048 * 1408 + 2048 * 60
+                 + 3 * 2048 * 5632)
+    assert model.table_numbers(cfg) == 24 * per_floor
+    total = model.table_numbers(cfg) + model.head_numbers(cfg)
+    assert total / 1e9 == pytest.approx(14.3, abs=0.05)  # Qwen's 14.3B (biases aside)
+    assert model.tables_read(cfg, 1) == pytest.approx(24 * 4 * (  # one token: 4 experts, and
+        2048 * 128 * 64 + 2048 * 60 + 4 * 3 * 2048 * 1408 + 3 * 2048 * 5632))  # the shared one
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"sliding_window": 4096}, "'sliding_window'"),
+    ({"layer_types": ["sliding_attention", "full_attention"] * 12}, "'layer_types'"),
+    ({"interleave_moe_layer_step": 2}, "'interleave_moe_layer_step'"),
+    ({"hidden_size": 100, "num_attention_heads": 3, "num_key_value_heads": 3}, "'width' (100)"),
+    ({"kv_lora_rank": 512}, "'qk_rope_head_dim'")])
+def test_a_config_it_cannot_describe_is_refused_in_one_line_naming_its_key(tmp_path, change,
+                                                                           key):
+    path = tmp_path / "model.json"  # (a sliding window in use: Qwen's is switched off)
+    path.write_text(json.dumps({**QWEN_MOE, **change, "use_sliding_window": "sliding_window"
+                                in change}))
+    with pytest.raises(ValueError, match=re.escape(key)):
+        model_files.config(str(path))
+    assert one_line_refusal(["--predict", "h100-sxm", "--model", str(path)], key)

@@ -105,6 +105,11 @@ def shape(found, path):
             raise ValueError(f"{path}: 'moe_intermediate_size' must be a whole number from 1 to "
                              f"{BOUNDS['ffn'][1]:,}")
         fields["ffn"] = ffn
+    if not fields["head"] and fields["width"] % fields["heads"] and not found.get(
+            "kv_lora_rank"):
+        raise ValueError(f"{path}: 'width' ({fields['width']}) must divide by 'heads' "
+                         f"({fields['heads']}), or give 'head', the numbers per head")
+    refused(found, fields, path)
     if fields["kv_heads"] and fields["heads"] % fields["kv_heads"]:
         raise ValueError(f"{path}: 'kv_heads' ({fields['kv_heads']}) must divide 'heads' "
                          f"({fields['heads']})")
@@ -113,15 +118,98 @@ def shape(found, path):
     tied = found.get("tied", found.get("tie_word_embeddings", True))  # Hugging Face's default
     if type(gated) is not bool or type(tied) is not bool:
         raise ValueError(f"{path}: 'gated' and 'tied' must be true or false")
+    latent, floors = latent_attention(found, fields, path), mixture_floors(found, fields, path)
     name = next((n for n in (found.get("name"), found.get("_name_or_path"))
                  if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))
     gpt2 = model.gpt2("", fields["layers"], fields["width"], fields["heads"])
+    shaped = {"kv_heads": fields["kv_heads"] or gpt2.kv_heads, "ffn": fields["ffn"] or gpt2.ffn,
+              "head": fields["head"] or gpt2.head, **latent, **floors}
     return model.Config(printable(name)[:60], fields["layers"], fields["width"], fields["heads"],
-                        kv_heads=fields["kv_heads"] or gpt2.kv_heads, ffn=fields["ffn"] or gpt2.ffn,
-                        head=fields["head"] or gpt2.head, gated=gated,
-                        context=fields["context"] or model.CONTEXT, family="",
+                        gated=gated, context=fields["context"] or model.CONTEXT, family="",
                         vocab=fields["vocab"], tied=tied, experts=fields["experts"],
-                        active=fields["active"])
+                        active=fields["active"], **shaped)
+
+
+def count(found, key, path, lo=0, hi=10 ** 6):
+    """A config's whole number under `key` (None where absent), or raise ValueError naming it."""
+    v = found.get(key)
+    if v is not None and (type(v) is not int or not lo <= v <= hi):
+        raise ValueError(f"{path}: {key!r} must be a whole number from {lo} to {hi:,}, got "
+                         f"{str(v)[:40]!r}")
+    return v
+
+
+def latent_attention(found, fields, path):
+    """A config's latent attention (DeepSeek's MLA: kv_lora_rank and its kin) as Config's
+    fields: {} for a model without."""
+    if found.get("kv_lora_rank") is None:
+        return {}
+    said = {k: count(found, k, path, 1) for k in ("kv_lora_rank", "qk_rope_head_dim",
+                                                  "qk_nope_head_dim", "v_head_dim")}
+    missing = [k for k, v in said.items() if v is None]
+    if missing:
+        raise ValueError(f"{path}: latent attention ('kv_lora_rank') needs {missing[0]!r}")
+    return {"latent": said["kv_lora_rank"], "rope": said["qk_rope_head_dim"],
+            "q_latent": count(found, "q_lora_rank", path, 1) or 0,
+            "v_head": said["v_head_dim"], "head": said["qk_nope_head_dim"]
+            + said["qk_rope_head_dim"], "kv_heads": fields["heads"]}
+
+
+def mixture_floors(found, fields, path):
+    """A mixture's floors that are not: the dense ones (DeepSeek's first_k_dense_replace and
+    moe_layer_freq, Qwen's mlp_only_layers and decoder_sparse_step) with their feed-forward's
+    width (intermediate_size beside moe_intermediate_size), and its shared experts' width
+    (n_shared_experts x moe_intermediate_size, or shared_expert_intermediate_size)."""
+    if not fields["experts"]:
+        return {}
+    layers = fields["layers"]
+    first = count(found, "first_k_dense_replace", path, 0, layers) or 0
+    freq = count(found, "moe_layer_freq", path, 1, layers) or 1
+    step = count(found, "decoder_sparse_step", path, 1, layers) or 1
+    only = found.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(type(i) is int and 0 <= i < layers for i in only):
+        raise ValueError(f"{path}: 'mlp_only_layers' must list floors from 0 to {layers - 1}")
+    mixed = [i for i in range(layers) if i >= first and i % freq == 0
+             and (i + 1) % step == 0 and i not in only]
+    shared = (count(found, "shared_expert_intermediate_size", path, 1)
+              or (count(found, "n_shared_experts", path, 0, 64) or 0) * fields["ffn"])
+    dense = layers - len(mixed)
+    wide = count(found, "intermediate_size", path, 1)
+    if dense and not mixed:
+        raise ValueError(f"{path}: a mixture of experts whose every floor is dense")
+    return {"shared": shared, "dense": dense, "dense_ffn": (wide or fields["ffn"]) if dense
+            else 0}
+
+
+REFUSED = {  # keys a config may hold that change what a step reads, not modelled here
+    "interleave_moe_layer_step": "experts on every Nth floor, their dense floors of another "
+                                 "width (Llama 4's intermediate_size_mlp)",
+    "attention_chunk_size": "attention within chunks of the notes (Llama 4's)",
+    "sliding_window_pattern": "floors that keep only the latest notes (Gemma's pattern)"}
+
+
+def refused(found, fields, path):
+    """Raise ValueError, naming the key, where a config says something its prediction would get
+    wrong: floors whose notes slide (sliding_window within the context, layer_types other than
+    full attention), or any of REFUSED. A window the model never reaches, or one switched off
+    (use_sliding_window false), changes nothing."""
+    for key, what in REFUSED.items():
+        if found.get(key) not in (None, 1) and (key != "sliding_window_pattern"
+                                                or found.get("sliding_window")):
+            raise ValueError(f"{path}: {key!r}: {what} is not modelled; a prediction would "
+                             f"count every floor alike")
+    kinds = found.get("layer_types")
+    if isinstance(kinds, list) and any(k != "full_attention" for k in kinds):
+        other = next(k for k in kinds if k != "full_attention")
+        raise ValueError(f"{path}: 'layer_types' holds {str(other)[:40]!r} floors: only full "
+                         f"attention is modelled (a sliding floor keeps fewer notes)")
+    window = found.get("sliding_window")
+    context = fields["context"] or model.CONTEXT
+    if window is not None and found.get("use_sliding_window", True) is not False and (
+            type(window) is not int or window < context):
+        raise ValueError(f"{path}: 'sliding_window' ({str(window)[:20]}) is shorter than the "
+                         f"context ({context:,}): floors that keep only the latest notes are "
+                         f"not modelled (a prediction would count every note)")
 
 
 def shipped_models():
