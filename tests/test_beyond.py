@@ -226,7 +226,8 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert r.stdout.startswith("machine: PREDICTED, nothing was run: every figure is a limit | "
                                "given, float32 tables/activations/notes: 3.35 TB/s, 989 "
                                "TFLOP/s\n")
-    assert r.stdout.count("(predicted: every figure is its trip's limit") == 5
+    assert r.stdout.count("(predicted: every figure is its trip's limit") == 1  # said once,
+    assert r.stdout.count("(predicted, every figure a limit, as under the first table") == 4
     xl, found = model_files.config("xl"), data["records"]  # predicted with its head
     assert xl.vocab == 50257 and xl.tied
     for p in two_phases.PROMPTS:

@@ -294,7 +294,7 @@ def test_a_split_prediction_prints_the_serial_bound_beside_every_timed_figure(ca
     for header in ("time link serial ms", "step link serial ms", "worst gap link serial ms",
                    "all at once gap link serial ms", "link serial ms"):
         assert header in out, header
-    assert "GFLOP/s: the floors' tables' math only" in out
+    assert "the math speed (FLOP/s): the floors' tables' math only" in out
     alone = in_process(two_phases.main, "--predict", "h100-sxm", "--model", "llama-3-8b",
                        "--no-save", "--no-plot", "--experiments", "decode")
     assert alone.returncode == 0 and "link serial" not in alone.stdout  # one device: no link
@@ -552,3 +552,21 @@ def test_a_config_it_cannot_describe_is_refused_in_one_line_naming_its_key(tmp_p
     with pytest.raises(ValueError, match=re.escape(key)):
         model_files.config(str(path))
     assert one_line_refusal(["--predict", "h100-sxm", "--model", str(path)], key)
+
+
+def test_efficiency_takes_a_share_of_every_speed_and_the_words_say_so():
+    full, share = (presets.targets(two_phases.parse_args(
+        ["--predict", "h100-sxm", "--gpus", "2", "--model", "llama-3-70b", "--no-save",
+         *extra]))[0] for extra in ([], ["--efficiency", "0.7"]))
+    assert share.roofs.bytes_per_s == pytest.approx(0.7 * 3350e9)
+    assert share.roofs.flops_per_s == pytest.approx(0.7 * 989.5e12)
+    assert share.roofs.link_per_s == pytest.approx(0.7 * 450e9)
+    assert share.roofs.link_latency_s == full.roofs.link_latency_s == 6e-6  # a wait, not a speed
+    ran = in_process(two_phases.main, "--predict", "h100-sxm", "--model", "llama-3-8b",
+                     "--efficiency", "0.7", "--no-save", "--no-plot", "--experiments", "decode")
+    assert ran.returncode == 0
+    assert ran.stdout.startswith("machine: PREDICTED, nothing was run: every figure at 0.7 of "
+                                 "a limit | h100-sxm, bfloat16 tables/activations/notes: 2.35 "
+                                 "TB/s, 693 TFLOP/s")
+    assert one_line_refusal(["--predict", "h100-sxm", "--efficiency", "1.5"], "at most 1")
+    assert one_line_refusal(["--efficiency", "0.5", "--quick"], "is for --predict")

@@ -34,6 +34,8 @@ class Speeds:
     end: "Speeds" = None
     link_per_s: float = math.inf  # between devices, each way, for a model split over them
     link_latency_s: float = 0.0  # what one all-reduce over that link takes however small it is
+    reached: float = 1.0  # the share of the published speeds these are (a prediction's
+    #                       --efficiency): 1, the limits themselves
     origin: tuple = None  # a file's (--roofs): (its path, its machine's CPU, cores, threads)
     timings: dict = dataclasses.field(default=None, compare=False, repr=False)  # measured in
     #   rounds: {"forklift" or "workbench": (its rounds' Timing, the work it timed)}
@@ -47,6 +49,15 @@ class Speeds:
         """The trip's limit with the link's sends after its work (model.serial_limit)."""
         return model.serial_limit(cfg, riders, self.bytes_per_s, self.flops_per_s,
                                   self.link_per_s, self.link_latency_s)
+
+    def times(self, share):
+        """These speeds at `share` of themselves, the link's among them, as a real engine
+        reaches them; the latency stays."""
+        if share >= 1:
+            return self
+        return dataclasses.replace(self, bytes_per_s=self.bytes_per_s * share,
+                                   flops_per_s=self.flops_per_s * share,
+                                   link_per_s=self.link_per_s * share, reached=share)
 
     @property
     def balance(self):

@@ -106,13 +106,25 @@ def bytes_held(cfg, rows, copies=True):
     return note * firsts + notes, working
 
 
+def limit_words(cfg, roofs, args):
+    """How every predicted figure is a limit, in words, said under the first table."""
+    linked = cfg.devices > 1
+    return (f"predicted: every figure is its trip's limit, max(bytes / "
+            f"{rate(roofs.bytes_per_s, 'B/s')}, FLOPs / {rate(roofs.flops_per_s, 'FLOP/s')}"
+            + (f", link bytes / {rate(roofs.link_per_s, 'B/s')}) + the all-reduces' latency, "
+               f"{cfg.layers * model.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} us: the "
+               f"link's sends hidden behind the work, its latency not; {SERIAL} columns: the "
+               f"other bound, max(bytes, FLOPs) + link bytes + latency, each send after the "
+               f"work it follows" if linked else ")")
+            + f"; nothing was run: {engine_words(args)}")
+
+
 def limit_sheets(cfg, experiments, args, roofs, settings, room=None):
     """Each experiment's records and sheets with every trip of every planned row at its limit:
     [(records, [Sheet])]. room: the bytes the model may hold on one device (Target.room, None
     where unknown): each row says whether it fits there, its time never alone."""
-    bw, fl = roofs.bytes_per_s, roofs.flops_per_s
     linked = cfg.devices > 1
-    out = []
+    out, said = [], False  # the long note under the first table only
     for e in experiments:
         rows = e.plan(args)
         fitting = {tuple(row.keys.items()): fits(cfg, row, room) for row in rows}
@@ -127,28 +139,28 @@ def limit_sheets(cfg, experiments, args, roofs, settings, room=None):
                 {**r, **after, "memory": fitting.get(tuple((k, r[k]) for k in row_keys(layout)))}
                 for r, after in zip(found, sent)]))
         found = records.from_rows(made, settings, predicted=True)
-        out.append((found, [dataclasses.replace(sheet, text=None, layout=dataclasses.replace(
-            predicted_layout(sheet.layout, linked), timed=(), title=f"{sheet.title}, PREDICTED",
-            columns=[c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
-                     for c in predicted_layout(sheet.layout, linked).columns]), note=(
-            f"(predicted: every figure is its trip's limit, max(bytes / {sig(bw / 1e9)} GB/s, "
-            f"FLOPs / {sig(fl / 1e9)} GFLOP/s"
-            + (f", link bytes / {sig(roofs.link_per_s / 1e9)} GB/s) + the all-reduces' "
-               f"latency, {cfg.layers * model.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} "
-               f"us: the link's sends hidden behind the work, its latency not; {SERIAL} "
-               f"columns: the other bound, max(bytes, FLOPs) + link bytes + latency, each send "
-               f"after the work it follows" if linked else ")")
-            + "; nothing was run, and a real engine reaches some fraction of it"
-            + ("" if room is not None else "; the machine's memory is unknown, so whether a "
-               "row fits is too")
-            + (TABLES_ONLY if any(c.figure == "math speed" for c in sheet.columns)
-                         else "") + ")")) for sheet in e.sheets(found, cfg, args)]))
+        printed = []
+        for sheet in e.sheets(found, cfg, args):
+            layout = predicted_layout(sheet.layout, linked)
+            head = ("predicted, every figure a limit, as under the first table" if said
+                    else limit_words(cfg, roofs, args))
+            note = ("(" + head + ("" if room is not None else "; the machine's memory is "
+                                  "unknown, so whether a row fits is too")
+                    + (TABLES_ONLY if any(c.figure == "math speed" for c in sheet.columns)
+                       else "") + ")")
+            printed.append(dataclasses.replace(sheet, text=None, note=note,
+                                               layout=dataclasses.replace(
+                layout, timed=(), title=f"{sheet.title}, PREDICTED",
+                columns=[c if c.fmt in ("d", "s") else dataclasses.replace(c, fmt=SIG)
+                         for c in layout.columns])))
+            said = True
+        out.append((found, printed))
     return out
 
 
 SERIAL = "link serial"  # a predicted figure with the link's sends after the work (split models)
-TABLES_ONLY = ("; GFLOP/s: the floors' tables' math only, not attention's, the norms' or the "
-               "LM head's, which the limit counts too")
+TABLES_ONLY = ("; the math speed (FLOP/s): the floors' tables' math only, not attention's, the "
+               "norms' or the LM head's, which the limit counts too")
 
 
 def predicted_layout(layout, linked):
@@ -184,6 +196,22 @@ def verdict(need, room):
     if shown[0] == shown[1]:
         return f"on the edge ({said})"
     return "fits" if need <= room else f"does not fit ({said})"
+
+
+def engine_words(args):
+    """What a prediction's limits are, said once: the datasheets' own, or a share of them
+    (--efficiency)."""
+    share = getattr(args, "efficiency", None) or 1
+    if share < 1:
+        return (f"every speed taken at {share:g} of its figure (--efficiency), as a real "
+                f"engine reaches")
+    return ("a real engine reaches a share of each limit, which --efficiency takes "
+            "(docs/predict.md gives the ranges)")
+
+
+def rate(per_s, unit):
+    """A rate at the scale a reader reads it: '4.80 TB/s', '990 TFLOP/s', '12.0 GB/s'."""
+    return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
 
 
 def gib(n):

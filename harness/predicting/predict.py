@@ -13,8 +13,9 @@ from harness.flags import check_folder, finite, whole
 from harness.terminal import note, plural
 from harness.measuring import devices
 from harness.keeping import records
-from harness.keeping.records import SIG, Layout, col, sig
+from harness.keeping.records import SIG, Layout, col
 from harness.predicting import plans, presets, request
+from harness.predicting.plans import rate
 from harness.predicting.model_files import config
 from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet
 from harness.predicting.presets import GIVEN, known, targets
@@ -22,7 +23,7 @@ from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
 from harness.experiments.pictures import DRAWINGS
 from harness.showing import pictures, sheets
-from harness.showing.printers import Picture, Saved, Sheet, spaced
+from harness.showing.printers import Picture, Saved, Sheet, at_scale, spaced
 import model
 
 ACTIVATIONS = ("float32", "bfloat16", "float16", "fp8", "int8")  # what the math may run at
@@ -57,16 +58,13 @@ MACHINES = Layout("machines", [col("name", "machine", "", "s", key=True),
 def words(args):
     """The line a prediction shows in place of a machine line."""
     aimed = targets(args)
-    return ("machine: PREDICTED, nothing was run: every figure is a limit | " + "; ".join(
+    share = getattr(args, "efficiency", 1)
+    what = "every figure is a limit" if share >= 1 else f"every figure at {share:g} of a limit"
+    return (f"machine: PREDICTED, nothing was run: {what} | " + "; ".join(
         f"{t.name}{t.times}, {t.precision}: {rate(t.roofs.bytes_per_s, 'B/s')}, "
         f"{rate(t.roofs.flops_per_s, 'FLOP/s')}"
         + (f", linked at {rate(t.roofs.link_per_s, 'B/s')}" if t.devices > 1 else "")
         for t in aimed))
-
-
-def rate(per_s, unit):
-    """A rate at the scale a reader reads it: '4.80 TB/s', '990 TFLOP/s', '12.0 GB/s'."""
-    return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,6 +108,12 @@ def add_flags(g):
                         f"({presets.RUNTIME_GIB[1]:g} GiB each when split); default "
                         f"{presets.UTILIZATION:g}, vLLM's gpu_memory_utilization; 1: the whole "
                         "memory, no reserve")
+    g.add_argument("--efficiency", type=finite(
+        "a share of each limit above 0 and at most 1", lambda v: 0 < v <= 1), default=1.0,
+                   metavar="SHARE",
+                   help="with --predict: the share of the forklift's, the workbench's and the "
+                        "link's speed a real engine reaches (docs/predict.md gives measured "
+                        "ranges); default 1, the limits themselves")
     g.add_argument("--gpus", type=whole(1, MOST_DEVICES), nargs="+", default=None, metavar="N",
                    help="with --predict: split the model over N of each GPU named (one N for "
                         "all, or one for each machine, in order), as tensor "
@@ -132,6 +136,7 @@ def check_flags(p, args, experiments):
                                 ("--act-dtype", args.act_dtype, args.act_dtype is None),
                                 ("--memory-utilization", "--memory-utilization",
                                  args.memory_utilization == presets.UTILIZATION),
+                                ("--efficiency", "--efficiency", args.efficiency == 1),
                                 ("--request", "a whole request", args.request is None)):
             if not ok:
                 p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
@@ -270,23 +275,23 @@ def items(args, experiments):
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
     settings = records.settings_of(args)
     yield Saved("predicted", words(args))
-    yield from spaced([machines_sheet(aimed, settings), fits(base, aimed, args, settings,
-                                                             experiments)])
+    yield from spaced([at_scale(machines_sheet(aimed, settings)),
+                       fits(base, aimed, args, settings, experiments)])
     found = []
     if args.request:
         asked = request.request_sheet(base, aimed, args, settings)
         found += asked.records
-        yield from spaced([asked])
+        yield from spaced([at_scale(asked)])
     for made, printed in plans.limit_sheets(cfg, experiments.values(), args.replace(threads=None),
                                        first_roofs, settings, aimed[0].room):
         found += made
-        yield from spaced(printed)
+        yield from spaced(at_scale(sheet) for sheet in printed)
     more = [parts_sheet(cfg, experiments, args, first_roofs, settings,
                         f"{aimed[0].title}{aimed[0].times}, {aimed[0].precision}"),
             grid_sheet(cfg, aimed[0], settings),
             turning_sheet(base, aimed, args, settings)]
     found += [r for sheet in more for r in sheet.records]
-    yield from spaced(more)
+    yield from spaced(at_scale(sheet) for sheet in more)
     drawn = roofline(base, aimed, experiments, args)
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
     yield sheets.claims(found, None, ("two_phases",), args)

@@ -97,7 +97,7 @@ class Target:
         if not self.link or devices < 2:
             return dataclasses.replace(self, devices=devices)
         speed, peers, _ = self.link
-        each = speed * min(devices - 1, peers) / peers
+        each = speed * min(devices - 1, peers) / peers * self.roofs.reached
         return dataclasses.replace(self, devices=devices,
                                    roofs=dataclasses.replace(self.roofs, link_per_s=each * 1e9))
 
@@ -306,6 +306,8 @@ def targets(args):
     devices = getattr(args, "devices", None) or [1] * len(found)
     quantize = bool(getattr(args, "quantize_head", False))
     share = getattr(args, "memory_utilization", None) or UTILIZATION
-    return [dataclasses.replace(t, quantize_head=quantize, utilization=share if "GPU" in (
+    reached = getattr(args, "efficiency", None) or 1.0
+    return [dataclasses.replace(t, quantize_head=quantize, roofs=t.roofs.times(reached),
+                                utilization=share if "GPU" in (
                 known().get(t.name) or {}).get("kind", "") else 1.0).split(n)
             for t, n in zip(found, devices)]

@@ -5,6 +5,7 @@ import functools
 
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col
+from harness.predicting import plans
 from harness.predicting.presets import target
 from harness.showing.printers import Sheet
 import model
@@ -71,8 +72,7 @@ def turning_sheet(cfg, aimed, args, settings):
                       f"typers can use, their notes growing with them; notes outweigh at: the "
                       f"notes one user needs to weigh what the tables weigh; freeze: a "
                       f"{args.question:,}-token question read at once, against the "
-                      f"{args.typers} typers' normal gap. A real engine reaches some fraction "
-                      f"of each limit.)")
+                      f"{args.typers} typers' normal gap; {plans.engine_words(args)})")
 
 
 TURNING = Layout("turning points", [

@@ -110,9 +110,41 @@ def cell(v, column):
     """A value as the plain layout prints it in this column."""
     if v is None:
         return column.empty
-    if column.fmt == SIG and isinstance(v, (int, float)) and not isinstance(v, bool):
+    if column.fmt.startswith(SIG) and isinstance(v, (int, float)) and not isinstance(v, bool):
+        scale = column.fmt.partition("/")[2]  # "sig/1000": shown a thousand times coarser
+        v = v / float(scale) if scale else v
         return "<0.001" if 0 < v < TINY else sig(v)  # (a predicted part that costs nothing)
     return format(v, column.fmt) if isinstance(v, float) else str(v)
+
+
+COARSER = {"ms": "s", "MB": "GB", "GB": "TB", "GB/s": "TB/s", "GFLOP/s": "TFLOP/s"}  # a
+#   unit, and the one a thousand times larger that large figures are shown in
+LARGE = 10_000  # a column whose largest figure reaches this is shown in its coarser unit
+
+
+def at_scale(sheet):
+    """The sheet with each column of large figures shown in a unit a thousand times coarser
+    ('990,000 GFLOP/s' as '990 TFLOP/s', '121,000 ms' as '121 s') where every figure in it
+    stays 1 or more, and a column's link-serial twin with it; the records keep their own
+    unit, so every reader compares what it always did."""
+    columns, scaled = [], set()
+    for c in sheet.columns:
+        values = [r["value"] for r in sheet.records if r["figure"] == c.figure
+                  and isinstance(r["value"], (int, float)) and not isinstance(r["value"], bool)]
+        follows = any(c.figure.startswith(f + " ") for f in scaled)  # "total link serial"
+        if c.fmt == SIG and c.unit in COARSER and values and (follows or (
+                max(values) >= LARGE and min(values) >= 1000)):  # every figure 1 or more
+            c = dataclasses.replace(c, fmt=f"{SIG}/1000", header=coarser(c.header, c.unit))
+            scaled.add(c.figure)
+        columns.append(c)
+    return dataclasses.replace(sheet, layout=dataclasses.replace(sheet.layout, columns=columns))
+
+
+def coarser(header, unit):
+    """A column's header with its unit a thousand times coarser: 'step ms' -> 'step s'."""
+    words = header.split()
+    return " ".join(COARSER[unit] if w == unit else w for w in words) if unit in words \
+        else f"{header} ({COARSER[unit]})"
 
 
 def with_spread(sheet):

@@ -12,12 +12,12 @@ from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
-from harness.keeping.records import Column, ROW, label, rows, sig
+from harness.keeping.records import SIG, Column, ROW, label, rows, sig
 from harness.experiments.pictures import DRAWINGS
 from harness.judging import judge
 from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
-from harness.showing.printers import cell
+from harness.showing.printers import COARSER, cell
 
 NAME = results.REPORT
 
@@ -259,7 +259,8 @@ def appendix(runs, found):
             "<details><summary>How to read this: the post's words, and the columns</summary>",
             "", *HOW_TO_READ, *(["Every figure here is a limit, the fastest each machine "
                                  "allows: max(bytes / the forklift, FLOPs / the workbench). "
-                                 "Nothing was run; a real engine reaches some fraction of it.",
+                                 "Nothing was run: a real engine reaches a share of each "
+                                 "limit (two_phases.py --efficiency takes one).",
                                  ""] if predicted else MEASURED), "</details>", "",
             "<details><summary>How each script ran: when, its command, the suite's version and "
             "the machine</summary>", "", *how, "", "</details>", "",
@@ -322,8 +323,10 @@ def section(sheet, name, found, titled=True):
               cell_text(dict(keys).get(c.figure) if c.key else figures.get(c.figure), c)
               for c in columns] for keys, figures in rows(found, name).items()]
     note = sheet.get("note") if "note" in sheet else last_note(sheet.get("printed") or "")
-    headers = [c.header if not c.unit or c.unit in c.header else f"{c.header} ({c.unit})"
-               for c in columns]
+    shown = [COARSER[c.unit] if c.fmt.startswith(SIG + "/") and c.unit in COARSER else c.unit
+             for c in columns]  # a column shown a thousand times coarser: printers.at_scale
+    headers = [c.header if not u or u in c.header else f"{c.header} ({u})"
+               for c, u in zip(columns, shown)]
     right = [c.fmt not in ("s", "") or c.unit not in ("", "s") for c in columns]
     tables = [gfm([headers[i] for i in part], [[row[i] for i in part] for row in cells],
                   [right[i] for i in part])

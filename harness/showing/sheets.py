@@ -66,8 +66,8 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
         judged, records.settings_of(args), bool(predicted))),
                  text=text if args.tablefmt == "plain" else None,
                  note="\n".join(lines) if args.tablefmt != "plain" else "",
-                 settings="each verdict by the rule given, on its limits: a real engine reaches "
-                          "some fraction of them" if predicted else
+                 settings="each verdict by the rule given, on the predicted limits, nothing "
+                          "run or measured" if predicted else
                  f"each claim as judged, then the post's words; each measured figure with its "
                  f"interval from the run's processes, at a level that keeps the chance of any "
                  f"wrong firm verdict among the report's claims under {intervals.FAMILY:.0%}")
