@@ -72,6 +72,11 @@ def sig(v, digits=3):
     return f"{round(v, places):,.{max(places, 0)}f}"
 
 
+def rate(per_s, unit):
+    """A rate at the scale a reader reads it: '4.80 TB/s', '990 TFLOP/s', '12.0 GB/s'."""
+    return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Measured:
     """A figure and the timings behind it, which never part: value is the product of each

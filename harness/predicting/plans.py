@@ -7,7 +7,7 @@ import statistics
 from harness.terminal import plural
 from harness.measuring import timing
 from harness.keeping import records
-from harness.keeping.records import SIG, col, sig
+from harness.keeping.records import SIG, col, rate, sig
 import model
 
 
@@ -207,11 +207,6 @@ def engine_words(args):
                 f"engine reaches")
     return ("a real engine reaches a share of each limit, which --efficiency takes "
             "(docs/predict.md gives the ranges)")
-
-
-def rate(per_s, unit):
-    """A rate at the scale a reader reads it: '4.80 TB/s', '990 TFLOP/s', '12.0 GB/s'."""
-    return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
 
 
 def gib(n):

@@ -15,7 +15,7 @@ from harness.measuring import devices
 from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col
 from harness.predicting import plans, presets, request
-from harness.predicting.plans import rate
+from harness.keeping.records import rate
 from harness.predicting.model_files import config
 from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet
 from harness.predicting.presets import GIVEN, known, targets
@@ -297,9 +297,9 @@ def items(args, experiments):
     yield sheets.claims(found, None, ("two_phases",), args)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in pictures.files(
-            found, drawn, f"{cfg} on {aimed[0].title}" + (
-                f"; the roofline adds {', '.join(t.label for t in aimed[1:])}" if aimed[1:]
-                else ""), args.quick, DRAWINGS, predicted=True).items())
+            found, drawn, f"{cfg} on {aimed[0].title}{aimed[0].times}, {aimed[0].precision}",
+            args.quick, DRAWINGS, predicted=True).items())  # (the roofline's legend names
+    #                                                         every machine on it)
 
 
 def roofline(cfg, aimed, experiments, args):

@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 
-from harness.keeping.records import number, rows, sig
+from harness.keeping.records import number, rate, rows, sig
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (8, -4), (-8, -4), (0, 9), (0, -17),
@@ -197,8 +197,9 @@ def roofline_figure(ax, data):
         bw, peak, name = m["bytes_per_s"], m["flops_per_s"], f"{m['name']}: " if many else ""
         roof = [min(bw * x, peak) / 1e9 for x in grid]
         ax.loglog(grid, roof, color=f"C{i}" if many else "black", lw=2,
-                  label=f"{name}{sig(bw / 1e9)} GB/s, {sig(peak / 1e9)} GFLOP/s, ridge at "
-                        f"{sig(peak / bw)} FLOPs per byte" if many else
+                  label=textwrap.fill(f"{name}{rate(bw, 'B/s')}, {rate(peak, 'FLOP/s')}, "
+                                      f"ridge at {sig(peak / bw)} FLOPs per byte", 70)
+                  if many else
                   f"the roof: the forklift's {sig(bw / 1e9)} GB/s, then the workbench's "
                   f"{sig(peak / 1e9)} GFLOP/s")
         ax.axvline(peak / bw, color=f"C{i}" if many else "grey", ls=":",
@@ -213,8 +214,9 @@ def roofline_figure(ax, data):
                            s=40, zorder=3, color=f"C{i}" if many else None,
                            label=None if i else words + (" (shape)" if many else ""))
                 ys += [p[3] / 1e9 for p in mine]
-                points += [(p[2], p[3] / 1e9, p[1] if not many else f"{m['name'].split()[0]}: "
-                            f"{p[1]}") for p in mine]
+                points += [(p[2], p[3] / 1e9, p[1]) for p in mine] if i == 0 else []
+                #  (several machines: the first's rows labelled, the others' in the same order
+                #  along their own roofs; labelling every machine's made them collide)
     if many:  # each machine's own ridge: the words at the two ends, under every machine's
         ax.text(0.01, 0.97, "left of a ridge: memory-bound, stuck on the forklift", ha="left",
                 va="top", fontsize=8, color="dimgrey", transform=ax.transAxes)
@@ -228,7 +230,9 @@ def roofline_figure(ax, data):
         ax.text(ridge * 1.3, 0.97, "compute-bound: stuck on the workbench", ha="left",
                 va="top", fontsize=8, color="dimgrey", transform=at)
     if many:  # the machines' legend under the axes, clear of every point
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+                  title=f"rows labelled on {machines[0]['name'].split()[0]}'s roof; the same "
+                        f"rows, in the same order, on the others'", title_fontsize=7)
     ax.set_xlim(lo, hi)
     ax.set_ylim(min(ys) / 3, max(ys) * 4)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte fetched)")
