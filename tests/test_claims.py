@@ -383,6 +383,8 @@ def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
     assert text.startswith("# Prefill vs Decode, predicted: every figure a limit")
     assert "machine: PREDICTED, nothing was run" in text
     assert "given, float32 tables/activations/notes: 12.0 GB/s, 121 GFLOP/s" in text
+    assert "nothing was run, so no figure has an interval" in text  # never the run's processes
+    assert "interval from the run's processes" not in text
     assert f"| {report.marked('predicted: holds')} " in text and "**holds**" not in text
 
 

@@ -202,8 +202,11 @@ def claims_section(found, predicted):
     return ["## The post's claims " + ("about a GPU, predicted" if predicted
                                         else "on this machine"), "",
             f"**{md(judge.summed(found))}.**" if found else "", "",
-            "Each verdict follows its rule (in full under the table), over the figure's interval "
-            "from the run's processes: firm only where it clears the rule's edge" + (
+            ("Each verdict follows its rule (in full under the table), on the predicted limits: "
+             "nothing was run, so no figure has an interval, and every verdict says 'predicted'"
+             if predicted else
+             "Each verdict follows its rule (in full under the table), over the figure's "
+             "interval from the run's processes: firm only where it clears the rule's edge") + (
                 "; 'at the limits' is the verdict on the rows a perfect implementation would "
                 "give on this machine: where the two differ, the suite's distance from the "
                 "limits decides it here, not the machine; 'by construction' where it holds "
