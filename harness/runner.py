@@ -16,7 +16,7 @@ import time
 from harness import flags, stopping
 from harness.flags import folder_of
 from harness.terminal import arrived, kept, note, plain_streams, plural, show, steps, warn
-from harness.measuring import host, nvidia, rounds
+from harness.measuring import devices, host, nvidia, rounds
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
 from harness.keeping.results import ROOT
@@ -85,9 +85,19 @@ def run(script, args, body, headline=None, worker=None):
             if saved == 0:
                 note(next_steps(folder, report.NAME in files, args.quick))
             return stopped(out, saved)
+    except rounds.DeviceFailed as e:
+        note(f"error: --device {args.device}: {e}: nothing saved, earlier results untouched")
+        return 2
     except rounds.WorkerFailed as e:
         note(f"error: {e}: nothing saved, earlier results untouched")
         return 1
+    except Exception as e:  # in this process (--quick): a GPU library's error, in one line
+        cause = devices.failure(e, args.on)
+        if cause is None:
+            raise
+        note(f"error: --device {args.device}: {cause}: nothing saved, earlier results "
+             f"untouched")
+        return 2
     except (stopping.Stopped, KeyboardInterrupt) as e:
         stopping.stopped()
         signum = getattr(e, "signum", signal.SIGINT)
@@ -139,7 +149,7 @@ def each_thread_count(args, body, busy, out, headline):
             if facts is None:
                 facts = host.facts(busy, out.sweep)
                 facts["device"] = args.on.facts()
-                facts["busy"] += gpu_busy(args.on)
+                facts["busy"] += gpu_busy(args.on, facts["device"])
                 out.show(headline or host.line(facts))
             args.on.threads(n)  # PyTorch's, on this CPU
             n = threads_run(n, facts)
@@ -156,13 +166,21 @@ def each_thread_count(args, body, busy, out, headline):
     return facts
 
 
-def gpu_busy(on):
+def gpu_busy(on, device):
     """Other processes computing on the run's GPU when it starts, in words, said once: []
-    where none is (or it cannot be known)."""
-    said = nvidia.busy_words(on.others())
+    where none is (or it cannot be known). Processes the run cannot see (a container's view:
+    nvidia-smi gives the host's PIDs) are said and kept in the device's facts as unknown,
+    never counted as busy."""
+    found = on.others() or {"others": [], "unseen": []}
+    said, unseen = nvidia.busy_words(found["others"]), nvidia.unseen_words(found["unseen"])
     if said:
         warn(f"the machine is busy ({said}): every timing of this run on the GPU may be slower "
              f"than it can do; the machine line says so")
+    if unseen:
+        warn(f"{unseen}: in a container nvidia-smi gives the host's numbers, so they may be "
+             f"this run's own or another's; not counted as busy, and the machine line says "
+             f"unknown")
+        device["unseen"] = unseen
     return [said] if said else []
 
 

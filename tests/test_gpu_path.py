@@ -310,12 +310,34 @@ def test_the_machine_line_says_what_nvidia_smi_says(smi):
          "smi": facts})
 
 
-def test_other_work_on_the_gpu_is_named_and_ours_is_not(smi):
+def test_other_work_on_the_gpu_is_named_and_ours_is_not(smi, monkeypatch):
     from harness.measuring import nvidia
+    seen = {"4242"}  # a process of this PID namespace: another's work, seen
+    real = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: p.startswith("/proc/") and p.split("/")[2]
+                        in seen or real(p))
     assert nvidia.others("abc") == [(4242, 20480)]  # this process left out
     assert nvidia.others("xyz") == []  # another GPU's
     assert nvidia.busy_words(nvidia.others()) == \
         "other work on the GPU: 1 process (pid 4242, 20,480 MiB)"
+
+
+def test_a_process_the_run_cannot_see_is_unknown_never_busy(smi, monkeypatch):
+    """In a container the driver gives the host's PIDs: one this run cannot find among its own
+    namespace's may be its own, or another container's; it is said, never counted as busy."""
+    from harness import runner
+    from harness.measuring import nvidia
+    monkeypatch.setattr(os.path, "exists", lambda p: False if p == "/proc/4242" else True)
+    found = nvidia.census("abc")
+    assert found == {"others": [], "unseen": [(4242, 20480)]}
+    fake = dataclasses.replace(devices.NUMPY, name="torch:cuda")
+    monkeypatch.setattr(type(fake), "others", lambda self: nvidia.census("abc"))
+    device = {}
+    assert runner.gpu_busy(fake, device) == []  # not BUSY
+    assert device["unseen"] == ("1 process on the GPU that this run cannot see (pid 4242, "
+                                "20,480 MiB)")
+    assert "other work unknown: 1 process" in host.device_line({"device": "torch:cuda",
+                                                                **device})
 
 
 def test_without_nvidia_smi_nothing_is_said(monkeypatch, tmp_path):
@@ -366,3 +388,65 @@ def test_a_sample_on_a_device_is_a_burst_sized_once_warm():
                              0.005)
     assert trial.number > 1 and trial.timer is on  # a short call: many a sample
     assert len(calls) == 2  # one warm call, then the one that sizes the burst
+
+
+# ---- a GPU touched by the workers alone, and its library's failures in one line
+
+
+@needs_torch
+def test_checking_the_flags_and_describing_the_device_allocate_nothing(monkeypatch):
+    """Making an array would open a context on the GPU in the process that checks the flags,
+    held for the run: a GPU in exclusive-process mode would then refuse every worker."""
+    import torch
+
+    def refused(*a, **k):
+        raise AssertionError("an array was made while the flags were checked")
+    for make in ("zeros", "ones", "empty", "tensor", "asarray", "full"):
+        monkeypatch.setattr(torch, make, refused)
+    devices.device.cache_clear()
+    try:
+        on = devices.device("torch:cpu", "bfloat16")
+        assert on.xp.__name__ == "array_api_compat.torch" and on.facts()["dtype"] == "bfloat16"
+    finally:
+        devices.device.cache_clear()  # (the next test's device makes arrays as ever)
+
+
+@pytest.mark.parametrize("error,says", [
+    ("CUDA error: out of memory", "out of memory: torch:cpu cannot hold the model"),
+    ("CUDA error: no kernel image is available for execution on the device",
+     "no kernel image for this GPU"),
+    ("The NVIDIA driver on your system is too old (found version 11040). CUDA driver version is "
+     "insufficient for CUDA runtime version", "the NVIDIA driver is too old"),
+    ("CUDA error: all CUDA-capable devices are busy or unavailable", "busy or unavailable"),
+    ("CUDA error: an illegal memory access was encountered", "torch:cpu failed: CUDA error")])
+@needs_torch
+def test_a_gpu_librarys_error_is_its_cause_in_one_line_and_exit_2(monkeypatch, error, says):
+    from harness import model_run
+    on = devices.device("torch:cpu")
+    assert says in devices.failure(RuntimeError(error), on)
+    assert devices.failure(RuntimeError("shapes cannot be multiplied"), on) is None  # a bug
+    assert devices.failure(RuntimeError(error), devices.NUMPY) is None
+
+    def fails(*a, **k):
+        raise RuntimeError(error)
+    monkeypatch.setattr(model_run, "measure_here", fails)
+    r = in_process(two_phases.main, "--device", "torch:cpu", "--quick", "--no-save",
+                   "--experiments", "prefill")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("error: --device torch:cpu: ")
+    assert says in r.stderr.strip().splitlines()[-1]
+
+
+def test_a_worker_whose_device_failed_stops_the_run_with_its_cause(monkeypatch):
+    import json
+    import subprocess
+    from harness.measuring import rounds
+    said = rounds.MARK + json.dumps({rounds.FAILED: "out of memory: torch:cuda cannot"})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, rounds.DEVICE_EXIT, stdout=said))
+    with pytest.raises(rounds.DeviceFailed, match="out of memory"):
+        rounds.spawn("two_phases.py", [], {})
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, rounds.DEVICE_EXIT, stdout="no result"))
+    with pytest.raises(rounds.WorkerFailed, match="exit 3"):  # no cause given: as any failure
+        rounds.spawn("two_phases.py", [], {})

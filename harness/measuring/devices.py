@@ -199,10 +199,9 @@ class Device:
             out.update(name="this CPU, through PyTorch")
         else:  # CuPy
             dev = lib.cuda.Device()
-            free, total = dev.mem_info
-            props = lib.cuda.runtime.getDeviceProperties(dev.id)
-            uuid = props.get("uuid")
-            out.update(name=props["name"].decode(), memory_bytes=total,
+            props = lib.cuda.runtime.getDeviceProperties(dev.id)  # (its memory's free share
+            uuid = props.get("uuid")  # would need a context: the properties do not)
+            out.update(name=props["name"].decode(), memory_bytes=props.get("totalGlobalMem"),
                        driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}",
                        cache_bytes=self.cache_bytes(),
                        uuid=bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) else None)
@@ -211,11 +210,41 @@ class Device:
         return out
 
     def others(self):
-        """The other processes computing on this GPU (nvidia-smi's), [(pid, MiB)]; None where
-        it cannot be known (no NVIDIA GPU, no nvidia-smi)."""
+        """The processes on this GPU besides this run's (nvidia.census: {"others", "unseen"});
+        None where it cannot be known (no NVIDIA GPU, no nvidia-smi)."""
         if self.kind != "cuda":
             return None
-        return nvidia.others(self.facts().get("uuid"))
+        return nvidia.census(self.facts().get("uuid"))
+
+
+CAUSES = (  # what a GPU library's error says (lower case), and the cause in a user's words
+    ("out of memory", "out of memory: {name} cannot hold the model, its notebooks and a trip "
+                      "(smaller --notes, --users or --typers, or a GPU with more memory)"),
+    ("no kernel image is available", "no kernel image for this GPU: this {library} was built "
+                                     "without its architecture; install a build for it"),
+    ("driver version is insufficient", "the NVIDIA driver is too old for this {library}'s CUDA: "
+                                       "update the driver, or install a build for an older "
+                                       "CUDA"),
+    ("busy or unavailable", "the GPU is busy or unavailable: in exclusive-process mode another "
+                            "process holds it (nvidia-smi lists which)"),
+    ("no cuda gpus are available", "no CUDA GPU is visible to this process "
+                                   "(CUDA_VISIBLE_DEVICES, or the container's devices)"))
+
+
+def failure(e, on):
+    """One line naming the cause of a GPU library's error (out of memory, no kernel for this
+    GPU, a driver too old, the GPU busy), or None where e is no device's error (a bug keeps its
+    traceback)."""
+    if on.numpy:
+        return None
+    text, library = str(e).lower(), on.library.__name__
+    cause = next((c for said, c in CAUSES if said in text), None)
+    if cause:
+        return cause.format(name=on.name, library="PyTorch" if on.torch else "CuPy")
+    if "cuda" in text or type(e).__module__.split(".")[0] in (library, "cupy_backends"):
+        said = str(e).strip().splitlines()
+        return f"{on.name} failed: {said[0][:200] if said else type(e).__name__}"
+    return None
 
 
 def tf32_words(on):
@@ -280,8 +309,7 @@ def device(text, dtype="float32", tf32=False):
     #   its calls instead of spinning, leaving the cores to NumPy and the rest of the run
     tf32_setting(name, tf32)  # before the library makes its first product
     try:
-        library = __import__(name)
-        import array_api_compat
+        library, xp = __import__(name), namespace(name)
     except ImportError as e:
         raise ValueError(f"{text}: {e.name} is not installed ({INSTALL}, or the library's own "
                          f"instructions for a GPU)") from None
@@ -309,9 +337,15 @@ def device(text, dtype="float32", tf32=False):
         except Exception:
             raise ValueError(f"{text}: CuPy finds no CUDA device here") from None
         where = library.cuda.Device()
-    return Device(f"{name}:{kind}", library, array_api_compat.array_namespace(
-        library.zeros(1, device=where) if name == "torch" else library.zeros(1)), where, dtype,
-        tf32)
+    return Device(f"{name}:{kind}", library, xp, where, dtype, tf32)
+
+
+def namespace(library):
+    """The array API namespace of a library, made without an array: making one would open a
+    context on the GPU in the process that checks the flags, which then holds it (a GPU in
+    exclusive-process mode would refuse every worker's)."""
+    import importlib
+    return importlib.import_module(f"array_api_compat.{library}")
 
 
 def tf32_setting(library, tf32):

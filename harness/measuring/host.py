@@ -246,8 +246,10 @@ def device_line(d):
     precision = f" | {d['dtype']}, TF32 {d['tf32']}" if d.get("dtype") and d.get("tf32") else ""
     env = " ".join(f"{k}={v}" for k, v in (d.get("env") or {}).items())
     smi = nvidia.words(d.get("smi"))
+    unseen = f" | other work unknown: {d['unseen']}" if d.get("unseen") else ""
     return (f" | device {d.get('device')}: {d.get('name')}{memory}{driver}, {d.get('library')}"
-            f"{precision}" + (f" | {smi}" if smi else "") + (f" | device env {env}" if env else ""))
+            f"{precision}" + (f" | {smi}" if smi else "") + unseen
+            + (f" | device env {env}" if env else ""))
 
 
 def quiet_line(m):

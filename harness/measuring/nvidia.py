@@ -73,23 +73,69 @@ def words(f):
 
 
 def others(uuid=None, ours=()):
-    """The other processes computing on the GPU: [(pid, memory in MiB)], leaving out this run's
-    own (this process, the one that started it, and `ours`); None where nvidia-smi is not here."""
+    """The other processes computing on the GPU that this run can see: [(pid, memory in
+    MiB)], leaving out its own (census); None where nvidia-smi is not here."""
+    found = census(uuid, ours)
+    return None if found is None else found["others"]
+
+
+def census(uuid=None, ours=()):
+    """nvidia-smi's processes on the GPU, sorted: {"others": [(pid, MiB)] other work this run
+    can see; "unseen": those it cannot (the driver gives the host's PIDs: in a container, this
+    run's own and another container's alike), never counted as busy}; None without
+    nvidia-smi. This run's own: this process and its parent under every PID namespace it shows
+    (NSpid), `ours`, and any child of this process (a worker)."""
     lines = smi("--query-compute-apps=pid,gpu_uuid,used_memory")
     if lines is None:
         return None
-    mine = {os.getpid(), os.getppid(), *ours}
+    mine = {*namespaced(os.getpid()), *namespaced(os.getppid()), *ours}
     want = which(uuid) if uuid else None
-    return [(int(pid), number(used)) for pid, gpu, used in (line[:3] for line in lines
-                                                            if len(line) >= 3)
-            if pid.isdigit() and int(pid) not in mine and (want is None or gpu == want)]
+    found = {"others": [], "unseen": []}
+    for pid, gpu, used in (line[:3] for line in lines if len(line) >= 3):
+        if not pid.isdigit() or int(pid) in mine or (want is not None and gpu != want):
+            continue
+        seen = os.path.exists(f"/proc/{pid}")  # a PID of this namespace, or none of it
+        if seen and parent(int(pid)) == os.getpid():
+            continue  # a worker of this run
+        found["others" if seen else "unseen"].append((int(pid), number(used)))
+    return found
+
+
+def namespaced(pid):
+    """A process's PIDs in every namespace /proc shows it in (its status's NSpid), or {pid}."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            said = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+    except OSError:
+        said = []
+    return {int(p) for p in said if p.isdigit()} | {pid}
+
+
+def parent(pid):
+    """A process's parent's PID, as /proc says it; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("PPid:")), None)
+    except (OSError, ValueError):
+        return None
+
+
+def unseen_words(found):
+    """'2 processes on the GPU that this run cannot see (pid 4242, 20,480 MiB; ...)', or ''."""
+    return f"{counted(found)} on the GPU that this run cannot see ({listed(found)})" \
+        if found else ""
 
 
 def busy_words(found):
     """'other work on the GPU: 2 processes (pid 4242, 1,024 MiB; ...)', or '' where none."""
-    if not found:
-        return ""
-    listed = "; ".join(f"pid {pid}" + (f", {mib:,} MiB" if isinstance(mib, (int, float)) else "")
-                       for pid, mib in found[:4])
-    return (f"other work on the GPU: {len(found)} "
-            f"{'process' if len(found) == 1 else 'processes'} ({listed})")
+    return f"other work on the GPU: {counted(found)} ({listed(found)})" if found else ""
+
+
+def counted(found):
+    return f"{len(found)} {'process' if len(found) == 1 else 'processes'}"
+
+
+def listed(found):
+    """'pid 4242, 1,024 MiB; pid 4343': the first four processes found."""
+    return "; ".join(f"pid {pid}" + (f", {mib:,} MiB" if isinstance(mib, (int, float)) else "")
+                     for pid, mib in found[:4])

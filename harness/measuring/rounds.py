@@ -37,7 +37,7 @@ import numpy as np
 from harness import stopping
 from harness.terminal import clock, note, plural, progress, quoted, warn
 from engine import blocks
-from harness.measuring import host, nvidia, timing
+from harness.measuring import devices, host, nvidia, timing
 
 MOST_THREADS = 256  # threads at most, a job's as --threads's: beyond, the threads swamp a run
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
@@ -267,7 +267,15 @@ def serve(args, measure):
     block = args.replace(threads=job.get("threads"))
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
-        result = {**measure(block, job), **on_the_device(block.on)}
+        try:
+            result = {**measure(block, job), **on_the_device(block.on)}
+        except Exception as e:  # a GPU library's error: its cause in one line, for the run
+            cause = devices.failure(e, block.on)
+            if cause is None:
+                raise
+            result, code = {FAILED: cause}, DEVICE_EXIT
+        else:
+            code = 0
     data = (MARK + json.dumps(result) + "\n").encode()
     try:
         while data:
@@ -276,7 +284,11 @@ def serve(args, measure):
         return 1
     finally:
         os.close(out)
-    return 0
+    return code
+
+
+FAILED, DEVICE_EXIT = "device failed", 3  # a worker's result, and its exit, where its device's
+#                                            library failed: the cause in one line (DeviceFailed)
 
 
 MARK = "\n== the worker's result ==\n"  # what a worker's result follows on its stdout: what
@@ -343,11 +355,17 @@ def not_a_job(job):
 def on_the_device(on):
     """What a process says of a GPU library's device once its rounds are done: the most memory
     it held there, and the other processes computing on the GPU meanwhile (None: unknown)."""
-    return {"device_bytes": on.memory_used(), "gpu_others": on.others()}
+    found = on.others()  # (those this run cannot see are said once, as the run starts)
+    return {"device_bytes": on.memory_used(), "gpu_others": found["others"] if found else None}
 
 
 class WorkerFailed(Exception):
     """A worker process ended without its result: the run stops, saying so in one line."""
+
+
+class DeviceFailed(WorkerFailed):
+    """The device's library failed in a worker (out of memory, no kernel for this GPU, a
+    driver too old, the GPU busy): the run stops with its cause in one line, exit 2."""
 
 
 def spawn(script, argv, job):
@@ -362,12 +380,15 @@ def spawn(script, argv, job):
     stray, marked, said = done.stdout.partition(MARK)
     if stray.strip():
         note(stray.rstrip("\n"))
-    if done.returncode != 0:
-        raise WorkerFailed(ended(done.returncode))
     try:
         result = json.loads(said) if marked else None
     except (ValueError, RecursionError):  # cut short, or not the worker's
         result = None
+    if done.returncode == DEVICE_EXIT and isinstance(result, dict) \
+            and isinstance(result.get(FAILED), str):
+        raise DeviceFailed(result[FAILED])
+    if done.returncode != 0:
+        raise WorkerFailed(ended(done.returncode))
     if not isinstance(result, dict):
         raise WorkerFailed("a worker process ended without its whole result (exit 0)")
     return result
