@@ -99,6 +99,34 @@ def speed_names(args):
         SPEEDS_PREFIX + n for n in (*speeds.READS, speeds.WORKBENCH))
 
 
+ANSWER = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}  # the most a device's answer may
+#   differ from NumPy's float32, over its largest number: a few times what 4 tokens through
+#   GPT-2 small differ by on PyTorch's CPU (5e-7, 0.2%, 1.5%); TF32 (--tf32) takes 1e-2
+ANSWER_TOKENS = 4
+
+
+def answered(bench, seed):
+    """Check the device's model against NumPy's float32 on a few tokens, both from the same
+    numbers (the device's tables and tokens, as rounded to its precision); raise
+    devices.WrongAnswer, in one line, where they differ by more than the precision allows
+    (ANSWER): a GPU whose library computes wrongly times nothing."""
+    cfg, on = bench.cfg, bench.on
+    plain = dataclasses.replace(cfg, dtype="float32", note_dtype="float32")
+    x = b.tokens(cfg, ANSWER_TOKENS, seed, on)
+    want = model.trip(plain, [{k: on.to_numpy(t) for k, t in f.items()} for f in bench.floors],
+                      on.to_numpy(x), [(model.notebook(plain, 1, ANSWER_TOKENS),
+                                        ANSWER_TOKENS)])
+    got = on.to_numpy(model.trip(cfg, bench.floors, x,
+                                 [(b.book(bench, 1, ANSWER_TOKENS), ANSWER_TOKENS)]))
+    off = float(abs(got - want).max() / abs(want).max())
+    most = 1e-2 if on.tf32 and on.dtype == "float32" else ANSWER[on.dtype]
+    if not off <= most:  # (a NaN too)
+        raise devices.WrongAnswer(
+            f"its model's answer differs from NumPy's float32 by {off:.2g} of its largest "
+            f"number on {ANSWER_TOKENS} tokens, more than {on.dtype}'s {most:g}: its library "
+            f"computes wrongly here; nothing was timed")
+
+
 def measure_here(experiments, args, job):
     """A worker's part of the rounds, in this process: the model's tables (random weights), the
     paths chosen (or taken from the job), every wanted row's trial made, the job's rounds, and
@@ -110,6 +138,8 @@ def measure_here(experiments, args, job):
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
                     again=job.get("again", timing.AGAIN), on=on, graphs=args.graphs)
+    if not on.numpy and job.get("process", 0) == 0:  # once a run, before anything is timed
+        answered(bench, args.seed)
     try:
         chosen = None
         if on.numpy and job.get("paths"):

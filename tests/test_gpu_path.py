@@ -450,3 +450,24 @@ def test_a_worker_whose_device_failed_stops_the_run_with_its_cause(monkeypatch):
         a, rounds.DEVICE_EXIT, stdout="no result"))
     with pytest.raises(rounds.WorkerFailed, match="exit 3"):  # no cause given: as any failure
         rounds.spawn("two_phases.py", [], {})
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_the_devices_answer_is_checked_against_numpys_before_anything_is_timed(dtype,
+                                                                                monkeypatch):
+    from harness import model_run
+    on = devices.device("torch:cpu", dtype)
+    cfg = model.gpt2("check", 4, 384, 6)  # wide enough that its floors move the answer
+    cfg = dataclasses.replace(cfg, dtype=dtype, note_dtype=dtype)
+    floors = on.tables(model.floors(cfg, 7))
+    bench = b.Bench(cfg, floors, None, 1, on=on)
+    model_run.answered(bench, 7)  # its own answer: passes
+    table = model.PLAIN.table  # a library whose products are wrong on its device alone
+    monkeypatch.setattr(model.PLAIN, "table", lambda w, x: table(w, x) * (
+        1 if isinstance(x, np.ndarray) else 1.5))
+    with pytest.raises(devices.WrongAnswer, match=f"more than {dtype}'s") as caught:
+        model_run.answered(bench, 7)
+    said = devices.failure(caught.value, on)
+    assert said.startswith("its model's answer differs from NumPy's float32 by ")
+    assert "\n" not in said

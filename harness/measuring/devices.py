@@ -231,12 +231,18 @@ CAUSES = (  # what a GPU library's error says (lower case), and the cause in a u
                                    "(CUDA_VISIBLE_DEVICES, or the container's devices)"))
 
 
+class WrongAnswer(Exception):
+    """The device's model does not give NumPy's answer (model_run.answered)."""
+
+
 def failure(e, on):
     """One line naming the cause of a GPU library's error (out of memory, no kernel for this
     GPU, a driver too old, the GPU busy), or None where e is no device's error (a bug keeps its
     traceback)."""
     if on.numpy:
         return None
+    if isinstance(e, WrongAnswer):
+        return str(e)
     text, library = str(e).lower(), on.library.__name__
     cause = next((c for said, c in CAUSES if said in text), None)
     if cause:
