@@ -194,16 +194,20 @@ def norm(x):
     xp = namespace(x)
     d = x - xp.mean(x, axis=0)  # (width, tokens)
     var = squares(d) / d.shape[0]  # (tokens,)
-    d /= xp.sqrt(var + EPS)
+    d /= xp.sqrt(var + EPS) if var.dtype == d.dtype else xp.astype(xp.sqrt(var + EPS), d.dtype)
     return d
 
 
 def squares(d):
     """Each column's sum of squares: (width, tokens) -> (tokens,). NumPy's einsum does it in one
-    pass (its vecdot along the first axis is many times slower); other libraries sum d * d."""
+    pass (its vecdot along the first axis is many times slower); other libraries sum d * d,
+    float16's in float32 (its sum would overflow)."""
     if isinstance(d, np.ndarray):
         return np.einsum("ij,ij->j", d, d)
-    return namespace(d).sum(d * d, axis=0)
+    xp = namespace(d)
+    if d.dtype == xp.float16:  # summed in float32: 768 squares of 10 pass float16's 65,504
+        d = xp.astype(d, xp.float32)
+    return xp.sum(d * d, axis=0)
 
 
 def gelu(h, cube="product"):

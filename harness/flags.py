@@ -342,8 +342,9 @@ def shipped(path):
 def folder_of(args):
     """Where a run's results go: --out/--label, or --out/<the machine measured>: this CPU's model
     and cores (amd-epyc-2c), or, on another library's device, the device and the library that ran
-    there (nvidia-h100-80gb-hbm3-torch-cuda; amd-epyc-2c-torch-cpu): a GPU is its own machine,
-    and PyTorch's run on this CPU never replaces NumPy's."""
+    there, and its precision, graphs and TF32 where not the default
+    (nvidia-h100-80gb-hbm3-torch-cuda-bfloat16-graphs; amd-epyc-2c-torch-cpu): a GPU is its own
+    machine, and neither PyTorch's run on this CPU nor a bfloat16 run replaces another's."""
     if args.label:
         return os.path.join(args.out, args.label)
     cpu = host.machine_id({"cpu": host.quietly(host.cpu_model, "unknown CPU"),
@@ -353,7 +354,11 @@ def folder_of(args):
         return os.path.join(args.out, cpu)
     on = getattr(args, "on", None) or devices.device(name)
     where = host.slug(on.facts()["name"]) if on.gpu else cpu
-    return os.path.join(args.out, f"{where}-{name.replace(':', '-')}")
+    setting = "".join(f"-{word}" for word, on_ in (
+        (getattr(args, "dtype", None) or "float32", (getattr(args, "dtype", None) or "float32")
+         != "float32"), ("graphs", getattr(args, "graphs", False)),
+        ("tf32", getattr(args, "tf32", False))) if on_)  # each setting a run of its own
+    return os.path.join(args.out, f"{where}-{name.replace(':', '-')}{setting}")
 
 
 def unwritable(folder, names=()):

@@ -60,11 +60,33 @@ def test_tf32_is_off_unless_asked_whatever_the_environment_says(monkeypatch):
 
 def test_the_machine_line_says_the_precision_tf32_and_what_the_environment_set():
     card = {"device": "torch:cuda", "name": "NVIDIA H100 80GB HBM3", "library": "torch 2.13.0",
-            "memory_bytes": 85e9, "driver": "CUDA 12.4", "dtype": "bfloat16", "tf32": "off",
-            "env": {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}}
+            "memory_bytes": 85e9, "cuda": "CUDA runtime 12.4", "dtype": "bfloat16",
+            "tf32": "off", "env": {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}}
     line = host.device_line(card)
-    assert line == (" | device torch:cuda: NVIDIA H100 80GB HBM3, 85.0 GB, CUDA 12.4, torch 2.13.0"
-                     " | bfloat16, TF32 off | device env TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1")
+    assert line == (" | device torch:cuda: NVIDIA H100 80GB HBM3, 85.0 GB, CUDA runtime 12.4, "
+                    "torch 2.13.0 | bfloat16, TF32 off | device env "
+                    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1")
+    older = {**card, "driver": "CUDA 12.4"}  # an older run's name for the runtime's version
+    del older["cuda"]
+    assert ", CUDA 12.4, torch" in host.device_line(older)
+
+
+def test_a_gpus_uuid_is_written_as_nvidia_smi_lists_it_whole_gpu_or_mig_slice():
+    bare = "1f2e3d4c-5b6a-7988-a1b2-c3d4e5f60718"
+    assert devices.uuid_of("NVIDIA H100 80GB HBM3", bare) == "GPU-" + bare
+    assert devices.uuid_of("NVIDIA A100-SXM4-40GB MIG 1g.5gb", bare) == "MIG-" + bare
+    assert devices.uuid_of("x", "MIG-" + bare) == "MIG-" + bare and devices.uuid_of("x", "") \
+        is None
+    assert devices.dashed(bare.replace("-", "")) == bare  # CuPy's bytes, as nvidia-smi's
+
+
+@needs_torch
+def test_float16s_norm_sums_its_squares_where_they_fit():
+    import torch
+    x = torch.full((768, 2), 20.0, dtype=torch.float16)
+    x[::2] = -20  # 768 squares of 20: 307,200, past float16's 65,504
+    np.testing.assert_allclose(model.norm(x.clone()).float().numpy(),
+                               model.norm(x.float()).numpy(), atol=1e-3)
     assert devices.tf32_words(dataclasses.replace(devices.NUMPY, tf32=True)) == \
         "on (no effect off an NVIDIA GPU)"
 
@@ -214,6 +236,13 @@ def test_a_gpus_results_go_to_a_folder_of_its_own():
     if TORCH:  # PyTorch on this CPU is another library's run, beside NumPy's, never over it
         assert flags.folder_of(types.SimpleNamespace(
             out="results", label=None, device="torch:cpu")) == cpu + "-torch-cpu"
+    sixteen = types.SimpleNamespace(out="results", label=None, device="torch:cuda", on=gpu,
+                                    dtype="bfloat16", graphs=True, tf32=False)
+    assert flags.folder_of(sixteen) == os.path.join(  # each setting beside the others
+        "results", "nvidia-h100-80gb-hbm3-torch-cuda-bfloat16-graphs")
+    assert flags.folder_of(types.SimpleNamespace(**{**vars(sixteen), "dtype": "float32",
+                                                    "graphs": False, "tf32": True})) \
+        == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda-tf32")
 
 
 # ---- CUDA graphs: a trip captured once, replayed each visit

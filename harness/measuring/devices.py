@@ -181,18 +181,19 @@ class Device:
 
     def facts(self):
         """What the machine line says of the device: {"device", "library", "name",
-        "memory_bytes", "driver", "cache_bytes", "dtype", "tf32", "env"}; None: NumPy's."""
+        "memory_bytes", "cuda" (its runtime's version), "cache_bytes", "dtype", "tf32", "env"};
+        None: NumPy's."""
         if self.numpy:
             return None
         lib, kind = self.library, self.kind
         out = {"device": self.name, "library": f"{lib.__name__} {lib.__version__}",
-               "memory_bytes": None, "driver": None, "name": kind, "cache_bytes": None,
+               "memory_bytes": None, "cuda": None, "name": kind, "cache_bytes": None,
                "dtype": self.dtype, "tf32": tf32_words(self), "env": dict(AT_START)}
         if self.torch and kind == "cuda":
             props = lib.cuda.get_device_properties(self.device)
             out.update(name=props.name, memory_bytes=props.total_memory,
-                       driver=f"CUDA {lib.version.cuda}", cache_bytes=self.cache_bytes(),
-                       uuid=str(getattr(props, "uuid", "") or "") or None)
+                       cuda=f"CUDA runtime {lib.version.cuda}", cache_bytes=self.cache_bytes(),
+                       uuid=uuid_of(props.name, str(getattr(props, "uuid", "") or "")))
         elif self.torch and kind == "mps":
             out.update(name=apple_chip() or "Apple GPU (mps)")
         elif self.torch:
@@ -202,9 +203,10 @@ class Device:
             props = lib.cuda.runtime.getDeviceProperties(dev.id)  # (its memory's free share
             uuid = props.get("uuid")  # would need a context: the properties do not)
             out.update(name=props["name"].decode(), memory_bytes=props.get("totalGlobalMem"),
-                       driver=f"CUDA {lib.cuda.runtime.runtimeGetVersion()}",
+                       cuda=f"CUDA runtime {lib.cuda.runtime.runtimeGetVersion()}",
                        cache_bytes=self.cache_bytes(),
-                       uuid=bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) else None)
+                       uuid=uuid_of(props["name"].decode(), dashed(bytes(uuid).hex()))
+                       if isinstance(uuid, (bytes, bytearray)) else None)
         if kind == "cuda":
             out["smi"] = nvidia.facts(out.get("uuid"))  # None where nvidia-smi is not here
         return out
@@ -251,6 +253,22 @@ def failure(e, on):
         said = str(e).strip().splitlines()
         return f"{on.name} failed: {said[0][:200] if said else type(e).__name__}"
     return None
+
+
+def uuid_of(name, uuid):
+    """A GPU's UUID as nvidia-smi lists it: 'GPU-...' for a whole GPU, 'MIG-...' for a slice of
+    one (its name says MIG), whose UUID CUDA gives bare; None where there is none."""
+    if not uuid:
+        return None
+    if uuid.startswith(("GPU-", "MIG-")):
+        return uuid
+    return ("MIG-" if " MIG " in f" {name} " else "GPU-") + uuid
+
+
+def dashed(hexed):
+    """32 hex digits in a UUID's groups, 8-4-4-4-12, as nvidia-smi writes them (CuPy gives
+    them bare)."""
+    return "-".join(hexed[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
 
 
 def tf32_words(on):

@@ -242,7 +242,8 @@ def device_line(d):
     if not isinstance(d, dict):
         return ""
     memory = f", {d['memory_bytes'] / 1e9:.1f} GB" if d.get("memory_bytes") else ""
-    driver = f", {d['driver']}" if d.get("driver") else ""
+    runtime = d.get("cuda") or d.get("driver")  # (an older run's "driver" was CUDA's runtime)
+    driver = f", {runtime}" if runtime else ""
     precision = f" | {d['dtype']}, TF32 {d['tf32']}" if d.get("dtype") and d.get("tf32") else ""
     env = " ".join(f"{k}={v}" for k, v in (d.get("env") or {}).items())
     smi = nvidia.words(d.get("smi"))

@@ -29,8 +29,8 @@ def smi(*arguments):
 
 
 def which(uuid):
-    """nvidia-smi's -i for a GPU: its UUID (the same whatever CUDA_VISIBLE_DEVICES renumbers),
-    else the first GPU."""
+    """nvidia-smi's -i for a GPU: its UUID (the same whatever CUDA_VISIBLE_DEVICES renumbers;
+    'MIG-...' for a slice, devices.uuid_of), else the first GPU."""
     if not uuid:
         return "0"
     uuid = str(uuid)
