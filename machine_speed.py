@@ -173,6 +173,8 @@ def parse_args(argv=None):
     wide = args.size if "size" in args.given else speeds.side(args.size, on, args.quick)  # the
     #   post's table, or wider where the cache would hold too much of it
     asked, args.size = args.size, wide
+    if "matmul" not in args.given:  # a GPU's product long enough to time on the device
+        args.matmul = speeds.bench_side(args.matmul, on)
     biggest = "--size" if args.size ** 2 >= 3 * args.matmul ** 2 else "--matmul"
     flags.need_memory(p, memory_bytes(args.size, args.matmul),
                       f"--size {args.size} with --matmul {args.matmul}", biggest, args.device)

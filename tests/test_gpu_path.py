@@ -142,6 +142,9 @@ class Cached(devices.Device):
     def cache_bytes(self):
         return 50 * 2 ** 20  # an H100's L2
 
+    def facts(self):
+        return {"device": self.name, "name": "NVIDIA H100 80GB HBM3", "library": "torch 0"}
+
 
 def test_a_gpus_forklift_table_is_8x_its_own_cache(monkeypatch):
     fake = Cached("torch:cuda", np, np, device="cuda")
@@ -500,3 +503,21 @@ def test_the_devices_answer_is_checked_against_numpys_before_anything_is_timed(d
     said = devices.failure(caught.value, on)
     assert said.startswith("its model's answer differs from NumPy's float32 by ")
     assert "\n" not in said
+
+
+@pytest.mark.parametrize("name,side", [("NVIDIA H100 80GB HBM3", 8192),  # 1.1 ms in bfloat16
+                                       ("NVIDIA B200", 11264), ("NVIDIA A100-SXM4-80GB", 6144),
+                                       ("A GPU no preset names", speeds.GPU_MATMUL)])
+def test_a_gpus_workbench_call_lasts_a_millisecond_at_its_published_peak(name, side):
+    class Sized(Named):
+        def cache_bytes(self):
+            return 50 * 2 ** 20
+    gpu = Sized("torch:cuda", name, np, device="cuda")
+    for quick in (True, False):  # a smoke run's too: a shorter call times the host
+        assert speeds.sizes(quick, gpu)["matmul"] == side
+    assert speeds.bench_side(20_000, gpu) == 20_000  # a wider one asked for stays
+    assert speeds.sizes(True)["matmul"] == speeds.QUICK["matmul"]  # a CPU's as it was
+    peak = {"NVIDIA H100 80GB HBM3": 989.5e12, "NVIDIA B200": 2250e12,
+            "NVIDIA A100-SXM4-80GB": 312e12}.get(name)
+    if peak:
+        assert 2 * side ** 3 / peak >= speeds.CALL_S > 2 * (side - 1024) ** 3 / peak

@@ -98,9 +98,31 @@ def memory_bytes(size, matmul):
 
 def sizes(quick, on=devices.NUMPY):
     """The forklift's and the workbench's sides (--quick's, or the post's), the forklift's
-    table wider where the cache would hold too much of it (side())."""
+    table wider where the cache would hold too much of it (side()), a GPU's workbench wider
+    where one call would be over too soon (bench_side())."""
     made = QUICK if quick else {"size": SIZE, "matmul": MATMUL}
-    return {**made, "size": side(made["size"], on, quick)}
+    return {"size": side(made["size"], on, quick), "matmul": bench_side(made["matmul"], on)}
+
+
+CALL_S = 1e-3  # a GPU's workbench call lasts at least this long at the device's published
+#                peak: a shorter one (an H200's 2,048-wide product, 25 us in bfloat16) times
+#                the host's launch and wait as much as the math, in --quick as in a full run
+GPU_MATMUL = 8192  # a GPU's workbench side where its peak is not published: an H100's 1.1 ms
+
+
+def bench_side(n, on=devices.NUMPY):
+    """The workbench's side: n on a CPU; on a GPU at least what lasts CALL_S at the fastest
+    rate its preset publishes of those the suite measures (bfloat16's on a Hopper: 8,192), else
+    GPU_MATMUL, rounded up to 1,024."""
+    if not on.gpu:
+        return n
+    from harness.predicting import presets  # (the presets are read with their Speeds: here
+    #                                          only for a GPU, once its flags are read)
+    name = presets.preset_name(on.facts())
+    rates = presets.known()[name]["workbench"] if name else {}
+    peak = max((rates[p][0] * 1e9 for p in devices.DTYPES["torch"] if p in rates), default=0)
+    need = math.ceil((peak * CALL_S / 2) ** (1 / 3) / 1024) * 1024 if peak else GPU_MATMUL
+    return max(n, need)
 
 
 def side(size, on=devices.NUMPY, quick=False):
