@@ -223,8 +223,10 @@ def add_device_flags(g):
     """What a model run on another library's device may change (its precision is --dtype's):
     whether its trips are replayed as CUDA graphs."""
     g.add_argument("--graphs", action="store_true",
-                   help="replay each trip as a CUDA graph (--device torch:cuda): the launches "
-                        "of its ~500 kernels cost one, so typing can reach the forklift")
+                   help="replay each trip as a CUDA graph (--device torch:cuda): launching "
+                        "its ~500 kernels costs the host one launch; the kernels still run, a "
+                        "microsecond or two each, so a small model's typing stays above its "
+                        "bytes' limit")
 
 
 def check_device_flags(p, args):
