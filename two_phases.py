@@ -16,7 +16,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 
 import argparse
 
-from harness import flags, model_run, runner
+from harness import flags, model_run, runner, self_check
 from harness.experiments import SEED, collision, decode, depth, prefill
 from harness.post import NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note
@@ -79,6 +79,7 @@ def build_parser():
                         "folder; default: for a full run that saves, not for --quick")
     flags.add_speed_flags(g)
     flags.add_device_flags(g)
+    flags.add_check_flag(g)
     predict.add_flags(g)
     flags.add_path_flags(g)
     return p
@@ -122,6 +123,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.self_check:  # a device's once-over, saving nothing
+        return self_check.run(args)
     if args.predict:
         return runner.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
             block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))

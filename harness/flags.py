@@ -229,6 +229,15 @@ def add_device_flags(g):
                         "bytes' limit")
 
 
+def add_check_flag(g):
+    g.add_argument("--self-check", action="store_true",
+                   help="check the device once, saving nothing: its facts, the forklift against "
+                        "a plain read and a copy, the workbench at two sizes and precisions, the "
+                        "model's answer in each precision against NumPy's, a CUDA graph against "
+                        "the eager trip, a typing step and an empty trip against their limits; "
+                        "PASS, FAIL or SKIP each")
+
+
 def check_device_flags(p, args):
     """Refuse, in one line, what the device named cannot do, or a device that is not here: its
     library is loaded only now, once every flag is read (the name alone was checked while
@@ -237,6 +246,9 @@ def check_device_flags(p, args):
     if args.tf32 and library == "numpy":
         p.error("argument --tf32: TF32 is an NVIDIA GPU's: it needs --device torch:cuda or "
                 "cupy:cuda (NumPy computes float32 as it is)")
+    if getattr(args, "self_check", False) and library == "numpy":
+        p.error("argument --self-check: it checks another library's device: --device "
+                "torch:cuda, torch:mps, torch:cpu or cupy:cuda")
     if getattr(args, "graphs", False) and args.device != "torch:cuda":
         p.error(f"argument --graphs: CUDA graphs need --device torch:cuda, got {args.device}")
     try:

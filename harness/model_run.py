@@ -109,7 +109,7 @@ def answered(bench, seed):
     """Check the device's model against NumPy's float32 on a few tokens, both from the same
     numbers (the device's tables and tokens, as rounded to its precision); raise
     devices.WrongAnswer, in one line, where they differ by more than the precision allows
-    (ANSWER): a GPU whose library computes wrongly times nothing."""
+    (ANSWER): a GPU whose library computes wrongly times nothing. -> how far apart they are"""
     cfg, on = bench.cfg, bench.on
     plain = dataclasses.replace(cfg, dtype="float32", note_dtype="float32")
     x = b.tokens(cfg, ANSWER_TOKENS, seed, on)
@@ -118,13 +118,18 @@ def answered(bench, seed):
                                         ANSWER_TOKENS)])
     got = on.to_numpy(model.trip(cfg, bench.floors, x,
                                  [(b.book(bench, 1, ANSWER_TOKENS), ANSWER_TOKENS)]))
-    off = float(abs(got - want).max() / abs(want).max())
-    most = 1e-2 if on.tf32 and on.dtype == "float32" else ANSWER[on.dtype]
+    off, most = float(abs(got - want).max() / abs(want).max()), tolerance(on)
     if not off <= most:  # (a NaN too)
         raise devices.WrongAnswer(
             f"its model's answer differs from NumPy's float32 by {off:.2g} of its largest "
             f"number on {ANSWER_TOKENS} tokens, more than {on.dtype}'s {most:g}: its library "
             f"computes wrongly here; nothing was timed")
+    return off
+
+
+def tolerance(on):
+    """The most a device's answer may differ from NumPy's at its precision (ANSWER)."""
+    return 1e-2 if on.tf32 and on.dtype == "float32" else ANSWER[on.dtype]
 
 
 def measure_here(experiments, args, job):

@@ -521,3 +521,32 @@ def test_a_gpus_workbench_call_lasts_a_millisecond_at_its_published_peak(name, s
             "NVIDIA A100-SXM4-80GB": 312e12}.get(name)
     if peak:
         assert 2 * side ** 3 / peak >= speeds.CALL_S > 2 * (side - 1024) ** 3 / peak
+
+
+# ---- the self-check a user runs once on a device
+
+
+@needs_torch
+def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_library(
+        monkeypatch, tmp_path):
+    monkeypatch.setitem(model.SIZES, "small", dataclasses.replace(model.TINY, name="small"))
+    argv = ("--device", "torch:cpu", "--self-check", "--quick", "--notes", "4", "--out",
+            str(tmp_path / "out"))
+    r = in_process(two_phases.main, *argv)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("self-check of torch:cpu: | device torch:cpu: this CPU")
+    results = {line[:22].strip(): line[22:].split()[0] for line in lines[2:-1]}
+    assert set(results.values()) <= {"PASS", "FAIL", "SKIP", "INFO"} and len(results) == 9
+    assert r.returncode == (1 if "FAIL" in results.values() else 0)  # (timings: this machine's)
+    assert [results[f"answer in {d}"] for d in ("float32", "bfloat16", "float16")] == [
+        "PASS"] * 3
+    assert results["graph replay"] == "SKIP" and results["workbench at 16 bits"] == "SKIP"
+    assert lines[-1].startswith("(9 checks: ") and not (tmp_path / "out").exists()  # no save
+    table = model.PLAIN.table  # a library whose products are wrong on its device alone
+    monkeypatch.setattr(model.PLAIN, "table", lambda w, x: table(w, x) * (
+        1 if isinstance(x, np.ndarray) else 1.5))
+    bad = in_process(two_phases.main, *argv)
+    assert bad.returncode == 1 and "answer in float32     FAIL" in bad.stdout
+    assert "answer in float32" in bad.stdout.splitlines()[-1]  # named among the failures
+    one_line(in_process(two_phases.main, "--self-check"), 2, "--self-check",
+             "another library's device")
