@@ -550,3 +550,19 @@ def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_
     assert "answer in float32" in bad.stdout.splitlines()[-1]  # named among the failures
     one_line(in_process(two_phases.main, "--self-check"), 2, "--self-check",
              "another library's device")
+
+
+def test_the_gpus_clock_is_read_under_the_work_and_a_throttled_one_is_said(smi):
+    from harness.measuring import rounds
+    done = rounds.Measurements()
+    for clock in ([1980, 1980], [1410, 1980], [1755, 1980], None):  # each process's, at its end
+        done.take({"visits": {}, "gpu_clock": clock})
+    assert done.gpu_clock == [1410, 1980]  # the lowest any process ended at
+    assert rounds.throttled(done.gpu_clock).startswith("the GPU's SM clock was 1410 of its 1980")
+    assert rounds.throttled([1900, 1980]) == "" and rounds.throttled(None) == ""
+    class Held(Named):
+        def memory_used(self):
+            return 2 ** 30
+    said = rounds.on_the_device(Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda"))
+    #      nvidia-smi read as the rounds end: the fake's 1980 of 1980
+    assert said["gpu_clock"] == [1980, 1980]

@@ -354,9 +354,12 @@ def not_a_job(job):
 
 def on_the_device(on):
     """What a process says of a GPU library's device once its rounds are done: the most memory
-    it held there, and the other processes computing on the GPU meanwhile (None: unknown)."""
+    it held there, the other processes computing on the GPU meanwhile (None: unknown), and its
+    SM clock as the rounds end (nvidia-smi's, read under the work, not idle at the start)."""
     found = on.others()  # (those this run cannot see are said once, as the run starts)
-    return {"device_bytes": on.memory_used(), "gpu_others": found["others"] if found else None}
+    said = nvidia.facts((on.facts() or {}).get("uuid")) if on.kind == "cuda" else None
+    return {"device_bytes": on.memory_used(), "gpu_others": found["others"] if found else None,
+            "gpu_clock": [said.get("sm_mhz"), said.get("max_sm_mhz")] if said else None}
 
 
 class WorkerFailed(Exception):
@@ -406,7 +409,8 @@ def ended(code):
 
 
 KNOWN = ("visits", "recorded", "alone", "paths", "chosen", "setup_s", "device_bytes",
-         "gpu_others", "process", "rounds_s", "record_s", "alone_s", "repeat")  # a result's own
+         "gpu_others", "gpu_clock", "process", "rounds_s", "record_s", "alone_s",
+         "repeat")  # a result's own
 
 
 @dataclasses.dataclass
@@ -428,6 +432,7 @@ class Measurements:
     extra: dict = dataclasses.field(default_factory=dict)  # what else a process said (first's)
     device_bytes: int = None  # the most memory any process held on a GPU library's device
     gpu_others: list = dataclasses.field(default_factory=list)  # other processes on the GPU
+    gpu_clock: list = None  # [the lowest SM clock any process ended its rounds at, its most]
     process_of: dict = dataclasses.field(default_factory=dict)  # {round: its process}
     process_s: float = None  # what one more process of every kind that backs claims costs
 
@@ -446,6 +451,10 @@ class Measurements:
             self.device_bytes = max(self.device_bytes or 0, result["device_bytes"])
         self.gpu_others += [tuple(o) for o in result.get("gpu_others") or ()
                             if tuple(o) not in self.gpu_others]
+        clock = result.get("gpu_clock")
+        if clock and all(isinstance(c, (int, float)) for c in clock) and (
+                self.gpu_clock is None or clock[0] < self.gpu_clock[0]):
+            self.gpu_clock = list(clock)
         for key, v in result.items():
             if key not in KNOWN:
                 self.extra.setdefault(key, v)
@@ -487,9 +496,23 @@ def measured(args, script, measure_here, kinds=None, **job):
     if done.gpu_others:
         warn(f"disturbed: {nvidia.busy_words(done.gpu_others)} while the rounds ran: the GPU's "
              f"timings may be slower than it can do")
+    if throttled(done.gpu_clock):
+        warn(throttled(done.gpu_clock))
     if done.device_bytes:
         note(f"{args.on.name} held at most {done.device_bytes / 1e9:.2f} GB")
     return done
+
+
+THROTTLED = 0.9  # an SM clock under this share of its most, under the work, is said
+
+
+def throttled(clock):
+    """The GPU's clock under the work in words, where it was under THROTTLED of its most: ''
+    where it was not (or nvidia-smi did not say)."""
+    if not clock or clock[0] >= THROTTLED * clock[1]:
+        return ""
+    return (f"the GPU's SM clock was {clock[0]} of its {clock[1]} MHz as a process's rounds "
+            f"ended (power or heat): its timings are that much slower than it can do")
 
 
 @dataclasses.dataclass(frozen=True)
