@@ -80,7 +80,7 @@ class Config:
     def __str__(self):
         shape = [f"{self.layers} floors", f"width {self.width}"]
         if self.kv_heads != self.heads:
-            shape.append(f"{self.kv_heads} key/value heads of {self.heads}")
+            shape.append(f"{self.kv_heads} key/value heads for {self.heads} query heads")
         if self.latent:
             shape.append(f"latent notes of {self.latent} + {self.rope}")
         if self.experts:

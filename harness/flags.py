@@ -235,7 +235,7 @@ def add_check_flag(g):
                         "a plain read and a copy, the workbench at two sizes and precisions, the "
                         "model's answer in each precision against NumPy's, a CUDA graph against "
                         "the eager trip, a typing step and an empty trip against their limits; "
-                        "PASS, FAIL or SKIP each")
+                        "PASS, FAIL or SKIP each (INFO where a figure has no rule)")
 
 
 def check_device_flags(p, args):
@@ -246,6 +246,9 @@ def check_device_flags(p, args):
     if args.tf32 and library == "numpy":
         p.error("argument --tf32: TF32 is an NVIDIA GPU's: it needs --device torch:cuda or "
                 "cupy:cuda (NumPy computes float32 as it is)")
+    if getattr(args, "self_check", False) and getattr(args, "predict", None) is not None:
+        p.error("argument --self-check: it checks a device, and a prediction runs nothing: "
+                "leave out --predict")
     if getattr(args, "self_check", False) and library == "numpy":
         p.error("argument --self-check: it checks another library's device: --device "
                 "torch:cuda, torch:mps, torch:cpu or cupy:cuda")

@@ -155,7 +155,8 @@ def run(args):
     from tabulate import tabulate
     show(tabulate(found, ["check", "result", "figure", "rule"], tablefmt=args.tablefmt))
     failed = [r[0] for r in found if r[1] == "FAIL"]
-    show(f"({len(found)} checks: {sum(r[1] == 'PASS' for r in found)} pass, {len(failed)} fail"
-         + (f": {', '.join(failed)}" if failed else "") + "; send this whole output with an "
-         "issue about this device)")
+    counts = ", ".join(f"{sum(r[1] == k for r in found)} {k.lower()}"
+                       for k in ("PASS", "FAIL", "SKIP", "INFO"))
+    show(f"({len(found)} checks: {counts}" + (f"; failed: {', '.join(failed)}" if failed else "")
+         + "; send this whole output with an issue about this device)")
     return 1 if failed else 0

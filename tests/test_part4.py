@@ -167,7 +167,7 @@ def test_a_mixture_with_more_experts_a_token_than_experts_is_one_line(tmp_path):
     path.write_text(json.dumps({"layers": 2, "width": 8, "heads": 2, "num_local_experts": 4,
                                 "num_experts_per_tok": 5}))
     one_line(in_process(two_phases.parse_args, "--predict", "h100-sxm", "--model", str(path),
-                        "--no-save"), 2, "--model", "at most 'experts'")
+                        "--no-save"), 2, "--model", "at most 'num_local_experts'")  # its own key
     with pytest.raises(ValueError, match="needs 'experts' and 'active'"):
         path.write_text(json.dumps({"layers": 2, "width": 8, "heads": 2, "experts": 4}))
         model_files.config(str(path))
@@ -542,7 +542,12 @@ def test_a_qwen2_moes_shared_expert_is_counted_by_hand(tmp_path):
     ({"sliding_window": 4096}, "'sliding_window'"),
     ({"layer_types": ["sliding_attention", "full_attention"] * 12}, "'layer_types'"),
     ({"interleave_moe_layer_step": 2}, "'interleave_moe_layer_step'"),
-    ({"hidden_size": 100, "num_attention_heads": 3, "num_key_value_heads": 3}, "'width' (100)"),
+    ({"hidden_size": 100, "num_attention_heads": 3, "num_key_value_heads": 3},
+     "'hidden_size' (100) must divide by 'num_attention_heads' (3)"),  # the file's own keys
+    ({"layer_types": "full_attention"}, "'layer_types' must list each"),
+    ({"sliding_window": "x"}, "'sliding_window' must be a whole number"),
+    ({"vocab_size": "151936"}, "'vocab_size' must be a whole number from 1 to 10,000,000, got "
+                               '"151936"'),
     ({"kv_lora_rank": 512}, "'qk_rope_head_dim'")])
 def test_a_config_it_cannot_describe_is_refused_in_one_line_naming_its_key(tmp_path, change,
                                                                            key):
@@ -570,3 +575,25 @@ def test_efficiency_takes_a_share_of_every_speed_and_the_words_say_so():
                                  "TB/s, 693 TFLOP/s")
     assert one_line_refusal(["--predict", "h100-sxm", "--efficiency", "1.5"], "at most 1")
     assert one_line_refusal(["--efficiency", "0.5", "--quick"], "is for --predict")
+
+
+def test_a_share_that_leaves_the_model_nothing_and_a_self_check_of_a_prediction_are_refused():
+    assert one_line_refusal(["--predict", "h100-sxm", "--memory-utilization", "1e-9"],
+                            "leaves nothing once the engine's runtime takes its 3.58 GiB")
+    assert one_line_refusal(["--predict", "h100-sxm", "--self-check"], "leave out --predict")
+    assert one_line_refusal(["--efficiency", "0.5"], "--efficiency is for --predict")
+
+
+def test_a_units_columns_are_shown_at_one_scale_and_a_unit_inside_a_header_changes_with_it():
+    from harness.keeping.records import SIG, Layout, col
+    from harness.showing import printers
+    layout = Layout("t", [col("k", "k", "", "d", key=True), col("a", "total ms", "ms", SIG),
+                          col("b", "total link serial ms", "ms", SIG),
+                          col("c", "ms/token", "ms", SIG), col("d", "GB read", "GB", SIG)])
+    rows = [{"k": 1, "a": 3_770.0, "b": 3_780.0, "c": 14_500.0, "d": 70.0},
+            {"k": 2, "a": 8_910.0, "b": 9_390.0, "c": 17_000.0, "d": 72.0}]
+    sheet = printers.Sheet(layout, tuple(records.make(layout, rows, {}, predicted=True)))
+    shown = {c.figure: c.header for c in printers.at_scale(sheet).columns}
+    assert shown == {"k": "k", "a": "total s", "b": "total link serial s", "c": "s/token",
+                     "d": "GB read"}  # every ms column at once; GB stays: 72 is not large
+    assert printers.cell(3_770.0, printers.at_scale(sheet).columns[1]) == "3.77"

@@ -109,8 +109,9 @@ def fits(cfg, aimed, args, settings, experiments):
                      "their longest and its biggest trip's working space, each device its share "
                      "(tensor parallel: the tables split, the notes split by key/value heads); "
                      "room: what an engine leaves the model of the memory ("
-                     + ("; ".join(reserves) if reserves else "none held back") + "; "
-                     "--memory-utilization 1 for the whole memory); fewest: the fewest such "
+                     + ("; ".join(reserves) + "; --memory-utilization 1 for the whole memory"
+                        if reserves else "the whole memory, none held back") + "); fewest: the "
+                     "fewest such "
                      f"devices that hold it; {plans.GIB_WORDS}; memory as the device reports it: "
                      + "; ".join(dict.fromkeys(f"{t.name} {t.memory[1]}" for t in aimed
                                                if t.memory)) + ")"]))
@@ -138,8 +139,8 @@ def split_words(cfg, aim, args, experiments):
     one = aim.split(1)
     need = sum(plan_bytes(one.config(cfg), args, experiments).values())
     return (f"{aim.name}: split over {aim.devices} of it, the fewest that hold the plan: one "
-            f"needs {gib(need)} GiB and has room for {gib(one.room)} (--gpus N for another "
-            f"count)")
+            f"alone would need {gib(need)} GiB and has room for {gib(one.room)} (--gpus N for "
+            f"another count)")
 
 
 FITS = Layout("fits", [col("name", "machine", "", "s", key=True),

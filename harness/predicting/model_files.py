@@ -82,22 +82,24 @@ def language_model(found):
 
 def shape(found, path):
     """A Config from a model file's fields, each checked."""
-    fields = {}
+    fields, key = {}, {}  # key: the name the file gives each field (its own, or an alias)
     for name, (lo, hi) in BOUNDS.items():
-        v = next((found[k] for k in (name, *ALIASES[name]) if found.get(k) is not None), None)
+        key[name] = next((k for k in (name, *ALIASES[name]) if found.get(k) is not None), name)
+        v = found.get(key[name])
         if v is None and name in ("layers", "width", "heads"):
             raise ValueError(f"{path}: needs {name!r} (or {' or '.join(map(repr, ALIASES[name]))})")
         if v is not None and (type(v) is not int or not lo <= v <= hi):
-            raise ValueError(f"{path}: {name!r} must be a whole number from {lo} to {hi:,}, "
-                             f"got {str(v)[:40]!r}")
+            raise ValueError(f"{path}: {key[name]!r} must be a whole number from {lo} to "
+                             f"{hi:,}, got {shown(v)}")
         fields[name] = v or 0
     if not fields["head"] and fields["heads"] > fields["width"]:
-        raise ValueError(f"{path}: 'heads' ({fields['heads']}) must be at most 'width' "
-                         f"({fields['width']}), or give 'head', the numbers per head")
+        raise ValueError(f"{path}: {key['heads']!r} ({fields['heads']}) must be at most "
+                         f"{key['width']!r} ({fields['width']}), or give 'head' or "
+                         f"'head_dim', the numbers per head")
     if bool(fields["experts"]) != bool(fields["active"]) or fields["active"] > fields["experts"]:
-        raise ValueError(f"{path}: a mixture of experts needs 'experts' and 'active' (or "
-                         f"'num_experts_per_tok'), the experts each token is routed to, at most "
-                         f"'experts'; got {fields['experts'] or 'no'} experts, "
+        raise ValueError(f"{path}: a mixture of experts needs {key['experts']!r} and "
+                         f"{key['active']!r}, the experts each token is routed to, at most "
+                         f"{key['experts']!r}; got {fields['experts'] or 'no'} experts, "
                          f"{fields['active'] or 'none'} a token")
     ffn = found.get("moe_intermediate_size") if fields["experts"] else None
     if ffn is not None:  # an expert's own width (Qwen's, DeepSeek's), not the dense layers'
@@ -107,12 +109,13 @@ def shape(found, path):
         fields["ffn"] = ffn
     if not fields["head"] and fields["width"] % fields["heads"] and not found.get(
             "kv_lora_rank"):
-        raise ValueError(f"{path}: 'width' ({fields['width']}) must divide by 'heads' "
-                         f"({fields['heads']}), or give 'head', the numbers per head")
+        raise ValueError(f"{path}: {key['width']!r} ({fields['width']}) must divide by "
+                         f"{key['heads']!r} ({fields['heads']}), or give 'head' or "
+                         f"'head_dim', the numbers per head")
     refused(found, fields, path)
     if fields["kv_heads"] and fields["heads"] % fields["kv_heads"]:
-        raise ValueError(f"{path}: 'kv_heads' ({fields['kv_heads']}) must divide 'heads' "
-                         f"({fields['heads']})")
+        raise ValueError(f"{path}: {key['kv_heads']!r} ({fields['kv_heads']}) must divide "
+                         f"{key['heads']!r} ({fields['heads']})")
     gated = found.get("gated", found.get("hidden_act") in ("silu", "swiglu")
                       or str(found.get("model_type", "")).startswith("gemma"))
     tied = found.get("tied", found.get("tie_word_embeddings", True))  # Hugging Face's default
@@ -135,8 +138,16 @@ def count(found, key, path, lo=0, hi=10 ** 6):
     v = found.get(key)
     if v is not None and (type(v) is not int or not lo <= v <= hi):
         raise ValueError(f"{path}: {key!r} must be a whole number from {lo} to {hi:,}, got "
-                         f"{str(v)[:40]!r}")
+                         f"{shown(v)}")
     return v
+
+
+def shown(v):
+    """A config's value as its file writes it: '"129280"' for text, so that it reads as text."""
+    try:
+        return json.dumps(v)[:40]
+    except (TypeError, ValueError):
+        return repr(v)[:40]
 
 
 def latent_attention(found, fields, path):
@@ -176,7 +187,10 @@ def mixture_floors(found, fields, path):
     dense = layers - len(mixed)
     wide = count(found, "intermediate_size", path, 1)
     if dense and not mixed:
-        raise ValueError(f"{path}: a mixture of experts whose every floor is dense")
+        raise ValueError(f"{path}: 'first_k_dense_replace', 'moe_layer_freq', "
+                         f"'decoder_sparse_step' and 'mlp_only_layers' leave none of its "
+                         f"{layers} floors with experts (first_k_dense_replace at most "
+                         f"{layers - 1})")
     return {"shared": shared, "dense": dense, "dense_ffn": (wide or fields["ffn"]) if dense
             else 0}
 
@@ -199,14 +213,20 @@ def refused(found, fields, path):
             raise ValueError(f"{path}: {key!r}: {what} is not modelled; a prediction would "
                              f"count every floor alike")
     kinds = found.get("layer_types")
-    if isinstance(kinds, list) and any(k != "full_attention" for k in kinds):
+    if kinds is not None and (not isinstance(kinds, list) or len(kinds) != fields["layers"]):
+        raise ValueError(f"{path}: 'layer_types' must list each of the {fields['layers']} "
+                         f"floors' attention, got {shown(kinds)}")
+    if kinds and any(k != "full_attention" for k in kinds):
         other = next(k for k in kinds if k != "full_attention")
-        raise ValueError(f"{path}: 'layer_types' holds {str(other)[:40]!r} floors: only full "
+        raise ValueError(f"{path}: 'layer_types' holds {shown(other)} floors: only full "
                          f"attention is modelled (a sliding floor keeps fewer notes)")
     window = found.get("sliding_window")
     context = fields["context"] or model.CONTEXT
-    if window is not None and found.get("use_sliding_window", True) is not False and (
-            type(window) is not int or window < context):
+    if window is not None and (type(window) is not int or window < 1):
+        raise ValueError(f"{path}: 'sliding_window' must be a whole number of tokens, or "
+                         f"null, got {shown(window)}")
+    if window is not None and found.get("use_sliding_window", True) is not False and \
+            window < context:
         raise ValueError(f"{path}: 'sliding_window' ({str(window)[:20]}) is shorter than the "
                          f"context ({context:,}): floors that keep only the latest notes are "
                          f"not modelled (a prediction would count every note)")

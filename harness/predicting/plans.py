@@ -115,7 +115,8 @@ def limit_words(cfg, roofs, args):
                f"{cfg.layers * model.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} us: the "
                f"link's sends hidden behind the work, its latency not; {SERIAL} columns: the "
                f"other bound, max(bytes, FLOPs) + link bytes + latency, each send after the "
-               f"work it follows" if linked else ")")
+               f"work it follows; the bytes read and the math speed are each device's, of "
+            f"{cfg.devices}" if linked else ")")
             + f"; nothing was run: {engine_words(args)}")
 
 

@@ -86,7 +86,8 @@ def add_flags(g):
                         "(bfloat16), any other machine's float32; a measured run is float32")
     g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
                    help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
-                        "default: --dtype's (16 bits for weights only)")
+                        "default: --dtype's, or 16 bits under 8- and 4-bit tables, as engines "
+                        "keep them unless asked")
     g.add_argument("--act-dtype", choices=ACTIVATIONS, default=None, metavar="PRECISION",
                    help=f"with --predict: the activations' precision, which the math runs at, "
                         f"{', '.join(ACTIVATIONS)} (int4 weights with fp8 activations: "
@@ -139,8 +140,8 @@ def check_flags(p, args, experiments):
                                 ("--efficiency", "--efficiency", args.efficiency == 1),
                                 ("--request", "a whole request", args.request is None)):
             if not ok:
-                p.error(f"argument {flag}: a measured run is GPT-2 ({', '.join(model.SIZES)}) "
-                        f"in float32, the model the post built; {value} is for --predict")
+                p.error(f"argument {flag}: {value} is for --predict (a measured run is GPT-2 "
+                        f"({', '.join(model.SIZES)}) in float32, the model the post built)")
         runs_in = devices.DTYPES[library]
         if args.dtype not in (None, *runs_in):
             p.error(f"argument --dtype: a measured run on {args.device} computes "
@@ -166,6 +167,19 @@ def check_flags(p, args, experiments):
         p.error(f"argument --act-dtype: {e}")
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
+    for t in aimed:  # an engine's share that leaves the model nothing is no prediction
+        if t.memory and t.utilization < 1 and t.memory[0] * t.utilization \
+                <= presets.RUNTIME_GIB[1] * presets.GIB:
+            least = presets.RUNTIME_GIB[1] * presets.GIB / t.memory[0]
+            p.error(f"argument --memory-utilization: {t.utilization:g} of {t.name}'s "
+                    f"{t.memory[0] / presets.GIB:,.3g} GiB leaves nothing once the engine's "
+                    f"runtime takes its {presets.RUNTIME_GIB[1]:g} GiB; give more than "
+                    f"{least:.2g}")
+    if args.memory_utilization != presets.UTILIZATION and all(
+            t.utilization >= 1 for t in aimed):
+        note(f"--memory-utilization: {', '.join(t.name for t in aimed)} "
+             f"{'is' if len(aimed) == 1 else 'are'} no GPU, whose memory an engine shares: "
+             f"the whole memory is taken")
     if args.quantize_head and all(model.DTYPE_BYTES[t.dtype] >= 2 for t in aimed):
         note("--quantize-head: the tables are 16 bits or wider, so the head and the embedding "
              "are kept at their precision already; it changes nothing here")
@@ -177,7 +191,7 @@ def check_flags(p, args, experiments):
     cfg = config(args.model)
     if args.gpus is not None and len(args.gpus) not in (1, len(aimed)):
         p.error(f"argument --gpus: one N for every machine, or one for each of the "
-                f"{len(aimed)} named, in order; got {len(args.gpus)}")
+                f"{len(aimed)} named, in order; got {len(args.gpus)} counts")
     gpus = (args.gpus or [None]) * (len(aimed) if not args.gpus or len(args.gpus) == 1 else 1)
     args.devices = [split(p, args, cfg, t, experiments, n) for t, n in zip(aimed, gpus)]
     if args.label is None:

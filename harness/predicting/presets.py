@@ -80,7 +80,7 @@ class Target:
     def reserve(self):
         """The engine's reserve in words, '' where there is none."""
         return "" if self.utilization >= 1 else (
-            f"an engine's reserve: {self.utilization:g} of the memory, less "
+            f"an engine lets the model {self.utilization:g} of the memory, less "
             f"{RUNTIME_GIB[self.devices > 1]:g} GiB for its runtime")
 
     @property

@@ -60,7 +60,9 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
         + (f"\n{'':{w + 1}}tested: {tested}" if tested and not why else "")
         + (f"\n{'':{w + 1}}why: {why}" if why else "")
         for c, here, verdict, why, at, tested in judged])
-    title = (f"The post's claims about a GPU, predicted for {predicted[0]}" if predicted
+    first = predicted[0] + (f" x{args.devices[0]}" if predicted and (
+        getattr(args, "devices", None) or [1])[0] > 1 else "") if predicted else ""
+    title = (f"The post's claims about a GPU, predicted for {first}" if predicted
              else "The post's claims on this machine")
     return Sheet(dataclasses.replace(VERDICTS, title=title), records=tuple(verdict_records(
         judged, records.settings_of(args), bool(predicted))),
