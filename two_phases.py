@@ -17,7 +17,7 @@ if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one 
 import argparse
 
 from harness import flags, model_run, runner, self_check
-from harness.experiments import SEED, collision, decode, depth, prefill
+from harness.experiments import SEED, collision, decode, depth, prefill, wide
 from harness.post import NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note
 from harness.predicting import predict
@@ -25,7 +25,8 @@ from harness.showing import pictures
 import model
 
 EXPERIMENTS = {"prefill": prefill.EXPERIMENT, "decode": decode.EXPERIMENT,
-               "collision": collision.EXPERIMENT, "depth": depth.EXPERIMENT}
+               "collision": collision.EXPERIMENT, "depth": depth.EXPERIMENT,
+               "wide": wide.EXPERIMENT}  # (wide: typing on GPT-2 xl, on a GPU only)
 #              the post's Phase 1 and Phase 2, when they share a server, and beyond the post
 QUICK = {"prompts": (1, 16, 64), "users": (1, 4), "notes": 64, "typers": 2, "question": 64,
          "chunk": (16, 32), "depths": (0, 32, 64), "compiled": "off"}  # (no seconds compiling)
@@ -106,6 +107,10 @@ def parse_args(argv=None):
         p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
                 f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
                 f"tokens; use a larger {dial} or fewer --notes")
+    if "wide" in args.experiments and list(args.experiments) != list(EXPERIMENTS) \
+            and not wide.plan(args):  # named, where it plans nothing
+        p.error("argument --experiments: wide types on GPT-2 xl on a GPU only (--device "
+                "torch:cuda, torch:mps or cupy:cuda), beside a smaller --model")
     predict.check_riders(p, args)  # before any plan is made: a plan can be too big to make
     flags.check_speed_flags(p, args)
     args.plot = pictures.wanted(p, args)

@@ -10,7 +10,7 @@ import time
 from engine import pool
 from engine.blocks import Paths
 from harness import flags
-from harness.experiments import launches, summary
+from harness.experiments import launches, summary, wide
 from harness.experiments.pictures import DRAWINGS
 from harness.judging import check, judge
 from harness.keeping import records
@@ -52,9 +52,10 @@ def config(args):
 
 
 EXTRA = "reading and typing"  # the kind measured in the time the others leave
-KINDS = (("", ("prefill", "decode", "depth", "collision"), lambda users: users == 1, False),
+KINDS = (("", ("prefill", "decode", "depth", "collision", "wide"), lambda users: users == 1,
+          False),
          ("depth", ("depth",), lambda users: users > 1, False),
-         (EXTRA, ("prefill", "decode", "depth"), lambda users: users == 1, True))
+         (EXTRA, ("prefill", "decode", "depth", "wide"), lambda users: users == 1, True))
 #   (name, experiments, which depth rows by their users, extra): every row a claim uses shares
 #   its processes (its claims pair rows round by round, and the rows' start is shared: the
 #   tables, the typers' first question, the speeds' tables). The depth's rows of many users (16
@@ -72,8 +73,8 @@ def kinds(args, rows):
     for name, experiments, which, extra in KINDS:
         names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
                  if e != "depth" or which(r.key[0])]
-        empty = (launches.NAME,) if "decode" in experiments and "decode" in rows \
-            and not args.on.numpy else ()
+        empty = tuple(n for n, typed in ((launches.NAME, "decode"), (launches.WIDE, "wide"))
+                      if typed in experiments and rows.get(typed) and not args.on.numpy)
         trials = (*speed_names(args), *names, *empty)
         if names and not (extra and out and set(trials) == set(out[0].trials)):
             out.append(rounds.Kind(name, trials, 1 if name == "depth" else None, extra))
@@ -269,7 +270,9 @@ def assessed(cfg, args, planned, rows, done):
         held = check.held(cfg, checked, held_to, alone.get)
         found += records.from_rows(check.held_figures(held), settings)
         points = plans.roofline(cfg, checked, held_to)
-        ideal = plans.at_the_limits(cfg, args, planned, held_to, (summary.figures,))
+        ideal = plans.at_the_limits(cfg, args, {n: e for n, e in planned.items()
+                                                if n != wide.NAME},  # (its rows: its own
+                                    held_to, (summary.figures,))  # model's, not cfg's)
     return Made(found, held_to, held, outcomes, ideal, points)
 
 
@@ -289,8 +292,9 @@ def printed(cfg, args, facts, planned, made, done):
         yield Saved("stopped", done.stopped)
     for name, e in planned.items():
         yield from printers.spaced(e.sheets(found, cfg, args))
-        if name == "decode":  # under the typing table, on a GPU library's device
-            yield from printers.spaced(launches.sheets(found, args))
+        if name in ("decode", wide.NAME):  # under a typing table, on a GPU library's device
+            yield from printers.spaced(launches.sheets(
+                found, args, launches.NAME if name == "decode" else launches.WIDE))
     yield from printers.spaced(summary.sheets(found))
     if records.of(found, ROOFS_TABLE.name):
         yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
@@ -336,5 +340,8 @@ def peak_bytes(experiments, args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(
         args.quick, devices.device(args.device))
-    return plans.peak_bytes(config(args), [experiments[n].plan(args) for n in args.experiments],
-                            measuring)
+    cfg, rows = config(args), wide.plan(args) if wide.NAME in args.experiments else []
+    widest = model.held_bytes(wide.config(cfg)) + sum(plans.bytes_held(wide.config(cfg), [
+        max(rows, key=lambda r: r.key)])) if rows else 0  # its tables and fullest row, beside
+    return plans.peak_bytes(cfg, [experiments[n].plan(args) for n in args.experiments  # ours
+                                  if n != wide.NAME], measuring) + widest

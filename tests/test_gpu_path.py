@@ -566,3 +566,38 @@ def test_the_gpus_clock_is_read_under_the_work_and_a_throttled_one_is_said(smi):
     said = rounds.on_the_device(Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda"))
     #      nvidia-smi read as the rounds end: the fake's 1980 of 1980
     assert said["gpu_clock"] == [1980, 1980]
+
+
+# ---- on a GPU, typing on GPT-2 xl too: the model whose step outlasts its launches
+
+
+@needs_torch
+def test_on_a_gpu_typing_runs_on_gpt2_xl_too_and_the_launch_claim_is_judged_on_it(
+        monkeypatch, tmp_path):
+    import json
+    from harness.experiments import launches, wide
+    from harness.keeping import records
+    monkeypatch.setattr(wide.devices, "on_a_gpu", lambda name: str(name).startswith("torch"))
+    monkeypatch.setitem(model.SIZES, "xl", model.gpt2("xl", 2, 128, 4))  # xl's shape, smaller
+    r = in_process(two_phases.main, "--device", "torch:cpu", "--quick", "--runs", "2",
+                   "--experiments", "decode", "wide", "--users", "1", "2", "--notes", "4",
+                   "--forklift", "10", "--workbench", "100", "--out", str(tmp_path),
+                   "--label", "w")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.index("Phase 2, typing") < r.stdout.index("Typing on GPT-2 xl") \
+        < r.stdout.index("Launching GPT-2 xl's typing step")
+    found = json.loads((tmp_path / "w" / "two_phases.quick.json").read_text())["records"]
+    xl = {r["keys"]["users"]: r["value"] for r in found if r["experiment"] == "decode xl"
+          and r["figure"] == "x limit"}
+    assert sorted(xl) == [1, 2] and all(v > 0 for v in xl.values())
+    step = records.find(found, "decode xl", "step", users=1)["value"]
+    limit = model.limit(wide.config(model.TINY), [(4, 1)], 10e9, 100e9)[0] * 1e3
+    assert records.find(found, "decode xl", "limit", users=1)["value"] == pytest.approx(limit)
+    assert records.find(found, "decode xl", "x limit", users=1)["value"] == pytest.approx(
+        step / limit, rel=1e-6)  # each row against its own model's limit
+    here, _ = launches.not_launches(found, None)
+    assert here.startswith("GPT-2 xl: an empty trip ")  # judged on the wide model
+    small = [r for r in found if r["experiment"] not in ("decode xl", launches.WIDE)]
+    assert not launches.not_launches(small, None)[0].startswith("GPT-2 xl")  # else the run's
+    one_line(in_process(two_phases.parse_args, "--experiments", "wide", "--quick"), 2,
+             "--experiments", "on a GPU only")  # (the real test: NumPy is no GPU)

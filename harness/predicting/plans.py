@@ -102,7 +102,7 @@ def bytes_held(cfg, rows, copies=True):
     firsts = sum({n for row in rows for n, _ in row.steps[0]}) if copies else 0
     notes, working = max(((note * sum(n + t for n, t in row.steps[-1]),
                            max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps))
-                          for row in rows), key=sum)
+                          for row in rows), key=sum, default=(0, 0))  # (no rows: nothing)
     return note * firsts + notes, working
 
 
@@ -128,6 +128,8 @@ def limit_sheets(cfg, experiments, args, roofs, settings, room=None):
     out, said = [], False  # the long note under the first table only
     for e in experiments:
         rows = e.plan(args)
+        if not rows:  # (one that plans nothing here: the wide model's typing, off a GPU)
+            continue
         fitting = {tuple(row.keys.items()): fits(cfg, row, room) for row in rows}
         serial = e.figures(cfg, args, at_limits(cfg, rows, roofs, serial=True), roofs) \
             if linked else None

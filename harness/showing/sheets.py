@@ -49,6 +49,10 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
     judged, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
+    if records.of(found, "decode xl"):  # a GPU run that typed on GPT-2 xl too
+        lines.append(f"(judged on GPT-2 {args.model}, the run's model, but the claim that typing "
+                     f"waits on the forklift, judged on GPT-2 xl: the model whose step "
+                     f"outlasts its launches)")
     if stopped:
         lines.append(f"STOPPED: {stopping.cut_short_words(stopped)}; the claims are judged on "
                      f"the processes measured before")
