@@ -584,16 +584,18 @@ def test_a_share_that_leaves_the_model_nothing_and_a_self_check_of_a_prediction_
     assert one_line_refusal(["--efficiency", "0.5"], "--efficiency is for --predict")
 
 
-def test_a_units_columns_are_shown_at_one_scale_and_a_unit_inside_a_header_changes_with_it():
+def test_a_column_of_large_figures_and_its_twin_shown_coarser_and_a_unit_inside_a_header_too():
     from harness.keeping.records import SIG, Layout, col
     from harness.showing import printers
     layout = Layout("t", [col("k", "k", "", "d", key=True), col("a", "total ms", "ms", SIG),
-                          col("b", "total link serial ms", "ms", SIG),
+                          col("a link serial", "total link serial ms", "ms", SIG),
                           col("c", "ms/token", "ms", SIG), col("d", "GB read", "GB", SIG)])
-    rows = [{"k": 1, "a": 3_770.0, "b": 3_780.0, "c": 14_500.0, "d": 70.0},
-            {"k": 2, "a": 8_910.0, "b": 9_390.0, "c": 17_000.0, "d": 72.0}]
+    rows = [{"k": 1, "a": 3_770.0, "a link serial": 3_780.0, "c": 14.5, "d": 70.0},
+            {"k": 2, "a": 18_910.0, "a link serial": 9_390.0, "c": 17_000.0, "d": 72.0}]
     sheet = printers.Sheet(layout, tuple(records.make(layout, rows, {}, predicted=True)))
     shown = {c.figure: c.header for c in printers.at_scale(sheet).columns}
-    assert shown == {"k": "k", "a": "total s", "b": "total link serial s", "c": "s/token",
-                     "d": "GB read"}  # every ms column at once; GB stays: 72 is not large
+    assert shown == {"k": "k", "a": "total s", "a link serial": "total link serial s",
+                     "c": "ms/token", "d": "GB read"}  # the twin follows its total; 14.5
+    #                                                    would read 0.0145 s
     assert printers.cell(3_770.0, printers.at_scale(sheet).columns[1]) == "3.77"
+    assert printers.coarser("ms/token", "ms") == "s/token"  # a unit inside a header, too

@@ -123,19 +123,20 @@ LARGE = 10_000  # a column whose largest figure reaches this is shown in its coa
 
 
 def at_scale(sheet):
-    """The sheet with each unit's columns shown a thousand times coarser ('990,000 GFLOP/s' as
-    '990 TFLOP/s', '121,000 ms' as '121 s') where its figures are large and every one stays 1
-    or more, all of a unit's columns alike; the records keep their own unit, so every reader
-    compares what it always did."""
-    values = {}  # every figure of each unit in the sheet: its columns are scaled together
+    """The sheet with each column of large figures shown a thousand times coarser ('990,000
+    GFLOP/s' as '990 TFLOP/s', '121,000 ms' as '121 s') where every one of them stays 1 or
+    more, and a column's link-serial twin with it; the records keep their own unit, so every
+    reader compares what it always did."""
+    columns, scaled = [], set()
     for c in sheet.columns:
-        values.setdefault(c.unit, []).extend(
-            r["value"] for r in sheet.records if r["figure"] == c.figure
-            and isinstance(r["value"], (int, float)) and not isinstance(r["value"], bool))
-    large = {u for u, vs in values.items() if u in COARSER and vs and max(vs) >= LARGE
-             and min(vs) >= 1000}  # every figure 1 or more in the coarser unit
-    columns = [dataclasses.replace(c, fmt=f"{SIG}/1000", header=coarser(c.header, c.unit))
-               if c.fmt == SIG and c.unit in large else c for c in sheet.columns]
+        values = [r["value"] for r in sheet.records if r["figure"] == c.figure
+                  and isinstance(r["value"], (int, float)) and not isinstance(r["value"], bool)]
+        twin = any(c.figure.startswith(f + " ") for f in scaled)  # "total link serial"
+        if c.fmt == SIG and c.unit in COARSER and values and (twin or (
+                max(values) >= LARGE and min(values) >= 1000)):  # every figure 1 or more
+            c = dataclasses.replace(c, fmt=f"{SIG}/1000", header=coarser(c.header, c.unit))
+            scaled.add(c.figure)
+        columns.append(c)
     return dataclasses.replace(sheet, layout=dataclasses.replace(sheet.layout, columns=columns))
 
 
