@@ -94,7 +94,7 @@ LAUNCH_CLAIM = Claim(
     f"{LAUNCHED:.0%} of one user's typing step", not_launches, (("decode", {"users": 1}),),
     why="a typing step launches about 500 kernels one after another: --graphs replays them as "
         "one CUDA graph, which cuts the host's launching, not the kernels (each still takes a "
-        "microsecond or two on the device, so a model as small as GPT-2 small's 170 MB of "
+        "microsecond or two on the device, so a model as small as GPT-2 small's 340 MB of "
         "tables stays above its bytes' limit); on a GPU the claim is judged on GPT-2 xl, "
         "typed beside it", needs=(("notes", NOTES),), gpu=True,
     fails_on="a GPU run in eager mode, whose ~500 launches a step take longer than its bytes, "

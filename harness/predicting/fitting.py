@@ -94,7 +94,9 @@ def fits(cfg, aimed, args, settings, experiments):
             least = fewest(cfg, t, args, experiments)
             row.update(has=t.memory[0] / GIB, room=t.room / GIB,
                        fits=story(need["tables"], total, t),
-                       least=least or f"more than {MOST_DEVICES}")
+                       least=least or f"more than {min(MOST_DEVICES, t.most or MOST_DEVICES)}"
+                       + (" (its link joins that many)" if t.most and t.most < MOST_DEVICES
+                          else ""))
         rows.append(row)
     split = [said for t in aimed if (said := split_words(cfg, t, args, experiments))]
     reserves = dict.fromkeys(f"{t.name}{t.times} {t.reserve}" for t in aimed if t.reserve)

@@ -82,8 +82,9 @@ def add_flags(g):
                    help="with --predict: a table number's precision, "
                         f"{', '.join(model.DTYPE_BYTES)}; the math runs at that precision's "
                         "speed (int8-weights' and int4-weights' at 16 bits: weights only); "
-                        "default: a GPU's 16-bit tensor rate "
-                        "(bfloat16), any other machine's float32; a measured run is float32")
+                        "default: a GPU's 16-bit tensor rate (bfloat16, or float16 where it "
+                        "has none), any other machine's float32; a measured run computes "
+                        "float32, or 16 bits on a GPU library's --device")
     g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
                    help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
                         "default: --dtype's, or 16 bits under 8- and 4-bit tables, as engines "
