@@ -20,13 +20,16 @@ def plan(args):
             for u in args.users]
 
 
-def trials(bench, args, rows):
+def trials(bench, args, rows, name="decode", recorded=True):
+    """Each row's users typing one token (named as `name`'s rows: experiments/wide.py types the
+    same rows on another model's bench, unrecorded)."""
     first = b.read_question(bench, args.notes, SEED + 1)
     book = b.copies(bench, first, max(row.key[0] for row in rows), room=1)  # every row's users
     for row in rows:  #                                                       read part of it
         (u,) = row.key
-        yield b.trial(bench, trial_name("decode", row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
-                      [(b.view(book, u, args.notes), 1)], warm=u == model.readers(book))
+        yield b.trial(bench, trial_name(name, row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
+                      [(b.view(book, u, args.notes), 1)], warm=u == model.readers(book),
+                      recorded=recorded)
 
 
 def figures(cfg, args, outcomes, roofs):

@@ -7,11 +7,11 @@ Its rows are decode's (--users, each with --notes notes), its table the same wit
 against its limit; on a CPU it plans nothing (its typing already waits on its bytes)."""
 import dataclasses
 
-from harness.experiments import SEED, decode, launches
+from harness.experiments import decode, launches
 from harness.keeping import records
 from harness.keeping.records import Layout, col, ms, timed
-from harness.measuring import bench as b, devices
-from harness.predicting.plans import Experiment, trial_name
+from harness.measuring import devices
+from harness.predicting.plans import Experiment
 from harness.showing.printers import sheet
 import model
 
@@ -36,13 +36,7 @@ def trials(bench, args, rows):
     cfg = config(bench.cfg)
     wide = dataclasses.replace(bench, cfg=cfg, floors=bench.on.tables(model.floors(
         cfg, args.seed)), questions={})
-    first = b.read_question(wide, args.notes, SEED + 1)
-    book = b.copies(wide, first, max(row.key[0] for row in rows), room=1)
-    for row in rows:
-        (u,) = row.key
-        yield b.trial(wide, trial_name(NAME, row), b.tokens(cfg, u, SEED + 3, bench.on),
-                      [(b.view(book, u, args.notes), 1)], warm=u == model.readers(book),
-                      recorded=False)
+    yield from decode.trials(wide, args, rows, NAME, recorded=False)
     yield from launches.trials(wide, args, launches.WIDE)
 
 
