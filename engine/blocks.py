@@ -48,7 +48,7 @@ class Paths:
     measure it; the token counts whose whole trips run the compiled kernels (compiled.py);
     those whose NumPy trips do their table products on the compiled tiles, and those whose
     NumPy trips take the compiled norm, GELU and one-token attention; the question lengths
-    read in blocks with the compiled softmax, and the longer trips' counts that take the
+    read in the compiled tiles, and the longer trips' counts that take the
     compiled norm and GELU. Every path gives the same answer within float32 rounding."""
     attention: str = "einsum"
     blocks: tuple = ()
@@ -58,7 +58,7 @@ class Paths:
     pieces: tuple = ()  # those of compiled.TILED whose NumPy trips ran faster with the compiled
     #                     norm, GELU and one-token attention (none is taken where not timed)
     reading: tuple = ()  # the question lengths of compiled.READS whose attention ran faster in
-    #                      blocks with the compiled softmax (compiled.asked())
+    #                      the compiled tiles (compiled.asked())
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
 
@@ -119,7 +119,7 @@ class Paths:
             low = dict(zip(compiled.READS, (2, *(n + 1 for n in compiled.READS))))
             return (f"{dataclasses.replace(self, reading=())}; questions of "
                     + ", ".join(f"{low[n]} to {n}" for n in self.reading)
-                    + " tokens read in blocks with the compiled softmax")
+                    + " tokens read in the compiled tiles")
         if self.pieces:
             return (f"{dataclasses.replace(self, pieces=())}; the compiled norm, GELU and "
                     f"one-token attention in trips of {spans(self.pieces)} tokens")
@@ -215,7 +215,7 @@ def ways(paths=Paths(), pool=None):
     kernel, its tasks shared among the pool's threads (each running alone: no Numba threads
     beside them), and the trips whose counts `paths` tiles do their table products on the
     compiled tiles, shared the same way; questions (several tokens a user) are read in blocks
-    with the compiled softmax, and longer trips take the compiled norm and GELU, where `paths`
+    in the compiled tiles, and longer trips take the compiled norm and GELU, where `paths`
     says."""
     def of(tokens):
         if paths.compiles(tokens):

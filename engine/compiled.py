@@ -10,7 +10,7 @@ Where they win some trips, NumPy's trips of more tokens take the norm, GELU and 
 attention too wherever that was timed faster (blocks.ways), on the suite's own threads, and
 the tiles for their table products of up to 64 tokens wherever those were timed faster. A
 question (a user's several tokens on a trip: a reading, or a piece of one) is read in blocks of
-queries, its products BLAS's and its softmax compiled, wherever that was timed faster (asked()).
+queries in compiled tiles, the masked notes skipped, wherever that was timed faster (asked()).
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
 
 While a trip runs these on Numba's threads, nothing calls the BLAS: its threads would spin on
@@ -35,10 +35,10 @@ TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tu
 TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
 #                   the tiles on the suite's own threads, or the BLAS (see table_shared())
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
-#                              or in blocks with the compiled softmax (see asked())
+#                              or in the compiled tiles (see asked())
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
-BLOCK = 128  # a question's queries a block: their scores (128 x the notes) stay in the core's
-#              cache between the products and the softmax
+BLOCK = 64  # a question's queries a block: their scores (64 x the notes) stay in the core's
+#             cache between the products and the softmax
 HERE = os.path.dirname(os.path.abspath(__file__))  # where kernels.py is, whose
 #   __pycache__ Numba keeps their compiled code in, as Python keeps bytecode, where it can
 MODULE = "kernels"  # the start of every cache file name of the kernels
@@ -198,7 +198,7 @@ def kernels():
     from engine import kernels as k
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "vector", "attend", "attend_tasks",
-                         "softmax_rows", "norm", "gelu")}
+                         "question", "norm", "gelu")}
 
 
 def threads(n):
@@ -371,32 +371,15 @@ def timed_for(counts, tokens):
 
 def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
     """One segment's questions, t tokens from each of its users (columns cols of q, k, v and
-    out), read into out: each (user, head) a task, shared among the threads as ways.share
-    hands them out. A task writes its new notes, then reads them a block of queries at a time:
-    the scores of the notes up to the block's last query (a BLAS product), the softmax in place
-    (the compiled kernel: the causal mask kept as a count of notes, never written out), the
-    weighted sum of values (a BLAS product), over softmax's denominator."""
-    users, n0, head = model.readers(book), book["len"], cfg.head
+    out), read into out by the compiled kernel (kernels.question()): each (user, head) a task,
+    shared among the threads as ways.share hands them out, each task reading a block of
+    queries at a time in tiles that keep their sums in registers, the masked notes skipped."""
+    users = model.readers(book)
     keys, values = book["k"][floor], book["v"][floor]  # (users, heads, 64, room), (.., room, 64)
-    softmax, s = kernels()["softmax_rows"], scale(head)
-
-    def tasks(part):
-        bits, sums = np.empty(n0 + t, np.int32), np.empty(block, np.float32)  # its own room
-        for task in range(part.start, part.stop):
-            u, h = divmod(task, cfg.heads)
-            rows, mine = slice(h * head, (h + 1) * head), cols.start + u * t
-            K, V = keys[u, h], values[u, h]  # (64, room), (room, 64)
-            K[:, n0:n0 + t] = k[rows, mine:mine + t]
-            V[n0:n0 + t] = v[rows, mine:mine + t].T
-            qs = q[rows, mine:mine + t].T * s  # (t, 64): scaled before the product
-            for a in range(0, t, block):
-                b = min(a + block, t)  # queries a..b-1 read notes 0 .. n0+b-1 only
-                w = qs[a:b] @ K[:, :n0 + b]  # (b - a, n0 + b): the scores
-                softmax(w, n0 + a, bits, sums)
-                o = w @ V[:n0 + b]  # (b - a, 64)
-                o /= sums[:b - a, None]
-                out[rows, mine + a:mine + b] = o.T
-    ways.share(tasks, users * cfg.heads, users * cfg.heads * head * (n0 + t))
+    run = kernels()["question"]
+    ways.share(lambda part: run(q, k, v, cols.start, t, scale(cfg.head), keys, values,
+                                book["len"], out, part.start, part.stop, block),
+               users * cfg.heads, users * cfg.heads * cfg.head * (book["len"] + t))
 
 
 @functools.lru_cache(maxsize=None)

@@ -98,6 +98,14 @@ class Emit:
             self.b.store(self.b.extract_element(value, self.i32(lane)),
                          self.b.gep(at, [self.i64(lane)], source_etype=self.float), align=4)
 
+    def put(self, value, array, i, c):
+        """array[i, c:c + 8] = value, one vector store (a masked store with every lane on, which
+        takes the pointer as it is: a plain store would need it cast to a vector's)."""
+        every = ir.Constant(ir.VectorType(ir.IntType(1), LANES), [1] * LANES)
+        self.b.call(self.function("llvm.masked.store.v8f32.p0", ir.VoidType(), self.vec,
+                                  ir.PointerType(), self.i32, every.type),
+                    [value, self.at(array, i, c), self.i32(4), every])
+
     def spread(self, number):
         """number in every lane of a vector."""
         undef = ir.Constant(self.vec, ir.Undefined)
@@ -152,6 +160,102 @@ def kernel(codegen, counts):
     return nb.extending.intrinsic(typing)
 
 
+def row_pass(codegen, reads_top):
+    """A Numba intrinsic f(s, i, n) (or f(s, i, n, top), where reads_top) -> float32, on a
+    2-D float32 C array s, row i, its first n numbers (a multiple of 8): codegen(emit, s, i, n)
+    (or (emit, s, i, n, top)) run where it is called, returning a float."""
+    def typing(typingctx, s, i, n, *top):
+        if isinstance(s, types.Array) and s.dtype == types.float32 and s.ndim == 2 \
+                and s.layout == "C" and all(isinstance(c, types.Integer) for c in (i, n)) \
+                and len(top) == reads_top and all(x == types.float32 for x in top):
+            def emit(context, builder, signature, values):
+                e = Emit(context, builder)
+                counts = [context.cast(builder, v, k, types.int64)
+                          for v, k in zip(values[1:3], signature.args[1:3])]
+                return codegen(e, e.arrays(signature.args[:1], values[:1])[0], *counts,
+                               *values[3:])
+            return types.float32(s, i, n, *top), emit
+    if reads_top:
+        return nb.extending.intrinsic(lambda ctx, s, i, n, top: typing(ctx, s, i, n, top))
+    return nb.extending.intrinsic(lambda ctx, s, i, n: typing(ctx, s, i, n))
+
+
+def lanes_top(e, s, i, n):
+    """The largest of s[i, :n], 8 lanes at a time, or NaN where any is NaN (a lane's max
+    alone would pass over it)."""
+    first = e.load(s, i, ir.Constant(e.i64, 0))
+
+    def step(c, carried):
+        top, odd = carried
+        v = e.load(s, i, c)
+        return [e.b.select(e.b.fcmp_ordered(">", v, top), v, top),
+                e.b.or_(odd, e.b.fcmp_unordered("uno", v, v))]
+    top, odd = e.loop(ir.Constant(e.i64, LANES), n, LANES,
+                      [first, e.b.fcmp_unordered("uno", first, first)], step)
+    best = e.b.extract_element(top, e.i32(0))
+    for lane in range(1, LANES):
+        x = e.b.extract_element(top, e.i32(lane))
+        best = e.b.select(e.b.fcmp_ordered(">", x, best), x, best)
+    odd = e.b.call(e.function("llvm.vector.reduce.or.v8i1", ir.IntType(1), odd.type), [odd])
+    return e.b.select(odd, ir.Constant(e.float, float("nan")), best)
+
+
+def lanes_exp(e, s, i, n, top):
+    """s[i, :n] = exp(s[i, :n] - top), exp_shifted()'s arithmetic 8 lanes at a time, for a
+    top that is a number (neither NaN nor infinite: no difference is NaN): -> their sum."""
+    def const(x):
+        return e.spread(ir.Constant(e.float, float(np.float32(x))))
+    vi = ir.VectorType(e.i32, LANES)
+    top, low_edge, zero = e.spread(top), const(EXP_LOW), const(0)
+    floor = e.function("llvm.floor.v8f32", e.vec, e.vec)
+
+    def exp(c):
+        x = e.b.fsub(e.load(s, i, c), top)  # never NaN: the caller's top is a number
+        low = e.b.fcmp_ordered("<", x, low_edge)  # below float32's normal numbers
+        y = e.b.select(low, low_edge, x)
+        t = e.b.call(floor, [e.fma(y, const(LOG2E), const(0.5))])
+        minus = e.b.fneg(t)
+        r = e.fma(minus, const(EXP_C2), e.fma(minus, const(EXP_C1), y))
+        p = const(e0)
+        for coefficient in (e1, e2, e3, e4, e5):
+            p = e.fma(p, r, const(coefficient))
+        near = e.b.fadd(e.fma(e.b.fmul(p, r), r, r), const(1))
+        bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * LANES)),
+                       ir.Constant(vi, [23] * LANES))
+        return e.b.select(low, zero, e.b.fmul(near, e.b.bitcast(bits, e.vec)))
+
+    def steps(ways):  # `ways` vectors a step, side by side (each a long chain of waits)
+        def step(c, carried):
+            values = [exp(e.plus(c, LANES * w) if w else c) for w in range(ways)]
+            for w, value in enumerate(values):
+                e.put(value, s, i, e.plus(c, LANES * w) if w else c)
+            return []
+        return step
+    twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
+    e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [], steps(2))
+    e.loop(twice, n, LANES, [], steps(1))
+    return lanes_sum(e, s, i, n)
+
+
+def lanes_sum(e, s, i, n):
+    """The sum of s[i, :n], in two vectors of 8 lanes (a pass of its own: a sum carried in
+    the exponents' pass, among their many constants, leaves the registers and waits on memory
+    at every step)."""
+    twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
+    zero = ir.Constant(e.vec, None)
+    a, b = e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [zero, zero], lambda c, sums: [
+        e.b.fadd(sums[0], e.load(s, i, c)), e.b.fadd(sums[1], e.load(s, i, e.plus(c, LANES)))])
+    total = e.loop(twice, n, LANES, [e.b.fadd(a, b)],
+                   lambda c, sums: [e.b.fadd(sums[0], e.load(s, i, c))])[0]
+    out = e.b.extract_element(total, e.i32(0))
+    for lane in range(1, LANES):
+        out = e.b.fadd(out, e.b.extract_element(total, e.i32(lane)))
+    return out
+
+
+ROW_TOP, ROW_EXP = row_pass(lanes_top, False), row_pass(lanes_exp, True)
+
+
 def tile(rows, vectors, ahead):
     """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows] @ panel, the panel x[p:p + k] (k
     inputs by 8 vectors tokens; w (rows, k), out (rows, tokens)): the rows x vectors sums of 8
@@ -167,10 +271,7 @@ def tile(rows, vectors, ahead):
             if ahead:  # row r + c % 16, AHEAD numbers on (a row is k numbers long)
                 row = e.b.and_(c, ir.Constant(e.i64, 15))
                 e.ask(w, r, e.b.add(e.b.mul(row, k), e.plus(c, AHEAD)))
-            xs = [e.load(x, e.b.add(p, c), ir.Constant(e.i64, LANES * v)) for v in range(vectors)]
-            spread = [e.spread(e.number(w, e.plus(r, i), c)) for i in range(rows)]
-            return [e.fma(spread[i], xs[v], sums[i * vectors + v])
-                    for i in range(rows) for v in range(vectors)]
+            return met(e, w, x, r, c, e.b.add(p, c), ir.Constant(e.i64, 0), rows, vectors, sums)
         zero = ir.Constant(e.vec, None)
         sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
         for n, value in enumerate(sums):
@@ -205,12 +306,37 @@ def dots(rows, tokens, ahead):
     return kernel(codegen, counts=2)
 
 
+def met(e, w, x, r, wc, xr, xc, rows, vectors, sums):
+    """One step of a tile: each of w[r:r + rows, wc] spread over 8 lanes meets each of the
+    vectors x[xr, xc:xc + 8 vectors] in a multiply-add into its sum. -> the new sums."""
+    xs = [e.load(x, xr, e.b.add(xc, ir.Constant(e.i64, LANES * v))) for v in range(vectors)]
+    spread = [e.spread(e.number(w, e.plus(r, i), wc)) for i in range(rows)]
+    return [e.fma(spread[i], xs[v], sums[i * vectors + v])
+            for i in range(rows) for v in range(vectors)]
+
+
+def span(rows, vectors):
+    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, :k] @ x[p:p + k, q:q + 8 vectors], for
+    a question's attention (question()): tile()'s sums in registers, over a length k and from
+    a column q of x that the caller gives, stored a vector at a time (a tile of 64 steps
+    stores as often as it adds: lane by lane, its stores would cost a quarter of its work)."""
+    def codegen(e, arrays, counts):
+        (w, x, out), (r, j, p, q, k) = arrays, counts
+        zero = ir.Constant(e.vec, None)
+        sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), lambda c, sums: met(
+            e, w, x, r, c, e.b.add(p, c), q, rows, vectors, sums))
+        for n, value in enumerate(sums):
+            e.put(value, out, e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
+    return kernel(codegen, counts=5)
+
+
 ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
 DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
 FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2, ahead=False),  # 16 tokens at a
                     tile(1, 2, ahead=False))  # time: six rows (the first 16 asking ahead), a row
 HALF_FIRST, HALF, HALF_ROW = (tile(ROWS, 1, ahead=True), tile(ROWS, 1, ahead=False),  # 8
                               tile(1, 1, ahead=False))
+SPAN = span(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
 
 
 @serial
@@ -403,6 +529,36 @@ def exp_shifted(s, bits):
         s[j] *= twos[j]
 
 
+@ieee
+def exp_row(s, i, n, bits):
+    """exp_shifted(s[i, :n], bits), and the sum of the numbers it leaves: -> that sum. Its
+    first multiple of 8 in vector registers, 8 lanes at a time (ROW_TOP, ROW_EXP), the rest
+    as exp_shifted() computes them; a NaN or an infinite max is left to exp_shifted(), which
+    keeps NumPy's NaN."""
+    row, n8 = s[i, :n], n - n % LANES
+    top = ROW_TOP(s, i, n8) if n8 else row[0]
+    for j in range(n8, n):
+        top = row[j] if row[j] > top or row[j] != row[j] else top
+    if top != top or top == np.inf:  # (NaN, or inf - inf: exp_shifted() keeps NumPy's NaN)
+        exp_shifted(row, bits)
+        total = np.float32(0)
+        for j in range(n):
+            total += row[j]
+        return total
+    total = ROW_EXP(s, i, n8, top) if n8 else np.float32(0)
+    for j in range(n8, n):
+        x = row[j] - top
+        low = not x >= EXP_LOW
+        y = EXP_LOW if low else x
+        t = np.floor(y * LOG2E + np.float32(0.5))
+        r = y - t * EXP_C1 - t * EXP_C2
+        e = ((((((e0 * r + e1) * r + e2) * r + e3) * r + e4) * r + e5) * r * r) + r + 1
+        bits[j] = (np.int32(t) + 127) << 23
+        row[j] = (x if x != x else np.float32(0)) if low else e * bits[j:j + 1].view(np.float32)[0]
+        total += row[j]
+    return total
+
+
 @parallel
 def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits):
     """Attention for one query per user and head, whole, for the users whose tokens are
@@ -452,25 +608,6 @@ def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits
 
 
 @serial
-def softmax_rows(s, first, bits, sums):
-    """A block of a question's scores, s (queries, notes), in place: query r reads the first
-    first + r + 1 notes (its own token is note first + r: the causal mask, never written out),
-    each as exp(score - their max) (exp_shifted()), and the notes after them become 0; sums[r]
-    the sum of its row, softmax's denominator. bits: int32 room, as long as a row."""
-    notes = s.shape[1]
-    for r in range(s.shape[0]):
-        m = min(first + r + 1, notes)
-        row = s[r]
-        exp_shifted(row[:m], bits[:m])
-        total = np.float32(0)
-        for j in range(m):
-            total += row[j]
-        for j in range(m, notes):
-            row[j] = 0
-        sums[r] = total
-
-
-@serial
 def norm(x, eps, out):
     """out = model.norm(x): each column of x (width, tokens) less its mean, over the root
     of its mean square (plus eps), in one pass for the sums and one for the rest."""
@@ -511,3 +648,65 @@ def gelu(flat):
         q = ((q0 * z2 + q1) * z2 + q2) * z2 + q3
         t = z * p / q if abs(z) < EDGE else (ONE if z > 0 else -ONE)  # (NaN: -1, and v NaN)
         flat[i] = np.float32(0.5) * v * (1 + t)
+
+
+@serial
+def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
+    """A question's attention, t tokens from each user (columns first + t u .. of q, k, v and
+    out (width, tokens), heads of 64 rows each), for the (user, head) pairs lo .. hi - 1 in
+    turn, on this thread: each writes its new notes after the n0 in its notebook (keys
+    (users, heads, 64, room), values (users, heads, room, 64)), lays its keys out in panels of
+    16 notes (each tile then reads one short stretch of memory; a key's row of the notebook is
+    a page apart from the next), and reads a block of queries at a time: the scores of six
+    queries by 16 notes a tile (SPAN), the tiles wholly past the causal mask skipped; the
+    softmax in place (exp_shifted(), each query's notes up to its own, the rest up to its
+    tile's last query's 0); the weighted sum of values, six queries by 16 numbers a tile, over
+    the notes the tile's last query reads; over softmax's denominator."""
+    heads, d = keys.shape[1], keys.shape[2]
+    n = n0 + t
+    groups = (n + 15) // 16
+    tall = (block + ROWS - 1) // ROWS * ROWS
+    panels = np.zeros((groups * d, 16), np.float32)  # panel g: keys' rows for notes 16 g ..
+    qs = np.zeros((tall, d), np.float32)  # a block's queries, scaled, a row each
+    s = np.empty((tall, groups * 16), np.float32)  # their scores, then softmax's numerators
+    o = np.empty((tall, d), np.float32)  # their answers before the division
+    sums, bits = np.empty(tall, np.float32), np.empty(groups * 16, np.int32)
+    for task in range(lo, hi):
+        u, h = task // heads, task % heads
+        K, V = keys[u, h], values[u, h]
+        col, top = first + u * t, h * d
+        for c in range(d):
+            for i in range(t):
+                K[c, n0 + i] = k[top + c, col + i]
+        for a in range(0, t, 64):  # 64 notes at a time: their rows of V stay in the cache
+            for c in range(d):
+                for i in range(a, min(a + 64, t)):
+                    V[n0 + i, c] = v[top + c, col + i]
+        for g in range(groups):
+            width = min(16, n - 16 * g)
+            for c in range(d):
+                for j in range(width):
+                    panels[g * d + c, j] = K[c, 16 * g + j]
+        for a in range(0, t, block):
+            m = min(block, t - a)  # queries a .. a + m - 1 read notes 0 .. n0 + a + m - 1
+            rows = (m + ROWS - 1) // ROWS * ROWS
+            qs[m:rows] = 0
+            for c in range(d):  # (along q's rows: a column of it is a page a number)
+                for i in range(m):
+                    qs[i, c] = q[top + c, col + a + i] * scale
+            for g in range((n0 + a + m + 15) // 16):
+                for r in range(0, rows, ROWS):
+                    if 16 * g < n0 + a + min(r + ROWS, m):
+                        SPAN(qs, panels, s, (r, 16 * g, g * d, 0, d))
+            for r in range(0, rows, ROWS):
+                reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
+                for i in range(r, r + ROWS):
+                    row, mine = s[i], min(n0 + a + i + 1, reach)
+                    sums[i] = exp_row(s, i, mine, bits) if i < m else 1
+                    for j in range(mine if i < m else 0, reach):
+                        row[j] = 0
+                for part in range(0, d, 16):
+                    SPAN(s, V, o, (r, part, 0, part, reach))
+            for c in range(d):
+                for i in range(m):
+                    out[top + c, col + a + i] = o[i, c] / sums[i]

@@ -382,7 +382,7 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     assert ("compiled tiles for the table products" in line) == bool(chosen.paths.tiled)
     assert ("the compiled norm, GELU and one-token attention" in line) == bool(
         chosen.paths.pieces)
-    assert ("read in blocks with the compiled softmax" in line) == bool(chosen.paths.reading)
+    assert ("read in the compiled tiles" in line) == bool(chosen.paths.reading)
     assert ("the compiled norm and GELU in trips of" in line) == bool(chosen.paths.elementwise)
     assert str(blocks.Paths(tiled=(64,))).endswith(
         "compiled tiles for the table products of trips of 33 to 64 tokens")  # 64's, not 32's

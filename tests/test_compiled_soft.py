@@ -210,16 +210,21 @@ def test_bigger_trips_take_the_compiled_pieces_only_where_timed_faster():
 
 
 def test_the_kernels_ir_is_in_opaque_pointer_terms():
-    """llvmlite deprecates typed pointers: no type's as_pointer(), no cast of a pointer, every
-    load saying what it reads, and the prefetch intrinsic for an opaque pointer."""
+    """llvmlite deprecates typed pointers: no type's as_pointer(), no cast of a pointer (a
+    bitcast only of numbers: an exponent's bits read as a float's), every load saying what it
+    reads, and the prefetch and masked-store intrinsics for an opaque pointer."""
     with open(os.path.join(KERNELS, "kernels.py")) as f:
         tree = ast.parse(f.read())
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute)]
-    assert not [c for c in calls if c.func.attr in ("as_pointer", "bitcast")]
+    assert not [c for c in calls if c.func.attr == "as_pointer"]
+    casts = [c for c in calls if c.func.attr == "bitcast"]
+    assert not [c for c in casts if "Pointer" in ast.unparse(c.args[1])]
+    assert all(ast.unparse(c.args[1]) == "e.vec" for c in casts)  # to floats, never a pointer
     reads = [c for c in calls if c.func.attr == "load" and isinstance(c.func.value, ast.Attribute)
              and c.func.value.attr == "b"]  # the builder's loads (e.b.load, self.b.load)
     assert reads and all(any(k.arg == "typ" for k in c.keywords) for c in reads)
     texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
              and isinstance(n.value, str)]
-    assert "llvm.prefetch.p0" in texts and not [t for t in texts if "p0i8" in t]
+    assert "llvm.prefetch.p0" in texts and "llvm.masked.store.v8f32.p0" in texts
+    assert not [t for t in texts if "p0i8" in t or "p0f32" in t]

@@ -53,7 +53,7 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
                                reading=compiled.READS)}
             if NUMBA else {})}  # (trips of up to 16 tokens on the compiled
 #   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention, and
-#   every question of several tokens read in blocks with the compiled softmax)
+#   every question of several tokens read in the compiled tiles)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]
@@ -136,7 +136,7 @@ def test_full_size_spot_check_matches_reference(small_floors):
     layers, x = small_floors, tokens(6, width=SMALL.width)
     reference = ref_gpt2(x.T, layers, SMALL.heads).T
     questions = [Paths("matmul", reading=compiled.READS)] if NUMBA and compiled.available() \
-        else []  # (the question read in blocks with the compiled softmax, at full size too)
+        else []  # (the question read in the compiled tiles, at full size too)
     for path in [*PATHS.values(), Paths("einsum", ((8, 768, 128, None),
                                                           (8, 3072, 256, 768))), *questions]:
         ours = model.trip(SMALL, layers, x, [(model.notebook(SMALL, 1, 6), 6)], ways(path))
@@ -419,7 +419,7 @@ def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_
 def test_a_question_read_in_blocks_equals_the_models_reading(pool, kernels, block):
     """Two users asking 5 tokens each over 4 notes, beside 3 typers with 6 notes: the questions
     read in blocks of queries (one, or several and a short last), each block's scores no
-    further than its last query, the softmax compiled; the typers as the model reads them."""
+    further than its last query, in the compiled tiles; the typers as the model reads them."""
     layers = floors()
     for timed in (compiled.READS[:1], ()):  # the questions' length timed faster so, or not
         askers, typers = book(12, users=2), book(12, users=3)
