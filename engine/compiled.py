@@ -197,8 +197,8 @@ def kernels():
     """The kernels (kernels.py), imported once per process: {name: kernel}."""
     from engine import kernels as k
     return {name: getattr(k, name)
-            for name in ("table", "tiles", "rows_tiled", "vector", "attend", "attend_tasks",
-                         "question", "norm", "gelu")}
+            for name in ("table", "tiles", "rows_tiled", "laid_out", "vector", "attend",
+                         "attend_tasks", "question", "norm", "gelu")}
 
 
 def threads(n):
@@ -263,19 +263,12 @@ def wide(tokens):
 def panels(x):
     """x (k, tokens) as the tiles meet it: -> panels (groups * k, 16), x's tokens 16 at a time,
     one panel under the next, and last (k, 8), the 8 left over where the tokens padded with
-    zeros to a multiple of 8 are not a multiple of 16, or (0, 8); each number copied once."""
+    zeros to a multiple of 8 are not a multiple of 16, or (0, 8) (kernels.laid_out())."""
     k, tokens = x.shape
     groups, left = divmod(wide(tokens), 16)
-    laid = np.empty((groups, k, 16), np.float32)
-    full = min(groups, tokens // 16)  # the panels x fills (the last may be short of 16)
-    laid[:full] = x[:, :16 * full].reshape(k, full, 16).swapaxes(0, 1)
-    if full < groups:
-        laid[full:] = 0
-        laid[full, :, :tokens - 16 * full] = x[:, 16 * full:]
-    last = np.zeros((k if left else 0, 8), np.float32)
-    if left:
-        last[:, :tokens - 16 * groups] = x[:, 16 * groups:]
-    return laid.reshape(groups * k, 16), last
+    laid, last = np.empty((groups * k, 16), np.float32), np.empty((k if left else 0, 8), np.float32)
+    kernels()["laid_out"](np.ascontiguousarray(x), laid, last)
+    return laid, last
 
 
 def norm(x):
@@ -379,7 +372,8 @@ def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
     run = kernels()["question"]
     ways.share(lambda part: run(q, k, v, cols.start, t, scale(cfg.head), keys, values,
                                 book["len"], out, part.start, part.stop, block),
-               users * cfg.heads, users * cfg.heads * cfg.head * (book["len"] + t))
+               users * cfg.heads, 2 * users * cfg.heads * t * (book["len"] + t))
+    #          (the numbers to touch: every score, written, then read as a weight)
 
 
 @functools.lru_cache(maxsize=None)

@@ -256,27 +256,33 @@ def lanes_sum(e, s, i, n):
 ROW_TOP, ROW_EXP = row_pass(lanes_top, False), row_pass(lanes_exp, True)
 
 
-def tile(rows, vectors, ahead):
-    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows] @ panel, the panel x[p:p + k] (k
-    inputs by 8 vectors tokens; w (rows, k), out (rows, tokens)): the rows x vectors sums of 8
-    lanes stay in registers along the whole row, each of w's numbers spread over 8 lanes meets
-    8 tokens' numbers in each multiply-add. With `ahead`, each step also asks for the line
-    AHEAD numbers on in one of the 16 rows from r, each in turn: the next tile's rows arrive
-    while this one works."""
+def tile(rows, vectors, ahead=False, adds=False):
+    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, z:z + k] @ x[p + z:p + z + k, q:q + 8
+    vectors] (or += it, where `adds`): the rows x vectors sums of 8 lanes stay in registers
+    along the whole stretch, each of w's numbers spread over 8 lanes meets 8 of x's in each
+    multiply-add, and are stored a vector at a time. For a table product, x a panel of 16
+    tokens (p: its first row) and z, k a stretch of the inputs, the next stretch added on;
+    for a question's attention, queries and keys, or weights and values. With `ahead`, each
+    step also asks for the line AHEAD numbers on in one of the 16 rows from r, each in turn:
+    the next tile's rows arrive while this one works."""
     def codegen(e, arrays, counts):
-        (w, x, out), (r, j, p) = arrays, counts
-        k = e.b.extract_value(w.shape, 1)
+        (w, x, out), (r, j, p, q, z, k) = arrays, counts
+        width = e.b.extract_value(w.shape, 1)
+        at = [(e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
+              for n in range(rows * vectors)]
 
         def step(c, sums):
-            if ahead:  # row r + c % 16, AHEAD numbers on (a row is k numbers long)
+            if ahead:  # row r + c % 16, AHEAD numbers on (a row is `width` numbers long)
                 row = e.b.and_(c, ir.Constant(e.i64, 15))
-                e.ask(w, r, e.b.add(e.b.mul(row, k), e.plus(c, AHEAD)))
-            return met(e, w, x, r, c, e.b.add(p, c), ir.Constant(e.i64, 0), rows, vectors, sums)
-        zero = ir.Constant(e.vec, None)
-        sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
-        for n, value in enumerate(sums):
-            e.store(value, out, e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
-    return kernel(codegen, counts=3)
+                e.ask(w, r, e.b.add(e.b.mul(row, width), e.plus(e.b.add(z, c), AHEAD)))
+            return met(e, w, x, r, e.b.add(z, c), e.b.add(p, e.b.add(z, c)), q, rows, vectors,
+                       sums)
+        start = [e.load(out, *place) for place in at] if adds else \
+            [ir.Constant(e.vec, None)] * (rows * vectors)
+        sums = e.loop(ir.Constant(e.i64, 0), k, 1, start, step)
+        for value, place in zip(sums, at):
+            e.put(value, out, *place)
+    return kernel(codegen, counts=6)
 
 
 def dots(rows, tokens, ahead):
@@ -315,28 +321,12 @@ def met(e, w, x, r, wc, xr, xc, rows, vectors, sums):
             for i in range(rows) for v in range(vectors)]
 
 
-def span(rows, vectors):
-    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, :k] @ x[p:p + k, q:q + 8 vectors], for
-    a question's attention (question()): tile()'s sums in registers, over a length k and from
-    a column q of x that the caller gives, stored a vector at a time (a tile of 64 steps
-    stores as often as it adds: lane by lane, its stores would cost a quarter of its work)."""
-    def codegen(e, arrays, counts):
-        (w, x, out), (r, j, p, q, k) = arrays, counts
-        zero = ir.Constant(e.vec, None)
-        sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), lambda c, sums: met(
-            e, w, x, r, c, e.b.add(p, c), q, rows, vectors, sums))
-        for n, value in enumerate(sums):
-            e.put(value, out, e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
-    return kernel(codegen, counts=5)
-
-
 ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
 DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
-FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2, ahead=False),  # 16 tokens at a
-                    tile(1, 2, ahead=False))  # time: six rows (the first 16 asking ahead), a row
-HALF_FIRST, HALF, HALF_ROW = (tile(ROWS, 1, ahead=True), tile(ROWS, 1, ahead=False),  # 8
-                              tile(1, 1, ahead=False))
-SPAN = span(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
+FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 tokens at a
+#   time: six rows (the first 16 asking ahead), a row
+HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
+SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
 
 
 @serial
@@ -378,20 +368,39 @@ def rows_tiled(w, panels, last, out, a, b):
     groups, r = panels.shape[0] // k, a
     while r + ROWS <= b:
         if groups:
-            FIRST(w, panels, out, (r, 0, 0))
+            FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
             for g in range(1, groups):
-                TILE(w, panels, out, (r, 16 * g, g * k))
+                TILE(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
             if last.shape[0]:
-                HALF(w, last, out, (r, 16 * groups, 0))
+                HALF(w, last, out, (r, 16 * groups, 0, 0, 0, k))
         else:
-            HALF_FIRST(w, last, out, (r, 0, 0))
+            HALF_FIRST(w, last, out, (r, 0, 0, 0, 0, k))
         r += ROWS
     while r < b:
         for g in range(groups):
-            ROW(w, panels, out, (r, 16 * g, g * k))
+            ROW(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
         if last.shape[0]:
-            HALF_ROW(w, last, out, (r, 16 * groups, 0))
+            HALF_ROW(w, last, out, (r, 16 * groups, 0, 0, 0, k))
         r += 1
+
+
+@serial
+def laid_out(x, laid, last):
+    """x (k, tokens) into its panels, as compiled.panels() lays them out: laid (groups * k, 16),
+    last (k, 8) or (0, 8), the places past x's tokens 0; each number copied once, along x's
+    rows (NumPy's copy of the same, a short stretch at a time, takes 1.5x as long)."""
+    k, tokens = x.shape
+    groups = laid.shape[0] // k
+    full = min(groups, tokens // 16)  # the panels x fills (the last may be short of 16)
+    for c in range(k):
+        for g in range(full):
+            for j in range(16):
+                laid[g * k + c, j] = x[c, 16 * g + j]
+        for g in range(full, groups):
+            for j in range(16):
+                laid[g * k + c, j] = x[c, 16 * g + j] if 16 * g + j < tokens else 0
+        for j in range(last.shape[1] if last.shape[0] else 0):
+            last[c, j] = x[c, 16 * groups + j] if 16 * groups + j < tokens else 0
 
 
 @parallel
@@ -697,7 +706,7 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
             for g in range((n0 + a + m + 15) // 16):
                 for r in range(0, rows, ROWS):
                     if 16 * g < n0 + a + min(r + ROWS, m):
-                        SPAN(qs, panels, s, (r, 16 * g, g * d, 0, d))
+                        SPAN(qs, panels, s, (r, 16 * g, g * d, 0, 0, d))
             for r in range(0, rows, ROWS):
                 reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
                 for i in range(r, r + ROWS):
@@ -706,7 +715,7 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
                     for j in range(mine if i < m else 0, reach):
                         row[j] = 0
                 for part in range(0, d, 16):
-                    SPAN(s, V, o, (r, part, 0, part, reach))
+                    SPAN(s, V, o, (r, part, 0, part, 0, reach))
             for c in range(d):
                 for i in range(m):
                     out[top + c, col + a + i] = o[i, c] / sums[i]
