@@ -160,10 +160,11 @@ def kernel(codegen, counts):
     return nb.extending.intrinsic(typing)
 
 
-def row_pass(codegen, reads_top):
-    """A Numba intrinsic f(s, i, n) (or f(s, i, n, top), where reads_top) -> float32, on a
-    2-D float32 C array s, row i, its first n numbers (a multiple of 8): codegen(emit, s, i, n)
-    (or (emit, s, i, n, top)) run where it is called, returning a float."""
+def row_pass(codegen, reads_top=False, returns=True):
+    """A Numba intrinsic f(s, i, n) (or f(s, i, n, top), where reads_top) -> float32 (or None,
+    where not `returns`), on a 2-D float32 C array s, row i, its first n numbers (a multiple
+    of 8): codegen(emit, s, i, n) (or (emit, s, i, n, top)) run where it is called, returning
+    a float (or nothing)."""
     def typing(typingctx, s, i, n, *top):
         if isinstance(s, types.Array) and s.dtype == types.float32 and s.ndim == 2 \
                 and s.layout == "C" and all(isinstance(c, types.Integer) for c in (i, n)) \
@@ -172,9 +173,10 @@ def row_pass(codegen, reads_top):
                 e = Emit(context, builder)
                 counts = [context.cast(builder, v, k, types.int64)
                           for v, k in zip(values[1:3], signature.args[1:3])]
-                return codegen(e, e.arrays(signature.args[:1], values[:1])[0], *counts,
-                               *values[3:])
-            return types.float32(s, i, n, *top), emit
+                out = codegen(e, e.arrays(signature.args[:1], values[:1])[0], *counts,
+                              *values[3:])
+                return out if returns else context.get_dummy_value()
+            return (types.float32 if returns else types.none)(s, i, n, *top), emit
     if reads_top:
         return nb.extending.intrinsic(lambda ctx, s, i, n, top: typing(ctx, s, i, n, top))
     return nb.extending.intrinsic(lambda ctx, s, i, n: typing(ctx, s, i, n))
@@ -202,7 +204,7 @@ def lanes_top(e, s, i, n):
 
 def lanes_exp(e, s, i, n, top):
     """s[i, :n] = exp(s[i, :n] - top), exp_shifted()'s arithmetic 8 lanes at a time, for a
-    top that is a number (neither NaN nor infinite: no difference is NaN): -> their sum."""
+    top that is a number (neither NaN nor infinite: no difference is NaN)."""
     def const(x):
         return e.spread(ir.Constant(e.float, float(np.float32(x))))
     vi = ir.VectorType(e.i32, LANES)
@@ -234,13 +236,12 @@ def lanes_exp(e, s, i, n, top):
     twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
     e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [], steps(2))
     e.loop(twice, n, LANES, [], steps(1))
-    return lanes_sum(e, s, i, n)
 
 
 def lanes_sum(e, s, i, n):
     """The sum of s[i, :n], in two vectors of 8 lanes (a pass of its own: a sum carried in
-    the exponents' pass, among their many constants, leaves the registers and waits on memory
-    at every step)."""
+    lanes_exp()'s pass, among its many constants, leaves the registers and waits on memory at
+    every step)."""
     twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
     zero = ir.Constant(e.vec, None)
     a, b = e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [zero, zero], lambda c, sums: [
@@ -253,7 +254,8 @@ def lanes_sum(e, s, i, n):
     return out
 
 
-ROW_TOP, ROW_EXP = row_pass(lanes_top, False), row_pass(lanes_exp, True)
+ROW_TOP, ROW_EXP, ROW_SUM = (row_pass(lanes_top), row_pass(lanes_exp, True, False),
+                             row_pass(lanes_sum))
 
 
 def tile(rows, vectors, ahead=False, adds=False):
@@ -326,6 +328,10 @@ DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 token
 FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 tokens at a
 #   time: six rows (the first 16 asking ahead), a row
 HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
+ASKS_UP_TO = 1024  # the longest rows a tile asks ahead for: 16 rows of 768 inputs (48 KB) sit
+#                   in the core's caches until met, 16 of 3,072 push out the panels the tile
+#                   is meeting (tables of 3,072 inputs: 7% to 14% faster without, at 32 to 64
+#                   tokens; of 768: 5% to 14% faster with)
 SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
 
 
@@ -361,20 +367,26 @@ def rows_tiled(w, panels, last, out, a, b):
     """out[a:b] = w[a:b] @ x, x's tokens in panels of 16 (panels (groups * k, 16): panel g is
     rows g * k .. of it) and, where their count is not a multiple of 16, a last panel of 8
     (last (k, 8), or (0, 8)): six rows at a time meet each panel in turn (the rows from the
-    memory in the first, from the core's caches after), the rows left over one at a time.
+    memory in the first, asking ahead for the next rows' lines where a row has ASKS_UP_TO
+    inputs or fewer; from the core's caches after), the rows left over one at a time.
     Each panel lies in memory in the order the tile meets it: in x's own layout, a token count
     apart, every load of the tile would stride across memory."""
     k = w.shape[1]
     groups, r = panels.shape[0] // k, a
     while r + ROWS <= b:
         if groups:
-            FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
+            if k <= ASKS_UP_TO:
+                FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
+            else:
+                TILE(w, panels, out, (r, 0, 0, 0, 0, k))
             for g in range(1, groups):
                 TILE(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
             if last.shape[0]:
                 HALF(w, last, out, (r, 16 * groups, 0, 0, 0, k))
-        else:
+        elif k <= ASKS_UP_TO:
             HALF_FIRST(w, last, out, (r, 0, 0, 0, 0, k))
+        else:
+            HALF(w, last, out, (r, 0, 0, 0, 0, k))
         r += ROWS
     while r < b:
         for g in range(groups):
@@ -540,30 +552,22 @@ def exp_shifted(s, bits):
 
 @ieee
 def exp_row(s, i, n, bits):
-    """exp_shifted(s[i, :n], bits), and the sum of the numbers it leaves: -> that sum. Its
-    first multiple of 8 in vector registers, 8 lanes at a time (ROW_TOP, ROW_EXP), the rest
-    as exp_shifted() computes them; a NaN or an infinite max is left to exp_shifted(), which
-    keeps NumPy's NaN."""
+    """exp_shifted(s[i, :n], bits), and the sum of the numbers it leaves: -> that sum. In
+    vector registers, 8 lanes at a time (ROW_TOP, ROW_EXP, ROW_SUM), the max over the n, the
+    exponents over whole vectors (the numbers of the last past n, to the next multiple of 8,
+    are overwritten: s must have room for them); a NaN or an infinite max is left to
+    exp_shifted(), which keeps NumPy's NaN."""
     row, n8 = s[i, :n], n - n % LANES
     top = ROW_TOP(s, i, n8) if n8 else row[0]
     for j in range(n8, n):
         top = row[j] if row[j] > top or row[j] != row[j] else top
     if top != top or top == np.inf:  # (NaN, or inf - inf: exp_shifted() keeps NumPy's NaN)
         exp_shifted(row, bits)
-        total = np.float32(0)
-        for j in range(n):
-            total += row[j]
-        return total
-    total = ROW_EXP(s, i, n8, top) if n8 else np.float32(0)
+        n8 = 0
+    else:
+        ROW_EXP(s, i, -(-n // LANES) * LANES, top)
+    total = ROW_SUM(s, i, n8) if n8 else np.float32(0)
     for j in range(n8, n):
-        x = row[j] - top
-        low = not x >= EXP_LOW
-        y = EXP_LOW if low else x
-        t = np.floor(y * LOG2E + np.float32(0.5))
-        r = y - t * EXP_C1 - t * EXP_C2
-        e = ((((((e0 * r + e1) * r + e2) * r + e3) * r + e4) * r + e5) * r * r) + r + 1
-        bits[j] = (np.int32(t) + 127) << 23
-        row[j] = (x if x != x else np.float32(0)) if low else e * bits[j:j + 1].view(np.float32)[0]
         total += row[j]
     return total
 
@@ -665,8 +669,9 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     out (width, tokens), heads of 64 rows each), for the (user, head) pairs lo .. hi - 1 in
     turn, on this thread: each writes its new notes after the n0 in its notebook (keys
     (users, heads, 64, room), values (users, heads, room, 64)), lays its keys out in panels of
-    16 notes (each tile then reads one short stretch of memory; a key's row of the notebook is
-    a page apart from the next), and reads a block of queries at a time: the scores of six
+    16 notes and its values in panels of 16 of their numbers (each tile then reads one stretch
+    of memory in turn; a key's row of the notebook is a page apart from the next, a value's
+    row four times a tile's width), and reads a block of queries at a time: the scores of six
     queries by 16 notes a tile (SPAN), the tiles wholly past the causal mask skipped; the
     softmax in place (exp_shifted(), each query's notes up to its own, the rest up to its
     tile's last query's 0); the weighted sum of values, six queries by 16 numbers a tile, over
@@ -676,6 +681,8 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     groups = (n + 15) // 16
     tall = (block + ROWS - 1) // ROWS * ROWS
     panels = np.zeros((groups * d, 16), np.float32)  # panel g: keys' rows for notes 16 g ..
+    parts = d // 16
+    laid = np.empty((parts * groups * 16, 16), np.float32)  # part p: values' numbers 16 p ..
     qs = np.zeros((tall, d), np.float32)  # a block's queries, scaled, a row each
     s = np.empty((tall, groups * 16), np.float32)  # their scores, then softmax's numerators
     o = np.empty((tall, d), np.float32)  # their answers before the division
@@ -696,6 +703,10 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
             for c in range(d):
                 for j in range(width):
                     panels[g * d + c, j] = K[c, 16 * g + j]
+        for c in range(n):
+            for part in range(parts):
+                for j in range(16):
+                    laid[part * groups * 16 + c, j] = V[c, 16 * part + j]
         for a in range(0, t, block):
             m = min(block, t - a)  # queries a .. a + m - 1 read notes 0 .. n0 + a + m - 1
             rows = (m + ROWS - 1) // ROWS * ROWS
@@ -714,8 +725,8 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
                     sums[i] = exp_row(s, i, mine, bits) if i < m else 1
                     for j in range(mine if i < m else 0, reach):
                         row[j] = 0
-                for part in range(0, d, 16):
-                    SPAN(s, V, o, (r, part, 0, part, 0, reach))
+                for part in range(parts):
+                    SPAN(s, laid, o, (r, 16 * part, part * groups * 16, 0, 0, reach))
             for c in range(d):
                 for i in range(m):
                     out[top + c, col + a + i] = o[i, c] / sums[i]

@@ -171,6 +171,25 @@ def test_gelu_and_exp_give_numpys_answers_at_the_extremes():
         np.testing.assert_allclose(got, numpys, rtol=1e-6, atol=1e-37)
 
 
+@needs_numba
+@pytest.mark.parametrize("s", [[0, -1, -100, -np.inf, 3], [0, np.nan, -1], [np.inf, 0, 1],
+                               [np.inf] * 9, [1.0] * 8 + [np.nan] + [2.0] * 8, [-1e30, 1e30] * 9,
+                               list(range(19)), [5]])
+def test_a_questions_softmax_row_gives_numpys_answer_and_sum(s):
+    """exp_row(), a question's softmax in vector registers: NumPy's numbers (NaN where any
+    is NaN, or where the max is infinite) and their sum, whole vectors and a short last."""
+    from engine.kernels import exp_row
+    s = np.array(s, np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        numpys = model.exp_shifted(s.copy())
+    rows = np.full((2, -(-len(s) // 8) * 8), 7, np.float32)  # (room past the row's numbers)
+    rows[1, :len(s)] = s
+    total = exp_row(rows, 1, len(s), np.empty(rows.shape[1], np.int32))
+    np.testing.assert_allclose(rows[1, :len(s)], numpys, rtol=1e-6, atol=1e-37)
+    np.testing.assert_allclose(total, numpys.sum(), rtol=1e-6)
+    assert (rows[0] == 7).all()  # the row above untouched
+
+
 def test_the_compiled_way_is_taken_only_where_it_wins_beyond_its_spread():
     """A best of 3 by a strict "<" flipped between runs: a compiled way faster at its best
     but not beyond NumPy's spread keeps NumPy's way; one faster in every try but one that
