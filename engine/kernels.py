@@ -204,17 +204,19 @@ def lanes_top(e, s, i, n):
 
 def lanes_exp(e, s, i, n, top):
     """s[i, :n] = exp(s[i, :n] - top), exp_shifted()'s arithmetic 8 lanes at a time, for a
-    top that is a number (neither NaN nor infinite: no difference is NaN)."""
+    top that is a number (neither NaN nor infinite: no difference is NaN); below -87.3, where
+    float32's normal numbers end, exp(-87.3), 1.2e-38, where exp_shifted() gives 0 (and NumPy
+    a number under 1.2e-38): a softmax's weight that small is nothing beside its largest, 1,
+    and the select it would take costs a fifth of the pass."""
     def const(x):
         return e.spread(ir.Constant(e.float, float(np.float32(x))))
     vi = ir.VectorType(e.i32, LANES)
-    top, low_edge, zero = e.spread(top), const(EXP_LOW), const(0)
+    top, low_edge = e.spread(top), const(EXP_LOW)
     floor = e.function("llvm.floor.v8f32", e.vec, e.vec)
 
     def exp(c):
         x = e.b.fsub(e.load(s, i, c), top)  # never NaN: the caller's top is a number
-        low = e.b.fcmp_ordered("<", x, low_edge)  # below float32's normal numbers
-        y = e.b.select(low, low_edge, x)
+        y = e.b.select(e.b.fcmp_ordered("<", x, low_edge), low_edge, x)  # (a max)
         t = e.b.call(floor, [e.fma(y, const(LOG2E), const(0.5))])
         minus = e.b.fneg(t)
         r = e.fma(minus, const(EXP_C2), e.fma(minus, const(EXP_C1), y))
@@ -224,7 +226,7 @@ def lanes_exp(e, s, i, n, top):
         near = e.b.fadd(e.fma(e.b.fmul(p, r), r, r), const(1))
         bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * LANES)),
                        ir.Constant(vi, [23] * LANES))
-        return e.b.select(low, zero, e.b.fmul(near, e.b.bitcast(bits, e.vec)))
+        return e.b.fmul(near, e.b.bitcast(bits, e.vec))
 
     def steps(ways):  # `ways` vectors a step, side by side (each a long chain of waits)
         def step(c, carried):
@@ -555,8 +557,8 @@ def exp_row(s, i, n, bits):
     """exp_shifted(s[i, :n], bits), and the sum of the numbers it leaves: -> that sum. In
     vector registers, 8 lanes at a time (ROW_TOP, ROW_EXP, ROW_SUM), the max over the n, the
     exponents over whole vectors (the numbers of the last past n, to the next multiple of 8,
-    are overwritten: s must have room for them); a NaN or an infinite max is left to
-    exp_shifted(), which keeps NumPy's NaN."""
+    are overwritten: s must have room for them), 1.2e-38 at the least (lanes_exp()); a NaN or
+    an infinite max is left to exp_shifted(), which keeps NumPy's NaN."""
     row, n8 = s[i, :n], n - n % LANES
     top = ROW_TOP(s, i, n8) if n8 else row[0]
     for j in range(n8, n):
