@@ -435,6 +435,32 @@ def test_a_question_read_in_blocks_equals_the_models_reading(pool, kernels, bloc
         np.testing.assert_allclose(model.trip(CFG, layers, x, segments, how), alone, **TOL)
 
 
+@pytest.mark.parametrize("notes, asked, block", [(37, 29, 12), (0, 50, compiled.BLOCK),
+                                                  (16, 1, compiled.BLOCK), (5, 7, 6)])
+def test_a_question_at_gpt2s_head_width_equals_the_models_reading(pool, kernels, notes, asked,
+                                                                  block):
+    """The compiled question's tiles at a head of 64 numbers (four panels of values), two
+    users with `notes` notes each asking `asked` tokens: tiles of six queries cut short at a
+    block's end, panels of 16 notes cut short at the notebook's, every query's own notes."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((SMALL.width, 2 * asked), dtype=np.float32)
+               for _ in range(3))
+    books = [model.notebook(SMALL, 2, notes + asked + 3) for _ in range(2)]
+    for b in books:
+        b["k"][0, ..., :notes] = rng.standard_normal(b["k"][0, ..., :notes].shape)
+        b["v"][0, :, :, :notes] = rng.standard_normal(b["v"][0, :, :, :notes].shape)
+        b["len"] = notes
+    books[1]["k"][...], books[1]["v"][...] = books[0]["k"], books[0]["v"]
+    out = np.empty_like(q)
+    compiled.asked(SMALL, q, k, v, books[0], asked, slice(0, 2 * asked), 0,
+                   ways(Paths("matmul"), pool)(2 * asked), out, block)
+    np.testing.assert_allclose(out, model.attention(SMALL, q, k, v, [(books[1], asked)], 0),
+                               **TOL)
+    n = notes + asked  # the new notes written into the notebook as the model writes them
+    np.testing.assert_array_equal(books[0]["k"][0, ..., :n], books[1]["k"][0, ..., :n])
+    np.testing.assert_array_equal(books[0]["v"][0, :, :, :n], books[1]["v"][0, :, :, :n])
+
+
 def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool, kernels):
     rng = np.random.default_rng(3)
     w = rng.standard_normal((301, 200), dtype=np.float32) / np.float32(np.sqrt(200))
