@@ -106,6 +106,22 @@ class Runs:
         return statistics.median(sum(s) for s in self.steps) if self.steps else None
 
 
+def jointly(a, b):
+    """Timings a and b with a run that other work disturbed in either counted as disturbed in
+    both (paired by round): their ratio's figure then stands on the same runs as its samples,
+    each run's own ratio (a run clean in one and not the other put the figure outside them)."""
+    if not (a.rounds and b.rounds and a.others and b.others):
+        return a, b
+    worst = {}
+    for t in (a, b):
+        for r, o in zip(t.rounds, t.others):
+            if o is not None:
+                worst[r] = max(o, worst.get(r, o))
+    return tuple(dataclasses.replace(t, others=tuple(worst.get(r, o) for r, o in
+                                                     zip(t.rounds, t.others)))
+                 for t in (a, b))
+
+
 def disturbed(share):
     return share is not None and share > DISTURBED
 
