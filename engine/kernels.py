@@ -1,8 +1,9 @@
 """The compiled kernels themselves (see compiled.py, which imports this module only where
 Numba is installed). Each parallel kernel hands out tasks to a serial one, whose loops compile
 into vector registers (a loop inside a parallel loop does not); the table products of 5 tokens
-or more are tiles written in LLVM's own terms (tile()). Each is compiled on first use and kept
-in Numba's cache beside this file, as Python keeps its bytecode."""
+or more, and a question's attention (question()), are tiles written in LLVM's own terms
+(tile()), its softmax a row at a time in them too (row_pass()). Each is compiled on first use
+and kept in Numba's cache beside this file, as Python keeps its bytecode."""
 import math
 
 import numba as nb
@@ -675,7 +676,7 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     of memory in turn; a key's row of the notebook is a page apart from the next, a value's
     row four times a tile's width), and reads a block of queries at a time: the scores of six
     queries by 16 notes a tile (SPAN), the tiles wholly past the causal mask skipped; the
-    softmax in place (exp_shifted(), each query's notes up to its own, the rest up to its
+    softmax in place (exp_row(), each query's notes up to its own, the rest up to its
     tile's last query's 0); the weighted sum of values, six queries by 16 numbers a tile, over
     the notes the tile's last query reads; over softmax's denominator."""
     heads, d = keys.shape[1], keys.shape[2]
