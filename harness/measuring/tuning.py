@@ -127,7 +127,9 @@ def pieces_both_ways(bench, paths):
 def long_trips_both_ways(bench, paths):
     """The pieces of a long trip whose compiled way is timed against NumPy's (the paths chosen):
     one floor's attention for one user's question of each length in compiled.READS, as a trip
-    reads it (shared among the pool's threads, the BLAS on one thread), and one floor's two
+    reads it (shared among the pool's threads, the BLAS on one thread), read again to as many
+    tokens as the longest (a 64-token question's floor takes 0.4 ms, and a hiccup of the
+    machine chose NumPy's way, 2x slower, in one run of three), and one floor's two
     norms and GELU at each count of compiled.LONG (the GELU's rows shared the same way):
     -> {way: {(part, tokens): a function to time}}, for alternately()"""
     cfg, trials = dataclasses.replace(bench.cfg, layers=1), {"numpy": {}, "compiled": {}}
@@ -137,9 +139,10 @@ def long_trips_both_ways(bench, paths):
         for way, chosen in (("numpy", paths), ("compiled", dataclasses.replace(paths,
                                                                                reading=(n,)))):
             def read(how=ways(chosen, bench.pool)(n), book=book, q=q, k=k, v=v, n=n):
-                book["len"] = 0
                 with how.threads():
-                    how.reads(cfg, q, k, v, [(book, n)], 0, how)
+                    for _ in range(max(1, engine.compiled.READS[-1] // n)):
+                        book["len"] = 0
+                        how.reads(cfg, q, k, v, [(book, n)], 0, how)
             trials[way]["reading", n] = read
     for n in engine.compiled.LONG:
         x = tokens(cfg, n, 0)  # (width, n), and the GELU's h (4 width, n):
