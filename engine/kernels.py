@@ -49,8 +49,6 @@ def dot(a, b):
 
 
 LANES = 8  # numbers in a vector register the kernels below use (AVX's 8 floats)
-AHEAD = 128  # how many numbers ahead along a row tile() asks for the next lines (8 lines:
-#              about the memory's latency at the rate a tile meets them)
 
 
 class Emit:
@@ -116,13 +114,14 @@ class Emit:
     def fma(self, a, b, c):  # a * b + c, lane by lane (fused where the CPU can)
         return self.b.call(self.function("llvm.fmuladd.v8f32", *[self.vec] * 4), [a, b, c])
 
-    def ask(self, array, i, numbers):
+    def ask(self, array, i, numbers, near=True):
         """Ask memory for the line `numbers` numbers on from array[i, 0] (a read, kept in every
-        cache; it never faults, wherever that is)."""
+        cache, or only from the core's second cache out where not `near`; it never faults,
+        wherever that is)."""
         at = self.b.gep(self.at(array, i, self.i64(0)), [numbers], source_etype=self.float)
         self.b.call(self.function("llvm.prefetch.p0", ir.VoidType(), ir.PointerType(),
                                   *[self.i32] * 3),
-                    [at, self.i32(0), self.i32(3), self.i32(1)])
+                    [at, self.i32(0), self.i32(3 if near else 2), self.i32(1)])
 
     def loop(self, start, stop, step, values, body):
         """for c in range(start, stop, step): values = body(c, values); -> the last values."""
@@ -268,18 +267,19 @@ def tile(rows, vectors, ahead=False, adds=False):
     multiply-add, and are stored a vector at a time. For a table product, x a panel of 16
     tokens (p: its first row) and z, k a stretch of the inputs, the next stretch added on;
     for a question's attention, queries and keys, or weights and values. With `ahead`, each
-    step also asks for the line AHEAD numbers on in one of the 16 rows from r, each in turn:
-    the next tile's rows arrive while this one works."""
+    step also asks for the next tile's rows (w's `rows` rows from r + rows, one stretch of
+    memory), `rows` numbers of them a step, into the core's second cache: they arrive while
+    this tile works, spread over its steps (asking for the lines just ahead of this tile's own
+    rows left each tile's first lines to wait on memory: 5% of 16 tokens' tables)."""
     def codegen(e, arrays, counts):
         (w, x, out), (r, j, p, q, z, k) = arrays, counts
-        width = e.b.extract_value(w.shape, 1)
         at = [(e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
               for n in range(rows * vectors)]
 
         def step(c, sums):
-            if ahead:  # row r + c % 16, AHEAD numbers on (a row is `width` numbers long)
-                row = e.b.and_(c, ir.Constant(e.i64, 15))
-                e.ask(w, r, e.b.add(e.b.mul(row, width), e.plus(e.b.add(z, c), AHEAD)))
+            if ahead:  # rows r + rows .., `rows` numbers a step: all of them over a row's steps
+                e.ask(w, e.plus(r, rows), e.b.mul(e.b.add(z, c), ir.Constant(e.i64, rows)),
+                      near=False)
             return met(e, w, x, r, e.b.add(z, c), e.b.add(p, e.b.add(z, c)), q, rows, vectors,
                        sums)
         start = [e.load(out, *place) for place in at] if adds else \
@@ -331,10 +331,6 @@ DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 token
 FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 tokens at a
 #   time: six rows (the first 16 asking ahead), a row
 HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
-ASKS_UP_TO = 1024  # the longest rows a tile asks ahead for: 16 rows of 768 inputs (48 KB) sit
-#                   in the core's caches until met, 16 of 3,072 push out the panels the tile
-#                   is meeting (tables of 3,072 inputs: 7% to 14% faster without, at 32 to 64
-#                   tokens; of 768: 5% to 14% faster with)
 SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
 
 
@@ -370,26 +366,21 @@ def rows_tiled(w, panels, last, out, a, b):
     """out[a:b] = w[a:b] @ x, x's tokens in panels of 16 (panels (groups * k, 16): panel g is
     rows g * k .. of it) and, where their count is not a multiple of 16, a last panel of 8
     (last (k, 8), or (0, 8)): six rows at a time meet each panel in turn (the rows from the
-    memory in the first, asking ahead for the next rows' lines where a row has ASKS_UP_TO
-    inputs or fewer; from the core's caches after), the rows left over one at a time.
+    memory in the first, asking for the next six meanwhile; from the core's caches after), the
+    rows left over one at a time.
     Each panel lies in memory in the order the tile meets it: in x's own layout, a token count
     apart, every load of the tile would stride across memory."""
     k = w.shape[1]
     groups, r = panels.shape[0] // k, a
     while r + ROWS <= b:
         if groups:
-            if k <= ASKS_UP_TO:
-                FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
-            else:
-                TILE(w, panels, out, (r, 0, 0, 0, 0, k))
+            FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
             for g in range(1, groups):
                 TILE(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
             if last.shape[0]:
                 HALF(w, last, out, (r, 16 * groups, 0, 0, 0, k))
-        elif k <= ASKS_UP_TO:
-            HALF_FIRST(w, last, out, (r, 0, 0, 0, 0, k))
         else:
-            HALF(w, last, out, (r, 0, 0, 0, 0, k))
+            HALF_FIRST(w, last, out, (r, 0, 0, 0, 0, k))
         r += ROWS
     while r < b:
         for g in range(groups):
