@@ -54,7 +54,7 @@ class Paths:
     blocks: tuple = ()
     cube: str = "product"
     compiled: tuple = ()  # the token counts of compiled.TRIED whose trips ran faster compiled
-    tiled: tuple = ()  # those of compiled.TILED whose table products ran faster on the tiles
+    tiled: tuple = ()  # those of compiled.TABLES whose table products ran faster on the tiles
     pieces: tuple = ()  # those of compiled.TILED whose NumPy trips ran faster with the compiled
     #                     norm, GELU and one-token attention (none is taken where not timed)
     reading: tuple = ()  # the question lengths of compiled.READS whose attention ran faster in
@@ -70,7 +70,7 @@ class Paths:
     def tiles(self, tokens):
         """Whether a NumPy trip of `tokens` tokens does its table products on the compiled
         tiles (see past_tried())."""
-        return past_tried(self.tiled, tokens)
+        return past_tried(self.tiled, tokens, compiled.TABLES)
 
     def takes_pieces(self, tokens):
         """Whether a NumPy trip of `tokens` tokens takes the compiled norm, GELU and one-token
@@ -125,7 +125,7 @@ class Paths:
                     f"one-token attention in trips of {spans(self.pieces)} tokens")
         if self.tiled:
             return (f"{dataclasses.replace(self, tiled=())}; compiled tiles for the table "
-                    f"products of trips of {spans(self.tiled)} tokens")
+                    f"products of trips of {spans(self.tiled, compiled.TABLES)} tokens")
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
@@ -141,18 +141,18 @@ class Paths:
                     for i in sizes))
 
 
-def past_tried(won, tokens):
+def past_tried(won, tokens, timed=compiled.TILED):
     """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, takes a
-    compiled part: as the smallest count of compiled.TILED timed at or above it did (won: the
-    counts where it was faster); past them all, or where the kernels do not load, it does
-    not."""
-    return (tokens > compiled.TRIED[-1] and timed_for(compiled.TILED, tokens) in won
+    compiled part: as the smallest count of `timed` (compiled.TILED, or compiled.TABLES)
+    timed at or above it did (won: the counts where it was faster); past them all, or where
+    the kernels do not load, it does not."""
+    return (tokens > compiled.TRIED[-1] and timed_for(timed, tokens) in won
             and compiled.available())
 
 
-def spans(won):
-    """The token counts that the counts of compiled.TILED in `won` speak for: "17 to 32"."""
-    low = dict(zip(compiled.TILED, (compiled.TRIED[-1] + 1, *(n + 1 for n in compiled.TILED))))
+def spans(won, timed=compiled.TILED):
+    """The token counts that the counts of `timed` in `won` speak for: "17 to 32"."""
+    low = dict(zip(timed, (compiled.TRIED[-1] + 1, *(n + 1 for n in timed))))
     return ", ".join(f"{low[n]} to {n}" for n in won)
 
 

@@ -8,7 +8,7 @@ process (available()); without Numba, where it fails in any way (said in one lin
 they lose to NumPy's way on this machine (tuning.choose times both), the trips keep NumPy's.
 Where they win some trips, NumPy's trips of more tokens take the norm, GELU and one-query
 attention too wherever that was timed faster (blocks.ways), on the suite's own threads, and
-the tiles for their table products of up to 64 tokens wherever those were timed faster. A
+the tiles for their table products of up to 256 tokens wherever those were timed faster. A
 question (a user's several tokens on a trip: a reading, or a piece of one) is read in blocks of
 queries in compiled tiles, the masked notes skipped, wherever that was timed faster (asked()).
 Every kernel gives NumPy's answer within float32 rounding (the equivalence tests hold it).
@@ -32,8 +32,10 @@ from harness.terminal import printable, warn
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
 TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
 #                         a trip of more tokens is NumPy's, whose BLAS products win there ...
-TILED = (32, 64)  # ... but for the table products of up to these counts, timed both ways too:
-#                   the tiles on the suite's own threads, or the BLAS (see table_shared())
+TILED = (32, 64)  # ... but its norm, GELU and one-token attention in trips of up to these
+#                   counts are timed both ways too (a typing trip of many users: blocks.ways()),
+TABLES = (32, 64, 128, 256)  # and its table products in trips of up to these: the tiles on
+#                              the suite's own threads, or the BLAS (see table_shared())
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
@@ -242,7 +244,7 @@ def table(w, x):
 
 
 def table_shared(w, x, share):
-    """table() for NumPy's trips of more tokens (see TILED), the tiles' rows shared among the
+    """table() for NumPy's trips of more tokens (see TABLES), the tiles' rows shared among the
     suite's own threads by share, each running them alone (no Numba threads beside the BLAS)."""
     out, laid = np.empty((w.shape[0], wide(x.shape[1])), np.float32), panels(x)
     tiled = kernels()["rows_tiled"]

@@ -360,14 +360,14 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
     trips = {k: v for k, v in saved["timed"].items() if k.startswith("typing trips of")}
     assert list(trips) == [f"typing trips of {n} {'token' if n == 1 else 'tokens'}"
                            for n in compiled.TRIED]
-    products = [saved["timed"][f"table products of {n} tokens"] for n in compiled.TILED]
+    products = [saved["timed"][f"table products of {n} tokens"] for n in compiled.TABLES]
     pieces = [saved["timed"][f"the norm, GELU and attention of typing trips of {n} tokens"]
               for n in compiled.TILED]
     questions = [saved["timed"][f"the attention of a question of {n} tokens"]
                  for n in compiled.READS]
     wide = [saved["timed"][f"the norm and GELU of a trip of {n} tokens"] for n in compiled.LONG]
     for counts, timed, key in ((compiled.TRIED, trips.values(), "compiled"),
-                               (compiled.TILED, products, "tiled"),
+                               (compiled.TABLES, products, "tiled"),
                                (compiled.TILED, pieces, "pieces"),
                                (compiled.READS, questions, "reading"),
                                (compiled.LONG, wide, "elementwise")):

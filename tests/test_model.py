@@ -481,6 +481,11 @@ def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won
     faster on them; past the largest count timed, the BLAS's again."""
     paths = Paths("matmul", compiled=compiled.TRIED, tiled=(32,))
     assert [n for n in (16, 17, 32, 33, 64) if paths.tiles(n)] == [17, 32]
+    longer = Paths("matmul", tiled=(32, 256), pieces=(32,))  # the tables' counts, not the pieces'
+    assert [n for n in (32, 33, 128, 129, 256, 257) if longer.tiles(n)] == [32, 129, 256]
+    assert [n for n in (32, 33, 128) if longer.takes_pieces(n)] == [32]
+    assert "compiled tiles for the table products of trips of 17 to 32, 129 to 256 tokens" in \
+        str(longer)
     layers = floors()
     typers, loner = book(8, users=20), prefilled(layers, 7, 4, 12)
     trip(layers, tokens(20 * 6, seed=5), [(typers, 6)])

@@ -33,10 +33,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
     where compiled is "auto" and the compiled kernels load, whole typing trips of each count of
     compiled.TRIED, NumPy's way against the compiled kernels, one floor's table products at
-    each count of compiled.TILED, the BLAS's against the tiles', NumPy's typing trips of
-    those counts with NumPy's norm, GELU and attention against the compiled ones, and the
-    pieces of longer trips both ways: a question's attention, and the norm and GELU), where
-    not given: -> (Paths, {what: {candidate: the best seconds}})"""
+    each count of compiled.TABLES, the BLAS's against the tiles', NumPy's typing trips of
+    each count of compiled.TILED with NumPy's norm, GELU and attention against the compiled
+    ones, and the pieces of longer trips both ways: a question's attention, and the norm and
+    GELU), where not given: -> (Paths, {what: {candidate: the best seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -55,7 +55,7 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     paths = Paths(attention, tuple(chosen))
     if compiled == "auto" and engine.compiled.available():
         trips = typing_both_ways(bench, paths)
-        products = {n: tables_both_ways(bench, n) for n in engine.compiled.TILED}
+        products = {n: tables_both_ways(bench, n) for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
