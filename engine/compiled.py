@@ -289,10 +289,14 @@ def gelu(h, cube="product"):
 
 
 def attention(cfg, q, k, v, segments, floor, ways=None):
-    """model.attention, with every segment whose users bring one token each read by the
-    compiled kernel on Numba's threads (the others as the model reads them). q, k, v: (width,
-    tokens)."""
-    return read(cfg, q, k, v, segments, floor, ways, None)
+    """model.attention for a compiled trip: every segment whose users bring one token each
+    read by the compiled kernel on Numba's threads, and a question of up to READS[-1] notes by
+    asked() (NumPy's small calls on one thread cost a 16-token read 3% more); a longer one as
+    the model reads it. q, k, v: (width, tokens)."""
+    if all(t == 1 for _, t in segments):
+        return read(cfg, q, k, v, segments, floor, ways, None)
+    return reading(cfg, q, k, v, segments, floor, ways or model.PLAIN, lambda *a: (
+        attention if all(t == 1 for _, t in a[4]) else model.attention)(*a), READS)
 
 
 def attention_shared(cfg, q, k, v, segments, floor, ways):

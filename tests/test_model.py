@@ -461,6 +461,23 @@ def test_a_question_at_gpt2s_head_width_equals_the_models_reading(pool, kernels,
     np.testing.assert_array_equal(books[0]["v"][0, :, :, :n], books[1]["v"][0, :, :, :n])
 
 
+def test_a_compiled_trips_question_is_read_by_the_kernel_and_equals_the_models(kernels,
+                                                                               monkeypatch):
+    """A question in a compiled trip (a reading of up to 16 tokens, or a piece of one) went to
+    NumPy's small calls on one thread: it is read by the question's kernel, beside typers read
+    by the one-token kernel, and gives the model's answer."""
+    layers, asked, real = floors(), [], compiled.asked
+    monkeypatch.setattr(compiled, "asked", lambda *a, **kw: asked.append(a[5]) or real(*a, **kw))
+    askers, typers = book(12, users=1), prefilled(layers, 4, 3, 12)
+    x = tokens(5 + 1, seed=11)
+    alone = model.trip(CFG, layers, x, [(askers, 5), (typers, 1)])
+    askers["len"], typers["len"] = 0, 4
+    compiled_trip = ways(Paths("matmul", compiled=compiled.TRIED))
+    np.testing.assert_allclose(model.trip(CFG, layers, x, [(askers, 5), (typers, 1)],
+                                          compiled_trip), alone, **TOL)
+    assert asked == [5] * CFG.layers  # the question's 5 tokens, on every floor
+
+
 def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool, kernels):
     rng = np.random.default_rng(3)
     w = rng.standard_normal((301, 200), dtype=np.float32) / np.float32(np.sqrt(200))
