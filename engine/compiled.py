@@ -295,8 +295,8 @@ def attention(cfg, q, k, v, segments, floor, ways=None):
     the model reads it. q, k, v: (width, tokens)."""
     if all(t == 1 for _, t in segments):
         return read(cfg, q, k, v, segments, floor, ways, None)
-    return reading(cfg, q, k, v, segments, floor, ways or model.PLAIN, lambda *a: (
-        attention if all(t == 1 for _, t in a[4]) else model.attention)(*a), READS)
+    return reading(cfg, q, k, v, segments, floor, ways or model.PLAIN,
+                   functools.partial(read, share=None), READS)
 
 
 def attention_shared(cfg, q, k, v, segments, floor, ways):

@@ -89,14 +89,6 @@ class Emit:
         """array[i, c], one number."""
         return self.b.load(self.at(array, i, c), typ=self.float, align=4)
 
-    def store(self, value, array, i, c):
-        """array[i, c:c + 8] = value, lane by lane (a vector store would need the pointer cast to
-        a vector's; the kernels store each tile's sums once, after its whole row)."""
-        at = self.at(array, i, c)
-        for lane in range(LANES):
-            self.b.store(self.b.extract_element(value, self.i32(lane)),
-                         self.b.gep(at, [self.i64(lane)], source_etype=self.float), align=4)
-
     def put(self, value, array, i, c):
         """array[i, c:c + 8] = value, one vector store (a masked store with every lane on, which
         takes the pointer as it is: a plain store would need it cast to a vector's)."""
@@ -260,34 +252,31 @@ ROW_TOP, ROW_EXP, ROW_SUM = (row_pass(lanes_top), row_pass(lanes_exp, True, Fals
                              row_pass(lanes_sum))
 
 
-def tile(rows, vectors, ahead=False, adds=False):
-    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, z:z + k] @ x[p + z:p + z + k, q:q + 8
-    vectors] (or += it, where `adds`): the rows x vectors sums of 8 lanes stay in registers
-    along the whole stretch, each of w's numbers spread over 8 lanes meets 8 of x's in each
-    multiply-add, and are stored a vector at a time. For a table product, x a panel of 16
-    tokens (p: its first row) and z, k a stretch of the inputs, the next stretch added on;
-    for a question's attention, queries and keys, or weights and values. With `ahead`, each
-    step also asks for the next tile's rows (w's `rows` rows from r + rows, one stretch of
-    memory), `rows` numbers of them a step, into the core's second cache: they arrive while
-    this tile works, spread over its steps (asking for the lines just ahead of this tile's own
-    rows left each tile's first lines to wait on memory: 5% of 16 tokens' tables)."""
+def tile(rows, vectors, ahead=False):
+    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, :k] @ x[p:p + k, :8 vectors]: the rows
+    x vectors sums of 8 lanes stay in registers along the whole stretch, each of w's numbers
+    spread over 8 lanes meets 8 of x's in each multiply-add, and are stored a vector at a
+    time. For a table product, x a panel of 16 tokens (p: its first row); for a question's
+    attention, queries and a panel of keys, or weights and a panel of values. With `ahead`,
+    each step also asks for the next tile's rows (w's `rows` rows from r + rows, one stretch
+    of memory), `rows` numbers of them a step, into the core's second cache: they arrive
+    while this tile works, spread over its steps (asking for the lines just ahead of this
+    tile's own rows left each tile's first lines to wait on memory: 5% of 16 tokens' tables)."""
     def codegen(e, arrays, counts):
-        (w, x, out), (r, j, p, q, z, k) = arrays, counts
-        at = [(e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
-              for n in range(rows * vectors)]
+        (w, x, out), (r, j, p, k) = arrays, counts
 
         def step(c, sums):
             if ahead:  # rows r + rows .., `rows` numbers a step: all of them over a row's steps
-                e.ask(w, e.plus(r, rows), e.b.mul(e.b.add(z, c), ir.Constant(e.i64, rows)),
-                      near=False)
-            return met(e, w, x, r, e.b.add(z, c), e.b.add(p, e.b.add(z, c)), q, rows, vectors,
-                       sums)
-        start = [e.load(out, *place) for place in at] if adds else \
-            [ir.Constant(e.vec, None)] * (rows * vectors)
-        sums = e.loop(ir.Constant(e.i64, 0), k, 1, start, step)
-        for value, place in zip(sums, at):
-            e.put(value, out, *place)
-    return kernel(codegen, counts=6)
+                e.ask(w, e.plus(r, rows), e.b.mul(c, ir.Constant(e.i64, rows)), near=False)
+            xs = [e.load(x, e.b.add(p, c), ir.Constant(e.i64, LANES * v)) for v in range(vectors)]
+            spread = [e.spread(e.number(w, e.plus(r, i), c)) for i in range(rows)]
+            return [e.fma(spread[i], xs[v], sums[i * vectors + v])
+                    for i in range(rows) for v in range(vectors)]
+        zero = ir.Constant(e.vec, None)
+        sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
+        for n, value in enumerate(sums):
+            e.put(value, out, e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
+    return kernel(codegen, counts=4)
 
 
 def dots(rows, tokens, ahead):
@@ -317,19 +306,10 @@ def dots(rows, tokens, ahead):
     return kernel(codegen, counts=2)
 
 
-def met(e, w, x, r, wc, xr, xc, rows, vectors, sums):
-    """One step of a tile: each of w[r:r + rows, wc] spread over 8 lanes meets each of the
-    vectors x[xr, xc:xc + 8 vectors] in a multiply-add into its sum. -> the new sums."""
-    xs = [e.load(x, xr, e.b.add(xc, ir.Constant(e.i64, LANES * v))) for v in range(vectors)]
-    spread = [e.spread(e.number(w, e.plus(r, i), wc)) for i in range(rows)]
-    return [e.fma(spread[i], xs[v], sums[i * vectors + v])
-            for i in range(rows) for v in range(vectors)]
-
-
 ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
 DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
 FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 tokens at a
-#   time: six rows (the first 16 asking ahead), a row
+#   time: six rows (those meeting the first panel asking for the next six), a row
 HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
 SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
 
@@ -374,19 +354,19 @@ def rows_tiled(w, panels, last, out, a, b):
     groups, r = panels.shape[0] // k, a
     while r + ROWS <= b:
         if groups:
-            FIRST(w, panels, out, (r, 0, 0, 0, 0, k))
+            FIRST(w, panels, out, (r, 0, 0, k))
             for g in range(1, groups):
-                TILE(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
+                TILE(w, panels, out, (r, 16 * g, g * k, k))
             if last.shape[0]:
-                HALF(w, last, out, (r, 16 * groups, 0, 0, 0, k))
+                HALF(w, last, out, (r, 16 * groups, 0, k))
         else:
-            HALF_FIRST(w, last, out, (r, 0, 0, 0, 0, k))
+            HALF_FIRST(w, last, out, (r, 0, 0, k))
         r += ROWS
     while r < b:
         for g in range(groups):
-            ROW(w, panels, out, (r, 16 * g, g * k, 0, 0, k))
+            ROW(w, panels, out, (r, 16 * g, g * k, k))
         if last.shape[0]:
-            HALF_ROW(w, last, out, (r, 16 * groups, 0, 0, 0, k))
+            HALF_ROW(w, last, out, (r, 16 * groups, 0, k))
         r += 1
 
 
@@ -711,7 +691,7 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
             for g in range((n0 + a + m + 15) // 16):
                 for r in range(0, rows, ROWS):
                     if 16 * g < n0 + a + min(r + ROWS, m):
-                        SPAN(qs, panels, s, (r, 16 * g, g * d, 0, 0, d))
+                        SPAN(qs, panels, s, (r, 16 * g, g * d, d))
             for r in range(0, rows, ROWS):
                 reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
                 for i in range(r, r + ROWS):
@@ -720,7 +700,7 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
                     for j in range(mine if i < m else 0, reach):
                         row[j] = 0
                 for part in range(parts):
-                    SPAN(s, laid, o, (r, 16 * part, part * groups * 16, 0, 0, reach))
+                    SPAN(s, laid, o, (r, 16 * part, part * groups * 16, reach))
             for c in range(d):
                 for i in range(m):
                     out[top + c, col + a + i] = o[i, c] / sums[i]
