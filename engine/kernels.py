@@ -638,6 +638,21 @@ def gelu(flat):
 
 
 @serial
+def copy_row(a, b):
+    """b[:len(a)] = a, along one row each (a loop on rows of their own compiles into vector
+    registers)."""
+    for i in range(a.shape[0]):
+        b[i] = a[i]
+
+
+@serial
+def copy_rows(a, b):
+    """b[:len(a)] = a, a row at a time (copy_row())."""
+    for i in range(a.shape[0]):
+        copy_row(a[i], b[i])
+
+
+@serial
 def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     """A question's attention, t tokens from each user (columns first + t u .. of q, k, v and
     out (width, tokens), heads of 64 rows each), for the (user, head) pairs lo .. hi - 1 in
@@ -665,29 +680,29 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
         u, h = task // heads, task % heads
         K, V = keys[u, h], values[u, h]
         col, top = first + u * t, h * d
-        for c in range(d):
-            for i in range(t):
-                K[c, n0 + i] = k[top + c, col + i]
+        for c in range(d):  # (each copy reads and writes rows of its own: an index with an
+            #                   offset added is checked for wrapping below 0, number by number)
+            copy_row(k[top + c, col:col + t], K[c, n0:n])
         for a in range(0, t, 64):  # 64 notes at a time: their rows of V stay in the cache
+            rows_of = V[n0 + a:n0 + min(a + 64, t)]
             for c in range(d):
-                for i in range(a, min(a + 64, t)):
-                    V[n0 + i, c] = v[top + c, col + i]
+                row = v[top + c, col + a:col + a + rows_of.shape[0]]
+                for i in range(rows_of.shape[0]):
+                    rows_of[i, c] = row[i]
         for g in range(groups):
             width = min(16, n - 16 * g)
             for c in range(d):
-                for j in range(width):
-                    panels[g * d + c, j] = K[c, 16 * g + j]
-        for c in range(n):
-            for part in range(parts):
-                for j in range(16):
-                    laid[part * groups * 16 + c, j] = V[c, 16 * part + j]
+                copy_row(K[c, 16 * g:16 * g + width], panels[g * d + c])
+        for part in range(parts):
+            copy_rows(V[:n, 16 * part:16 * part + 16], laid[part * groups * 16:])
         for a in range(0, t, block):
             m = min(block, t - a)  # queries a .. a + m - 1 read notes 0 .. n0 + a + m - 1
             rows = (m + ROWS - 1) // ROWS * ROWS
             qs[m:rows] = 0
             for c in range(d):  # (along q's rows: a column of it is a page a number)
+                row = q[top + c, col + a:col + a + m]
                 for i in range(m):
-                    qs[i, c] = q[top + c, col + a + i] * scale
+                    qs[i, c] = row[i] * scale
             for g in range((n0 + a + m + 15) // 16):
                 for r in range(0, rows, ROWS):
                     if 16 * g < n0 + a + min(r + ROWS, m):
@@ -702,5 +717,6 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
                 for part in range(parts):
                     SPAN(s, laid, o, (r, 16 * part, part * groups * 16, reach))
             for c in range(d):
+                row = out[top + c, col + a:col + a + m]
                 for i in range(m):
-                    out[top + c, col + a + i] = o[i, c] / sums[i]
+                    row[i] = o[i, c] / sums[i]
