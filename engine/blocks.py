@@ -142,17 +142,17 @@ class Paths:
 
 
 def past_tried(won, tokens, timed=compiled.TILED):
-    """Whether a NumPy trip of `tokens` tokens, more than any of compiled.TRIED, takes a
-    compiled part: as the smallest count of `timed` (compiled.TILED, or compiled.TABLES)
-    timed at or above it did (won: the counts where it was faster); past them all, or where
-    the kernels do not load, it does not."""
-    return (tokens > compiled.TRIED[-1] and timed_for(timed, tokens) in won
+    """Whether a NumPy trip of `tokens` tokens, more than compiled.FEW, takes a compiled part:
+    as the smallest count of `timed` (compiled.TILED, or compiled.TABLES) timed at or above it
+    did (won: the counts where it was faster); past them all, or where the kernels do not
+    load, it does not. (A trip of a count whose compiled trip won is compiled whole.)"""
+    return (tokens > compiled.FEW and timed_for(timed, tokens) in won
             and compiled.available())
 
 
 def spans(won, timed=compiled.TILED):
     """The token counts that the counts of `timed` in `won` speak for: "17 to 32"."""
-    low = dict(zip(timed, (compiled.TRIED[-1] + 1, *(n + 1 for n in timed))))
+    low = dict(zip(timed, (compiled.FEW + 1, *(n + 1 for n in timed))))
     return ", ".join(f"{low[n]} to {n}" for n in won)
 
 
@@ -220,7 +220,7 @@ def ways(paths=Paths(), pool=None):
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
-                table=compiled.table, share=lambda fn, n, size: fn(slice(0, n)),
+                table=compiled.table, share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)

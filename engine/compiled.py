@@ -22,6 +22,7 @@ import os
 import stat
 import tempfile
 import traceback
+import types
 import warnings
 
 import numpy as np
@@ -30,9 +31,12 @@ import model
 from harness.terminal import printable, warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
-TRIED = (1, 2, 4, 8, 16)  # the token counts whose trips are timed both ways (tuning.choose);
-#                         a trip of more tokens is NumPy's, whose BLAS products win there ...
-TILED = (32, 64)  # ... but its norm, GELU and one-token attention in trips of up to these
+TRIED = (1, 2, 4, 8, 16, 32, 64)  # the token counts whose trips are timed both ways
+#   (tuning.choose): Numba's threads wait for the next product spinning, where the suite's own
+#   pool's wake from sleep (45 us each on a 2-core EPYC VM, six times a floor); a trip of more
+#   tokens is NumPy's, whose BLAS products win there ...
+FEW = 16  # ... and a NumPy trip of more tokens than this, where its count's compiled trip lost,
+TILED = (32, 64)  # its norm, GELU and one-token attention in trips of up to these
 #                   counts are timed both ways too (a typing trip of many users: blocks.ways()),
 TABLES = (32, 64, 128, 256)  # and its table products in trips of up to these: the tiles on
 #                              the suite's own threads, or the BLAS (see table_shared())
@@ -174,6 +178,7 @@ def checked():
     pairs["attention"] = attended(attention)
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
     pairs["a question's attention"] = asked_here()
+    pairs["a compiled trip's question"] = asked_here(types.SimpleNamespace(share=one))
     return [name for name, (got, numpys) in pairs.items()
             if not np.allclose(got, numpys, rtol=1e-4, atol=1e-5)]
 
@@ -200,7 +205,7 @@ def kernels():
     from engine import kernels as k
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "laid_out", "vector", "attend",
-                         "attend_tasks", "question", "norm", "gelu")}
+                         "attend_tasks", "question", "questions", "norm", "gelu")}
 
 
 def threads(n):
@@ -324,17 +329,18 @@ def read(cfg, q, k, v, segments, floor, ways, share):
     return out
 
 
-def asked_here(users=2, notes=3, tokens=5):
-    """asked() and model.attention on the same tiny notebooks (a small GPT-2's, `users` users
-    with `notes` notes each, each asking a question of `tokens` tokens, in two blocks): -> both
-    answers, (width, users * tokens) each."""
+def asked_here(ways=model.PLAIN, users=2, notes=3, tokens=5):
+    """asked() (with the `ways` of a NumPy trip, or a compiled one's) and model.attention on
+    the same tiny notebooks (a small GPT-2's, `users` users with `notes` notes each, each
+    asking a question of `tokens` tokens, in two blocks): -> both answers, (width, users *
+    tokens) each."""
     cfg, rng = model.TINY, np.random.default_rng(2)
     q, k, v = (rng.standard_normal((cfg.width, users * tokens), dtype=np.float32)
                for _ in range(3))
     books = [model.notebook(cfg, users, notes + tokens) for _ in range(2)]
     for book in books:
         book["len"] = notes
-    return (reading(cfg, q, k, v, [(books[0], tokens)], 0, model.PLAIN, model.attention, READS,
+    return (reading(cfg, q, k, v, [(books[0], tokens)], 0, ways, model.attention, READS,
                     block=3),
             model.attention(cfg, q, k, v, [(books[1], tokens)], 0))
 
@@ -368,16 +374,26 @@ def timed_for(counts, tokens):
     return next((n for n in counts if n >= tokens), None)
 
 
+def one(fn, n, size):
+    """A compiled trip's share: fn over all n items at once, on this thread (its kernels hand
+    out their own work among Numba's threads)."""
+    return fn(slice(0, n))
+
+
 def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
     """One segment's questions, t tokens from each of its users (columns cols of q, k, v and
     out), read into out by the compiled kernel (kernels.question()): each (user, head) a task,
-    shared among the threads as ways.share hands them out, each task reading a block of
+    shared among the threads as ways.share hands them out (a compiled trip's, one(), among
+    Numba's threads: kernels.questions()), each task reading a block of
     queries at a time in tiles that keep their sums in registers, the masked notes skipped."""
     users = model.readers(book)
     keys, values = book["k"][floor], book["v"][floor]  # (users, heads, 64, room), (.., room, 64)
+    args = (q, k, v, cols.start, t, scale(cfg.head), keys, values, book["len"], out)
+    if ways.share is one:  # a compiled trip: the tasks shared among Numba's threads
+        kernels()["questions"](*args, users * cfg.heads, block, numba().get_num_threads())
+        return
     run = kernels()["question"]
-    ways.share(lambda part: run(q, k, v, cols.start, t, scale(cfg.head), keys, values,
-                                book["len"], out, part.start, part.stop, block),
+    ways.share(lambda part: run(*args, part.start, part.stop, block),
                users * cfg.heads, 2 * users * cfg.heads * t * (book["len"] + t))
     #          (the numbers to touch: every score, written, then read as a weight)
 

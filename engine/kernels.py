@@ -720,3 +720,12 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
                 row = out[top + c, col + a:col + a + m]
                 for i in range(m):
                     row[i] = o[i, c] / sums[i]
+
+
+@parallel
+def questions(q, k, v, first, t, scale, keys, values, n0, out, tasks, block, parts):
+    """question() for the (user, head) tasks 0 .. tasks - 1 in `parts` contiguous parts, one a
+    thread (a compiled trip's: Numba's threads, which spin between its kernels)."""
+    for p in nb.prange(parts):
+        question(q, k, v, first, t, scale, keys, values, n0, out, tasks * p // parts,
+                 tasks * (p + 1) // parts, block)

@@ -485,7 +485,7 @@ def add_path_flags(g):
                    help="how one query reads its notes: the fastest on this machine, timed at "
                         "the start, or the one given")
     g.add_argument("--compiled", choices=("auto", "off"), default="auto",
-                   help="typing trips of up to 16 tokens, table products of up to 256, and a "
+                   help="trips of up to 64 tokens, table products of up to 256, and a "
                         "question's attention, on compiled kernels (Numba's): auto (where they "
                         "beat NumPy's way here, both timed at the start; --quick: off) or off")
     g.add_argument("--blocks", type=whole(1, 4096, words=("auto", "off")), default="auto",

@@ -44,16 +44,20 @@ def trip(layers, x, segments):
     return on.to_numpy(model.trip(CFG, there, on.asarray(x), segments))
 
 
+FEW = tuple(n for n in compiled.TRIED if n <= compiled.FEW)  # the counts compiled where a
+#   trip of more tokens is NumPy's (with the compiled pieces or tiles where they won)
 PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must agree
          "matmul, in blocks": Paths("matmul", ((2, 64, 16, None), (2, 256, 16, 64),
                                                      (8, 64, 8, None), (8, 256, 32, 16),
                                                      (64, 64, 32, None))),
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
-         **({"compiled": Paths("matmul", compiled=compiled.TRIED, pieces=compiled.TILED,
-                               reading=compiled.READS)}
+         **({"compiled": Paths("matmul", compiled=FEW, pieces=compiled.TILED,
+                               reading=compiled.READS),
+             "compiled whole": Paths("matmul", compiled=compiled.TRIED, reading=compiled.READS)}
             if NUMBA else {})}  # (trips of up to 16 tokens on the compiled
 #   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention, and
-#   every question of several tokens read in the compiled tiles)
+#   every question of several tokens read in the compiled tiles; or every trip of up to 64
+#   tokens compiled, its questions read on Numba's threads)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]
@@ -409,7 +413,7 @@ def test_a_typing_trip_past_the_compiled_counts_reads_its_notes_with_the_shared_
     x = tokens(21, seed=9)
     alone = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)])
     typers["len"], loner["len"] = 60, 7  # back to where they were
-    how = ways(Paths("matmul", compiled=compiled.TRIED, pieces=(32,)), pool)
+    how = ways(Paths("matmul", compiled=FEW, pieces=(32,)), pool)
     assert how(21).reads is compiled.attention_shared
     shared = model.trip(CFG, layers, x, [(typers, 1), (loner, 1)], how)
     np.testing.assert_allclose(shared, alone, **TOL)
@@ -496,7 +500,7 @@ def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won
                                                                                  kernels):
     """21 typers: NumPy's trip, whose table products are the tiles' where 32 tokens' were
     faster on them; past the largest count timed, the BLAS's again."""
-    paths = Paths("matmul", compiled=compiled.TRIED, tiled=(32,))
+    paths = Paths("matmul", compiled=FEW, tiled=(32,))
     assert [n for n in (16, 17, 32, 33, 64) if paths.tiles(n)] == [17, 32]
     longer = Paths("matmul", tiled=(32, 256), pieces=(32,))  # the tables' counts, not the pieces'
     assert [n for n in (32, 33, 128, 129, 256, 257) if longer.tiles(n)] == [32, 129, 256]

@@ -31,12 +31,13 @@ POOLED_S = 0.02  # the rest between two ways that both run on the pool's threads
 def choose(bench, attention="auto", blocks="auto", compiled="off"):
     """The paths that are fastest on this machine, timed on the trip's own shapes (one floor's
     products at each token count, by the tables' size; 8 typers' attention over 512 notes; and,
-    where compiled is "auto" and the compiled kernels load, whole typing trips of each count of
-    compiled.TRIED, NumPy's way against the compiled kernels, one floor's table products at
+    where compiled is "auto" and the compiled kernels load, one floor's table products at
     each count of compiled.TABLES, the BLAS's against the tiles', NumPy's typing trips of
     each count of compiled.TILED with NumPy's norm, GELU and attention against the compiled
-    ones, and the pieces of longer trips both ways: a question's attention, and the norm and
-    GELU), where not given: -> (Paths, {what: {candidate: the best seconds}})"""
+    ones, the pieces of longer trips both ways: a question's attention, and the norm and
+    GELU, and last whole typing trips of each count of compiled.TRIED, NumPy's way with every
+    piece chosen before against the compiled kernels), where not given: -> (Paths, {what:
+    {candidate: the best seconds}})"""
     seen = {}
     if attention == "auto":
         seen["attention"] = {how: best(typing_attention(bench, how), tries(bench))
@@ -54,15 +55,16 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
                        for inputs in sizes(bench)]
     paths = Paths(attention, tuple(chosen))
     if compiled == "auto" and engine.compiled.available():
-        trips = typing_both_ways(bench, paths)
         products = {n: tables_both_ways(bench, n) for n in engine.compiled.TABLES}
-        paths = dataclasses.replace(paths, compiled=won(trips), tiled=won(products))
+        paths = dataclasses.replace(paths, tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
         timed = alternately(long_trips_both_ways(bench, paths), POOLED_S)  # (both in one)
         reading, wide = ({n: t for (what, n), t in timed.items() if what == part}
                          for part in ("reading", "elementwise"))
         paths = dataclasses.replace(paths, reading=won(reading), elementwise=won(wide))
+        trips = typing_both_ways(bench, paths)  # whole trips last: against NumPy's at its best
+        paths = dataclasses.replace(paths, compiled=won(trips))
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
