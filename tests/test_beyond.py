@@ -351,6 +351,32 @@ def test_a_path_asked_for_and_a_path_timed_each_say_so():
     assert saved["timed"] and "attention" not in saved["timed"]
 
 
+def test_a_count_neither_way_won_is_timed_again_once_and_judged_on_every_try(monkeypatch):
+    """Two tries of six that other work slowed leave a way twice as fast undecided; six more
+    settle it. A count already decided is not timed again, and two ways as fast are timed
+    twice as often at most, and keep NumPy's way."""
+    calls, tries = {}, {"compiled": iter([1, 1, 1, 1, 5, 5] + [1] * 20)}
+
+    def fn(way, n):
+        def timed():
+            calls[way, n] = calls.get((way, n), 0) + 1
+            if n == "slowed" and way == "compiled":
+                return next(tries["compiled"])
+            return {"fast": 1 if way == "compiled" else 2, "tie": 3}.get(n, 2)
+        return timed
+    monkeypatch.setattr(tuning, "sample", lambda f: f())
+    monkeypatch.setattr(tuning, "bridge", lambda f, rest: None)
+    ways = {way: {n: fn(way, n) for n in ("slowed", "fast", "tie")}
+            for way in ("numpy", "compiled")}
+    timed = tuning.alternately(ways, rest=0)
+    rounds = tuning.TRIAL_TRIPS + 1  # (the first warms up)
+    assert len(timed["slowed"]["compiled"]) == 2 * tuning.TRIAL_TRIPS  # six, then six more
+    assert calls["compiled", "fast"] == rounds and calls["compiled", "tie"] == rounds + 6
+    assert tuning.won(timed) == ("slowed", "fast")  # the tie: NumPy's
+    assert tuning.wins(timed["slowed"]) >= tuning.WIN > tuning.wins(
+        {w: t[:tuning.TRIAL_TRIPS] for w, t in timed["slowed"].items()})  # (not from six)
+
+
 def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they_win(
         kernels, monkeypatch):
     monkeypatch.setattr(tuning, "BRIDGE_S", 0.01)  # (the ways' turns, not how long they rest)
