@@ -11,7 +11,7 @@ import numpy as np
 
 import model
 from engine import compiled
-from engine.compiled import timed_for
+from engine.compiled import STREAMS, timed_for
 from engine.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
@@ -61,6 +61,7 @@ class Paths:
     #                      the compiled tiles (compiled.asked())
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
+    streams: int = STREAMS[0]  # the rows a compiled one-token product reads at a time
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -108,6 +109,9 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.streams != compiled.STREAMS[0]:
+            return (f"{dataclasses.replace(self, streams=compiled.STREAMS[0])}; one-token "
+                    f"products {self.streams} {'row' if self.streams == 1 else 'rows'} at a time")
         if self.elementwise:
             low = dict(zip(compiled.LONG, (compiled.TILED[-1] + 1,
                                            *(n + 1 for n in compiled.LONG))))
@@ -172,6 +176,7 @@ def readable(saved):
         return False
     blocks = saved.get("blocks", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
+            and saved.get("streams", compiled.STREAMS[0]) in compiled.STREAMS
             and isinstance(blocks, list) and all(map(block, blocks))
             and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading",
                                                        "elementwise")))
@@ -220,7 +225,8 @@ def ways(paths=Paths(), pool=None):
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
-                table=compiled.table, share=compiled.one,
+                table=functools.partial(compiled.table, streams=paths.streams),
+                share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 norm=compiled.norm, gelu=compiled.gelu)

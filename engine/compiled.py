@@ -42,6 +42,8 @@ TABLES = (32, 64, 128, 256)  # and its table products in trips of up to these: t
 #                              the suite's own threads, or the BLAS (see table_shared())
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
+STREAMS = (8, 1)  # the rows a one-token product reads at a time: 8 streams from memory, or 1
+#                   (the first kept where the other is not timed faster: tuning.choose)
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
 BLOCK = 64  # a question's queries a block: their scores (64 x the notes) stay in the core's
 #             cache between the products and the softmax
@@ -172,6 +174,7 @@ def checked():
     h = rng.standard_normal((8, 3), dtype=np.float32) * np.float32(4)  # GELU's bend and tails
     pairs = {f"the table product of {n} {'token' if n == 1 else 'tokens'}": (table(w, x), w @ x)
              for n, x in xs.items()}
+    pairs["the table product of 1 token, a row at a time"] = table(w, xs[1], 1), w @ xs[1]
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
     pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
     pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
@@ -223,19 +226,19 @@ def running(n):
         yield
 
 
-def table(w, x):
+def table(w, x, streams=8):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
-    a matrix-vector product; two to four: two rows by four tokens at a time, x padded with
-    zeros to 4 tokens; more: tiles of six rows by 16 tokens (8 for the last, where their
-    count is not a multiple of 16), x padded with zeros to a multiple of 8 and laid out in
-    panels (the tables' bytes, not the math, set a few tokens' time). Where one way gives way
-    to the next was set by measuring; on any CPU, the trips of a count whose compiled kernels
-    lose keep NumPy's (tuning.choose times both)."""
+    a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: two rows
+    by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of six rows by 16
+    tokens (8 for the last, where their count is not a multiple of 16), x padded with zeros to
+    a multiple of 8 and laid out in panels (the tables' bytes, not the math, set a few tokens'
+    time). Where one way gives way to the next was set by measuring; on any CPU, the trips of
+    a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:
         out = np.empty(rows, np.float32)
-        k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads)
+        k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads, streams)
         return out[:, None]
     if tokens > 4:
         out = np.empty((rows, wide(tokens)), np.float32)

@@ -400,9 +400,14 @@ def tiles(w, panels, last, out, parts):
 
 
 @serial
-def rows_dot(w, x, out, a, b):
-    """out[a:b] = w[a:b] @ x: eight rows at a time meet x (eight streams from memory at once),
-    the rows left over one by one."""
+def rows_dot(w, x, out, a, b, streams):
+    """out[a:b] = w[a:b] @ x: `streams` rows at a time meet x, 8 (eight streams from memory at
+    once, the rows left over one by one) or 1 (one stream, which the prefetcher may follow
+    further: 0.82x the time of eight for a 1-token trip on a Zen 4 EPYC)."""
+    if streams == 1:
+        for r in range(a, b):
+            out[r] = dot(w[r], x)
+        return
     k, r = w.shape[1], a
     while r + 8 <= b:
         s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0)
@@ -425,12 +430,12 @@ def rows_dot(w, x, out, a, b):
 
 
 @parallel
-def vector(w, x, out, parts):
+def vector(w, x, out, parts, streams):
     """out (rows,) = w (rows, k) @ x (k,), in `parts` contiguous parts of w's rows, one a
-    thread."""
+    thread, `streams` rows at a time (rows_dot())."""
     rows = w.shape[0]
     for p in nb.prange(parts):
-        rows_dot(w, x, out, rows * p // parts, rows * (p + 1) // parts)
+        rows_dot(w, x, out, rows * p // parts, rows * (p + 1) // parts, streams)
 
 
 @serial

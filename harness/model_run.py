@@ -178,7 +178,7 @@ def measure_here(experiments, args, job):
                  "blocks": [list(k) for k in bench.paths.blocks],
                  "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled),
                  "pieces": list(bench.paths.pieces), "reading": list(bench.paths.reading),
-                 "elementwise": list(bench.paths.elementwise)}
+                 "elementwise": list(bench.paths.elementwise), "streams": bench.paths.streams}
         return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:

@@ -400,8 +400,14 @@ def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they
         faster = {n for n, t in zip(counts, timed) if t["compiled"] < t["numpy"]}
         assert getattr(chosen.paths, key) == saved[key]  # whichever won, on this machine ...
         assert set(saved[key]) <= faster  # ... beyond its spread: so at its best too
+    streams = saved["timed"]["one-token products, rows at a time"]  # each way's best
+    assert set(streams) == {"8 rows", "1 row"} and saved["streams"] in compiled.STREAMS
+    assert chosen.paths.streams == saved["streams"]
+    if saved["streams"] == 1:
+        assert streams["1 row"] < streams["8 rows"]
     line = tuning.paths_line(saved, argparse.Namespace(attention="matmul", blocks="off",
                                                        compiled="auto"))
+    assert ("one-token products 1 row at a time" in line) == (saved["streams"] == 1)
     assert line.endswith("(attention as asked; blocks as asked; compiled the fastest here, "
                          "timed at the start)")
     assert ("compiled kernels for trips of" in line) == bool(chosen.paths.compiled)

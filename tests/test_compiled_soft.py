@@ -205,7 +205,7 @@ def test_the_two_ways_are_timed_in_turns(monkeypatch):
     favoured one."""
     seen = []
     monkeypatch.setattr(tuning, "BRIDGE_S", 0.0)
-    monkeypatch.setattr(tuning, "undecided", lambda t: False)  # (no count timed again)
+    monkeypatch.setattr(tuning, "undecided", lambda *a: False)  # (no count timed again)
     order = ("numpy", "compiled")
     timed = tuning.alternately({way: {n: (lambda way=way, n=n: seen.append((way, n)))
                                       for n in (1, 2)} for way in order})

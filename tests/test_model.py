@@ -53,11 +53,13 @@ PATHS = {"einsum, one call": Paths(),  # every path the suite may choose must ag
          **({"vec": Paths("vec")} if "vec" in ATTENTION else {}),
          **({"compiled": Paths("matmul", compiled=FEW, pieces=compiled.TILED,
                                reading=compiled.READS),
-             "compiled whole": Paths("matmul", compiled=compiled.TRIED, reading=compiled.READS)}
+             "compiled whole": Paths("matmul", compiled=compiled.TRIED, reading=compiled.READS,
+                                     streams=compiled.STREAMS[-1])}
             if NUMBA else {})}  # (trips of up to 16 tokens on the compiled
 #   kernels, the rest NumPy's, up to 64 tokens with the compiled norm, GELU and attention, and
 #   every question of several tokens read in the compiled tiles; or every trip of up to 64
-#   tokens compiled, its questions read on Numba's threads)
+#   tokens compiled, its questions read on Numba's threads, a one-token product a row at a
+#   time)
 PATH = {"now": Paths()}  # the path the trips of a test take
 ON = {"now": devices.NUMPY}  # and the arrays it takes it on
 DEVICES = [name for name in ("torch:cpu",) if importlib.util.find_spec(name.split(":")[0])]

@@ -220,6 +220,7 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     ({"rounds": [0]}, "'threads'"), ({"rounds": [0], "threads": None}, "'threads'"),
     ({"rounds": [0], "paths": {"attention": "nope"}}, "'paths'"),
     ({"rounds": [0], "paths": {"blocks": [["a", 1]]}}, "'paths'"),
+    ({"rounds": [0], "paths": {"streams": 3}}, "'paths'"),
     ({"rounds": [0], "repeat": {"t": 0.5}}, "'repeat'"),
     ({"rounds": [0], "start": float("nan")}, "'start'"),
     ({"rounds": [0], "again": -1}, "'again'"), ({"rounds": [0], "more": 1}, "'more'"),

@@ -55,6 +55,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
                        for inputs in sizes(bench)]
     paths = Paths(attention, tuple(chosen))
     if compiled == "auto" and engine.compiled.available():
+        kept, other = engine.compiled.STREAMS
+        streams = alternately(streams_both_ways(bench), POOLED_S)[1]
+        paths = dataclasses.replace(paths, streams=other if (wins(streams, other, kept) or 0)
+                                    >= WIN else kept)
         products = {n: tables_both_ways(bench, n) for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
@@ -65,6 +69,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, reading=won(reading), elementwise=won(wide))
         trips = typing_both_ways(bench, paths)  # whole trips last: against NumPy's at its best
         paths = dataclasses.replace(paths, compiled=won(trips))
+        seen["one-token products, rows at a time"] = {
+            f"{n} {plural(n, 'row')}": best for n, best in fastest(streams).items()}
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
@@ -94,18 +100,18 @@ def won(timed):
     return tuple(n for n, t in timed.items() if (wins(t) or 0) >= WIN)
 
 
-def wins(t):
-    """The compiled way's share of the pairs of tries it won (a tie counts half), or None where
-    either way has none. t: {"numpy": [seconds], "compiled": [seconds]}"""
-    pairs = [(c > n) - (c < n) for c in t.get("compiled", []) for n in t.get("numpy", [])]
+def wins(t, new="compiled", old="numpy"):
+    """The new way's share of the pairs of its tries against the old way's that it won (a tie
+    counts half), or None where either has none. t: {way: [seconds]}"""
+    pairs = [(a > b) - (a < b) for a in t.get(new, []) for b in t.get(old, [])]
     return (sum(p < 0 for p in pairs) + sum(p == 0 for p in pairs) / 2) / len(pairs) \
         if pairs else None
 
 
-def undecided(t):
+def undecided(t, new="compiled", old="numpy"):
     """Whether neither way won WIN of the pairs: noise, or two ways as fast."""
-    won_share = wins(t)
-    return won_share is not None and 1 - WIN < won_share < WIN
+    share = wins(t, new, old)
+    return share is not None and 1 - WIN < share < WIN
 
 
 WIN = 5 / 6  # the share of pairs the compiled way must win: with 6 tries each, 30 of 36, which
@@ -117,6 +123,25 @@ TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the sh
 #                   trip, the notes of 16 users in 100 MB
 TRIAL_TYPERS = 16  # the most users a trial trip gives TRIAL_NOTES notes each: more share theirs
 TRIAL_TRIPS = 6  # each way timed this often, taking turns with the other (see won())
+
+
+def streams_both_ways(bench):
+    """Every floor's table products for one token on the compiled kernel (compiled.table(),
+    on as many of Numba's threads as the pool's, the BLAS on one), its rows met as many at a
+    time as each of compiled.STREAMS gives: -> {streams: {1: a function to time}}, for
+    alternately()"""
+    x = {n: np.random.default_rng(n).standard_normal((n, 1), dtype=np.float32)
+         for n in sizes(bench)}  # (inputs, 1)
+    threads = bench.pool["threads"] if bench.pool else 1
+
+    def products(streams):
+        def run():
+            with engine.compiled.running(threads):
+                for p in bench.floors:
+                    for w in p.values():
+                        engine.compiled.table(w, x[w.shape[1]], streams)
+        return run
+    return {streams: {1: products(streams)} for streams in engine.compiled.STREAMS}
 
 
 def typing_both_ways(bench, paths):
@@ -194,7 +219,9 @@ def typing_trips(bench, counts, ways_by_name):
 
 
 def alternately(ways, rest=None, warm=True):
-    """Each of ways {way: {count: a function to time}} TRIAL_TRIPS times after a warm-up (which
+    """Each of two ways {way: {count: a function to time}} (NumPy's and the compiled kernels',
+    or the way kept and the one it is timed against, in that order) TRIAL_TRIPS times after a
+    warm-up (which
     compiles the kernels), the ways taking turns: one way's every count, then the other's,
     the order flipped each turn, so that a drift of the machine falls on both alike. Where the
     way changes, the coming way's first function runs untimed for `rest` seconds first
@@ -205,6 +232,7 @@ def alternately(ways, rest=None, warm=True):
     faster compiled, and for a question of 64 tokens 30% faster, in runs on a noisy 2-core EPYC.
     -> {count: {way: [seconds of each try]}}"""
     timed, order, last = {}, list(ways), None
+    old, new = (("numpy", "compiled") if set(order) == {"numpy", "compiled"} else order)
     for tried in range(TRIAL_TRIPS + 1) if warm else range(1, TRIAL_TRIPS + 1):
         for way in order if tried % 2 == 0 else order[::-1]:  # (the first turn warms up)
             if way != last:
@@ -214,7 +242,7 @@ def alternately(ways, rest=None, warm=True):
                 seconds = sample(fn)
                 if tried:
                     timed.setdefault(n, {}).setdefault(way, []).append(seconds)
-    again = [n for n, t in timed.items() if undecided(t)]
+    again = [n for n, t in timed.items() if undecided(t, new, old)]
     if warm and again:
         more = alternately({way: {n: fns[n] for n in again if n in fns}
                             for way, fns in ways.items()}, rest, warm=False)
@@ -324,15 +352,15 @@ def typing_attention(bench, how):
 
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
-    {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "timed":
-    {what: {candidate: seconds}}, and "unloaded": why, where the compiled kernels were asked for
-    and could not load}."""
+    {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "streams",
+    "timed": {what: {candidate: seconds}}, and "unloaded": why, where the compiled kernels were
+    asked for and could not load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
-        "elementwise": paths.elementwise, "timed": timed,
+        "elementwise": paths.elementwise, "streams": paths.streams, "timed": timed,
         **({"unloaded": why} if why else {})}
 
 
@@ -347,7 +375,8 @@ def paths_line(chosen, args):
               else "; ".join(f"{what} {chosen}" for what, chosen in how.items()))
     paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
                   tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
-                  reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()))
+                  reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()),
+                  streams=chosen.get("streams", engine.compiled.STREAMS[0]))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
