@@ -4,6 +4,7 @@ line after the machine line that says which were chosen."""
 import dataclasses
 import functools
 import itertools
+import statistics
 import time
 
 import numpy as np
@@ -57,8 +58,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     if compiled == "auto" and engine.compiled.available():
         kept, other = engine.compiled.STREAMS
         streams = alternately(streams_both_ways(bench), POOLED_S)[1]
-        paths = dataclasses.replace(paths, streams=other if (wins(streams, other, kept) or 0)
-                                    >= WIN else kept)
+        paths = dataclasses.replace(paths, streams=other if beats(streams, other, kept)
+                                    else kept)
         products = {n: tables_both_ways(bench, n) for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
@@ -90,14 +91,22 @@ def fastest(timed):
 
 def won(timed):
     """The counts whose compiled way won beyond its spread: faster in WIN of the pairs of its
-    tries against NumPy's (the Mann-Whitney count). timed: {count: {"numpy": [seconds],
-    "compiled": [seconds]}}, the ways taking turns. Where both are as fast, TRIAL_TRIPS tries
-    each end so about 1 draw in 30, and NumPy's way is kept otherwise: a choice by a hair's
-    breadth would flip from run to run. One try that other work slowed does not decide it (the
-    slowest try against the fastest did: the 1-token kernel, 28% faster at its best, lost in
-    two runs of two on a noisy 2-core EPYC); two in six may, which alternately() settles by
-    timing such a count again."""
-    return tuple(n for n, t in timed.items() if (wins(t) or 0) >= WIN)
+    tries against NumPy's (the Mann-Whitney count), or, where neither way did so even after
+    its count was timed again (alternately()), faster in the middle of all its tries. timed:
+    {count: {"numpy": [seconds], "compiled": [seconds]}}, the ways taking turns. One try that
+    other work slowed does not decide it (the slowest try against the fastest did: the 1-token
+    kernel, 28% faster at its best, lost in two runs of two on a noisy 2-core EPYC), nor do a
+    few: on such a machine, the trips of 64 tokens, 1.3x faster compiled, stayed undecided after
+    twelve tries each in runs of four, and NumPy's way, kept, made a 64-token read 1.4x slower.
+    Two ways as fast may then go either way from run to run, at no cost."""
+    return tuple(n for n, t in timed.items() if beats(t))
+
+
+def beats(t, new="compiled", old="numpy"):
+    """Whether the new way beat the old (see won()). t: {way: [seconds]}"""
+    return (wins(t, new, old) or 0) >= WIN or (
+        len(t.get(new, [])) >= 2 * TRIAL_TRIPS and undecided(t, new, old)
+        and statistics.median(t[new]) < statistics.median(t[old]))
 
 
 def wins(t, new="compiled", old="numpy"):
