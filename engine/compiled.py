@@ -226,7 +226,7 @@ def running(n):
         yield
 
 
-def table(w, x, streams=8):
+def table(w, x, streams=STREAMS[0]):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
     a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: two rows
     by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of six rows by 16

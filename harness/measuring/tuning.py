@@ -71,7 +71,7 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         trips = typing_both_ways(bench, paths)  # whole trips last: against NumPy's at its best
         paths = dataclasses.replace(paths, compiled=won(trips))
         seen["one-token products, rows at a time"] = {
-            f"{n} {plural(n, 'row')}": best for n, best in fastest(streams).items()}
+            f"{n} {plural(n, 'row')}": seconds for n, seconds in fastest(streams).items()}
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
@@ -97,7 +97,8 @@ def won(timed):
     other work slowed does not decide it (the slowest try against the fastest did: the 1-token
     kernel, 28% faster at its best, lost in two runs of two on a noisy 2-core EPYC), nor do a
     few: on such a machine, the trips of 64 tokens, 1.3x faster compiled, stayed undecided after
-    twelve tries each in runs of four, and NumPy's way, kept, made a 64-token read 1.4x slower.
+    twelve tries each in one run of three, and NumPy's way, kept, made a 64-token read 1.4x
+    slower.
     Two ways as fast may then go either way from run to run, at no cost."""
     return tuple(n for n, t in timed.items() if beats(t))
 
@@ -230,12 +231,12 @@ def typing_trips(bench, counts, ways_by_name):
 def alternately(ways, rest=None, warm=True):
     """Each of two ways {way: {count: a function to time}} (NumPy's and the compiled kernels',
     or the way kept and the one it is timed against, in that order) TRIAL_TRIPS times after a
-    warm-up (which
-    compiles the kernels), the ways taking turns: one way's every count, then the other's,
-    the order flipped each turn, so that a drift of the machine falls on both alike. Where the
-    way changes, the coming way's first function runs untimed for `rest` seconds first
-    (BRIDGE_S, or POOLED_S where both ways run on the pool's threads alone): the other way's
-    threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither. The counts
+    warm-up (which compiles the kernels), the ways taking turns: one way's every count, then
+    the other's, the order flipped each turn, so that a drift of the machine falls on both
+    alike. Where the way changes, the coming way's first function runs untimed for `rest`
+    seconds first (BRIDGE_S, or POOLED_S where both ways run on the pool's threads alone): the
+    other way's threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither.
+    The counts
     neither way won (undecided()) are timed as often again, once, and judged on all their
     tries: two tries in six that other work slowed kept NumPy's way for a 1-token trip 25%
     faster compiled, and for a question of 64 tokens 30% faster, in runs on a noisy 2-core EPYC.
