@@ -359,6 +359,7 @@ def reading(cfg, q, k, v, segments, floor, ways, typed, won, block=BLOCK):
     asks = [t > 1 and timed_for(READS, book["len"] + t) in won for book, t in segments]
     if not any(asks):
         return typed(cfg, q, k, v, segments, floor, ways)
+    q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))  # (the kernel's tiles read rows)
     out, col = np.empty_like(q), 0  # (width, tokens)
     for (book, t), ask in zip(segments, asks):
         cols = slice(col, col + model.readers(book) * t)

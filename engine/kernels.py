@@ -2,8 +2,10 @@
 Numba is installed). Each parallel kernel hands out tasks to a serial one, whose loops compile
 into vector registers (a loop inside a parallel loop does not); the table products of 5 tokens
 or more, and a question's attention (question()), are tiles written in LLVM's own terms
-(tile()), its softmax a row at a time in them too (row_pass()). Each is compiled on first use
-and kept in Numba's cache beside this file, as Python keeps its bytecode."""
+(tile()), its softmax a tile's rows side by side in them too (tile_exp()), and its copies
+from and to the model's (width, tokens) layout 8 x 8 blocks turned over (flip()). Each is
+compiled on first use and kept in Numba's cache beside this file, as Python keeps its
+bytecode."""
 import math
 
 import numba as nb
@@ -174,6 +176,19 @@ def row_pass(codegen, reads_top=False, returns=True):
     return nb.extending.intrinsic(lambda ctx, s, i, n: typing(ctx, s, i, n))
 
 
+def across(e, lanes, take):
+    """One number from a vector's 8 lanes, take(a, b) of each in turn."""
+    out = e.b.extract_element(lanes, e.i32(0))
+    for lane in range(1, LANES):
+        out = take(out, e.b.extract_element(lanes, e.i32(lane)))
+    return out
+
+
+def larger(e):
+    """take() for across(): the larger of two numbers (the first where either is NaN)."""
+    return lambda a, b: e.b.select(e.b.fcmp_ordered(">", b, a), b, a)
+
+
 def lanes_top(e, s, i, n):
     """The largest of s[i, :n], 8 lanes at a time, or NaN where any is NaN (a lane's max
     alone would pass over it)."""
@@ -186,12 +201,29 @@ def lanes_top(e, s, i, n):
                 e.b.or_(odd, e.b.fcmp_unordered("uno", v, v))]
     top, odd = e.loop(ir.Constant(e.i64, LANES), n, LANES,
                       [first, e.b.fcmp_unordered("uno", first, first)], step)
-    best = e.b.extract_element(top, e.i32(0))
-    for lane in range(1, LANES):
-        x = e.b.extract_element(top, e.i32(lane))
-        best = e.b.select(e.b.fcmp_ordered(">", x, best), x, best)
+    best = across(e, top, larger(e))
     odd = e.b.call(e.function("llvm.vector.reduce.or.v8i1", ir.IntType(1), odd.type), [odd])
     return e.b.select(odd, ir.Constant(e.float, float("nan")), best)
+
+
+def exp_of(e, x):
+    """exp(x), 8 lanes: exp_shifted()'s arithmetic, 1.2e-38 at the least (see lanes_exp())."""
+    def const(number):
+        return e.spread(ir.Constant(e.float, float(np.float32(number))))
+    vi = ir.VectorType(e.i32, LANES)
+    floor = e.function("llvm.floor.v8f32", e.vec, e.vec)
+    low_edge = const(EXP_LOW)
+    y = e.b.select(e.b.fcmp_ordered("<", x, low_edge), low_edge, x)  # (a max)
+    t = e.b.call(floor, [e.fma(y, const(LOG2E), const(0.5))])
+    minus = e.b.fneg(t)
+    r = e.fma(minus, const(EXP_C2), e.fma(minus, const(EXP_C1), y))
+    p = const(e0)
+    for coefficient in (e1, e2, e3, e4, e5):
+        p = e.fma(p, r, const(coefficient))
+    near = e.b.fadd(e.fma(e.b.fmul(p, r), r, r), const(1))
+    bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * LANES)),
+                   ir.Constant(vi, [23] * LANES))
+    return e.b.fmul(near, e.b.bitcast(bits, e.vec))
 
 
 def lanes_exp(e, s, i, n, top):
@@ -200,25 +232,10 @@ def lanes_exp(e, s, i, n, top):
     float32's normal numbers end, exp(-87.3), 1.2e-38, where exp_shifted() gives 0 (and NumPy
     a number under 1.2e-38): a softmax's weight that small is nothing beside its largest, 1,
     and the select it would take costs a fifth of the pass."""
-    def const(x):
-        return e.spread(ir.Constant(e.float, float(np.float32(x))))
-    vi = ir.VectorType(e.i32, LANES)
-    top, low_edge = e.spread(top), const(EXP_LOW)
-    floor = e.function("llvm.floor.v8f32", e.vec, e.vec)
+    top = e.spread(top)
 
     def exp(c):
-        x = e.b.fsub(e.load(s, i, c), top)  # never NaN: the caller's top is a number
-        y = e.b.select(e.b.fcmp_ordered("<", x, low_edge), low_edge, x)  # (a max)
-        t = e.b.call(floor, [e.fma(y, const(LOG2E), const(0.5))])
-        minus = e.b.fneg(t)
-        r = e.fma(minus, const(EXP_C2), e.fma(minus, const(EXP_C1), y))
-        p = const(e0)
-        for coefficient in (e1, e2, e3, e4, e5):
-            p = e.fma(p, r, const(coefficient))
-        near = e.b.fadd(e.fma(e.b.fmul(p, r), r, r), const(1))
-        bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * LANES)),
-                       ir.Constant(vi, [23] * LANES))
-        return e.b.fmul(near, e.b.bitcast(bits, e.vec))
+        return exp_of(e, e.b.fsub(e.load(s, i, c), top))  # never NaN: top is a number
 
     def steps(ways):  # `ways` vectors a step, side by side (each a long chain of waits)
         def step(c, carried):
@@ -242,14 +259,62 @@ def lanes_sum(e, s, i, n):
         e.b.fadd(sums[0], e.load(s, i, c)), e.b.fadd(sums[1], e.load(s, i, e.plus(c, LANES)))])
     total = e.loop(twice, n, LANES, [e.b.fadd(a, b)],
                    lambda c, sums: [e.b.fadd(sums[0], e.load(s, i, c))])[0]
-    out = e.b.extract_element(total, e.i32(0))
-    for lane in range(1, LANES):
-        out = e.b.fadd(out, e.b.extract_element(total, e.i32(lane)))
-    return out
+    return across(e, total, e.b.fadd)
 
 
 ROW_TOP, ROW_EXP, ROW_SUM = (row_pass(lanes_top), row_pass(lanes_exp, True, False),
                              row_pass(lanes_sum))
+
+
+def tile_tops(e, arrays, counts):
+    """tops[0, r + i] = the largest of s[r + i, :n] for the ROWS rows of a tile (n a multiple
+    of 8, at least 8), or NaN where any of them is NaN: the rows side by side, a vector of
+    each a step."""
+    (s, tops, _), (r, n) = arrays, counts
+    firsts = [e.load(s, e.plus(r, i), ir.Constant(e.i64, 0)) for i in range(ROWS)]
+
+    def step(c, carried):
+        vs = [e.load(s, e.plus(r, i), c) for i in range(ROWS)]
+        return ([e.b.select(e.b.fcmp_ordered(">", v, top), v, top)
+                 for v, top in zip(vs, carried[:ROWS])]
+                + [e.b.or_(odd, e.b.fcmp_unordered("uno", v, v))
+                   for v, odd in zip(vs, carried[ROWS:])])
+    carried = e.loop(ir.Constant(e.i64, LANES), n, LANES,
+                     firsts + [e.b.fcmp_unordered("uno", f, f) for f in firsts], step)
+    for i in range(ROWS):
+        best = across(e, carried[i], larger(e))
+        odd = e.b.call(e.function("llvm.vector.reduce.or.v8i1", ir.IntType(1),
+                                  carried[ROWS + i].type), [carried[ROWS + i]])
+        e.b.store(e.b.select(odd, ir.Constant(e.float, float("nan")), best),
+                  e.at(tops, ir.Constant(e.i64, 0), e.plus(r, i)))
+
+
+def tile_exp(e, arrays, counts):
+    """s[r + i, :n] = exp(s[r + i, :n] - tops[0, r + i]) for the ROWS rows of a tile, over
+    whole vectors (to n's next multiple of 8): the rows side by side, their chains of waits
+    beside each other (a row alone waits on its own); each top a number (no NaN, no inf)."""
+    (s, tops, _), (r, n) = arrays, counts
+    shift = [e.spread(e.number(tops, ir.Constant(e.i64, 0), e.plus(r, i))) for i in range(ROWS)]
+
+    def step(c, carried):
+        values = [exp_of(e, e.b.fsub(e.load(s, e.plus(r, i), c), shift[i]))
+                  for i in range(ROWS)]
+        for i, value in enumerate(values):
+            e.put(value, s, e.plus(r, i), c)
+        return []
+    e.loop(ir.Constant(e.i64, 0), n, LANES, [], step)
+
+
+def tile_sums(e, arrays, counts):
+    """sums[0, r + i] = the sum of s[r + i, :n] for the ROWS rows of a tile (n a multiple of
+    8): the rows side by side, a vector of sums each."""
+    (s, sums, _), (r, n) = arrays, counts
+    zero = ir.Constant(e.vec, None)
+    carried = e.loop(ir.Constant(e.i64, 0), n, LANES, [zero] * ROWS, lambda c, carried: [
+        e.b.fadd(carried[i], e.load(s, e.plus(r, i), c)) for i in range(ROWS)])
+    for i in range(ROWS):
+        e.b.store(across(e, carried[i], e.b.fadd),
+                  e.at(sums, ir.Constant(e.i64, 0), e.plus(r, i)))
 
 
 def tile(rows, vectors, ahead=False):
@@ -299,11 +364,38 @@ def dots(rows, tokens, ahead):
         zero = ir.Constant(e.vec, None)
         sums = e.loop(ir.Constant(e.i64, 0), k8, LANES, [zero] * (rows * tokens), step)
         for n, value in enumerate(sums):
-            total = e.b.extract_element(value, e.i32(0))
-            for lane in range(1, LANES):
-                total = e.b.fadd(total, e.b.extract_element(value, e.i32(lane)))
-            e.b.store(total, e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
+            e.b.store(across(e, value, e.b.fadd),
+                      e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
     return kernel(codegen, counts=2)
+
+
+def transposed(e, rows):
+    """The 8 columns of an 8 x 8 block whose rows are 8 vectors, as 8 vectors: pairs of rows
+    interleaved, then pairs of pairs, then the halves swapped (three rounds of shuffles, as
+    AVX's unpack, shuffle and permute take them)."""
+    def mix(a, b, lanes):
+        return e.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(e.i32, LANES), lanes))
+    pairs = [mix(rows[r], rows[r + 1], lanes) for r in range(0, 8, 2)
+             for lanes in ((0, 8, 1, 9, 4, 12, 5, 13), (2, 10, 3, 11, 6, 14, 7, 15))]
+    #        rows 0-1 (columns 0, 1, 4, 5; then 2, 3, 6, 7), rows 2-3, 4-5, 6-7
+    fours = [mix(pairs[g + half], pairs[g + 2 + half], lanes) for g in (0, 4) for half in (0, 1)
+             for lanes in ((0, 1, 8, 9, 4, 5, 12, 13), (2, 3, 10, 11, 6, 7, 14, 15))]
+    #        rows 0-3's columns (0, 4), (1, 5), (2, 6), (3, 7); then rows 4-7's
+    low, high = (0, 1, 2, 3, 8, 9, 10, 11), (4, 5, 6, 7, 12, 13, 14, 15)
+    return [mix(fours[c % 4], fours[4 + c % 4], low if c < 4 else high) for c in range(8)]
+
+
+def flip(over):
+    """dst[p + l, q:q + 8] = src[i:i + 8, j + l] * by[0, b:b + 8] (or / by[...], where `over`)
+    for l < 8: an 8 x 8 block turned over, a row of 8 read and a row of 8 written at a time
+    (a number at a time, the copy across rows a page apart waits on each)."""
+    def codegen(e, arrays, counts):
+        (src, dst, by), (i, j, p, q, b) = arrays, counts
+        rows = [e.load(src, e.plus(i, r), j) for r in range(LANES)]
+        factor = e.load(by, ir.Constant(e.i64, 0), b)
+        for r, column in enumerate(transposed(e, rows)):
+            e.put((e.b.fdiv if over else e.b.fmul)(column, factor), dst, e.plus(p, r), q)
+    return kernel(codegen, counts=5)
 
 
 ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
@@ -312,6 +404,10 @@ FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 
 #   time: six rows (those meeting the first panel asking for the next six), a row
 HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
 SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
+TILE_TOPS, TILE_EXP, TILE_SUMS = (kernel(tile_tops, counts=2), kernel(tile_exp, counts=2),
+                                  kernel(tile_sums, counts=2))  # a tile's softmax, its rows
+#   side by side (tops and sums in a (1, rows) array, given twice)
+FLIP, FLIP_OVER = flip(over=False), flip(over=True)  # an 8 x 8 block turned over: times, over
 
 
 @serial
@@ -551,6 +647,48 @@ def exp_row(s, i, n, bits):
     return total
 
 
+@ieee
+def softmax_tile(s, r, before, m, reach, sums, tops, bits):
+    """A tile's softmax in place: rows r .. r + ROWS - 1 of s, row i a query that reads notes
+    up to before + i (its `mine`, at most `reach`, the tile's last query's), the rest up to
+    reach 0, and sums[0, i] the sum it leaves; a row past m (no query) all 0, its sum 1.
+    The tops (tops (1, rows)), the exponents and the sums each in one pass over the tile's
+    rows side by side (TILE_TOPS, TILE_EXP, TILE_SUMS: a row alone waits on each step's chain
+    of arithmetic), their last numbers a number at a time; where a query's top is NaN or
+    infinite, the tile row by row as exp_row() keeps NumPy's NaN."""
+    shortest = min(before + r + 1, reach)  # row r reads the fewest notes
+    n8 = shortest - shortest % LANES
+    if n8:
+        TILE_TOPS(s, tops, tops, (r, n8))
+    odd = False
+    for i in range(r, r + ROWS):
+        row, mine = s[i], min(before + i + 1, reach)
+        top = tops[0, i] if n8 else row[0]
+        for j in range(n8, mine):
+            top = row[j] if row[j] > top or row[j] != row[j] else top
+        tops[0, i] = top
+        odd = odd or (i < m and (top != top or top == np.inf))
+    if odd:
+        for i in range(r, r + ROWS):
+            row, mine = s[i], min(before + i + 1, reach)
+            sums[0, i] = exp_row(s, i, mine, bits) if i < m else 1
+            for j in range(mine if i < m else 0, reach):
+                row[j] = 0
+        return
+    TILE_EXP(s, tops, tops, (r, reach))
+    for i in range(r, r + ROWS):
+        row = s[i]
+        for j in range(min(before + i + 1, reach) if i < m else 0, reach):
+            row[j] = 0
+    n8 = reach - reach % LANES
+    TILE_SUMS(s, sums, sums, (r, n8))
+    for i in range(r, r + ROWS):
+        row, total = s[i], sums[0, i]
+        for j in range(n8, reach):
+            total += row[j]
+        sums[0, i] = total if i < m else 1
+
+
 @parallel
 def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits):
     """Attention for one query per user and head, whole, for the users whose tokens are
@@ -651,10 +789,56 @@ def copy_row(a, b):
 
 
 @serial
-def copy_rows(a, b):
-    """b[:len(a)] = a, a row at a time (copy_row())."""
-    for i in range(a.shape[0]):
-        copy_row(a[i], b[i])
+def panels_of(K, V, n, panels, laid):
+    """A head's first n notes as its tiles read them: keys (K (64, room)) in panels of 16 notes
+    (panels (groups x 64, 16): panel g rows g x 64 ..), values (V (room, 64)) in panels of 16
+    of their numbers (laid (parts x groups x 16, 16): part p rows p x groups x 16 ..); the
+    last panel's places past n left as they are. Plain loops over numbers (a view made for
+    every 16 numbers cost 1.9x the time)."""
+    d, groups, parts = K.shape[0], panels.shape[0] // K.shape[0], V.shape[1] // 16
+    for c in range(d):
+        for g in range(n // 16):
+            for j in range(16):
+                panels[g * d + c, j] = K[c, 16 * g + j]
+        for g in range(n // 16, groups):
+            for j in range(n - 16 * g):
+                panels[g * d + c, j] = K[c, 16 * g + j]
+    for i in range(n):
+        for part in range(parts):
+            for j in range(16):
+                laid[part * groups * 16 + i, j] = V[i, 16 * part + j]
+
+
+@serial
+def rows_of_columns(src, top, col, m, by, dst, at):
+    """dst[at + i, c] = src[top + c, col + i] * by[0, 0] for i < m, c < dst's width: columns of
+    src (a token's numbers, rows a page apart) as rows of dst, 8 x 8 at a time (FLIP; by (1, 8)
+    holds one number 8 times), the rest a number at a time."""
+    d = dst.shape[1]
+    m8, d8 = m - m % LANES, d - d % LANES
+    for i in range(0, m8, LANES):
+        for c in range(0, d8, LANES):
+            FLIP(src, dst, by, (top + c, col + i, at + i, c, 0))
+    for c in range(d):
+        row = src[top + c, col:col + m]
+        for i in range(m8 if c < d8 else 0, m):
+            dst[at + i, c] = row[i] * by[0, 0]
+
+
+@ieee
+def columns_of_rows(src, m, sums, dst, top, col):
+    """dst[top + c, col + i] = src[i, c] / sums[0, i] for i < m, c < src's width: rows of src (a
+    query's answer) as columns of dst, 8 x 8 at a time (FLIP_OVER), the rest a number at a
+    time; IEEE's division, as NumPy's."""
+    d = src.shape[1]
+    m8, d8 = m - m % LANES, d - d % LANES
+    for i in range(0, m8, LANES):
+        for c in range(0, d8, LANES):
+            FLIP_OVER(src, dst, sums, (i, c, top + c, col + i, i))
+    for c in range(d):
+        row = dst[top + c, col:col + m]
+        for i in range(m8 if c < d8 else 0, m):
+            row[i] = src[i, c] / sums[0, i]
 
 
 @serial
@@ -667,9 +851,11 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     of memory in turn; a key's row of the notebook is a page apart from the next, a value's
     row four times a tile's width), and reads a block of queries at a time: the scores of six
     queries by 16 notes a tile (SPAN), the tiles wholly past the causal mask skipped; the
-    softmax in place (exp_row(), each query's notes up to its own, the rest up to its
-    tile's last query's 0); the weighted sum of values, six queries by 16 numbers a tile, over
-    the notes the tile's last query reads; over softmax's denominator."""
+    softmax in place, a tile's six queries side by side (softmax_tile(), each query's notes
+    up to its own, the rest up to its tile's last query's 0); the weighted sum of values, six
+    queries by 16 numbers a tile, over the notes the tile's last query reads; over softmax's
+    denominator. The values' notes, the queries and the answers cross between a token a
+    column and a token a row 8 x 8 at a time (rows_of_columns(), columns_of_rows())."""
     heads, d = keys.shape[1], keys.shape[2]
     n = n0 + t
     groups = (n + 15) // 16
@@ -680,7 +866,9 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     qs = np.zeros((tall, d), np.float32)  # a block's queries, scaled, a row each
     s = np.empty((tall, groups * 16), np.float32)  # their scores, then softmax's numerators
     o = np.empty((tall, d), np.float32)  # their answers before the division
-    sums, bits = np.empty(tall, np.float32), np.empty(groups * 16, np.int32)
+    sums, tops = np.empty((1, tall), np.float32), np.empty((1, tall), np.float32)
+    bits = np.empty(groups * 16, np.int32)
+    scales, ones = np.full((1, LANES), scale, np.float32), np.ones((1, LANES), np.float32)
     for task in range(lo, hi):
         u, h = task // heads, task % heads
         K, V = keys[u, h], values[u, h]
@@ -688,43 +876,23 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
         for c in range(d):  # (each copy reads and writes rows of its own: an index with an
             #                   offset added is checked for wrapping below 0, number by number)
             copy_row(k[top + c, col:col + t], K[c, n0:n])
-        for a in range(0, t, 64):  # 64 notes at a time: their rows of V stay in the cache
-            rows_of = V[n0 + a:n0 + min(a + 64, t)]
-            for c in range(d):
-                row = v[top + c, col + a:col + a + rows_of.shape[0]]
-                for i in range(rows_of.shape[0]):
-                    rows_of[i, c] = row[i]
-        for g in range(groups):
-            width = min(16, n - 16 * g)
-            for c in range(d):
-                copy_row(K[c, 16 * g:16 * g + width], panels[g * d + c])
-        for part in range(parts):
-            copy_rows(V[:n, 16 * part:16 * part + 16], laid[part * groups * 16:])
+        rows_of_columns(v, top, col, t, ones, V, n0)
+        panels_of(K, V, n, panels, laid)
         for a in range(0, t, block):
             m = min(block, t - a)  # queries a .. a + m - 1 read notes 0 .. n0 + a + m - 1
             rows = (m + ROWS - 1) // ROWS * ROWS
             qs[m:rows] = 0
-            for c in range(d):  # (along q's rows: a column of it is a page a number)
-                row = q[top + c, col + a:col + a + m]
-                for i in range(m):
-                    qs[i, c] = row[i] * scale
+            rows_of_columns(q, top, col + a, m, scales, qs, 0)
             for g in range((n0 + a + m + 15) // 16):
                 for r in range(0, rows, ROWS):
                     if 16 * g < n0 + a + min(r + ROWS, m):
                         SPAN(qs, panels, s, (r, 16 * g, g * d, d))
             for r in range(0, rows, ROWS):
                 reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
-                for i in range(r, r + ROWS):
-                    row, mine = s[i], min(n0 + a + i + 1, reach)
-                    sums[i] = exp_row(s, i, mine, bits) if i < m else 1
-                    for j in range(mine if i < m else 0, reach):
-                        row[j] = 0
+                softmax_tile(s, r, n0 + a, m, reach, sums, tops, bits)
                 for part in range(parts):
                     SPAN(s, laid, o, (r, 16 * part, part * groups * 16, reach))
-            for c in range(d):
-                row = out[top + c, col + a:col + a + m]
-                for i in range(m):
-                    row[i] = o[i, c] / sums[i]
+            columns_of_rows(o, m, sums, out, top, col + a)
 
 
 @parallel

@@ -190,6 +190,61 @@ def test_a_questions_softmax_row_gives_numpys_answer_and_sum(s):
     assert (rows[0] == 7).all()  # the row above untouched
 
 
+@needs_numba
+@pytest.mark.parametrize("before, m, reach, odd", [
+    (40, 6, 46, None), (0, 6, 6, None), (9, 4, 13, None), (17, 6, 23, np.nan),
+    (17, 6, 23, np.inf), (3, 2, 5, np.nan), (60, 5, 65, -np.inf)])
+def test_a_tiles_softmax_gives_each_querys_own_numpy_softmax(before, m, reach, odd):
+    """softmax_tile(), a tile's six queries side by side: query i's own notes (before + i + 1,
+    at most reach) NumPy's softmax numerators, the rest up to reach 0, and their sum; a row
+    past m (no query) 0 with a sum of 1; a NaN, an infinite top or all of -inf in a row as
+    NumPy has them (the row-by-row way); rows and places outside the tile untouched."""
+    from engine.kernels import ROWS, softmax_tile
+    rng = np.random.default_rng(before + m)
+    s = 4 * rng.standard_normal((2 * ROWS + 1, 72), dtype=np.float32)
+    r = ROWS + 1 if before % 2 else 0  # (a tile further down, too)
+    if odd is not None:
+        s[r + 1, :before + 2] = odd if odd != -np.inf else -np.inf
+        s[r + 1, before // 2] = odd
+    was = s.copy()
+    sums, tops = np.full((1, len(s)), 7, np.float32), np.empty((1, len(s)), np.float32)
+    softmax_tile(s, r, before - r, m + r, reach, sums, tops, np.empty(72, np.int32))
+    for i in range(r, r + ROWS):
+        mine = min(before - r + i + 1, reach) if i < m + r else 0
+        with np.errstate(invalid="ignore", over="ignore"):
+            numpys = model.exp_shifted(was[i, :mine].copy()) if mine else np.ones(1)
+        np.testing.assert_allclose(s[i, :mine], numpys[:mine], rtol=1e-6, atol=1e-37)
+        assert (s[i, mine:reach] == 0).all()
+        np.testing.assert_allclose(sums[0, i], numpys.sum(), rtol=1e-6)
+    rest = np.ones(len(s), bool)
+    rest[r:r + ROWS] = False
+    np.testing.assert_array_equal(s[rest], was[rest])
+    assert (sums[0, rest] == 7).all()
+
+
+@needs_numba
+@pytest.mark.parametrize("m, d", [(13, 16), (8, 64), (5, 19), (24, 11)])
+def test_columns_turned_into_rows_and_back_are_numpys_transposes(m, d):
+    """rows_of_columns() and columns_of_rows(), 8 x 8 blocks turned over in vector registers
+    and the numbers past them one at a time: a block of a (width, tokens) array's columns
+    times a number, as rows; rows over their sums, as columns; nothing else written."""
+    from engine.kernels import LANES, columns_of_rows, rows_of_columns
+    rng = np.random.default_rng(m * d)
+    src = rng.standard_normal((d + 9, m + 11), dtype=np.float32)
+    dst = np.full((m + 5, d), 3, np.float32)
+    scale = np.full((1, LANES), 0.3, np.float32)
+    rows_of_columns(src, 4, 6, m, scale, dst, 2)
+    np.testing.assert_array_equal(dst[2:2 + m], src[4:4 + d, 6:6 + m].T * np.float32(0.3))
+    assert (dst[:2] == 3).all() and (dst[2 + m:] == 3).all()
+    rows, sums = rng.standard_normal((m + 3, d), dtype=np.float32), \
+        rng.uniform(1, 9, (1, m + 3)).astype(np.float32)
+    out = np.full((d + 9, m + 11), 3, np.float32)
+    columns_of_rows(rows, m, sums, out, 5, 7)
+    np.testing.assert_array_equal(out[5:5 + d, 7:7 + m], (rows[:m] / sums[0, :m, None]).T)
+    out[5:5 + d, 7:7 + m] = 3
+    assert (out == 3).all()
+
+
 def test_the_compiled_way_is_taken_only_where_it_wins_beyond_its_spread():
     """A best of 3 by a strict "<" flipped between runs: a compiled way faster at its best
     but not beyond NumPy's spread keeps NumPy's way; one faster in every try but one that
