@@ -229,7 +229,7 @@ def ways(paths=Paths(), pool=None):
                 share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
-                norm=compiled.norm, gelu=compiled.gelu)
+                norm=compiled.norm, gelu=functools.partial(compiled.gelu, threads=True))
         mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
             paths.reads_questions()
         wide = fast or paths.takes_elementwise(tokens)

@@ -780,6 +780,15 @@ def gelu(flat):
         flat[i] = np.float32(0.5) * v * (1 + t)
 
 
+@parallel
+def gelus(flat, parts):
+    """gelu() over flat in `parts` contiguous parts, one a thread (a compiled trip's: Numba's
+    threads, which spin between its kernels)."""
+    n = flat.size
+    for p in nb.prange(parts):
+        gelu(flat[n * p // parts:n * (p + 1) // parts])
+
+
 @serial
 def copy_row(a, b):
     """b[:len(a)] = a, along one row each (a loop on rows of their own compiles into vector

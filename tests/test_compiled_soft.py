@@ -172,6 +172,18 @@ def test_gelu_and_exp_give_numpys_answers_at_the_extremes():
 
 
 @needs_numba
+@pytest.mark.parametrize("shape", [(3072, 64), (7, 3), (1, 1)])
+def test_gelu_on_numbas_threads_gives_the_one_threads_numbers(shape):
+    """A compiled trip's GELU, its numbers shared among Numba's threads: every number once, each
+    bit for bit the one-thread kernel's."""
+    h = 3 * np.random.default_rng(1).standard_normal(shape, dtype=np.float32)
+    h[0, 0] = np.nan
+    with compiled.running(2):
+        shared = compiled.gelu(h.copy(), threads=True)
+    np.testing.assert_array_equal(shared, compiled.gelu(h.copy()))
+
+
+@needs_numba
 @pytest.mark.parametrize("s", [[0, -1, -100, -np.inf, 3], [0, np.nan, -1], [np.inf, 0, 1],
                                [np.inf] * 9, [1.0] * 8 + [np.nan] + [2.0] * 8, [-1e30, 1e30] * 9,
                                list(range(19)), [5]])
