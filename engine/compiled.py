@@ -207,8 +207,9 @@ def kernels():
     """The kernels (kernels.py), imported once per process: {name: kernel}."""
     from engine import kernels as k
     return {name: getattr(k, name)
-            for name in ("table", "tiles", "rows_tiled", "laid_out", "vector", "attend",
-                         "attend_tasks", "question", "questions", "norm", "gelu", "gelus")}
+            for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
+                         "attend", "attend_tasks", "question", "questions", "norm", "gelu",
+                         "gelus")}
 
 
 def threads(n):
@@ -242,7 +243,7 @@ def table(w, x, streams=STREAMS[0]):
         return out[:, None]
     if tokens > 4:
         out = np.empty((rows, wide(tokens)), np.float32)
-        k["tiles"](w, *panels(x), out, threads)
+        k["tiles"](w, *panels(x, threads), out, threads)
         return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
     xt[:tokens] = x.T
@@ -270,14 +271,22 @@ def wide(tokens):
     return -(-tokens // 8) * 8
 
 
-def panels(x):
+def panels(x, threads=0):
     """x (k, tokens) as the tiles meet it: -> panels (groups * k, 16), x's tokens 16 at a time,
     one panel under the next, and last (k, 8), the 8 left over where the tokens padded with
-    zeros to a multiple of 8 are not a multiple of 16, or (0, 8) (kernels.laid_out())."""
+    zeros to a multiple of 8 are not a multiple of 16, or (0, 8) (kernels.laid_out(), on
+    `threads` of Numba's threads, or on this one where 0). 16 or 8 tokens are their own panel:
+    x as it is."""
     k, tokens = x.shape
     groups, left = divmod(wide(tokens), 16)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if tokens in (8, 16):
+        return (x, np.empty((0, 8), np.float32)) if groups else (np.empty((0, 16), np.float32), x)
     laid, last = np.empty((groups * k, 16), np.float32), np.empty((k if left else 0, 8), np.float32)
-    kernels()["laid_out"](np.ascontiguousarray(x), laid, last)
+    if threads:
+        kernels()["laid_outs"](x, laid, last, threads)
+    else:
+        kernels()["laid_out"](x, laid, last)
     return laid, last
 
 

@@ -467,14 +467,15 @@ def rows_tiled(w, panels, last, out, a, b):
 
 
 @serial
-def laid_out(x, laid, last):
+def laid_out(x, laid, last, a=0, b=-1):
     """x (k, tokens) into its panels, as compiled.panels() lays them out: laid (groups * k, 16),
     last (k, 8) or (0, 8), the places past x's tokens 0; each number copied once, along x's
-    rows (NumPy's copy of the same, a short stretch at a time, takes 1.5x as long)."""
+    rows (NumPy's copy of the same, a short stretch at a time, takes 1.5x as long); x's rows
+    a .. b - 1 (all of them where b is -1)."""
     k, tokens = x.shape
     groups = laid.shape[0] // k
     full = min(groups, tokens // 16)  # the panels x fills (the last may be short of 16)
-    for c in range(k):
+    for c in range(a, k if b < 0 else b):
         for g in range(full):
             for j in range(16):
                 laid[g * k + c, j] = x[c, 16 * g + j]
@@ -483,6 +484,16 @@ def laid_out(x, laid, last):
                 laid[g * k + c, j] = x[c, 16 * g + j] if 16 * g + j < tokens else 0
         for j in range(last.shape[1] if last.shape[0] else 0):
             last[c, j] = x[c, 16 * groups + j] if 16 * groups + j < tokens else 0
+
+
+@parallel
+def laid_outs(x, laid, last, parts):
+    """laid_out() in `parts` contiguous parts of x's rows, one a thread (a compiled trip's:
+    while one laid out the inputs, Numba's other threads, spinning, fell asleep, and each
+    product then waited for them to wake)."""
+    k = x.shape[0]
+    for p in nb.prange(parts):
+        laid_out(x, laid, last, k * p // parts, k * (p + 1) // parts)
 
 
 @parallel

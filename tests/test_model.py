@@ -615,3 +615,5 @@ def test_a_compiled_table_product_gives_every_row_and_token_once(rows, inputs, t
     got = compiled.table(w, x)  # model's tables give, whose float32 rounding the tolerance is)
     assert got.shape == (rows, tokens) and got.dtype == np.float32
     np.testing.assert_allclose(got, w @ x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(compiled.table(w, np.asfortranarray(x)), got)  # (8 or 16
+    #   tokens are their own panel: x as it is, where its rows lie as a panel's would)
