@@ -166,11 +166,11 @@ def checked():
     """Every kernel on tiny shapes against NumPy's way: -> the names of those whose answers
     differ beyond float32 rounding. The shapes reach each kernel's every branch: 13 rows (two
     tiles of six and a row over; eight rows at a time and five; six pairs and one), 9 inputs
-    (one past a vector of 8), and 1, 3, 5 and 20 tokens (a vector, two to four tokens, half a
-    tile, a whole tile and a half)."""
+    (one past a vector of 8), and 1, 3, 5, 16 and 20 tokens (a vector, two to four tokens, half
+    a tile, a tile that is its own panel, a whole tile and a half)."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((13, 9), dtype=np.float32)  # (rows, inputs)
-    xs = {n: rng.standard_normal((9, n), dtype=np.float32) for n in (1, 3, 5, 20)}
+    xs = {n: rng.standard_normal((9, n), dtype=np.float32) for n in (1, 3, 5, 16, 20)}
     h = rng.standard_normal((8, 3), dtype=np.float32) * np.float32(4)  # GELU's bend and tails
     pairs = {f"the table product of {n} {'token' if n == 1 else 'tokens'}": (table(w, x), w @ x)
              for n, x in xs.items()}
@@ -178,6 +178,7 @@ def checked():
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
     pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
     pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
+    pairs["GELU on Numba's threads"] = gelu(h.copy(), threads=True), model.gelu(h.copy())
     pairs["attention"] = attended(attention)
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
     pairs["a question's attention"] = asked_here()
@@ -346,11 +347,12 @@ def read(cfg, q, k, v, segments, floor, ways, share):
     return out
 
 
-def asked_here(ways=model.PLAIN, users=2, notes=3, tokens=5):
+def asked_here(ways=model.PLAIN, users=2, notes=3, tokens=13):
     """asked() (with the `ways` of a NumPy trip, or a compiled one's) and model.attention on
     the same tiny notebooks (a small GPT-2's, `users` users with `notes` notes each, each
-    asking a question of `tokens` tokens, in two blocks): -> both answers, (width, users *
-    tokens) each."""
+    asking a question of `tokens` tokens, in two blocks of up to 8: the 8 x 8 blocks turned
+    over and the numbers past them, a tile's rows of 8 notes or more and fewer): -> both
+    answers, (width, users * tokens) each."""
     cfg, rng = model.TINY, np.random.default_rng(2)
     q, k, v = (rng.standard_normal((cfg.width, users * tokens), dtype=np.float32)
                for _ in range(3))
@@ -358,7 +360,7 @@ def asked_here(ways=model.PLAIN, users=2, notes=3, tokens=5):
     for book in books:
         book["len"] = notes
     return (reading(cfg, q, k, v, [(books[0], tokens)], 0, ways, model.attention, READS,
-                    block=3),
+                    block=8),
             model.attention(cfg, q, k, v, [(books[1], tokens)], 0))
 
 
