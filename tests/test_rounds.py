@@ -205,10 +205,13 @@ def test_worker_processes_measure_the_rounds_of_a_real_run(tmp_path):
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     plan = next(line for line in r.stderr.splitlines() if line.startswith("the plan"))
-    rounds_each = int(plan.split("each after the first ")[1].split()[0])  # as many as its
-    assert plan.startswith("the plan, from the first process of each kind: 2 processes")
-    assert f"(middle of {1 + rounds_each} rounds per figure" in r.stdout  # start is worth
-    assert "Traceback" not in r.stderr
+    planned = int(plan.split("of each kind: ")[1].split()[0])  # at least --processes, more
+    rounds_each = int(plan.split("each after the first ")[1].split()[0])  # where the budget
+    assert planned >= 2  # holds them (a fast moment fits a third in 1 s); each after the
+    #                      first as many rounds as its start is worth, the first one round
+    rounds = int(r.stdout.split("(middle of ")[1].split()[0])
+    assert rounds in [1 + later * rounds_each for later in range(1, planned)]  # (a process
+    assert "Traceback" not in r.stderr  # beyond the least is left out where time runs out)
 
 
 def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():
