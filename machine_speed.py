@@ -42,6 +42,7 @@ def measure_here(args, job):
     computes bfloat16, the workbench at it too), then visited in the job's rounds."""
     began, on = time.perf_counter(), args.on
     trials = speeds.trials(args.size, args.matmul, on, args.threads or 1, quick=args.quick)
+    #   (the tiles' workbench in the width's first shape: two_phases.py times the others)
     if sixteen(on):
         trials.append(speeds.trial(SIXTEEN, workbench(args.matmul, on, "bfloat16")[0], on))
     setup_s = time.perf_counter() - began
@@ -84,7 +85,9 @@ def post_block(found):
         f"memory speed : {v['memory speed']:6.1f} GB/s   (read {v['read']:.0f} MB in "
         f"{v['read time']:.1f} ms)",
         f"math speed   : {v['math speed']:6.1f} GFLOP/s ({v['math']:.1f} GFLOPs in "
-        f"{v['math time']:.1f} ms)",
+        f"{v['math time']:.1f} ms" + (f"; the BLAS {v['BLAS product']:.1f}, the suite's tiles "
+                                      f"{v['tiles product']:.1f}" if 'tiles product' in v
+                                      else "") + ")",
         f"balance      : {v['balance']:6.1f} FLOPs per byte",
         f"tokens a trip needs to keep the math busy: about {v['tokens a trip needs']:.0f}"])
 
@@ -95,6 +98,8 @@ SPEEDS = Layout("machine_speed", [
     col("streaming read", "streaming GB/s", "GB/s", ".1f"),
     col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
     col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
+    col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),
+    col("tiles product", "tiles GFLOP/s", "GFLOP/s", ".1f"),
     col("math", "math", "GFLOPs", ".1f"), col("math time", "math time", "ms", ".1f"),
     col("balance", "balance", "FLOPs/byte", ".1f", compared=True),
     col("tokens a trip needs", "tokens a trip needs", "tokens", ".0f", compared=True)],

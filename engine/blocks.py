@@ -62,6 +62,8 @@ class Paths:
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
     streams: int = STREAMS[0]  # the rows a compiled one-token product reads at a time
+    shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors) for
+    #                     the counts of compiled.SHAPED, ascending (none: the width's first)
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -93,10 +95,28 @@ class Paths:
         softmax (each speaks for the questions up to it), none where the kernels do not load."""
         return self.reading if self.reading and compiled.available() else ()
 
+    def shape(self, tokens):
+        """The tiles' shape (lanes, rows, vectors) for a trip of `tokens` tokens: as the
+        smallest count timed at or above it took, and past them all as the largest did; None
+        (the width's first) where none was timed."""
+        if not self.shapes:
+            return None
+        timed = [s[0] for s in self.shapes]
+        at = timed_for(timed, min(tokens, timed[-1]))
+        return next(tuple(s[1:]) for s in self.shapes if s[0] == at)
+
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
         for counts in ("compiled", "tiled", "pieces", "reading", "elementwise"):
             object.__setattr__(self, counts, tuple(getattr(self, counts)))
+        object.__setattr__(self, "shapes", tuple(tuple(s) for s in self.shapes))
+
+    def saved(self):
+        """As a run hands its paths to its worker processes and saves them: JSON's lists."""
+        return {f.name: ([list(v) for v in getattr(self, f.name)]
+                         if f.name in ("blocks", "shapes") else
+                         list(getattr(self, f.name)) if isinstance(getattr(self, f.name), tuple)
+                         else getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def block(self, tokens, inputs):  # -> (rows, depth) for table(), or None: unblocked
         if tokens < 2:  # one token: a matrix-vector product, for the BLAS's own threads
@@ -109,6 +129,12 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.shapes:
+            low = dict(zip((s[0] for s in self.shapes), (5, *(s[0] + 1 for s in self.shapes))))
+            return (f"{dataclasses.replace(self, shapes=())}; tiles of " + ", ".join(
+                f"{compiled.shape_words(s[1:])} for {low[s[0]]} "
+                + ("or more" if s is self.shapes[-1] else f"to {s[0]}") for s in self.shapes)
+                + " tokens")
         if self.streams != compiled.STREAMS[0]:
             return (f"{dataclasses.replace(self, streams=compiled.STREAMS[0])}; one-token "
                     f"products {self.streams} {'row' if self.streams == 1 else 'rows'} at a time")
@@ -175,7 +201,11 @@ def readable(saved):
     if not (isinstance(saved, dict) and set(saved) <= {f.name for f in dataclasses.fields(Paths)}):
         return False
     blocks = saved.get("blocks", [])
+    shapes = saved.get("shapes", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
+            and isinstance(shapes, list) and all(
+                isinstance(s, list) and len(s) == 4 and counts(s) and tuple(s[1:])
+                in compiled.shapes() for s in shapes)
             and saved.get("streams", compiled.STREAMS[0]) in compiled.STREAMS
             and isinstance(blocks, list) and all(map(block, blocks))
             and all(counts(saved.get(n, [])) for n in ("compiled", "tiled", "pieces", "reading",
@@ -225,7 +255,8 @@ def ways(paths=Paths(), pool=None):
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
-                table=functools.partial(compiled.table, streams=paths.streams),
+                table=functools.partial(compiled.table, streams=paths.streams,
+                                        shape=paths.shape(tokens)),
                 share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
@@ -239,7 +270,7 @@ def ways(paths=Paths(), pool=None):
 
         def products(w, x):
             if paths.tiles(tokens):
-                return compiled.table_shared(w, x, shared)
+                return compiled.table_shared(w, x, shared, paths.shape(tokens))
             return table(w, x, mine, paths.block(tokens, w.shape[1]))
         return types.SimpleNamespace(
             table=products, share=shared,

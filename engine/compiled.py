@@ -38,8 +38,11 @@ TRIED = (1, 2, 4, 8, 16, 32, 64)  # the token counts whose trips are timed both 
 FEW = 16  # ... and a NumPy trip of more tokens than this, where its count's compiled trip lost,
 TILED = (32, 64)  # its norm, GELU and one-token attention in trips of up to these
 #                   counts are timed both ways too (a typing trip of many users: blocks.ways()),
-TABLES = (32, 64, 128, 256)  # and its table products in trips of up to these: the tiles on
-#                              the suite's own threads, or the BLAS (see table_shared())
+TABLES = (32, 64, 128, 256, 1024)  # and its table products in trips of up to these: the
+#                                    tiles on the suite's own threads, or the BLAS (see
+#                                    table_shared())
+SHAPED = (8, 16, 64, 256, 1024)  # the token counts whose tiles' shape is timed (of shapes()):
+#                                  each speaks for the counts down to the last one's
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
 STREAMS = (8, 1)  # the rows a one-token product reads at a time: 8 streams from memory, or 1
@@ -174,6 +177,12 @@ def checked():
     h = rng.standard_normal((8, 3), dtype=np.float32) * np.float32(4)  # GELU's bend and tails
     pairs = {f"the table product of {n} {'token' if n == 1 else 'tokens'}": (table(w, x), w @ x)
              for n, x in xs.items()}
+    for shape in kernels()["SHAPES"]:  # every shape's tiles: a last panel alone, one panel,
+        lanes, _, vectors = shape  # panels and a last, the rows of a tile or two and one over
+        for n in sorted({5, lanes + 1, lanes * vectors, lanes * (vectors + 1) + 1}):
+            x = rng.standard_normal((9, n), dtype=np.float32)
+            pairs[f"the tiles {shape_words(shape)} at {n} tokens"] = (table(w, x, shape=shape),
+                                                                       w @ x)
     pairs["the table product of 1 token, a row at a time"] = table(w, xs[1], 1), w @ xs[1]
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
     pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
@@ -210,7 +219,7 @@ def kernels():
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
                          "attend", "attend_tasks", "question", "questions", "norm", "gelu",
-                         "gelus")}
+                         "gelus", "SHAPES", "LANES")}
 
 
 def threads(n):
@@ -228,12 +237,12 @@ def running(n):
         yield
 
 
-def table(w, x, streams=STREAMS[0]):
+def table(w, x, streams=STREAMS[0], shape=None):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
     a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: two rows
-    by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of six rows by 16
-    tokens (8 for the last, where their count is not a multiple of 16), x padded with zeros to
-    a multiple of 8 and laid out in panels (the tables' bytes, not the math, set a few tokens'
+    by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
+    rows, vectors; the width's first where None: shapes()), x padded with zeros to a multiple
+    of its lanes and laid out in panels (the tables' bytes, not the math, set a few tokens'
     time). Where one way gives way to the next was set by measuring; on any CPU, the trips of
     a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
@@ -243,8 +252,9 @@ def table(w, x, streams=STREAMS[0]):
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads, streams)
         return out[:, None]
     if tokens > 4:
-        out = np.empty((rows, wide(tokens)), np.float32)
-        k["tiles"](w, *panels(x, threads), out, threads)
+        shape = known(shape)
+        out = np.empty((rows, wide(tokens, shape[0])), np.float32)
+        k["tiles"](w, *panels(x, shape, threads), out, threads, shape)
         return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
     xt[:tokens] = x.T
@@ -253,13 +263,42 @@ def table(w, x, streams=STREAMS[0]):
     return first(out, tokens)
 
 
-def table_shared(w, x, share):
-    """table() for NumPy's trips of more tokens (see TABLES), the tiles' rows shared among the
-    suite's own threads by share, each running them alone (no Numba threads beside the BLAS)."""
-    out, laid = np.empty((w.shape[0], wide(x.shape[1])), np.float32), panels(x)
+def table_shared(w, x, share, shape=None):
+    """table() for NumPy's trips of more tokens (see TABLES), x laid out and the tiles' rows
+    shared among the suite's own threads by share, each running them alone (no Numba threads
+    beside the BLAS)."""
+    shape = known(shape)
+    out = np.empty((w.shape[0], wide(x.shape[1], shape[0])), np.float32)
+    laid = panels(x, shape, share=share)
     tiled = kernels()["rows_tiled"]
-    share(lambda part: tiled(w, *laid, out, part.start, part.stop), w.shape[0], w.size)
+    share(lambda part: tiled(w, *laid, out, part.start, part.stop, shape), w.shape[0], w.size)
     return first(out, x.shape[1])
+
+
+@functools.lru_cache(maxsize=None)
+def shapes():
+    """The table products' tile shapes worth timing here, (lanes, rows, vectors), the first the
+    default (kernels.SHAPES: as wide as the CPU's vector registers); none where the kernels
+    cannot load."""
+    return () if unloaded() else kernels()["SHAPES"]
+
+
+def known(shape):
+    """shape, or the width's first where None; one the kernels were not compiled for (which
+    would compute nothing) is an error."""
+    made = kernels()["SHAPES"]
+    if shape is None:
+        return made[0]
+    if tuple(shape) not in made:
+        raise ValueError(f"no tiles of shape {shape} here: {', '.join(map(str, made))}")
+    return tuple(shape)
+
+
+def shape_words(shape):
+    """A tile shape as the paths line names it: "6 rows x 2 vectors of 16 lanes"."""
+    lanes, rows, vectors = shape
+    return f"{rows} {'row' if rows == 1 else 'rows'} x {vectors} " \
+           f"{'vector' if vectors == 1 else 'vectors'} of {lanes} lanes"
 
 
 def first(out, tokens):
@@ -267,25 +306,33 @@ def first(out, tokens):
     return out if out.shape[1] == tokens else np.ascontiguousarray(out[:, :tokens])
 
 
-def wide(tokens):
-    """The tokens a tile product computes: `tokens` padded to a multiple of 8."""
-    return -(-tokens // 8) * 8
+def wide(tokens, lanes):
+    """The tokens a tile product computes: `tokens` padded to a multiple of its lanes."""
+    return -(-tokens // lanes) * lanes
 
 
-def panels(x, threads=0):
-    """x (k, tokens) as the tiles meet it: -> panels (groups * k, 16), x's tokens 16 at a time,
-    one panel under the next, and last (k, 8), the 8 left over where the tokens padded with
-    zeros to a multiple of 8 are not a multiple of 16, or (0, 8) (kernels.laid_out(), on
-    `threads` of Numba's threads, or on this one where 0). 16 or 8 tokens are their own panel:
-    x as it is."""
+def panels(x, shape, threads=0, share=None):
+    """x (k, tokens) as tiles of shape (lanes, rows, vectors) meet it: -> panels (groups * k,
+    lanes x vectors), x's tokens that many at a time, one panel under the next, and last (k,
+    fewer), the tokens left over, padded with zeros to a multiple of the lanes, where there
+    are any, or (0, lanes) (kernels.laid_out(), on `threads` of Numba's threads, or shared by
+    `share` among the suite's, or on this one). Tokens that fill one panel, or a last one
+    alone, are their own panel: x as it is."""
+    lanes, _, vectors = shape
     k, tokens = x.shape
-    groups, left = divmod(wide(tokens), 16)
+    width = lanes * vectors
+    groups, left = divmod(wide(tokens, lanes), width)
     x = np.ascontiguousarray(x, dtype=np.float32)
-    if tokens in (8, 16):
-        return (x, np.empty((0, 8), np.float32)) if groups else (np.empty((0, 16), np.float32), x)
-    laid, last = np.empty((groups * k, 16), np.float32), np.empty((k if left else 0, 8), np.float32)
+    if tokens == groups * width + left and groups + (left > 0) == 1:
+        return (x, np.empty((0, lanes), np.float32)) if groups else (
+            np.empty((0, width), np.float32), x)
+    laid = np.empty((groups * k, width), np.float32)
+    last = np.empty((k, left) if left else (0, lanes), np.float32)
     if threads:
         kernels()["laid_outs"](x, laid, last, threads)
+    elif share:
+        lay = kernels()["laid_out"]
+        share(lambda part: lay(x, laid, last, part.start, part.stop), k, x.size)
     else:
         kernels()["laid_out"](x, laid, last)
     return laid, last

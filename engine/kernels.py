@@ -10,7 +10,7 @@ import math
 
 import numba as nb
 import numpy as np
-from llvmlite import ir
+from llvmlite import binding, ir
 from numba.core import cgutils, types
 
 TANH_P = tuple(np.float32(a) for a in (
@@ -50,7 +50,30 @@ def dot(a, b):
     return s
 
 
-LANES = 8  # numbers in a vector register the kernels below use (AVX's 8 floats)
+def widest(features):
+    """The float32 numbers in the widest vector register of a CPU with these LLVM features
+    ("+avx2,+avx512f,..."): 16 with AVX-512, 8 with AVX, 4 otherwise (SSE; ARM's NEON)."""
+    on = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return 16 if "avx512f" in on else 8 if "avx" in on else 4
+
+
+def target_features():
+    """The CPU features Numba compiles for: NUMBA_CPU_FEATURES where set, else the host's as
+    LLVM sees them (Numba's own choice, so that these kernels are as wide as its code)."""
+    return nb.config.CPU_FEATURES or binding.get_host_cpu_features().flatten()
+
+
+LANES = widest(target_features())  # numbers in a vector register the kernels below use
+MENU = {16: ((16, 6, 2), (16, 6, 4), (16, 12, 2), (16, 12, 1), (8, 6, 2)),
+        8: ((8, 6, 2), (8, 4, 2), (8, 3, 4), (8, 6, 1)),
+        4: ((4, 6, 4), (4, 6, 2), (4, 4, 4), (4, 12, 1))}
+#   the table products' tiles worth timing at each width, (lanes, rows, vectors): rows x
+#   vectors sums in registers, with a vector for each of the x's vectors and one to spread a
+#   row's number (32 registers with AVX-512 and NEON, 16 with AVX2 and SSE), and, on AVX-512,
+#   AVX's 8 lanes (where the CPU splits 16 in two); the first the default, where none was timed
+SHAPES = MENU[LANES]
+LINE = 64  # bytes in a cache line (x86's and most ARM cores')
+FLIPPED = 8  # an 8 x 8 block turned over (flip()): in AVX's 8 lanes on any CPU
 
 
 class Emit:
@@ -62,10 +85,10 @@ class Emit:
     are LLVM's opaque ones: each load, and each step along a pointer, says what it reads, and
     no pointer is cast (llvmlite's typed pointers are deprecated)."""
 
-    def __init__(self, context, builder):
-        self.context, self.b = context, builder
+    def __init__(self, context, builder, lanes=LANES):
+        self.context, self.b, self.lanes = context, builder, lanes
         self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
-        self.float, self.vec = ir.FloatType(), ir.VectorType(ir.FloatType(), LANES)
+        self.float, self.vec = ir.FloatType(), ir.VectorType(ir.FloatType(), lanes)
 
     def function(self, name, returns, *takes):
         return cgutils.get_or_insert_function(self.b.module, ir.FunctionType(returns, takes),
@@ -94,8 +117,8 @@ class Emit:
     def put(self, value, array, i, c):
         """array[i, c:c + 8] = value, one vector store (a masked store with every lane on, which
         takes the pointer as it is: a plain store would need it cast to a vector's)."""
-        every = ir.Constant(ir.VectorType(ir.IntType(1), LANES), [1] * LANES)
-        self.b.call(self.function("llvm.masked.store.v8f32.p0", ir.VoidType(), self.vec,
+        every = ir.Constant(ir.VectorType(ir.IntType(1), self.lanes), [1] * self.lanes)
+        self.b.call(self.function(f"llvm.masked.store.v{self.lanes}f32.p0", ir.VoidType(), self.vec,
                                   ir.PointerType(), self.i32, every.type),
                     [value, self.at(array, i, c), self.i32(4), every])
 
@@ -103,10 +126,17 @@ class Emit:
         """number in every lane of a vector."""
         undef = ir.Constant(self.vec, ir.Undefined)
         return self.b.shuffle_vector(self.b.insert_element(undef, number, self.i32(0)), undef,
-                                     ir.Constant(ir.VectorType(self.i32, LANES), [0] * LANES))
+                                     ir.Constant(ir.VectorType(self.i32, self.lanes),
+                                                 [0] * self.lanes))
+
+    def any(self, flags):
+        """Whether any lane of a vector of flags is set."""
+        return self.b.call(self.function(f"llvm.vector.reduce.or.v{self.lanes}i1", ir.IntType(1),
+                                         flags.type), [flags])
 
     def fma(self, a, b, c):  # a * b + c, lane by lane (fused where the CPU can)
-        return self.b.call(self.function("llvm.fmuladd.v8f32", *[self.vec] * 4), [a, b, c])
+        return self.b.call(self.function(f"llvm.fmuladd.v{self.lanes}f32", *[self.vec] * 4),
+                           [a, b, c])
 
     def ask(self, array, i, numbers, near=True):
         """Ask memory for the line `numbers` numbers on from array[i, 0] (a read, kept in every
@@ -136,7 +166,7 @@ class Emit:
         return carried
 
 
-def kernel(codegen, counts):
+def kernel(codegen, counts, lanes=LANES):
     """A Numba intrinsic, kernel(a, b, c, (n, ...)): codegen(emit, (a, b, c), (n, ...)) run
     where it is called, on three 2-D float32 C arrays and a tuple of `counts` integers; other
     arguments are a typing error."""
@@ -145,7 +175,7 @@ def kernel(codegen, counts):
                and t.layout == "C" for t in (a, b, c)) and isinstance(where, types.UniTuple) \
                 and where.count == counts and isinstance(where.dtype, types.Integer):
             def emit(context, builder, signature, values):
-                e = Emit(context, builder)
+                e = Emit(context, builder, lanes)
                 numbers = [context.cast(builder, n, where.dtype, types.int64)
                            for n in cgutils.unpack_tuple(builder, values[3], counts)]
                 codegen(e, e.arrays(signature.args[:3], values[:3]), numbers)
@@ -177,11 +207,17 @@ def row_pass(codegen, reads_top=False, returns=True):
 
 
 def across(e, lanes, take):
-    """One number from a vector's 8 lanes, take(a, b) of each in turn."""
-    out = e.b.extract_element(lanes, e.i32(0))
-    for lane in range(1, LANES):
-        out = take(out, e.b.extract_element(lanes, e.i32(lane)))
-    return out
+    """One number from a vector's lanes: take(low half, high half), lane by lane, until one is
+    left (a tree: the lanes one by one would be as many waits, 15 of them in 16 lanes, and the
+    2 to 4 tokens' products end in 8 of those a pair of rows)."""
+    width = e.lanes
+    while width > 1:
+        width //= 2
+        low, high = (e.b.shuffle_vector(lanes, lanes, ir.Constant(ir.VectorType(e.i32, width),
+                                                                  list(range(a, a + width))))
+                     for a in (0, width))
+        lanes = take(low, high)
+    return e.b.extract_element(lanes, e.i32(0))
 
 
 def larger(e):
@@ -190,7 +226,7 @@ def larger(e):
 
 
 def lanes_top(e, s, i, n):
-    """The largest of s[i, :n], 8 lanes at a time, or NaN where any is NaN (a lane's max
+    """The largest of s[i, :n], a vector at a time, or NaN where any is NaN (a lane's max
     alone would pass over it)."""
     first = e.load(s, i, ir.Constant(e.i64, 0))
 
@@ -199,19 +235,20 @@ def lanes_top(e, s, i, n):
         v = e.load(s, i, c)
         return [e.b.select(e.b.fcmp_ordered(">", v, top), v, top),
                 e.b.or_(odd, e.b.fcmp_unordered("uno", v, v))]
-    top, odd = e.loop(ir.Constant(e.i64, LANES), n, LANES,
+    top, odd = e.loop(ir.Constant(e.i64, e.lanes), n, e.lanes,
                       [first, e.b.fcmp_unordered("uno", first, first)], step)
     best = across(e, top, larger(e))
-    odd = e.b.call(e.function("llvm.vector.reduce.or.v8i1", ir.IntType(1), odd.type), [odd])
+    odd = e.any(odd)
     return e.b.select(odd, ir.Constant(e.float, float("nan")), best)
 
 
 def exp_of(e, x):
-    """exp(x), 8 lanes: exp_shifted()'s arithmetic, 1.2e-38 at the least (see lanes_exp())."""
+    """exp(x), a vector of it: exp_shifted()'s arithmetic, 1.2e-38 at the least (see
+    lanes_exp())."""
     def const(number):
         return e.spread(ir.Constant(e.float, float(np.float32(number))))
-    vi = ir.VectorType(e.i32, LANES)
-    floor = e.function("llvm.floor.v8f32", e.vec, e.vec)
+    vi = ir.VectorType(e.i32, e.lanes)
+    floor = e.function(f"llvm.floor.v{e.lanes}f32", e.vec, e.vec)
     low_edge = const(EXP_LOW)
     y = e.b.select(e.b.fcmp_ordered("<", x, low_edge), low_edge, x)  # (a max)
     t = e.b.call(floor, [e.fma(y, const(LOG2E), const(0.5))])
@@ -221,13 +258,13 @@ def exp_of(e, x):
     for coefficient in (e1, e2, e3, e4, e5):
         p = e.fma(p, r, const(coefficient))
     near = e.b.fadd(e.fma(e.b.fmul(p, r), r, r), const(1))
-    bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * LANES)),
-                   ir.Constant(vi, [23] * LANES))
+    bits = e.b.shl(e.b.add(e.b.fptosi(t, vi), ir.Constant(vi, [127] * e.lanes)),
+                   ir.Constant(vi, [23] * e.lanes))
     return e.b.fmul(near, e.b.bitcast(bits, e.vec))
 
 
 def lanes_exp(e, s, i, n, top):
-    """s[i, :n] = exp(s[i, :n] - top), exp_shifted()'s arithmetic 8 lanes at a time, for a
+    """s[i, :n] = exp(s[i, :n] - top), exp_shifted()'s arithmetic a vector at a time, for a
     top that is a number (neither NaN nor infinite: no difference is NaN); below -87.3, where
     float32's normal numbers end, exp(-87.3), 1.2e-38, where exp_shifted() gives 0 (and NumPy
     a number under 1.2e-38): a softmax's weight that small is nothing beside its largest, 1,
@@ -239,25 +276,25 @@ def lanes_exp(e, s, i, n, top):
 
     def steps(ways):  # `ways` vectors a step, side by side (each a long chain of waits)
         def step(c, carried):
-            values = [exp(e.plus(c, LANES * w) if w else c) for w in range(ways)]
+            values = [exp(e.plus(c, e.lanes * w) if w else c) for w in range(ways)]
             for w, value in enumerate(values):
-                e.put(value, s, i, e.plus(c, LANES * w) if w else c)
+                e.put(value, s, i, e.plus(c, e.lanes * w) if w else c)
             return []
         return step
-    twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
-    e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [], steps(2))
-    e.loop(twice, n, LANES, [], steps(1))
+    twice = e.b.and_(n, ir.Constant(e.i64, -2 * e.lanes))
+    e.loop(ir.Constant(e.i64, 0), twice, 2 * e.lanes, [], steps(2))
+    e.loop(twice, n, e.lanes, [], steps(1))
 
 
 def lanes_sum(e, s, i, n):
-    """The sum of s[i, :n], in two vectors of 8 lanes (a pass of its own: a sum carried in
+    """The sum of s[i, :n], in two vectors (a pass of its own: a sum carried in
     lanes_exp()'s pass, among its many constants, leaves the registers and waits on memory at
     every step)."""
-    twice = e.b.and_(n, ir.Constant(e.i64, -2 * LANES))
+    twice = e.b.and_(n, ir.Constant(e.i64, -2 * e.lanes))
     zero = ir.Constant(e.vec, None)
-    a, b = e.loop(ir.Constant(e.i64, 0), twice, 2 * LANES, [zero, zero], lambda c, sums: [
-        e.b.fadd(sums[0], e.load(s, i, c)), e.b.fadd(sums[1], e.load(s, i, e.plus(c, LANES)))])
-    total = e.loop(twice, n, LANES, [e.b.fadd(a, b)],
+    a, b = e.loop(ir.Constant(e.i64, 0), twice, 2 * e.lanes, [zero, zero], lambda c, sums: [
+        e.b.fadd(sums[0], e.load(s, i, c)), e.b.fadd(sums[1], e.load(s, i, e.plus(c, e.lanes)))])
+    total = e.loop(twice, n, e.lanes, [e.b.fadd(a, b)],
                    lambda c, sums: [e.b.fadd(sums[0], e.load(s, i, c))])[0]
     return across(e, total, e.b.fadd)
 
@@ -268,7 +305,7 @@ ROW_TOP, ROW_EXP, ROW_SUM = (row_pass(lanes_top), row_pass(lanes_exp, True, Fals
 
 def tile_tops(e, arrays, counts):
     """tops[0, r + i] = the largest of s[r + i, :n] for the ROWS rows of a tile (n a multiple
-    of 8, at least 8), or NaN where any of them is NaN: the rows side by side, a vector of
+    of LANES, at least LANES), or NaN where any of them is NaN: the rows side by side, a vector of
     each a step."""
     (s, tops, _), (r, n) = arrays, counts
     firsts = [e.load(s, e.plus(r, i), ir.Constant(e.i64, 0)) for i in range(ROWS)]
@@ -279,19 +316,18 @@ def tile_tops(e, arrays, counts):
                  for v, top in zip(vs, carried[:ROWS])]
                 + [e.b.or_(odd, e.b.fcmp_unordered("uno", v, v))
                    for v, odd in zip(vs, carried[ROWS:])])
-    carried = e.loop(ir.Constant(e.i64, LANES), n, LANES,
+    carried = e.loop(ir.Constant(e.i64, e.lanes), n, e.lanes,
                      firsts + [e.b.fcmp_unordered("uno", f, f) for f in firsts], step)
     for i in range(ROWS):
         best = across(e, carried[i], larger(e))
-        odd = e.b.call(e.function("llvm.vector.reduce.or.v8i1", ir.IntType(1),
-                                  carried[ROWS + i].type), [carried[ROWS + i]])
+        odd = e.any(carried[ROWS + i])
         e.b.store(e.b.select(odd, ir.Constant(e.float, float("nan")), best),
                   e.at(tops, ir.Constant(e.i64, 0), e.plus(r, i)))
 
 
 def tile_exp(e, arrays, counts):
     """s[r + i, :n] = exp(s[r + i, :n] - tops[0, r + i]) for the ROWS rows of a tile, over
-    whole vectors (to n's next multiple of 8): the rows side by side, their chains of waits
+    whole vectors (to n's next multiple of LANES): the rows side by side, their chains of waits
     beside each other (a row alone waits on its own); each top a number (no NaN, no inf)."""
     (s, tops, _), (r, n) = arrays, counts
     shift = [e.spread(e.number(tops, ir.Constant(e.i64, 0), e.plus(r, i))) for i in range(ROWS)]
@@ -302,51 +338,86 @@ def tile_exp(e, arrays, counts):
         for i, value in enumerate(values):
             e.put(value, s, e.plus(r, i), c)
         return []
-    e.loop(ir.Constant(e.i64, 0), n, LANES, [], step)
+    e.loop(ir.Constant(e.i64, 0), n, e.lanes, [], step)
 
 
 def tile_sums(e, arrays, counts):
     """sums[0, r + i] = the sum of s[r + i, :n] for the ROWS rows of a tile (n a multiple of
-    8): the rows side by side, a vector of sums each."""
+    LANES): the rows side by side, a vector of sums each."""
     (s, sums, _), (r, n) = arrays, counts
     zero = ir.Constant(e.vec, None)
-    carried = e.loop(ir.Constant(e.i64, 0), n, LANES, [zero] * ROWS, lambda c, carried: [
+    carried = e.loop(ir.Constant(e.i64, 0), n, e.lanes, [zero] * ROWS, lambda c, carried: [
         e.b.fadd(carried[i], e.load(s, e.plus(r, i), c)) for i in range(ROWS)])
     for i in range(ROWS):
         e.b.store(across(e, carried[i], e.b.fadd),
                   e.at(sums, ir.Constant(e.i64, 0), e.plus(r, i)))
 
 
-def tile(rows, vectors, ahead=False):
-    """out[r:r + rows, j:j + 8 vectors] = w[r:r + rows, :k] @ x[p:p + k, :8 vectors]: the rows
-    x vectors sums of 8 lanes stay in registers along the whole stretch, each of w's numbers
-    spread over 8 lanes meets 8 of x's in each multiply-add, and are stored a vector at a
-    time. For a table product, x a panel of 16 tokens (p: its first row); for a question's
-    attention, queries and a panel of keys, or weights and a panel of values. With `ahead`,
-    each step also asks for the next tile's rows (w's `rows` rows from r + rows, one stretch
-    of memory), `rows` numbers of them a step, into the core's second cache: they arrive
-    while this tile works, spread over its steps (asking for the lines just ahead of this
-    tile's own rows left each tile's first lines to wait on memory: 5% of 16 tokens' tables)."""
-    def codegen(e, arrays, counts):
-        (w, x, out), (r, j, p, k) = arrays, counts
+def product(e, arrays, counts, rows, vectors, ahead):
+    """out[r:r + rows, j:j + lanes x vectors] = w[r:r + rows, :k] @ x[p:p + k, :lanes x
+    vectors], in e's lanes: the rows x vectors sums stay in registers along the whole stretch,
+    each of w's numbers spread over the lanes meets a vector of x's in each multiply-add, and
+    are stored a vector at a time. For a table product, x a panel of tokens (p: its first
+    row); for a question's attention, queries and a panel of keys, or weights and a panel of
+    values. With `ahead`, each step also asks for the next tile's rows (w's `rows` rows from
+    r + rows, one stretch of memory), `rows` numbers of them a step, into the core's second
+    cache: they arrive while this tile works, spread over its steps (asking for the lines just
+    ahead of this tile's own rows left each tile's first lines to wait on memory: 5% of 16
+    tokens' tables)."""
+    (w, x, out), (r, j, p, k) = arrays, counts
 
-        def step(c, sums):
-            if ahead:  # rows r + rows .., `rows` numbers a step: all of them over a row's steps
-                e.ask(w, e.plus(r, rows), e.b.mul(c, ir.Constant(e.i64, rows)), near=False)
-            xs = [e.load(x, e.b.add(p, c), ir.Constant(e.i64, LANES * v)) for v in range(vectors)]
-            spread = [e.spread(e.number(w, e.plus(r, i), c)) for i in range(rows)]
-            return [e.fma(spread[i], xs[v], sums[i * vectors + v])
-                    for i in range(rows) for v in range(vectors)]
-        zero = ir.Constant(e.vec, None)
-        sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
-        for n, value in enumerate(sums):
-            e.put(value, out, e.plus(r, n // vectors), e.plus(j, LANES * (n % vectors)))
-    return kernel(codegen, counts=4)
+    def step(c, sums):
+        if ahead:  # rows r + rows .., `rows` numbers a step: all of them over a row's steps
+            e.ask(w, e.plus(r, rows), e.b.mul(c, ir.Constant(e.i64, rows)), near=False)
+        xs = [e.load(x, e.b.add(p, c), ir.Constant(e.i64, e.lanes * v)) for v in range(vectors)]
+        spread = [e.spread(e.number(w, e.plus(r, i), c)) for i in range(rows)]
+        return [e.fma(spread[i], xs[v], sums[i * vectors + v])
+                for i in range(rows) for v in range(vectors)]
+    zero = ir.Constant(e.vec, None)
+    sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
+    for n, value in enumerate(sums):
+        e.put(value, out, e.plus(r, n // vectors), e.plus(j, e.lanes * (n % vectors)))
+
+
+def tile(rows, vectors, ahead=False, lanes=LANES):
+    """A Numba intrinsic tile(w, x, out, (r, j, p, k)): product()'s, of one shape."""
+    return kernel(lambda e, arrays, counts: product(e, arrays, counts, rows, vectors, ahead),
+                  counts=4, lanes=lanes)
+
+
+@serial
+def which(lanes, rows, vectors, ahead):
+    """The number TILED knows a tile by (rows x vectors of `lanes` lanes, asking `ahead` or not)."""
+    return ((lanes * 64 + rows) * 8 + vectors) * 2 + ahead
+
+
+def tiles_of(shapes):
+    """A Numba intrinsic TILED(w, x, out, (r, j, p, k, which(lanes, rows, vectors, ahead))):
+    product()'s for the tile `which` names, one of every tile the products in these shapes
+    (lanes, rows, vectors) take: a shape's rows by as many vectors or fewer (a last panel),
+    asking ahead or not, and one row of them (the rows left over); another `which` does
+    nothing. One switch a tile, rather than a kernel compiled for each shape: the shape is
+    chosen by timing them (tuning.choose), and one compiled driver takes any of them."""
+    tiles = {which.py_func(lanes, r, v, a): (lanes, r, v, a) for lanes, rows, vectors in shapes
+             for v in range(1, vectors + 1) for r, a in ((rows, 0), (rows, 1), (1, 0))}
+
+    def codegen(e, arrays, counts):
+        *where, chosen = counts
+        done = e.b.append_basic_block("tiled.done")
+        switch = e.b.switch(chosen, done)
+        for number, (lanes, rows, vectors, ahead) in tiles.items():
+            case = e.b.append_basic_block(f"tiled.{number}")
+            switch.add_case(ir.Constant(e.i64, number), case)
+            e.b.position_at_end(case)
+            product(Emit(e.context, e.b, lanes), arrays, where, rows, vectors, ahead)
+            e.b.branch(done)
+        e.b.position_at_end(done)
+    return kernel(codegen, counts=5)
 
 
 def dots(rows, tokens, ahead):
     """out[r + i, t] = w[r + i, :k8] . xt[t, :k8] for i < rows, t < tokens (w (rows, k), xt
-    (tokens, k), out (rows, tokens), k8 a multiple of 8): rows x tokens sums, each a vector of 8
+    (tokens, k), out (rows, tokens), k8 a multiple of LANES): rows x tokens sums, each a vector
     along k in a register, added across at the end. With `ahead`, each step also asks for the
     next rows' line at the same place, one of them in turn: they arrive while these are met."""
     def codegen(e, arrays, counts):
@@ -354,15 +425,18 @@ def dots(rows, tokens, ahead):
         k = e.b.extract_value(w.shape, 1)
 
         def step(c, sums):
-            if ahead:  # row r + rows + (c / 8) % rows, at c
-                row = e.b.urem(e.b.lshr(c, ir.Constant(e.i64, 3)), ir.Constant(e.i64, rows))
+            if ahead and e.lanes * 4 >= LINE:  # a line of each row a step: every next row's
+                for i in range(rows):
+                    e.ask(w, r, e.b.add(e.b.mul(ir.Constant(e.i64, rows + i), k), c))
+            elif ahead:  # row r + rows + (c / lanes) % rows, at c
+                row = e.b.urem(e.b.udiv(c, ir.Constant(e.i64, e.lanes)), ir.Constant(e.i64, rows))
                 e.ask(w, r, e.b.add(e.b.mul(e.plus(row, rows), k), c))
             ws = [e.load(w, e.plus(r, i), c) for i in range(rows)]
             xs = [e.load(xt, ir.Constant(e.i64, t), c) for t in range(tokens)]
             return [e.fma(ws[i], xs[t], sums[i * tokens + t])
                     for i in range(rows) for t in range(tokens)]
         zero = ir.Constant(e.vec, None)
-        sums = e.loop(ir.Constant(e.i64, 0), k8, LANES, [zero] * (rows * tokens), step)
+        sums = e.loop(ir.Constant(e.i64, 0), k8, e.lanes, [zero] * (rows * tokens), step)
         for n, value in enumerate(sums):
             e.b.store(across(e, value, e.b.fadd),
                       e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
@@ -374,7 +448,7 @@ def transposed(e, rows):
     interleaved, then pairs of pairs, then the halves swapped (three rounds of shuffles, as
     AVX's unpack, shuffle and permute take them)."""
     def mix(a, b, lanes):
-        return e.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(e.i32, LANES), lanes))
+        return e.b.shuffle_vector(a, b, ir.Constant(ir.VectorType(e.i32, FLIPPED), lanes))
     pairs = [mix(rows[r], rows[r + 1], lanes) for r in range(0, 8, 2)
              for lanes in ((0, 8, 1, 9, 4, 12, 5, 13), (2, 10, 3, 11, 6, 14, 7, 15))]
     #        rows 0-1 (columns 0, 1, 4, 5; then 2, 3, 6, 7), rows 2-3, 4-5, 6-7
@@ -391,19 +465,20 @@ def flip(over):
     (a number at a time, the copy across rows a page apart waits on each)."""
     def codegen(e, arrays, counts):
         (src, dst, by), (i, j, p, q, b) = arrays, counts
-        rows = [e.load(src, e.plus(i, r), j) for r in range(LANES)]
+        rows = [e.load(src, e.plus(i, r), j) for r in range(FLIPPED)]
         factor = e.load(by, ir.Constant(e.i64, 0), b)
         for r, column in enumerate(transposed(e, rows)):
             e.put((e.b.fdiv if over else e.b.fmul)(column, factor), dst, e.plus(p, r), q)
-    return kernel(codegen, counts=5)
+    return kernel(codegen, counts=5, lanes=FLIPPED)
 
 
-ROWS = 6  # a tile's rows: 12 vectors of sums for 16 tokens, 2 for the tokens, 1 to spread
-DOTS, DOTS_ROW = dots(2, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
-FIRST, TILE, ROW = (tile(ROWS, 2, ahead=True), tile(ROWS, 2), tile(1, 2))  # 16 tokens at a
-#   time: six rows (those meeting the first panel asking for the next six), a row
-HALF_FIRST, HALF, HALF_ROW = tile(ROWS, 1, ahead=True), tile(ROWS, 1), tile(1, 1)  # 8
-SPAN = tile(ROWS, 2)  # six queries (or notes' weights) by 16 notes (or numbers of a head)
+ROWS = 6  # a question's tile's rows: six queries (or notes' weights) ...
+SPAN = tile(ROWS, 16 // LANES)  # ... by 16 notes (or numbers of a head): 12 vectors of sums
+#   in AVX's 8 lanes, 2 for the notes, 1 to spread
+DOTTED = 4 if LANES == 16 else 2  # rows a time by 4 tokens: their sums, their vectors and
+#   the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4; 16 with AVX2: 2 x 4 + 2 + 4)
+DOTS, DOTS_ROW = dots(DOTTED, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
+TILED = tiles_of(SHAPES)  # the table products' tiles, of every shape
 TILE_TOPS, TILE_EXP, TILE_SUMS = (kernel(tile_tops, counts=2), kernel(tile_exp, counts=2),
                                   kernel(tile_sums, counts=2))  # a tile's softmax, its rows
 #   side by side (tops and sums in a (1, rows) array, given twice)
@@ -413,15 +488,16 @@ FLIP, FLIP_OVER = flip(over=False), flip(over=True)  # an 8 x 8 block turned ove
 @serial
 def rows_dotted(w, xt, out, a, b):
     """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): two rows at a
-    time meet the four (dots()), the row left over alone, the inputs past a multiple of 8 one
-    by one."""
+    time meet the four (dots()), the row left over alone, the inputs past a multiple of LANES
+    one by one."""
     k = w.shape[1]
     k8, r = k - k % LANES, a
-    while r + 2 <= b:
+    while r + DOTTED <= b:
         DOTS(w, xt, out, (r, k8))
-        r += 2
-    if r < b:
+        r += DOTTED
+    while r < b:
         DOTS_ROW(w, xt, out, (r, k8))
+        r += 1
     for r in range(a, b):
         for t in range(4):
             for c in range(k8, k):
@@ -438,52 +514,48 @@ def table(w, xt, out, parts):
 
 
 @serial
-def rows_tiled(w, panels, last, out, a, b):
-    """out[a:b] = w[a:b] @ x, x's tokens in panels of 16 (panels (groups * k, 16): panel g is
-    rows g * k .. of it) and, where their count is not a multiple of 16, a last panel of 8
-    (last (k, 8), or (0, 8)): six rows at a time meet each panel in turn (the rows from the
-    memory in the first, asking for the next six meanwhile; from the core's caches after), the
-    rows left over one at a time.
+def rows_tiled(w, panels, last, out, a, b, shape):
+    """out[a:b] = w[a:b] @ x, in tiles of shape (lanes, rows, vectors): x's tokens in panels of
+    lanes x vectors (panels (groups * k, lanes x vectors): panel g is rows g * k .. of it)
+    and, where their count is not a multiple of that, a last panel of fewer vectors (last
+    (k, lanes x fewer), or (0, lanes)): `rows` rows at a time meet each panel in turn (the
+    rows from the memory in the first, asking for the next ones meanwhile; from the core's
+    caches after), the rows left over one at a time.
     Each panel lies in memory in the order the tile meets it: in x's own layout, a token count
     apart, every load of the tile would stride across memory."""
-    k = w.shape[1]
-    groups, r = panels.shape[0] // k, a
-    while r + ROWS <= b:
-        if groups:
-            FIRST(w, panels, out, (r, 0, 0, k))
-            for g in range(1, groups):
-                TILE(w, panels, out, (r, 16 * g, g * k, k))
-            if last.shape[0]:
-                HALF(w, last, out, (r, 16 * groups, 0, k))
-        else:
-            HALF_FIRST(w, last, out, (r, 0, 0, k))
-        r += ROWS
+    lanes, rows = shape[0], shape[1]
+    k, width = w.shape[1], panels.shape[1]
+    groups, vectors = panels.shape[0] // k, width // lanes
+    rest = last.shape[1] // lanes if last.shape[0] else 0  # the last panel's vectors
+    r = a
     while r < b:
-        for g in range(groups):
-            ROW(w, panels, out, (r, 16 * g, g * k, k))
-        if last.shape[0]:
-            HALF_ROW(w, last, out, (r, 16 * groups, 0, k))
-        r += 1
+        tall = rows if r + rows <= b else 1
+        for g in range(groups + (rest > 0)):  # (one call of the tiles: each is compiled once)
+            whole = g < groups
+            TILED(w, panels if whole else last, out,
+                  (r, width * g, g * k if whole else 0, k,
+                   which(lanes, tall, vectors if whole else rest, g == 0 and tall > 1)))
+        r += tall
 
 
 @serial
 def laid_out(x, laid, last, a=0, b=-1):
-    """x (k, tokens) into its panels, as compiled.panels() lays them out: laid (groups * k, 16),
-    last (k, 8) or (0, 8), the places past x's tokens 0; each number copied once, along x's
-    rows (NumPy's copy of the same, a short stretch at a time, takes 1.5x as long); x's rows
-    a .. b - 1 (all of them where b is -1)."""
+    """x (k, tokens) into its panels, as compiled.panels() lays them out: laid (groups * k,
+    width), last (k, fewer) or (0, lanes), the places past x's tokens 0; each number copied
+    once, along x's rows (NumPy's copy of the same, a short stretch at a time, takes 1.5x as
+    long); x's rows a .. b - 1 (all of them where b is -1)."""
     k, tokens = x.shape
-    groups = laid.shape[0] // k
-    full = min(groups, tokens // 16)  # the panels x fills (the last may be short of 16)
+    width, groups = laid.shape[1], laid.shape[0] // k
+    full = min(groups, tokens // width)  # the panels x fills (the last may be short)
     for c in range(a, k if b < 0 else b):
         for g in range(full):
-            for j in range(16):
-                laid[g * k + c, j] = x[c, 16 * g + j]
+            for j in range(width):
+                laid[g * k + c, j] = x[c, width * g + j]
         for g in range(full, groups):
-            for j in range(16):
-                laid[g * k + c, j] = x[c, 16 * g + j] if 16 * g + j < tokens else 0
+            for j in range(width):
+                laid[g * k + c, j] = x[c, width * g + j] if width * g + j < tokens else 0
         for j in range(last.shape[1] if last.shape[0] else 0):
-            last[c, j] = x[c, 16 * groups + j] if 16 * groups + j < tokens else 0
+            last[c, j] = x[c, width * groups + j] if width * groups + j < tokens else 0
 
 
 @parallel
@@ -496,13 +568,13 @@ def laid_outs(x, laid, last, parts):
 
 
 @parallel
-def tiles(w, panels, last, out, parts):
-    """out (rows, n) = w (rows, k) @ x (k, n) (rows_tiled(); n a multiple of 8, x in panels), in
-    `parts` contiguous parts of w's rows, one a thread: each of w's numbers read once from
-    memory."""
+def tiles(w, panels, last, out, parts, shape):
+    """out (rows, n) = w (rows, k) @ x (k, n) (rows_tiled(), in tiles of shape; n a multiple of
+    its lanes, x in panels), in `parts` contiguous parts of w's rows, one a thread: each of w's
+    numbers read once from memory."""
     rows = w.shape[0]
     for p in nb.prange(parts):
-        rows_tiled(w, panels, last, out, rows * p // parts, rows * (p + 1) // parts)
+        rows_tiled(w, panels, last, out, rows * p // parts, rows * (p + 1) // parts, shape)
 
 
 @serial
@@ -834,9 +906,9 @@ def rows_of_columns(src, top, col, m, by, dst, at):
     src (a token's numbers, rows a page apart) as rows of dst, 8 x 8 at a time (FLIP; by (1, 8)
     holds one number 8 times), the rest a number at a time."""
     d = dst.shape[1]
-    m8, d8 = m - m % LANES, d - d % LANES
-    for i in range(0, m8, LANES):
-        for c in range(0, d8, LANES):
+    m8, d8 = m - m % FLIPPED, d - d % FLIPPED
+    for i in range(0, m8, FLIPPED):
+        for c in range(0, d8, FLIPPED):
             FLIP(src, dst, by, (top + c, col + i, at + i, c, 0))
     for c in range(d):
         row = src[top + c, col:col + m]
@@ -850,9 +922,9 @@ def columns_of_rows(src, m, sums, dst, top, col):
     query's answer) as columns of dst, 8 x 8 at a time (FLIP_OVER), the rest a number at a
     time; IEEE's division, as NumPy's."""
     d = src.shape[1]
-    m8, d8 = m - m % LANES, d - d % LANES
-    for i in range(0, m8, LANES):
-        for c in range(0, d8, LANES):
+    m8, d8 = m - m % FLIPPED, d - d % FLIPPED
+    for i in range(0, m8, FLIPPED):
+        for c in range(0, d8, FLIPPED):
             FLIP_OVER(src, dst, sums, (i, c, top + c, col + i, i))
     for c in range(d):
         row = dst[top + c, col:col + m]
@@ -887,7 +959,8 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     o = np.empty((tall, d), np.float32)  # their answers before the division
     sums, tops = np.empty((1, tall), np.float32), np.empty((1, tall), np.float32)
     bits = np.empty(groups * 16, np.int32)
-    scales, ones = np.full((1, LANES), scale, np.float32), np.ones((1, LANES), np.float32)
+    scales, ones = (np.full((1, FLIPPED), scale, np.float32),
+                    np.ones((1, FLIPPED), np.float32))
     for task in range(lo, hi):
         u, h = task // heads, task % heads
         K, V = keys[u, h], values[u, h]

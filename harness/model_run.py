@@ -84,20 +84,22 @@ def kinds(args, rows):
 SPEEDS_PREFIX = "speeds "  # the speed trials' names in a run of the model's rows
 
 
-def speed_trials(args, on):
-    """The forklift's two reads and the workbench as a round visits them, at machine_speed's
-    own sizes; none where the flags give the speeds."""
+def speed_trials(args, on, paths):
+    """The forklift's two reads and the workbench as a round visits them (the tiles' in the
+    shape the paths take for speeds.CHUNK tokens), at machine_speed's own sizes; none where the
+    flags give the speeds."""
     if flags.given_speeds(args):
         return []
     size = speeds.sizes(args.quick, on)
     return speeds.trials(size["size"], size["matmul"], on, args.threads or 1, SPEEDS_PREFIX,
-                         on.dtype, args.quick)
+                         on.dtype, args.quick, args.compiled != "off",
+                         paths.shape(speeds.CHUNK))
 
 
 def speed_names(args):
     """The speed trials' names, none where the flags give the speeds."""
     return () if flags.given_speeds(args) else tuple(
-        SPEEDS_PREFIX + n for n in (*speeds.READS, speeds.WORKBENCH))
+        SPEEDS_PREFIX + n for n in speeds.names(args.on, args.quick, args.compiled != "off"))
 
 
 ANSWER = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}  # the most a device's answer may
@@ -154,7 +156,8 @@ def measure_here(experiments, args, job):
             bench, chosen = tuning.with_paths(bench, args.attention, args.blocks,
                                               args.compiled)
         wanted = job.get("trials")
-        trials = [t for t in speed_trials(args, on) if wanted is None or t.name in wanted]
+        trials = [t for t in speed_trials(args, on, bench.paths)
+                  if wanted is None or t.name in wanted]
         if not on.numpy and "decode" in args.experiments and (wanted is None
                                                               or launches.NAME in wanted):
             trials += launches.trials(bench, args)
@@ -174,12 +177,7 @@ def measure_here(experiments, args, job):
             result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
                                for n in counts[job.get("process", 0)::job.get("processes", 1)]}
             result["alone_s"] = time.perf_counter() - began
-        paths = {"attention": bench.paths.attention, "cube": bench.paths.cube,
-                 "blocks": [list(k) for k in bench.paths.blocks],
-                 "compiled": list(bench.paths.compiled), "tiled": list(bench.paths.tiled),
-                 "pieces": list(bench.paths.pieces), "reading": list(bench.paths.reading),
-                 "elementwise": list(bench.paths.elementwise), "streams": bench.paths.streams}
-        return {**result, "paths": paths, "chosen": chosen, "setup_s": setup_s}
+        return {**result, "paths": bench.paths.saved(), "chosen": chosen, "setup_s": setup_s}
     finally:
         if bench.pool:
             bench.pool["helpers"].shutdown()
@@ -247,6 +245,8 @@ ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f
                                 col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
                                 col("streaming read", "streaming GB/s", "GB/s", ".1f"),
                                 col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),
+                                col("tiles product", "tiles GFLOP/s", "GFLOP/s", ".1f"),
                                 col("balance", "balance", "FLOPs/byte", ".1f")],
                      timed=("memory speed", "math speed"), per="figure",
                      title="The forklift and the workbench")

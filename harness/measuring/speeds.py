@@ -161,6 +161,10 @@ CEILING = 3  # samples of each speed in a round, the fastest kept: that round's 
 READS = ("forklift", "streaming read")  # the forklift's two reads of the same table: the
 #                                         post's matrix-vector product, and a plain read
 WORKBENCH = "workbench"
+TILES = "tiles' workbench"  # the same product on the suite's compiled tiles (tiles())
+CHUNK = 256  # the tiles' workbench meets b's columns this many at a time: a 256-token
+#              question's trip (the whole of b's 2,048 at once left each tile's panels to come
+#              from the last cache: 0.65x the speed of 256 at a time on a Zen 5 EPYC)
 
 
 def forklift(size=SIZE, on=devices.NUMPY, threads=1):
@@ -196,6 +200,42 @@ def workbench(n=MATMUL, on=devices.NUMPY, dtype="float32"):
     return lambda: a @ b, 2 * n ** 3
 
 
+def tiles(n=MATMUL, threads=1, shape=None):
+    """Workbench, on the suite's own tiles: the same product as the compiled tiles do a trip's
+    tables (compiled.table, as wide as this CPU's vector registers, on `threads` of Numba's
+    threads, the BLAS held to one), b's columns CHUNK at a time. The faster of it and the
+    BLAS's product is the workbench's speed: a BLAS built for a narrower CPU than this, or held
+    to one (OPENBLAS_CORETYPE), does less math a second than the machine can, and a trip on
+    the tiles would then beat its limit. -> (the product to time, its FLOPs)"""
+    import engine.compiled  # (only where the tiles are measured: Numba loads with them)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)  # (n, n)
+    bs = [np.ascontiguousarray(b) for b in np.array_split(
+        rng.standard_normal((n, n), dtype=np.float32), -(-n // CHUNK), axis=1)]  # (n, CHUNK)s
+
+    def product():
+        with engine.compiled.running(threads):
+            for b in bs:
+                engine.compiled.table(a, b, shape=shape)
+    return product, 2 * n ** 3
+
+
+def tiled(on, quick, compiled):
+    """Whether the tiles' workbench is measured: on this CPU (NumPy's arrays), in a full run
+    that may run the compiled kernels (compiled: not --compiled off), where they load."""
+    if quick or not on.numpy or not compiled:
+        return False
+    import engine.compiled
+    return engine.compiled.available()
+
+
+def names(on, quick, compiled=True):
+    """The speed trials a run's rounds may visit: the forklift's two reads, the workbench, and
+    the tiles' where they may be measured (a process where the kernels cannot load leaves it
+    out, and the BLAS's product is the workbench)."""
+    return (*READS, WORKBENCH, *([TILES] if on.numpy and not quick and compiled else []))
+
+
 def trial(name, product, on=devices.NUMPY, group=1, best=CEILING):
     """One of them as a round visits it: its ceiling in the round, the fastest of `best`
     samples; on NumPy one call a sample, as the post times it; on another library's device a
@@ -204,33 +244,44 @@ def trial(name, product, on=devices.NUMPY, group=1, best=CEILING):
     return made if on.numpy else calibrate(made, BURST_S)
 
 
-def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32", quick=False):
+def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32", quick=False,
+           compiled=True, shape=None):
     """The forklift's two reads and the workbench as a round visits them: the two products on
-    the BLAS's own threads (group 0: visited first in a round), the read on the suite's; a
-    smoke run's (quick) one sample each."""
+    the BLAS's own threads (group 0: visited first in a round), the read on the suite's; and,
+    where tiled(), the tiles' workbench in tiles of shape (the width's first where None), on
+    Numba's; a smoke run's (quick) one sample each."""
     reads, _ = forklift(size, on, threads)
     best = 1 if quick else CEILING
     return [trial(prefix + READS[0], reads[READS[0]], on, 0, best),
             trial(prefix + READS[1], reads[READS[1]], on, 1, best),
-            trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, 0, best)]
+            trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, 0, best),
+            *([trial(prefix + TILES, tiles(matmul, threads, shape)[0], on, 1, best)]
+              if tiled(on, quick, compiled) else [])]
 
 
 def ceilings(done, prefix=""):
     """Each round's ceilings as Timings (seconds; the figure the middle of the rounds'):
-    {"forklift": the faster of the two reads in each round, its matrix-vector read and its
-    streaming read each, "workbench": its product}."""
-    runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH)}
+    {"memory": the faster of the two reads in each round, "matrix-vector" and "streaming" its
+    reads each, "workbench": the faster of the BLAS's product and the tiles' in each round
+    (the BLAS's alone where the tiles' was not measured), "BLAS" and "tiles" each (the tiles'
+    where measured)}."""
+    runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH, TILES)
+            if n != TILES or done.visits.get(prefix + TILES)}
     made = {n: timing.taken([s[0] for s in r.steps], "middle", n, r, said=True)
             for n, r in runs.items()}
+    work = (timing.taken(*faster(runs[WORKBENCH], runs[TILES], "the workbench"), said=True)
+            if TILES in runs else made[WORKBENCH])
     return {"memory": timing.taken(*faster(runs[READS[0]], runs[READS[1]]), said=True),
             "matrix-vector": made[READS[0]], "streaming": made[READS[1]],
-            "workbench": made[WORKBENCH]}
+            "workbench": work, "BLAS": made[WORKBENCH],
+            **({"tiles": made[TILES]} if TILES in made else {})}
 
 
-def faster(a, b):
-    """Two reads' runs as one: in each round both measured in, the faster, with the share of
-    the cores other work took during that one; disturbed where too few of those rounds are
-    clean. -> (seconds, "middle", what, Runs)"""
+def faster(a, b, what="the forklift"):
+    """Two ways' runs of one ceiling as one (the forklift's two reads, the workbench's two
+    products): in each round both measured in, the faster, with the share of the cores other
+    work took during that one; disturbed where too few of those rounds are clean.
+    -> (seconds, "middle", what, Runs)"""
     at = {r: i for i, r in enumerate(b.rounds)}
     kept = [(i, at[r]) for i, r in enumerate(a.rounds) if r in at]
     won = [(a, i) if a.steps[i][0] <= b.steps[j][0] else (b, j) for i, j in kept]
@@ -241,7 +292,7 @@ def faster(a, b):
         disturbed=clean < min(timing.MIN_RUNS, len(won)), kept=tuple(range(len(kept))),
         rounds=tuple(a.rounds[i] for i, _ in kept),
         processes=tuple(a.processes[i] for i, _ in kept) if a.processes else ())
-    return [s[0] for s in runs.steps], "middle", "the forklift", runs
+    return [s[0] for s in runs.steps], "middle", what, runs
 
 
 def figures(ceiling, size, matmul):
@@ -256,6 +307,8 @@ def figures(ceiling, size, matmul):
             "streaming read": timed(moved / ceiling["streaming"].seconds / 1e9,
                                     ceiling["streaming"], -1),
             "math speed": timed(flops / w.seconds / 1e9, w, -1),
+            **{f"{way} product": timed(flops / ceiling[way].seconds / 1e9, ceiling[way], -1)
+               for way in ("BLAS", "tiles") if "tiles" in ceiling},
             "balance": Measured((flops / w.seconds) / (moved / f.seconds), ((1, f), (-1, w)))}
 
 

@@ -60,7 +60,13 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         streams = alternately(streams_both_ways(bench), POOLED_S)[1]
         paths = dataclasses.replace(paths, streams=other if beats(streams, other, kept)
                                     else kept)
-        products = {n: tables_both_ways(bench, n) for n in engine.compiled.TABLES}
+        shaped = {n: shapes_both_ways(bench, n) for n in engine.compiled.SHAPED} \
+            if len(engine.compiled.shapes()) > 1 else {}
+        paths = dataclasses.replace(paths, shapes=tuple(
+            (n, *min(t, key=lambda shape: statistics.median(t[shape])))
+            for n, t in shaped.items()))
+        products = {n: tables_both_ways(bench, n, paths.shape(n))
+                    for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, tiled=won(products))
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
@@ -72,6 +78,9 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, compiled=won(trips))
         seen["one-token products, rows at a time"] = {
             f"{n} {plural(n, 'row')}": seconds for n, seconds in fastest(streams).items()}
+        seen.update({f"the tiles' shapes at {n} tokens": {
+            engine.compiled.shape_words(shape): min(seconds) for shape, seconds in t.items()}
+            for n, t in shaped.items()})
         seen.update({f"typing trips of {n} {plural(n, 'token')}": fastest(t)
                      for n, t in trips.items()})
         seen.update({f"table products of {n} tokens": fastest(t) for n, t in products.items()})
@@ -269,16 +278,28 @@ def bridge(fn, rest):
         fn()
 
 
-def tables_both_ways(bench, n, seed=0):
+def shapes_both_ways(bench, n, seed=0):
+    """One floor's table products at n tokens on the compiled tiles of each shape here
+    (compiled.shapes()), as NumPy's trips do them (compiled.table_shared, shared among the
+    pool's threads), taking turns (in_turns()), TRIAL_TRIPS times each:
+    -> {shape: [seconds]}"""
+    pool, every = sharing(bench.pool, n), lambda w: True
+    return in_turns(bench, n, {
+        shape: (every, lambda w, x, shape=shape: engine.compiled.table_shared(
+            w, x, functools.partial(share, pool), shape))
+        for shape in engine.compiled.shapes()}, TRIAL_TRIPS, seed)
+
+
+def tables_both_ways(bench, n, shape=None, seed=0):
     """One floor's table products at n tokens, as NumPy's trips do them (shared among the
-    pool's threads, the BLAS on one thread each) against the compiled tiles (shared the same
-    way: compiled.table_shared), taking turns (in_turns()), TRIAL_TRIPS times each:
+    pool's threads, the BLAS on one thread each) against the compiled tiles of shape (shared
+    the same way: compiled.table_shared), taking turns (in_turns()), TRIAL_TRIPS times each:
     -> {"numpy": [seconds], "compiled": [seconds]}"""
     pool, every = sharing(bench.pool, n), lambda w: True
     return in_turns(bench, n, {
         "numpy": (every, lambda w, x: table(w, x, pool)),
         "compiled": (every, lambda w, x: engine.compiled.table_shared(
-            w, x, functools.partial(share, pool)))}, TRIAL_TRIPS, seed)
+            w, x, functools.partial(share, pool), shape))}, TRIAL_TRIPS, seed)
 
 
 def sizes(bench):
@@ -370,7 +391,8 @@ def with_paths(bench, attention, blocks, compiled="off"):
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
-        "elementwise": paths.elementwise, "streams": paths.streams, "timed": timed,
+        "elementwise": paths.elementwise, "streams": paths.streams, "shapes": paths.shapes,
+        "timed": timed,
         **({"unloaded": why} if why else {})}
 
 
@@ -386,7 +408,8 @@ def paths_line(chosen, args):
     paths = Paths(chosen["attention"], chosen["blocks"], compiled=chosen.get("compiled", ()),
                   tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
                   reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()),
-                  streams=chosen.get("streams", engine.compiled.STREAMS[0]))
+                  streams=chosen.get("streams", engine.compiled.STREAMS[0]),
+                  shapes=chosen.get("shapes", ()))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
