@@ -473,8 +473,12 @@ def flip(over):
 
 
 ROWS = 6  # a question's tile's rows: six queries (or notes' weights) ...
-SPAN = tile(ROWS, 16 // LANES)  # ... by 16 notes (or numbers of a head): 12 vectors of sums
-#   in AVX's 8 lanes, 2 for the notes, 1 to spread
+PANEL = max(16, 2 * LANES)  # ... by this many notes (or numbers of a head): 12 vectors of
+#   sums, 2 for the notes, 1 to spread (with AVX-512, 32 notes and numbers a tile took a
+#   1,024-token question's attention from 6.4 to 4.4 ms a floor on a Zen 5 EPYC, 16 of each
+#   taking one vector)
+NARROW = 16  # a head's numbers a value panel, where the head is not a multiple of PANEL wide
+SPAN, SPAN_NARROW = tile(ROWS, PANEL // LANES), tile(ROWS, NARROW // LANES)
 DOTTED = 4 if LANES == 16 else 2  # rows a time by 4 tokens: their sums, their vectors and
 #   the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4; 16 with AVX2: 2 x 4 + 2 + 4)
 DOTS, DOTS_ROW = dots(DOTTED, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
@@ -881,23 +885,23 @@ def copy_row(a, b):
 
 @serial
 def panels_of(K, V, n, panels, laid):
-    """A head's first n notes as its tiles read them: keys (K (64, room)) in panels of 16 notes
-    (panels (groups x 64, 16): panel g rows g x 64 ..), values (V (room, 64)) in panels of 16
-    of their numbers (laid (parts x groups x 16, 16): part p rows p x groups x 16 ..); the
-    last panel's places past n left as they are. Plain loops over numbers (a view made for
-    every 16 numbers cost 1.9x the time)."""
-    d, groups, parts = K.shape[0], panels.shape[0] // K.shape[0], V.shape[1] // 16
+    """A head's first n notes as its tiles read them: keys (K (64, room)) in panels of PANEL
+    notes (panels (groups x 64, PANEL): panel g rows g x 64 ..), values (V (room, 64)) in
+    panels of their numbers as wide as laid's (laid (parts x groups x PANEL, wide): part p rows
+    p x groups x PANEL ..); the last panel's places past n left as they are. Plain loops over
+    numbers (a view made for every 16 numbers cost 1.9x the time)."""
+    d, groups, wide = K.shape[0], panels.shape[0] // K.shape[0], laid.shape[1]
     for c in range(d):
-        for g in range(n // 16):
-            for j in range(16):
-                panels[g * d + c, j] = K[c, 16 * g + j]
-        for g in range(n // 16, groups):
-            for j in range(n - 16 * g):
-                panels[g * d + c, j] = K[c, 16 * g + j]
+        for g in range(n // PANEL):
+            for j in range(PANEL):
+                panels[g * d + c, j] = K[c, PANEL * g + j]
+        for g in range(n // PANEL, groups):
+            for j in range(n - PANEL * g):
+                panels[g * d + c, j] = K[c, PANEL * g + j]
     for i in range(n):
-        for part in range(parts):
-            for j in range(16):
-                laid[part * groups * 16 + i, j] = V[i, 16 * part + j]
+        for part in range(d // wide):
+            for j in range(wide):
+                laid[part * groups * PANEL + i, j] = V[i, wide * part + j]
 
 
 @serial
@@ -938,27 +942,29 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
     out (width, tokens), heads of 64 rows each), for the (user, head) pairs lo .. hi - 1 in
     turn, on this thread: each writes its new notes after the n0 in its notebook (keys
     (users, heads, 64, room), values (users, heads, room, 64)), lays its keys out in panels of
-    16 notes and its values in panels of 16 of their numbers (each tile then reads one stretch
-    of memory in turn; a key's row of the notebook is a page apart from the next, a value's
-    row four times a tile's width), and reads a block of queries at a time: the scores of six
-    queries by 16 notes a tile (SPAN), the tiles wholly past the causal mask skipped; the
-    softmax in place, a tile's six queries side by side (softmax_tile(), each query's notes
-    up to its own, the rest up to its tile's last query's 0); the weighted sum of values, six
-    queries by 16 numbers a tile, over the notes the tile's last query reads; over softmax's
+    PANEL notes and its values in panels of PANEL of their numbers (NARROW where the head is
+    not a multiple of PANEL wide; each tile then reads one stretch of memory in turn; a key's
+    row of the notebook is a page apart from the next, a value's row wider than a tile), and
+    reads a block of queries at a time: the scores of six queries by PANEL notes a tile
+    (SPAN), the tiles wholly past the causal mask skipped; the softmax in place, a tile's six
+    queries side by side (softmax_tile(), each query's notes up to its own, the rest up to its
+    tile's last query's 0); the weighted sum of values, six queries by PANEL numbers a tile,
+    over the notes the tile's last query reads; over softmax's
     denominator. The values' notes, the queries and the answers cross between a token a
     column and a token a row 8 x 8 at a time (rows_of_columns(), columns_of_rows())."""
     heads, d = keys.shape[1], keys.shape[2]
     n = n0 + t
-    groups = (n + 15) // 16
+    groups = (n + PANEL - 1) // PANEL
     tall = (block + ROWS - 1) // ROWS * ROWS
-    panels = np.zeros((groups * d, 16), np.float32)  # panel g: keys' rows for notes 16 g ..
-    parts = d // 16
-    laid = np.empty((parts * groups * 16, 16), np.float32)  # part p: values' numbers 16 p ..
+    panels = np.zeros((groups * d, PANEL), np.float32)  # panel g: keys' rows, notes PANEL g ..
+    wide = PANEL if d % PANEL == 0 else NARROW  # a head's numbers a value panel
+    laid = np.empty((d // wide * groups * PANEL, wide), np.float32)  # part p: its numbers
+    #                                                                   wide p ..
     qs = np.zeros((tall, d), np.float32)  # a block's queries, scaled, a row each
-    s = np.empty((tall, groups * 16), np.float32)  # their scores, then softmax's numerators
+    s = np.empty((tall, groups * PANEL), np.float32)  # their scores, then softmax's numerators
     o = np.empty((tall, d), np.float32)  # their answers before the division
     sums, tops = np.empty((1, tall), np.float32), np.empty((1, tall), np.float32)
-    bits = np.empty(groups * 16, np.int32)
+    bits = np.empty(groups * PANEL, np.int32)
     scales, ones = (np.full((1, FLIPPED), scale, np.float32),
                     np.ones((1, FLIPPED), np.float32))
     for task in range(lo, hi):
@@ -975,15 +981,19 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
             rows = (m + ROWS - 1) // ROWS * ROWS
             qs[m:rows] = 0
             rows_of_columns(q, top, col + a, m, scales, qs, 0)
-            for g in range((n0 + a + m + 15) // 16):
+            for g in range((n0 + a + m + PANEL - 1) // PANEL):
                 for r in range(0, rows, ROWS):
-                    if 16 * g < n0 + a + min(r + ROWS, m):
-                        SPAN(qs, panels, s, (r, 16 * g, g * d, d))
+                    if PANEL * g < n0 + a + min(r + ROWS, m):
+                        SPAN(qs, panels, s, (r, PANEL * g, g * d, d))
             for r in range(0, rows, ROWS):
                 reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
                 softmax_tile(s, r, n0 + a, m, reach, sums, tops, bits)
-                for part in range(parts):
-                    SPAN(s, laid, o, (r, 16 * part, part * groups * 16, reach))
+                for part in range(d // wide):
+                    at = (r, wide * part, part * groups * PANEL, reach)
+                    if wide == PANEL:
+                        SPAN(s, laid, o, at)
+                    else:
+                        SPAN_NARROW(s, laid, o, at)
             columns_of_rows(o, m, sums, out, top, col + a)
 
 
