@@ -71,10 +71,13 @@ def test_check_rows_hold_measured_against_limit(capsys):
      "one BLAS call for the same products takes 78.0 ms (2.3x their limit)"),
     (parts(tables=0.080, alone=0.036),
      "tables: 80.0 ms, one BLAS call for the same products takes only 36.0"),
+    (parts(tables=0.080, alone=0.095),
+     "tables: 80.0 ms, one BLAS call for the same products takes 95.0 ms: the suite's own "
+     "path, 2.4x their limit"),
     (parts(attention=0.050), "attention: 50.0 ms, 13.2x its limit"),
     (parts(elementwise=0.040), "elementwise: 40.0 ms against a limit of 0.0 ms"),
     (parts(other=0.045), "other: 45.0 ms outside every part")],
-    ids=["the BLAS", "our tables", "attention", "elementwise", "other"])
+    ids=["the BLAS", "our tables", "our tiles", "attention", "elementwise", "other"])
 def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, breakdown, says):
     limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
     _, row, _ = printed([held(2.5 * limit, breakdown=breakdown)])
@@ -91,6 +94,9 @@ def test_the_breakdown_splits_each_row_into_its_parts():
     assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
     assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
+    faster = parts(tables=0.040, alone=0.050, attention=0.0076)  # our path beat one call:
+    _, row, _ = printed([held(0.06, breakdown=faster)], 1, "GPT-2 small")  # none of its excess
+    assert row["most excess"] == "our tables +6.0 ms"  # is the BLAS's, which it did not wait on
     one_call = records.find(sheet.records, "breakdown", "one call", users=1)
     assert one_call["statistic"] == "best" and one_call["samples"] == pytest.approx([36.0] * 3)
     assert [c.header for c in sheet.columns][2:5] == ["trip ms", "tables ms", "one call ms"]
