@@ -385,7 +385,7 @@ def read(cfg, q, k, v, segments, floor, ways, share):
         args = (q, k, v, col, scale(cfg.head), *notes, n, out,
                 *room(u, cfg.heads, cfg.head, model.room(book)))
         if share is None:
-            kernels()["attend"](*args)
+            kernels()["attend"](*args, numba().get_num_threads())
         else:
             tasks = kernels()["attend_tasks"]
             share(lambda part: tasks(*args, part.start, part.stop), (u * cfg.heads + 1) // 2,
