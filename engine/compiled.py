@@ -55,23 +55,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))  # where kernels.py is, whose
 MODULE = "kernels"  # the start of every cache file name of the kernels
 
 
-def available():
+def available(part="all"):
     """Whether the trips may run the compiled kernels in this process (see unloaded())."""
-    return not unloaded()
+    return not unloaded(part)
+
+
+def unloaded(part="all"):
+    """Why the compiled kernels (of part) cannot run in this process, or "" where they can
+    (see why_not())."""
+    return why_not(part)
 
 
 @functools.lru_cache(maxsize=None)
-def unloaded():
+def why_not(part):
     """Why the compiled kernels cannot run in this process, or "" where they can: Numba loads,
     and every kernel compiles (or comes from Numba's cache) and gives NumPy's answers on a tiny
-    shape. Any failure (Numba absent or refusing to start, its JIT switched off, no threading
-    layer, a cache file it cannot read, a compile error, another answer) is said in one line
-    on stderr, and the trips keep NumPy's way; a cache file that could not be read is removed
-    (the kernels' own, no other), so that the next run compiles them afresh."""
+    shape (part "all"; "tables": the table products' alone, all the tiles' workbench needs,
+    a fifth of the first run's compiling). Any failure (Numba absent or refusing to start, its
+    JIT switched off, no threading layer, a cache file it cannot read, a compile error,
+    another answer) is said in one line on stderr, and the trips keep NumPy's way; a cache
+    file that could not be read is removed (the kernels' own, no other), so that the next run
+    compiles them afresh."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Numba's own warnings: the one line below says why
         try:
-            why = loaded()
+            why = loaded(part)
         except Exception as e:  # whatever Numba raises: it has many ways to fail
             why = words(e)
             if from_cache(e):
@@ -83,13 +91,14 @@ def unloaded():
     return why
 
 
-def loaded():
+def loaded(part="all"):
     """Why the kernels cannot run, or "" once Numba is imported with a cache folder it can
-    write and every kernel gave NumPy's answers (checked()). Raises what Numba raises."""
+    write and every kernel (of part: see unloaded()) gave NumPy's answers (checked()). Raises
+    what Numba raises."""
     keep_cache()
     if numba().config.DISABLE_JIT:
         return "NUMBA_DISABLE_JIT is set: they would run as plain Python, slower than NumPy"
-    wrong = checked()
+    wrong = checked(part)
     return f"{', '.join(wrong)} gave other answers than NumPy's" if wrong else ""
 
 
@@ -165,12 +174,13 @@ def own_temp():
     return path if stat.S_ISDIR(held.st_mode) and mine and not held.st_mode & 0o022 else None
 
 
-def checked():
-    """Every kernel on tiny shapes against NumPy's way: -> the names of those whose answers
-    differ beyond float32 rounding. The shapes reach each kernel's every branch: 13 rows (two
-    tiles of six and a row over; eight rows at a time and five; six pairs and one), 9 inputs
-    (one past a vector of 8), and 1, 3, 5, 16 and 20 tokens (a vector, two to four tokens, half
-    a tile, a tile that is its own panel, a whole tile and a half)."""
+def checked(part="all"):
+    """Every kernel (or the table products' alone, part "tables") on tiny shapes against
+    NumPy's way: -> the names of those whose answers differ beyond float32 rounding. The
+    shapes reach each kernel's every branch: 13 rows (two tiles of six and a row over; eight
+    rows at a time and five; six pairs and one), 9 inputs (one past a vector of 8), and 1, 3,
+    5, 16 and 20 tokens (a vector, two to four tokens, half a tile, a tile that is its own
+    panel, a whole tile and a half), and each tile shape's own counts."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((13, 9), dtype=np.float32)  # (rows, inputs)
     xs = {n: rng.standard_normal((9, n), dtype=np.float32) for n in (1, 3, 5, 16, 20)}
@@ -185,6 +195,8 @@ def checked():
                                                                        w @ x)
     pairs["the table product of 1 token, a row at a time"] = table(w, xs[1], 1), w @ xs[1]
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
+    if part == "tables":
+        return wrong(pairs)
     pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
     pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
     pairs["GELU on Numba's threads"] = gelu(h.copy(), threads=True), model.gelu(h.copy())
@@ -192,6 +204,11 @@ def checked():
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
     pairs["a question's attention"] = asked_here()
     pairs["a compiled trip's question"] = asked_here(types.SimpleNamespace(share=one))
+    return wrong(pairs)
+
+
+def wrong(pairs):
+    """{name: (an answer, NumPy's)} -> the names whose answers differ beyond float32 rounding."""
     return [name for name, (got, numpys) in pairs.items()
             if not np.allclose(got, numpys, rtol=1e-4, atol=1e-5)]
 

@@ -226,7 +226,7 @@ def tiled(on, quick, compiled):
     if quick or not on.numpy or not compiled:
         return False
     import engine.compiled
-    return engine.compiled.available()
+    return engine.compiled.available("tables")
 
 
 def names(on, quick, compiled=True):
