@@ -72,8 +72,10 @@ class Paths:
 
     def tiles(self, tokens):
         """Whether a NumPy trip of `tokens` tokens does its table products on the compiled
-        tiles (see past_tried())."""
-        return past_tried(self.tiled, tokens, compiled.TABLES)
+        tiles (see past_tried()); past the largest count timed, as it did (the same products a
+        token: the collision's 1,032 as a 1,024-token question, which took the BLAS's, at 2x
+        the limit on a CPU whose BLAS is the narrower)."""
+        return past_tried(self.tiled, min(tokens, compiled.TABLES[-1]), compiled.TABLES)
 
     def takes_pieces(self, tokens):
         """Whether a NumPy trip of `tokens` tokens takes the compiled norm, GELU and one-token
@@ -155,7 +157,7 @@ class Paths:
                     f"one-token attention in trips of {spans(self.pieces)} tokens")
         if self.tiled:
             return (f"{dataclasses.replace(self, tiled=())}; compiled tiles for the table "
-                    f"products of trips of {spans(self.tiled, compiled.TABLES)} tokens")
+                    f"products of trips of {spans(self.tiled, compiled.TABLES, True)} tokens")
         if self.compiled:
             counts = ", ".join(map(str, self.compiled))
             return (f"{dataclasses.replace(self, compiled=())}; compiled kernels for trips of "
@@ -180,10 +182,12 @@ def past_tried(won, tokens, timed=compiled.TILED):
             and compiled.available())
 
 
-def spans(won, timed=compiled.TILED):
-    """The token counts that the counts of `timed` in `won` speak for: "17 to 32"."""
+def spans(won, timed=compiled.TILED, beyond=False):
+    """The token counts that the counts of `timed` in `won` speak for: "17 to 32" (and, where
+    the largest speaks for every count past it too, "257 or more")."""
     low = dict(zip(timed, (compiled.FEW + 1, *(n + 1 for n in timed))))
-    return ", ".join(f"{low[n]} to {n}" for n in won)
+    return ", ".join(f"{low[n]} or more" if beyond and n == timed[-1] else f"{low[n]} to {n}"
+                     for n in won)
 
 
 CUBES = ("product", "power")  # Paths.cube's ways

@@ -501,11 +501,13 @@ def test_the_tiles_shared_among_the_pools_threads_give_every_row_once(pool, kern
 def test_a_trip_past_the_compiled_counts_takes_the_tiles_for_the_counts_they_won(pool,
                                                                                  kernels):
     """21 typers: NumPy's trip, whose table products are the tiles' where 32 tokens' were
-    faster on them; past the largest count timed, the BLAS's again."""
+    faster on them; past the largest count timed, as it did."""
     paths = Paths("matmul", compiled=FEW, tiled=(32,))
     assert [n for n in (16, 17, 32, 33, 64) if paths.tiles(n)] == [17, 32]
     longer = Paths("matmul", tiled=(32, 256), pieces=(32,))  # the tables' counts, not the pieces'
     assert [n for n in (32, 33, 128, 129, 256, 257) if longer.tiles(n)] == [32, 129, 256]
+    widest = Paths("matmul", tiled=(1024,))  # past the largest count timed: as it did
+    assert [n for n in (256, 257, 1024, 1032) if widest.tiles(n)] == [257, 1024, 1032]
     assert [n for n in (32, 33, 128) if longer.takes_pieces(n)] == [32]
     assert "compiled tiles for the table products of trips of 17 to 32, 129 to 256 tokens" in \
         str(longer)
