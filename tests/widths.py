@@ -1,0 +1,90 @@
+"""The kernels compiled for the CPU that NUMBA_CPU_NAME and NUMBA_CPU_FEATURES name (a test runs
+this in a fresh process for each width): run, where this CPU can run that one's code, their
+answers against NumPy's on the check's tiny shapes; else only compiled, never run. With a triple
+and a CPU after it, the table products' tiles are also compiled, from the same IR, for that
+other architecture (an object file, never run).
+
+    NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=+avx,+avx2,+fma,-avx512f python tests/widths.py run
+
+Prints one JSON line: {"lanes", "wrong" (the kernels whose answers differ; null where not
+run), "registers" (the widest vector registers in the tiles' and the question's code),
+"other" (the other architecture's vector multiply-adds, where asked)}."""
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numba  # noqa: E402
+from numba.core import config  # noqa: E402
+
+from engine import compiled  # noqa: E402
+
+TILED = "(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], int64, int64, " \
+        "UniTuple(int64, 3))"  # rows_tiled's arguments: w, panels, last, out, a, b, shape
+
+
+def compile_only(kernel):
+    """kernel, compiled for the arguments it is called with and never run."""
+    def call(*args):
+        kernel.compile(tuple(numba.typeof(a) for a in args))
+    return call
+
+
+def checked(run):
+    """The kernels that depend on the vectors' width (the table products' and a question's
+    attention) on the check's tiny shapes: -> the names of those whose answers differ, or
+    None where they are only compiled."""
+    if not run:
+        made = compiled.kernels()
+        fake = {**made, **{n: compile_only(k) for n, k in made.items() if hasattr(k, "compile")}}
+        compiled.kernels = lambda: fake
+    wrong = compiled.checked("tables")
+    wrong += compiled.wrong({"a question's attention": compiled.asked_here()})
+    return wrong if run else None
+
+
+def registers(kernel):
+    """The widest vector registers in a kernel's x86 code: zmm (16 floats), ymm (8), xmm (4)."""
+    code = "".join(kernel.inspect_asm().values())
+    return next((r for r in ("zmm", "ymm", "xmm") if re.search(rf"%{r}\d", code)), None)
+
+
+def elsewhere(triple, cpu):
+    """rows_tiled's IR, as Numba makes it before optimizing for this CPU, compiled for another
+    architecture: -> its vector multiply-adds (AArch64's fmla on 4 floats)."""
+    import llvmlite.binding as ll
+    ll.initialize_all_targets()
+    ll.initialize_all_asmprinters()
+    dump, config.DUMP_LLVM = io.StringIO(), True
+    try:
+        with contextlib.redirect_stdout(dump):
+            from engine import kernels
+            kernels.rows_tiled.compile(TILED)  # (before anything compiles it without a dump)
+    finally:
+        config.DUMP_LLVM = False
+    ir = re.split(r"-{10,}[^\n]*LLVM DUMP[^\n]*-{10,}\n", dump.getvalue())[-1].split("=" * 40)[0]
+    ir = re.sub(r"^target (triple|datalayout) = .*$", "", ir, flags=re.M)
+    ir = re.sub(r'"target-(cpu|features)"="[^"]*"', "", ir)
+    machine = ll.Target.from_triple(triple).create_target_machine(cpu=cpu, opt=2)
+    module = ll.parse_assembly(ir)
+    module.triple, module.data_layout = triple, str(machine.target_data)
+    module.verify()
+    machine.emit_object(module)
+    return sorted(set(re.findall(r"\bfmla\s+v\d+\.(4s)", machine.emit_assembly(module))))
+
+
+def main(argv):
+    from engine import kernels
+    other = elsewhere(*argv[1:3]) if len(argv) > 2 else None
+    wrong = checked(argv[0] == "run")
+    print(json.dumps({"lanes": kernels.LANES, "wrong": wrong,
+                      "registers": [registers(kernels.rows_tiled), registers(kernels.question)],
+                      "other": other}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
