@@ -62,8 +62,8 @@ class Paths:
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
     streams: int = STREAMS[0]  # the rows a compiled one-token product reads at a time
-    shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors) for
-    #                     the counts of compiled.SHAPED, ascending (none: the width's first)
+    shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors, ahead)
+    #                     for the counts of compiled.SHAPED, ascending (none: the width's first)
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -98,7 +98,7 @@ class Paths:
         return self.reading if self.reading and compiled.available() else ()
 
     def shape(self, tokens):
-        """The tiles' shape (lanes, rows, vectors) for a trip of `tokens` tokens: as the
+        """The tiles' shape (lanes, rows, vectors, ahead) for a trip of `tokens` tokens: as the
         smallest count timed at or above it took, and past them all as the largest did; None
         (the width's first) where none was timed."""
         if not self.shapes:
@@ -208,7 +208,7 @@ def readable(saved):
     shapes = saved.get("shapes", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
             and isinstance(shapes, list) and all(
-                isinstance(s, list) and len(s) == 4 and counts(s) and tuple(s[1:])
+                isinstance(s, list) and len(s) == 5 and counts(s) and tuple(s[1:])
                 in compiled.shapes() for s in shapes)
             and saved.get("streams", compiled.STREAMS[0]) in compiled.STREAMS
             and isinstance(blocks, list) and all(map(block, blocks))

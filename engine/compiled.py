@@ -41,8 +41,8 @@ TILED = (32, 64)  # its norm, GELU and one-token attention in trips of up to the
 TABLES = (32, 64, 128, 256, 1024)  # and its table products in trips of up to these: the
 #                                    tiles on the suite's own threads, or the BLAS (see
 #                                    table_shared())
-SHAPED = (8, 16, 64, 256, 1024)  # the token counts whose tiles' shape is timed (of shapes()):
-#                                  each speaks for the counts down to the last one's
+SHAPED = (8, 16, 64, 256)  # the token counts whose tiles' shape is timed (of shapes()): each
+#                            speaks for the counts down to the last one's, the last for more
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
 STREAMS = (8, 1)  # the rows a one-token product reads at a time: 8 streams from memory, or 1
@@ -188,7 +188,8 @@ def checked(part="all"):
     pairs = {f"the table product of {n} {'token' if n == 1 else 'tokens'}": (table(w, x), w @ x)
              for n, x in xs.items()}
     for shape in kernels()["SHAPES"]:  # every shape's tiles: a last panel alone, one panel,
-        lanes, _, vectors = shape  # panels and a last, the rows of a tile or two and one over
+        lanes, _, vectors, _ = shape  # panels and a last, the rows of a tile or two and one
+        #                               left over
         for n in sorted({5, lanes + 1, lanes * vectors, lanes * (vectors + 1) + 1}):
             x = rng.standard_normal((9, n), dtype=np.float32)
             pairs[f"the tiles {shape_words(shape)} at {n} tokens"] = (table(w, x, shape=shape),
@@ -258,10 +259,10 @@ def table(w, x, streams=STREAMS[0], shape=None):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
     a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: two rows
     by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
-    rows, vectors; the width's first where None: shapes()), x padded with zeros to a multiple
-    of its lanes and laid out in panels (the tables' bytes, not the math, set a few tokens'
-    time). Where one way gives way to the next was set by measuring; on any CPU, the trips of
-    a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
+    rows, vectors, ahead; the width's first where None: shapes()), x padded with zeros to a
+    multiple of its lanes and laid out in panels (the tables' bytes, not the math, set a few
+    tokens' time). Where one way gives way to the next was set by measuring; on any CPU, the
+    trips of a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1:
@@ -294,9 +295,9 @@ def table_shared(w, x, share, shape=None):
 
 @functools.lru_cache(maxsize=None)
 def shapes():
-    """The table products' tile shapes worth timing here, (lanes, rows, vectors), the first the
-    default (kernels.SHAPES: as wide as the CPU's vector registers); none where the kernels
-    cannot load."""
+    """The table products' tile shapes worth timing here, (lanes, rows, vectors, ahead), the
+    first the default (kernels.SHAPES: as wide as the CPU's vector registers); none where the
+    kernels cannot load."""
     return () if unloaded() else kernels()["SHAPES"]
 
 
@@ -312,10 +313,11 @@ def known(shape):
 
 
 def shape_words(shape):
-    """A tile shape as the paths line names it: "6 rows x 2 vectors of 16 lanes"."""
-    lanes, rows, vectors = shape
+    """A tile shape as the paths line names it: "6 rows x 2 vectors of 16 lanes, asking ahead"."""
+    lanes, rows, vectors, ahead = shape
     return f"{rows} {'row' if rows == 1 else 'rows'} x {vectors} " \
-           f"{'vector' if vectors == 1 else 'vectors'} of {lanes} lanes"
+           f"{'vector' if vectors == 1 else 'vectors'} of {lanes} lanes" \
+           + (", asking ahead" if ahead else "")
 
 
 def first(out, tokens):
@@ -329,13 +331,13 @@ def wide(tokens, lanes):
 
 
 def panels(x, shape, threads=0, share=None):
-    """x (k, tokens) as tiles of shape (lanes, rows, vectors) meet it: -> panels (groups * k,
-    lanes x vectors), x's tokens that many at a time, one panel under the next, and last (k,
-    fewer), the tokens left over, padded with zeros to a multiple of the lanes, where there
-    are any, or (0, lanes) (kernels.laid_out(), on `threads` of Numba's threads, or shared by
-    `share` among the suite's, or on this one). Tokens that fill one panel, or a last one
-    alone, are their own panel: x as it is."""
-    lanes, _, vectors = shape
+    """x (k, tokens) as tiles of shape (lanes, rows, vectors, ahead) meet it: -> panels
+    (groups * k, lanes x vectors), x's tokens that many at a time, one panel under the next,
+    and last (k, fewer), the tokens left over, padded with zeros to a multiple of the lanes,
+    where there are any, or (0, lanes) (kernels.laid_out(), on `threads` of Numba's threads,
+    or shared by `share` among the suite's, or on this one). Tokens that fill one panel, or a
+    last one alone, are their own panel: x as it is."""
+    lanes, _, vectors, _ = shape
     k, tokens = x.shape
     width = lanes * vectors
     groups, left = divmod(wide(tokens, lanes), width)

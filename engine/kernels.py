@@ -70,8 +70,10 @@ MENU = {16: ((16, 6, 2), (16, 6, 4), (16, 12, 2), (16, 12, 1), (8, 6, 2)),
 #   the table products' tiles worth timing at each width, (lanes, rows, vectors): rows x
 #   vectors sums in registers, with a vector for each of the x's vectors and one to spread a
 #   row's number (32 registers with AVX-512 and NEON, 16 with AVX2 and SSE), and, on AVX-512,
-#   AVX's 8 lanes (where the CPU splits 16 in two); the first the default, where none was timed
-SHAPES = MENU[LANES]
+#   AVX's 8 lanes (where the CPU splits 16 in two)
+SHAPES = tuple((*shape, ahead) for shape in MENU[LANES] for ahead in (1, 0))  # each asking
+#   memory for the next tile's rows or not (product()): the first the default, where none was
+#   timed
 LINE = 64  # bytes in a cache line (x86's and most ARM cores')
 FLIPPED = 8  # an 8 x 8 block turned over (flip()): in AVX's 8 lanes on any CPU
 
@@ -394,11 +396,11 @@ def which(lanes, rows, vectors, ahead):
 def tiles_of(shapes):
     """A Numba intrinsic TILED(w, x, out, (r, j, p, k, which(lanes, rows, vectors, ahead))):
     product()'s for the tile `which` names, one of every tile the products in these shapes
-    (lanes, rows, vectors) take: a shape's rows by as many vectors or fewer (a last panel),
+    (lanes, rows, vectors, ahead) take: a shape's rows by as many vectors or fewer (a last panel),
     asking ahead or not, and one row of them (the rows left over); another `which` does
     nothing. One switch a tile, rather than a kernel compiled for each shape: the shape is
     chosen by timing them (tuning.choose), and one compiled driver takes any of them."""
-    tiles = {which.py_func(lanes, r, v, a): (lanes, r, v, a) for lanes, rows, vectors in shapes
+    tiles = {which.py_func(lanes, r, v, a): (lanes, r, v, a) for lanes, rows, vectors, _ in shapes
              for v in range(1, vectors + 1) for r, a in ((rows, 0), (rows, 1), (1, 0))}
 
     def codegen(e, arrays, counts):
@@ -519,15 +521,15 @@ def table(w, xt, out, parts):
 
 @serial
 def rows_tiled(w, panels, last, out, a, b, shape):
-    """out[a:b] = w[a:b] @ x, in tiles of shape (lanes, rows, vectors): x's tokens in panels of
-    lanes x vectors (panels (groups * k, lanes x vectors): panel g is rows g * k .. of it)
-    and, where their count is not a multiple of that, a last panel of fewer vectors (last
-    (k, lanes x fewer), or (0, lanes)): `rows` rows at a time meet each panel in turn (the
-    rows from the memory in the first, asking for the next ones meanwhile; from the core's
-    caches after), the rows left over one at a time.
+    """out[a:b] = w[a:b] @ x, in tiles of shape (lanes, rows, vectors, ahead): x's tokens in
+    panels of lanes x vectors (panels (groups * k, lanes x vectors): panel g is rows g * k ..
+    of it) and, where their count is not a multiple of that, a last panel of fewer vectors
+    (last (k, lanes x fewer), or (0, lanes)): `rows` rows at a time meet each panel in turn
+    (the rows from the memory in the first, asking for the next ones meanwhile where `ahead`;
+    from the core's caches after), the rows left over one at a time.
     Each panel lies in memory in the order the tile meets it: in x's own layout, a token count
     apart, every load of the tile would stride across memory."""
-    lanes, rows = shape[0], shape[1]
+    lanes, rows, ahead = shape[0], shape[1], shape[3]
     k, width = w.shape[1], panels.shape[1]
     groups, vectors = panels.shape[0] // k, width // lanes
     rest = last.shape[1] // lanes if last.shape[0] else 0  # the last panel's vectors
@@ -538,7 +540,8 @@ def rows_tiled(w, panels, last, out, a, b, shape):
             whole = g < groups
             TILED(w, panels if whole else last, out,
                   (r, width * g, g * k if whole else 0, k,
-                   which(lanes, tall, vectors if whole else rest, g == 0 and tall > 1)))
+                   which(lanes, tall, vectors if whole else rest,
+                         g == 0 and tall > 1 and ahead == 1)))
         r += tall
 
 

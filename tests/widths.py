@@ -24,7 +24,7 @@ from numba.core import config  # noqa: E402
 from engine import compiled  # noqa: E402
 
 TILED = "(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], int64, int64, " \
-        "UniTuple(int64, 3))"  # rows_tiled's arguments: w, panels, last, out, a, b, shape
+        "UniTuple(int64, 4))"  # rows_tiled's arguments: w, panels, last, out, a, b, shape
 
 
 def compile_only(kernel):
