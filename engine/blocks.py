@@ -62,6 +62,8 @@ class Paths:
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
     streams: int = STREAMS[0]  # the rows a compiled one-token product reads at a time
+    dotting: tuple = ()  # the 2 to 4 tokens' products timed fastest, (rows, ahead), of
+    #                      compiled.dottings() (none: the width's first)
     shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors, ahead)
     #                     for the counts of compiled.SHAPED, ascending (none: the width's first)
 
@@ -112,6 +114,7 @@ class Paths:
         for counts in ("compiled", "tiled", "pieces", "reading", "elementwise"):
             object.__setattr__(self, counts, tuple(getattr(self, counts)))
         object.__setattr__(self, "shapes", tuple(tuple(s) for s in self.shapes))
+        object.__setattr__(self, "dotting", tuple(self.dotting))
 
     def saved(self):
         """As a run hands its paths to its worker processes and saves them: JSON's lists."""
@@ -131,6 +134,9 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.dotting:
+            return (f"{dataclasses.replace(self, dotting=())}; 2 to 4 tokens' products "
+                    f"{compiled.dotting_words(self.dotting)}")
         if self.shapes:
             low = dict(zip((s[0] for s in self.shapes), (5, *(s[0] + 1 for s in self.shapes))))
             return (f"{dataclasses.replace(self, shapes=())}; tiles of " + ", ".join(
@@ -205,8 +211,10 @@ def readable(saved):
     if not (isinstance(saved, dict) and set(saved) <= {f.name for f in dataclasses.fields(Paths)}):
         return False
     blocks = saved.get("blocks", [])
-    shapes = saved.get("shapes", [])
+    shapes, dotting = saved.get("shapes", []), saved.get("dotting", [])
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
+            and isinstance(dotting, list) and (not dotting or tuple(dotting)
+                                               in compiled.dottings())
             and isinstance(shapes, list) and all(
                 isinstance(s, list) and len(s) == 5 and counts(s) and tuple(s[1:])
                 in compiled.shapes() for s in shapes)
@@ -260,7 +268,8 @@ def ways(paths=Paths(), pool=None):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
                 table=functools.partial(compiled.table, streams=paths.streams,
-                                        shape=paths.shape(tokens)),
+                                        shape=paths.shape(tokens),
+                                        dotting=paths.dotting or None),
                 share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,

@@ -195,6 +195,9 @@ def checked(part="all"):
             pairs[f"the tiles {shape_words(shape)} at {n} tokens"] = (table(w, x, shape=shape),
                                                                        w @ x)
     pairs["the table product of 1 token, a row at a time"] = table(w, xs[1], 1), w @ xs[1]
+    for dotting in kernels()["DOTTED"]:
+        pairs[f"the table product of 3 tokens, {dotting_words(dotting)}"] = (
+            table(w, xs[3], dotting=dotting), w @ xs[3])
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
     if part == "tables":
         return wrong(pairs)
@@ -237,7 +240,7 @@ def kernels():
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
                          "attend", "attend_tasks", "question", "questions", "norm", "gelu",
-                         "gelus", "SHAPES", "LANES")}
+                         "gelus", "SHAPES", "DOTTED", "LANES")}
 
 
 def threads(n):
@@ -255,10 +258,11 @@ def running(n):
         yield
 
 
-def table(w, x, streams=STREAMS[0], shape=None):
+def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
-    a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: two rows
-    by four tokens at a time, x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
+    a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: rows by
+    four tokens at a time as `dotting` says ((rows, ahead) of dottings(); the width's first
+    where None), x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
     rows, vectors, ahead; the width's first where None: shapes()), x padded with zeros to a
     multiple of its lanes and laid out in panels (the tables' bytes, not the math, set a few
     tokens' time). Where one way gives way to the next was set by measuring; on any CPU, the
@@ -277,7 +281,7 @@ def table(w, x, streams=STREAMS[0], shape=None):
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
     xt[:tokens] = x.T
     out = np.empty((rows, 4), np.float32)
-    k["table"](w, xt, out, threads)
+    k["table"](w, xt, out, threads, known(dotting, "DOTTED"))
     return first(out, tokens)
 
 
@@ -301,15 +305,29 @@ def shapes():
     return () if unloaded() else kernels()["SHAPES"]
 
 
-def known(shape):
-    """shape, or the width's first where None; one the kernels were not compiled for (which
-    would compute nothing) is an error."""
-    made = kernels()["SHAPES"]
+@functools.lru_cache(maxsize=None)
+def dottings():
+    """The 2 to 4 tokens' products worth timing here, (rows, ahead), the first the default
+    (kernels.DOTTED); none where the kernels cannot load."""
+    return () if unloaded() else kernels()["DOTTED"]
+
+
+def known(shape, menu="SHAPES"):
+    """shape (of the kernels' tiles, or of their 2 to 4 tokens' products: menu "DOTTED"), or
+    the width's first where None; one the kernels were not compiled for (which would compute
+    nothing) is an error."""
+    made = kernels()[menu]
     if shape is None:
         return made[0]
     if tuple(shape) not in made:
-        raise ValueError(f"no tiles of shape {shape} here: {', '.join(map(str, made))}")
+        raise ValueError(f"no {menu.lower()} of {shape} here: {', '.join(map(str, made))}")
     return tuple(shape)
+
+
+def dotting_words(dotting):
+    """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"."""
+    rows, ahead = dotting
+    return f"{rows} rows at a time" + (", asking ahead" if ahead else "")
 
 
 def shape_words(shape):

@@ -396,53 +396,72 @@ def which(lanes, rows, vectors, ahead):
 def tiles_of(shapes):
     """A Numba intrinsic TILED(w, x, out, (r, j, p, k, which(lanes, rows, vectors, ahead))):
     product()'s for the tile `which` names, one of every tile the products in these shapes
-    (lanes, rows, vectors, ahead) take: a shape's rows by as many vectors or fewer (a last panel),
-    asking ahead or not, and one row of them (the rows left over); another `which` does
-    nothing. One switch a tile, rather than a kernel compiled for each shape: the shape is
-    chosen by timing them (tuning.choose), and one compiled driver takes any of them."""
-    tiles = {which.py_func(lanes, r, v, a): (lanes, r, v, a) for lanes, rows, vectors, _ in shapes
-             for v in range(1, vectors + 1) for r, a in ((rows, 0), (rows, 1), (1, 0))}
+    (lanes, rows, vectors, ahead) take: a shape's rows by as many vectors or fewer (a last
+    panel), asking ahead or not, and one row of them (the rows left over). One switch a
+    tile, rather than a kernel compiled for each shape: the shape is chosen by timing them
+    (tuning.choose), and one compiled driver takes any of them."""
+    return switch({which.py_func(lanes, r, v, a): lambda e, arrays, where, lanes=lanes, r=r, v=v,
+                   a=a: product(Emit(e.context, e.b, lanes), arrays, where, r, v, a)
+                   for lanes, rows, vectors, _ in shapes for v in range(1, vectors + 1)
+                   for r, a in ((rows, 0), (rows, 1), (1, 0))}, counts=5)
 
-    def codegen(e, arrays, counts):
-        *where, chosen = counts
-        done = e.b.append_basic_block("tiled.done")
-        switch = e.b.switch(chosen, done)
-        for number, (lanes, rows, vectors, ahead) in tiles.items():
-            case = e.b.append_basic_block(f"tiled.{number}")
-            switch.add_case(ir.Constant(e.i64, number), case)
-            e.b.position_at_end(case)
-            product(Emit(e.context, e.b, lanes), arrays, where, rows, vectors, ahead)
+
+def switch(cases, counts):
+    """A Numba intrinsic f(a, b, c, (n, ..., which)) on three 2-D float32 C arrays and `counts`
+    integers: cases[which](emit, (a, b, c), (n, ...)) run where it is called; another `which`
+    does nothing."""
+    def codegen(e, arrays, numbers):
+        *where, chosen = numbers
+        done = e.b.append_basic_block("switch.done")
+        branches = e.b.switch(chosen, done)
+        for number, case in cases.items():
+            block = e.b.append_basic_block(f"case.{number}")
+            branches.add_case(ir.Constant(e.i64, number), block)
+            e.b.position_at_end(block)
+            case(e, arrays, where)
             e.b.branch(done)
         e.b.position_at_end(done)
-    return kernel(codegen, counts=5)
+    return kernel(codegen, counts)
+
+
+def dotted(e, arrays, counts, rows, tokens, ahead):
+    """out[r + i, t] = w[r + i, :k8] . xt[t, :k8] for i < rows, t < tokens (w (rows, k), xt
+    (tokens, k), out (rows, tokens), k8 a multiple of the lanes): rows x tokens sums, each a
+    vector along k in a register, added across at the end. With `ahead`, each step also asks
+    for the next rows' lines at the same place (where a vector is a line, every row's; else
+    one of them in turn): they arrive while these are met."""
+    (w, xt, out), (r, k8) = arrays, counts
+    k = e.b.extract_value(w.shape, 1)
+
+    def step(c, sums):
+        if ahead and e.lanes * 4 >= LINE:  # a line of each row a step: every next row's
+            for i in range(rows):
+                e.ask(w, r, e.b.add(e.b.mul(ir.Constant(e.i64, rows + i), k), c))
+        elif ahead:  # row r + rows + (c / lanes) % rows, at c
+            row = e.b.urem(e.b.udiv(c, ir.Constant(e.i64, e.lanes)), ir.Constant(e.i64, rows))
+            e.ask(w, r, e.b.add(e.b.mul(e.plus(row, rows), k), c))
+        ws = [e.load(w, e.plus(r, i), c) for i in range(rows)]
+        xs = [e.load(xt, ir.Constant(e.i64, t), c) for t in range(tokens)]
+        return [e.fma(ws[i], xs[t], sums[i * tokens + t])
+                for i in range(rows) for t in range(tokens)]
+    zero = ir.Constant(e.vec, None)
+    sums = e.loop(ir.Constant(e.i64, 0), k8, e.lanes, [zero] * (rows * tokens), step)
+    for n, value in enumerate(sums):
+        e.b.store(across(e, value, e.b.fadd),
+                  e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
 
 
 def dots(rows, tokens, ahead):
-    """out[r + i, t] = w[r + i, :k8] . xt[t, :k8] for i < rows, t < tokens (w (rows, k), xt
-    (tokens, k), out (rows, tokens), k8 a multiple of LANES): rows x tokens sums, each a vector
-    along k in a register, added across at the end. With `ahead`, each step also asks for the
-    next rows' line at the same place, one of them in turn: they arrive while these are met."""
-    def codegen(e, arrays, counts):
-        (w, xt, out), (r, k8) = arrays, counts
-        k = e.b.extract_value(w.shape, 1)
+    """A Numba intrinsic dots(w, xt, out, (r, k8)): dotted()'s, of one shape."""
+    return kernel(lambda e, arrays, counts: dotted(e, arrays, counts, rows, tokens, ahead),
+                  counts=2)
 
-        def step(c, sums):
-            if ahead and e.lanes * 4 >= LINE:  # a line of each row a step: every next row's
-                for i in range(rows):
-                    e.ask(w, r, e.b.add(e.b.mul(ir.Constant(e.i64, rows + i), k), c))
-            elif ahead:  # row r + rows + (c / lanes) % rows, at c
-                row = e.b.urem(e.b.udiv(c, ir.Constant(e.i64, e.lanes)), ir.Constant(e.i64, rows))
-                e.ask(w, r, e.b.add(e.b.mul(e.plus(row, rows), k), c))
-            ws = [e.load(w, e.plus(r, i), c) for i in range(rows)]
-            xs = [e.load(xt, ir.Constant(e.i64, t), c) for t in range(tokens)]
-            return [e.fma(ws[i], xs[t], sums[i * tokens + t])
-                    for i in range(rows) for t in range(tokens)]
-        zero = ir.Constant(e.vec, None)
-        sums = e.loop(ir.Constant(e.i64, 0), k8, e.lanes, [zero] * (rows * tokens), step)
-        for n, value in enumerate(sums):
-            e.b.store(across(e, value, e.b.fadd),
-                      e.at(out, e.plus(r, n // tokens), ir.Constant(e.i64, n % tokens)))
-    return kernel(codegen, counts=2)
+
+def dots_of(menu):
+    """A Numba intrinsic DOTS(w, xt, out, (r, k8, 2 rows + ahead)): dotted()'s for 4 tokens and
+    each (rows, ahead) of the menu, as tiles_of() takes its shapes."""
+    return switch({2 * rows + ahead: lambda e, arrays, where, rows=rows, ahead=ahead: dotted(
+        e, arrays, where, rows, 4, ahead) for rows, ahead in menu}, counts=3)
 
 
 def transposed(e, rows):
@@ -481,9 +500,11 @@ PANEL = max(16, 2 * LANES)  # ... by this many notes (or numbers of a head): 12 
 #   taking one vector)
 NARROW = 16  # a head's numbers a value panel, where the head is not a multiple of PANEL wide
 SPAN, SPAN_NARROW = tile(ROWS, PANEL // LANES), tile(ROWS, NARROW // LANES)
-DOTTED = 4 if LANES == 16 else 2  # rows a time by 4 tokens: their sums, their vectors and
-#   the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4; 16 with AVX2: 2 x 4 + 2 + 4)
-DOTS, DOTS_ROW = dots(DOTTED, 4, ahead=True), dots(1, 4, ahead=False)  # 2 to 4 tokens
+DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES == 16 else (2, 4)))
+#   2 to 4 tokens' products, (rows, ahead): rows a time by 4 tokens, asking ahead or not, their
+#   sums, their vectors and the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4, the
+#   first where none was timed; 16 with AVX2: 2 x 4 + 2 + 4)
+DOTS, DOTS_ROW = dots_of(DOTTED), dots(1, 4, ahead=False)
 TILED = tiles_of(SHAPES)  # the table products' tiles, of every shape
 TILE_TOPS, TILE_EXP, TILE_SUMS = (kernel(tile_tops, counts=2), kernel(tile_exp, counts=2),
                                   kernel(tile_sums, counts=2))  # a tile's softmax, its rows
@@ -492,15 +513,15 @@ FLIP, FLIP_OVER = flip(over=False), flip(over=True)  # an 8 x 8 block turned ove
 
 
 @serial
-def rows_dotted(w, xt, out, a, b):
-    """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): two rows at a
-    time meet the four (dots()), the row left over alone, the inputs past a multiple of LANES
-    one by one."""
-    k = w.shape[1]
+def rows_dotted(w, xt, out, a, b, dotting):
+    """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): dotting =
+    (rows, ahead) of DOTTED, that many rows at a time meet the four (dotted()), the rows left
+    over alone, the inputs past a multiple of LANES one by one."""
+    k, (rows, ahead) = w.shape[1], dotting
     k8, r = k - k % LANES, a
-    while r + DOTTED <= b:
-        DOTS(w, xt, out, (r, k8))
-        r += DOTTED
+    while r + rows <= b:
+        DOTS(w, xt, out, (r, k8, 2 * rows + ahead))
+        r += rows
     while r < b:
         DOTS_ROW(w, xt, out, (r, k8))
         r += 1
@@ -511,12 +532,12 @@ def rows_dotted(w, xt, out, a, b):
 
 
 @parallel
-def table(w, xt, out, parts):
+def table(w, xt, out, parts, dotting):
     """out (rows, 4) = w (rows, k) @ xt.T (k, 4) for 2 to 4 tokens (rows_dotted()), in `parts`
     contiguous parts of w's rows, one a thread."""
     rows = w.shape[0]
     for p in nb.prange(parts):
-        rows_dotted(w, xt, out, rows * p // parts, rows * (p + 1) // parts)
+        rows_dotted(w, xt, out, rows * p // parts, rows * (p + 1) // parts, dotting)
 
 
 @serial

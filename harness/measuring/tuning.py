@@ -60,6 +60,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         streams = alternately(streams_both_ways(bench), POOLED_S)[1]
         paths = dataclasses.replace(paths, streams=other if beats(streams, other, kept)
                                     else kept)
+        dotted = each_in_turn(dottings_timed(bench)) \
+            if len(engine.compiled.dottings()) > 1 else {}
+        paths = dataclasses.replace(paths, dotting=min(
+            dotted, key=lambda d: statistics.median(dotted[d])) if dotted else ())
         shaped = {n: shapes_both_ways(bench, n) for n in engine.compiled.SHAPED} \
             if len(engine.compiled.shapes()) > 1 else {}
         paths = dataclasses.replace(paths, shapes=tuple(
@@ -78,6 +82,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         paths = dataclasses.replace(paths, compiled=won(trips))
         seen["one-token products, rows at a time"] = {
             f"{n} {plural(n, 'row')}": seconds for n, seconds in fastest(streams).items()}
+        seen["2 to 4 tokens' products"] = {engine.compiled.dotting_words(d): min(seconds)
+                                           for d, seconds in dotted.items()}
         seen.update({f"the tiles' shapes at {n} tokens": {
             engine.compiled.shape_words(shape): min(seconds) for shape, seconds in t.items()}
             for n, t in shaped.items()})
@@ -161,6 +167,37 @@ def streams_both_ways(bench):
                         engine.compiled.table(w, x[w.shape[1]], streams)
         return run
     return {streams: {1: products(streams)} for streams in engine.compiled.STREAMS}
+
+
+def dottings_timed(bench, tokens=4):
+    """Every floor's table products for `tokens` tokens on the compiled kernel, in each of the
+    2 to 4 tokens' ways here (compiled.dottings(); on as many of Numba's threads as the
+    pool's, the BLAS on one): -> {dotting: a function to time}, for each_in_turn()"""
+    x = {n: np.random.default_rng(n).standard_normal((n, tokens), dtype=np.float32)
+         for n in sizes(bench)}  # (inputs, tokens)
+    threads = bench.pool["threads"] if bench.pool else 1
+
+    def products(dotting):
+        def run():
+            with engine.compiled.running(threads):
+                for p in bench.floors:
+                    for w in p.values():
+                        engine.compiled.table(w, x[w.shape[1]], dotting=dotting)
+        return run
+    return {dotting: products(dotting) for dotting in engine.compiled.dottings()}
+
+
+def each_in_turn(ways, times=TRIAL_TRIPS):
+    """Each way {key: a function to time} `times` times after a warm-up, the ways taking turns,
+    the order reversed each turn, so that a drift of the machine falls on all alike:
+    -> {key: [seconds of each try]}"""
+    timed, order = {key: [] for key in ways}, list(ways)
+    for tried in range(times + 1):  # (the first turn warms up)
+        for key in order if tried % 2 == 0 else order[::-1]:
+            seconds = sample(ways[key])
+            if tried:
+                timed[key].append(seconds)
+    return timed
 
 
 def typing_both_ways(bench, paths):
@@ -384,14 +421,15 @@ def typing_attention(bench, how):
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
     {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "streams",
-    "timed": {what: {candidate: seconds}}, and "unloaded": why, where the compiled kernels were
-    asked for and could not load}."""
+    "shapes", "dotting", "timed": {what: {candidate: seconds}}, and "unloaded": why, where the
+    compiled kernels were asked for and could not load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
         "elementwise": paths.elementwise, "streams": paths.streams, "shapes": paths.shapes,
+        "dotting": paths.dotting,
         "timed": timed,
         **({"unloaded": why} if why else {})}
 
@@ -409,7 +447,7 @@ def paths_line(chosen, args):
                   tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
                   reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()),
                   streams=chosen.get("streams", engine.compiled.STREAMS[0]),
-                  shapes=chosen.get("shapes", ()))
+                  shapes=chosen.get("shapes", ()), dotting=chosen.get("dotting", ()))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
