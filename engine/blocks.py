@@ -62,6 +62,8 @@ class Paths:
     elementwise: tuple = ()  # the token counts of compiled.LONG whose trips' norm and GELU ran
     #                          faster compiled
     streams: int = STREAMS[0]  # the rows a compiled one-token product reads at a time
+    panel: int = 0  # a question's attention's panel timed fastest, of
+    #                 compiled.question_panels() (0: the width's first)
     dotting: tuple = ()  # the 2 to 4 tokens' products timed fastest, (rows, ahead), of
     #                      compiled.dottings() (none: the width's first)
     shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors, ahead)
@@ -134,6 +136,9 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.panel:
+            return (f"{dataclasses.replace(self, panel=0)}; a question's attention in panels of "
+                    f"{self.panel} notes")
         if self.dotting:
             return (f"{dataclasses.replace(self, dotting=())}; 2 to 4 tokens' products "
                     f"{compiled.dotting_words(self.dotting)}")
@@ -215,6 +220,7 @@ def readable(saved):
     return (saved.get("attention", "einsum") in ATTENTION and saved.get("cube", "product") in CUBES
             and isinstance(dotting, list) and (not dotting or tuple(dotting)
                                                in compiled.dottings())
+            and saved.get("panel", 0) in (0, *compiled.question_panels())
             and isinstance(shapes, list) and all(
                 isinstance(s, list) and len(s) == 5 and counts(s) and tuple(s[1:])
                 in compiled.shapes() for s in shapes)
@@ -273,6 +279,7 @@ def ways(paths=Paths(), pool=None):
                 share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
+                panel=paths.panel or None,
                 norm=compiled.norm, gelu=functools.partial(compiled.gelu, threads=True))
         mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
             paths.reads_questions()
@@ -286,7 +293,7 @@ def ways(paths=Paths(), pool=None):
                 return compiled.table_shared(w, x, shared, paths.shape(tokens))
             return table(w, x, mine, paths.block(tokens, w.shape[1]))
         return types.SimpleNamespace(
-            table=products, share=shared,
+            table=products, share=shared, panel=paths.panel or None,
             threads=lambda: blas_threads(mine),
             attention=paths.attention, cube=paths.cube,
             reads=functools.partial(

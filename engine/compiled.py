@@ -207,6 +207,9 @@ def checked(part="all"):
     pairs["attention"] = attended(attention)
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
     pairs["a question's attention"] = asked_here()
+    for panel in kernels()["PANELS"][1:]:
+        pairs[f"a question's attention in panels of {panel}"] = asked_here(
+            types.SimpleNamespace(share=model.PLAIN.share, panel=panel))
     pairs["a compiled trip's question"] = asked_here(types.SimpleNamespace(share=one))
     return wrong(pairs)
 
@@ -240,7 +243,7 @@ def kernels():
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
                          "attend", "attend_tasks", "question", "questions", "norm", "gelu",
-                         "gelus", "SHAPES", "DOTTED", "LANES")}
+                         "gelus", "SHAPES", "DOTTED", "PANELS", "LANES")}
 
 
 def threads(n):
@@ -310,6 +313,13 @@ def dottings():
     """The 2 to 4 tokens' products worth timing here, (rows, ahead), the first the default
     (kernels.DOTTED); none where the kernels cannot load."""
     return () if unloaded() else kernels()["DOTTED"]
+
+
+@functools.lru_cache(maxsize=None)
+def question_panels():
+    """A question's attention's panels worth timing here (kernels.PANELS), the first the
+    default; none where the kernels cannot load."""
+    return () if unloaded() else kernels()["PANELS"]
 
 
 def known(shape, menu="SHAPES"):
@@ -484,7 +494,7 @@ def one(fn, n, size):
     return fn(slice(0, n))
 
 
-def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
+def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK, panel=None):
     """One segment's questions, t tokens from each of its users (columns cols of q, k, v and
     out), read into out by the compiled kernel (kernels.question()): each (user, head) a task,
     shared among the threads as ways.share hands them out (a compiled trip's, one(), among
@@ -493,11 +503,13 @@ def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK):
     users = model.readers(book)
     keys, values = book["k"][floor], book["v"][floor]  # (users, heads, 64, room), (.., room, 64)
     args = (q, k, v, cols.start, t, scale(cfg.head), keys, values, book["len"], out)
+    panel = panel or getattr(ways, "panel", None) or kernels()["PANELS"][0]
     if ways.share is one:  # a compiled trip: the tasks shared among Numba's threads
-        kernels()["questions"](*args, users * cfg.heads, block, numba().get_num_threads())
+        kernels()["questions"](*args, users * cfg.heads, block, numba().get_num_threads(),
+                               panel)
         return
     run = kernels()["question"]
-    ways.share(lambda part: run(*args, part.start, part.stop, block),
+    ways.share(lambda part: run(*args, part.start, part.stop, block, panel),
                users * cfg.heads, 2 * users * cfg.heads * t * (book["len"] + t))
     #          (the numbers to touch: every score, written, then read as a weight)
 

@@ -494,12 +494,15 @@ def flip(over):
 
 
 ROWS = 6  # a question's tile's rows: six queries (or notes' weights) ...
-PANEL = max(16, 2 * LANES)  # ... by this many notes (or numbers of a head): 12 vectors of
-#   sums, 2 for the notes, 1 to spread (with AVX-512, 32 notes and numbers a tile took a
-#   1,024-token question's attention from 6.4 to 4.4 ms a floor on a Zen 5 EPYC, 16 of each
-#   taking one vector)
-NARROW = 16  # a head's numbers a value panel, where the head is not a multiple of PANEL wide
-SPAN, SPAN_NARROW = tile(ROWS, PANEL // LANES), tile(ROWS, NARROW // LANES)
+PANELS = {16: (32, 16), 8: (16,), 4: (16, 8)}[LANES]  # ... by this many notes (or numbers of
+#   a head) a tile, each worth timing: 2 vectors of them, 12 vectors of sums and 1 to spread
+#   (with AVX-512, 32 notes and numbers took a 1,024-token question's attention from 6.4 to
+#   4.4 ms a floor on a Zen 5 EPYC, 16 filling one vector), or 16 in 4 lanes' 4 vectors where
+#   there are registers for 24 sums (NEON's 32, not SSE's 16); the first the default
+NARROW = 16  # a head's numbers a value panel, where the head is not a multiple of the panel
+SPANS = switch({vectors: lambda e, arrays, where, vectors=vectors: product(
+    e, arrays, where, ROWS, vectors, False) for vectors in {p // LANES for p in (*PANELS, NARROW)}},
+    counts=5)  # SPANS(x, y, out, (r, j, p, k, vectors)): ROWS rows by that many vectors
 DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES == 16 else (2, 4)))
 #   2 to 4 tokens' products, (rows, ahead): rows a time by 4 tokens, asking ahead or not, their
 #   sums, their vectors and the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4, the
@@ -875,23 +878,24 @@ def copy_row(a, b):
 
 @serial
 def panels_of(K, V, n, panels, laid):
-    """A head's first n notes as its tiles read them: keys (K (64, room)) in panels of PANEL
-    notes (panels (groups x 64, PANEL): panel g rows g x 64 ..), values (V (room, 64)) in
-    panels of their numbers as wide as laid's (laid (parts x groups x PANEL, wide): part p rows
-    p x groups x PANEL ..); the last panel's places past n left as they are. Plain loops over
-    numbers (a view made for every 16 numbers cost 1.9x the time)."""
-    d, groups, wide = K.shape[0], panels.shape[0] // K.shape[0], laid.shape[1]
+    """A head's first n notes as its tiles read them: keys (K (64, room)) in panels of as many
+    notes as panels' rows (panels (groups x 64, panel): panel g rows g x 64 ..), values (V
+    (room, 64)) in panels of their numbers as wide as laid's (laid (parts x groups x panel,
+    wide): part p rows p x groups x panel ..); the last panel's places past n left as they are.
+    Plain loops over numbers (a view made for every 16 numbers cost 1.9x the time)."""
+    d, groups, panel = K.shape[0], panels.shape[0] // K.shape[0], panels.shape[1]
+    wide = laid.shape[1]
     for c in range(d):
-        for g in range(n // PANEL):
-            for j in range(PANEL):
-                panels[g * d + c, j] = K[c, PANEL * g + j]
-        for g in range(n // PANEL, groups):
-            for j in range(n - PANEL * g):
-                panels[g * d + c, j] = K[c, PANEL * g + j]
+        for g in range(n // panel):
+            for j in range(panel):
+                panels[g * d + c, j] = K[c, panel * g + j]
+        for g in range(n // panel, groups):
+            for j in range(n - panel * g):
+                panels[g * d + c, j] = K[c, panel * g + j]
     for i in range(n):
         for part in range(d // wide):
             for j in range(wide):
-                laid[part * groups * PANEL + i, j] = V[i, wide * part + j]
+                laid[part * groups * panel + i, j] = V[i, wide * part + j]
 
 
 @serial
@@ -927,34 +931,35 @@ def columns_of_rows(src, m, sums, dst, top, col):
 
 
 @serial
-def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
+def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block, panel):
     """A question's attention, t tokens from each user (columns first + t u .. of q, k, v and
     out (width, tokens), heads of 64 rows each), for the (user, head) pairs lo .. hi - 1 in
     turn, on this thread: each writes its new notes after the n0 in its notebook (keys
     (users, heads, 64, room), values (users, heads, room, 64)), lays its keys out in panels of
-    PANEL notes and its values in panels of PANEL of their numbers (NARROW where the head is
-    not a multiple of PANEL wide; each tile then reads one stretch of memory in turn; a key's
+    `panel` notes and its values in panels of `panel` of their numbers (NARROW where the head
+    is not a multiple of it wide; each tile then reads one stretch of memory in turn; a key's
     row of the notebook is a page apart from the next, a value's row wider than a tile), and
-    reads a block of queries at a time: the scores of six queries by PANEL notes a tile
-    (SPAN), the tiles wholly past the causal mask skipped; the softmax in place, a tile's six
+    reads a block of queries at a time: the scores of six queries by `panel` notes a tile
+    (SPANS), the tiles wholly past the causal mask skipped; the softmax in place, a tile's six
     queries side by side (softmax_tile(), each query's notes up to its own, the rest up to its
-    tile's last query's 0); the weighted sum of values, six queries by PANEL numbers a tile,
+    tile's last query's 0); the weighted sum of values, six queries by `panel` numbers a tile,
     over the notes the tile's last query reads; over softmax's
     denominator. The values' notes, the queries and the answers cross between a token a
     column and a token a row 8 x 8 at a time (rows_of_columns(), columns_of_rows())."""
     heads, d = keys.shape[1], keys.shape[2]
     n = n0 + t
-    groups = (n + PANEL - 1) // PANEL
+    groups = (n + panel - 1) // panel
     tall = (block + ROWS - 1) // ROWS * ROWS
-    panels = np.zeros((groups * d, PANEL), np.float32)  # panel g: keys' rows, notes PANEL g ..
-    wide = PANEL if d % PANEL == 0 else NARROW  # a head's numbers a value panel
-    laid = np.empty((d // wide * groups * PANEL, wide), np.float32)  # part p: its numbers
+    panels = np.zeros((groups * d, panel), np.float32)  # panel g: keys' rows, notes panel g ..
+    wide = panel if d % panel == 0 else NARROW  # a head's numbers a value panel
+    lanes = LANES
+    laid = np.empty((d // wide * groups * panel, wide), np.float32)  # part p: its numbers
     #                                                                   wide p ..
     qs = np.zeros((tall, d), np.float32)  # a block's queries, scaled, a row each
-    s = np.empty((tall, groups * PANEL), np.float32)  # their scores, then softmax's numerators
+    s = np.empty((tall, groups * panel), np.float32)  # their scores, then softmax's numerators
     o = np.empty((tall, d), np.float32)  # their answers before the division
     sums, tops = np.empty((1, tall), np.float32), np.empty((1, tall), np.float32)
-    bits = np.empty(groups * PANEL, np.int32)
+    bits = np.empty(groups * panel, np.int32)
     scales, ones = (np.full((1, FLIPPED), scale, np.float32),
                     np.ones((1, FLIPPED), np.float32))
     for task in range(lo, hi):
@@ -971,26 +976,23 @@ def question(q, k, v, first, t, scale, keys, values, n0, out, lo, hi, block):
             rows = (m + ROWS - 1) // ROWS * ROWS
             qs[m:rows] = 0
             rows_of_columns(q, top, col + a, m, scales, qs, 0)
-            for g in range((n0 + a + m + PANEL - 1) // PANEL):
+            for g in range((n0 + a + m + panel - 1) // panel):
                 for r in range(0, rows, ROWS):
-                    if PANEL * g < n0 + a + min(r + ROWS, m):
-                        SPAN(qs, panels, s, (r, PANEL * g, g * d, d))
+                    if panel * g < n0 + a + min(r + ROWS, m):
+                        SPANS(qs, panels, s, (r, panel * g, g * d, d, panel // lanes))
             for r in range(0, rows, ROWS):
                 reach = n0 + a + min(r + ROWS, m)  # the notes the tile's last query reads
                 softmax_tile(s, r, n0 + a, m, reach, sums, tops, bits)
                 for part in range(d // wide):
-                    at = (r, wide * part, part * groups * PANEL, reach)
-                    if wide == PANEL:
-                        SPAN(s, laid, o, at)
-                    else:
-                        SPAN_NARROW(s, laid, o, at)
+                    SPANS(s, laid, o, (r, wide * part, part * groups * panel, reach,
+                                       wide // lanes))
             columns_of_rows(o, m, sums, out, top, col + a)
 
 
 @parallel
-def questions(q, k, v, first, t, scale, keys, values, n0, out, tasks, block, parts):
+def questions(q, k, v, first, t, scale, keys, values, n0, out, tasks, block, parts, panel):
     """question() for the (user, head) tasks 0 .. tasks - 1 in `parts` contiguous parts, one a
     thread (a compiled trip's: Numba's threads, which spin between its kernels)."""
     for p in nb.prange(parts):
         question(q, k, v, first, t, scale, keys, values, n0, out, tasks * p // parts,
-                 tasks * (p + 1) // parts, block)
+                 tasks * (p + 1) // parts, block, panel)

@@ -329,3 +329,29 @@ def test_where_numba_is_installed_every_kernel_gives_numpys_answer():
     tile's bound left every test of the kernels skipped and none failed)."""
     assert compiled.unloaded() == ""
     assert compiled.checked() == []
+
+
+@needs_numba
+def test_the_timed_shapes_dottings_and_panels_travel_in_the_paths_and_are_checked():
+    """The tiles' shape, the 2 to 4 tokens' products and a question's panel chosen by timing:
+    the paths line names them, a worker reads back only those this CPU's kernels were
+    compiled for, and the trips' ways take them."""
+    from engine import blocks
+    shape, dotting, panel = compiled.shapes()[-1], compiled.dottings()[-1], \
+        compiled.question_panels()[-1]
+    paths = Paths("matmul", compiled=compiled.TRIED, shapes=((8, *shape),), dotting=dotting,
+                  panel=panel)
+    line = str(paths)
+    assert compiled.shape_words(shape) in line and compiled.dotting_words(dotting) in line
+    assert f"a question's attention in panels of {panel} notes" in line
+    saved = paths.saved()
+    assert blocks.readable(saved) and Paths(**saved) == paths
+    for wrong in ({"shapes": [[8, 5, 6, 2, 1]]}, {"shapes": [list(shape)]}, {"dotting": [3, 1]},
+                  {"panel": 7}):  # (no such tiles here; a shape without its count)
+        assert not blocks.readable({**saved, **wrong}), wrong
+    trip = ways(paths)(8)
+    assert trip.panel == panel and trip.table.keywords["shape"] == shape
+    assert trip.table.keywords["dotting"] == dotting
+    with pytest.raises(ValueError, match="no shapes"):
+        compiled.table(np.ones((7, 9), np.float32), np.ones((9, 5), np.float32),
+                       shape=(16, 5, 3, 1))

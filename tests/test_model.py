@@ -445,9 +445,10 @@ def test_a_question_read_in_blocks_equals_the_models_reading(pool, kernels, bloc
                                                   (16, 1, compiled.BLOCK), (5, 7, 6)])
 def test_a_question_at_gpt2s_head_width_equals_the_models_reading(pool, kernels, notes, asked,
                                                                   block):
-    """The compiled question's tiles at a head of 64 numbers (four panels of values), two
-    users with `notes` notes each asking `asked` tokens: tiles of six queries cut short at a
-    block's end, panels of 16 notes cut short at the notebook's, every query's own notes."""
+    """The compiled question's tiles at a head of 64 numbers (panels of values of each width
+    this CPU takes), two users with `notes` notes each asking `asked` tokens: tiles of six
+    queries cut short at a block's end, panels of notes cut short at the notebook's, every
+    query's own notes."""
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((SMALL.width, 2 * asked), dtype=np.float32)
                for _ in range(3))
@@ -457,14 +458,15 @@ def test_a_question_at_gpt2s_head_width_equals_the_models_reading(pool, kernels,
         b["v"][0, :, :, :notes] = rng.standard_normal(b["v"][0, :, :, :notes].shape)
         b["len"] = notes
     books[1]["k"][...], books[1]["v"][...] = books[0]["k"], books[0]["v"]
-    out = np.empty_like(q)
-    compiled.asked(SMALL, q, k, v, books[0], asked, slice(0, 2 * asked), 0,
-                   ways(Paths("matmul"), pool)(2 * asked), out, block)
-    np.testing.assert_allclose(out, model.attention(SMALL, q, k, v, [(books[1], asked)], 0),
-                               **TOL)
+    reference = model.attention(SMALL, q, k, v, [(books[1], asked)], 0)
     n = notes + asked  # the new notes written into the notebook as the model writes them
-    np.testing.assert_array_equal(books[0]["k"][0, ..., :n], books[1]["k"][0, ..., :n])
-    np.testing.assert_array_equal(books[0]["v"][0, :, :, :n], books[1]["v"][0, :, :, :n])
+    for panel in compiled.question_panels():  # (each panel this CPU's width may take)
+        books[0]["len"], out = notes, np.empty_like(q)
+        compiled.asked(SMALL, q, k, v, books[0], asked, slice(0, 2 * asked), 0,
+                       ways(Paths("matmul", panel=panel), pool)(2 * asked), out, block)
+        np.testing.assert_allclose(out, reference, **TOL)
+        np.testing.assert_array_equal(books[0]["k"][0, ..., :n], books[1]["k"][0, ..., :n])
+        np.testing.assert_array_equal(books[0]["v"][0, :, :, :n], books[1]["v"][0, :, :, :n])
 
 
 def test_a_compiled_trips_question_is_read_by_the_kernel_and_equals_the_models(kernels,

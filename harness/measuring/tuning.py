@@ -6,6 +6,7 @@ import functools
 import itertools
 import statistics
 import time
+import types
 
 import numpy as np
 
@@ -72,6 +73,10 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         products = {n: tables_both_ways(bench, n, paths.shape(n))
                     for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, tiled=won(products))
+        panelled = each_in_turn(panels_timed(bench)) \
+            if len(engine.compiled.question_panels()) > 1 else {}
+        paths = dataclasses.replace(paths, panel=min(
+            panelled, key=lambda p: statistics.median(panelled[p])) if panelled else 0)
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
         timed = alternately(long_trips_both_ways(bench, paths), POOLED_S)  # (both in one)
@@ -84,6 +89,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
             f"{n} {plural(n, 'row')}": seconds for n, seconds in fastest(streams).items()}
         seen["2 to 4 tokens' products"] = {engine.compiled.dotting_words(d): min(seconds)
                                            for d, seconds in dotted.items()}
+        seen["a question's attention, its panels"] = {
+            f"{p} notes": min(seconds) for p, seconds in panelled.items()}
         seen.update({f"the tiles' shapes at {n} tokens": {
             engine.compiled.shape_words(shape): min(seconds) for shape, seconds in t.items()}
             for n, t in shaped.items()})
@@ -185,6 +192,27 @@ def dottings_timed(bench, tokens=4):
                         engine.compiled.table(w, x[w.shape[1]], dotting=dotting)
         return run
     return {dotting: products(dotting) for dotting in engine.compiled.dottings()}
+
+
+def panels_timed(bench):
+    """One floor's attention for one user's question of compiled.READS[-1] tokens on the
+    compiled kernel (on as many of Numba's threads as the pool's), its keys and values laid
+    out in each panel here (compiled.question_panels()): -> {panel: a function to time}, for
+    each_in_turn()"""
+    cfg, n = dataclasses.replace(bench.cfg, layers=1), engine.compiled.READS[-1]
+    book, out = model.notebook(cfg, 1, n), np.empty((cfg.width, n), np.float32)
+    q, k, v = (tokens(cfg, n, seed) for seed in range(3))  # 3 x (width, n)
+    threads = bench.pool["threads"] if bench.pool else 1
+
+    def read(panel):
+        how = types.SimpleNamespace(share=engine.compiled.one, panel=panel)
+
+        def run():
+            with engine.compiled.running(threads):
+                book["len"] = 0
+                engine.compiled.asked(cfg, q, k, v, book, n, slice(0, n), 0, how, out)
+        return run
+    return {panel: read(panel) for panel in engine.compiled.question_panels()}
 
 
 def each_in_turn(ways, times=TRIAL_TRIPS):
@@ -421,15 +449,15 @@ def typing_attention(bench, how):
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
     {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "streams",
-    "shapes", "dotting", "timed": {what: {candidate: seconds}}, and "unloaded": why, where the
-    compiled kernels were asked for and could not load}."""
+    "shapes", "dotting", "panel", "timed": {what: {candidate: seconds}}, and "unloaded": why,
+    where the compiled kernels were asked for and could not load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
     return dataclasses.replace(bench, paths=paths), {
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
         "elementwise": paths.elementwise, "streams": paths.streams, "shapes": paths.shapes,
-        "dotting": paths.dotting,
+        "dotting": paths.dotting, "panel": paths.panel,
         "timed": timed,
         **({"unloaded": why} if why else {})}
 
@@ -447,7 +475,8 @@ def paths_line(chosen, args):
                   tiled=chosen.get("tiled", ()), pieces=chosen.get("pieces", ()),
                   reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()),
                   streams=chosen.get("streams", engine.compiled.STREAMS[0]),
-                  shapes=chosen.get("shapes", ()), dotting=chosen.get("dotting", ()))
+                  shapes=chosen.get("shapes", ()), dotting=chosen.get("dotting", ()),
+                  panel=chosen.get("panel", 0))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
