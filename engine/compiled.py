@@ -524,6 +524,8 @@ def scale(head):
 def room(users, heads, head, notes):
     """The attention kernel's room to work in, made once for each notebook's shape (an array
     made in every call costs more than one user's notes on a floor): the queries and answers
-    (2, users, heads, head), the scores (users, heads, notes) and their exponents' bits."""
+    (2, users, heads, head), the scores (users, heads, notes, to whole vectors: the softmax's
+    pass writes them) and their exponents' bits."""
+    wide = -(-notes // kernels()["LANES"]) * kernels()["LANES"]
     return (np.empty((2, users, heads, head), np.float32),
-            np.empty((users, heads, notes), np.float32), np.empty((users, heads, notes), np.int32))
+            np.empty((users, heads, wide), np.float32), np.empty((users, heads, wide), np.int32))
