@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,16 +36,36 @@ def compile_only(kernel):
 
 
 def checked(run):
-    """The kernels that depend on the vectors' width (the table products' and a question's
-    attention) on the check's tiny shapes: -> the names of those whose answers differ, or
-    None where they are only compiled."""
+    """The kernels that depend on the vectors' width, each on one thread (their drivers on
+    several threads are the same at every width): the tiles of every shape, the 2 to 4 tokens'
+    products of every kind and a question's attention in every panel, on the check's tiny
+    shapes: -> the names of those whose answers differ from NumPy's, or None where they are
+    only compiled."""
+    import numpy as np
+    import model
+    from engine import kernels
+    made = compiled.kernels()
+    dotted = kernels.rows_dotted if run else compile_only(kernels.rows_dotted)
     if not run:
-        made = compiled.kernels()
         fake = {**made, **{n: compile_only(k) for n, k in made.items() if hasattr(k, "compile")}}
         compiled.kernels = lambda: fake
-    wrong = compiled.checked("tables")
-    wrong += compiled.wrong({"a question's attention": compiled.asked_here()})
-    return wrong if run else None
+    rng, pairs = np.random.default_rng(0), {}
+    w = rng.standard_normal((13, 9), dtype=np.float32)  # (rows, inputs)
+    for shape in kernels.SHAPES:
+        lanes, _, vectors, _ = shape
+        for n in sorted({5, lanes + 1, lanes * vectors, lanes * (vectors + 1) + 1}):
+            x = rng.standard_normal((9, n), dtype=np.float32)
+            pairs[f"the tiles {shape} at {n} tokens"] = (
+                compiled.table_shared(w, x, model.PLAIN.share, shape), w @ x)
+    xt = rng.standard_normal((4, 9), dtype=np.float32)  # (4 tokens, inputs)
+    for dotting in kernels.DOTTED:
+        out = np.zeros((13, 4), np.float32)
+        dotted(w, xt, out, 0, 13, dotting)
+        pairs[f"the 4 tokens' products {dotting}"] = out, w @ xt.T
+    for panel in kernels.PANELS:
+        pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(
+            types.SimpleNamespace(share=model.PLAIN.share, panel=panel))
+    return compiled.wrong(pairs) if run else None
 
 
 def registers(kernel):
