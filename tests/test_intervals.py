@@ -74,6 +74,32 @@ def test_each_claim_takes_an_equal_share_of_the_reports_chance_of_a_wrong_verdic
     assert made.level == pytest.approx(1 - 2 * 0.002)
 
 
+def test_holms_step_down_judges_the_clearest_first_and_lets_the_rest_share_what_is_left():
+    """Four claims in a family of 5%: the clearest at 5%/4, each firm one letting the next be
+    judged at a share of what is left, until one is not firm at its step: it and the rest wait
+    at that step's tail (and a claim with no chance at all takes it too)."""
+    tails = intervals.holm([0.02, 0.001, 0.012, None, 0.04], 0.05)  # each firm at its step
+    assert tails == pytest.approx([0.05 / 2, 0.05 / 4, 0.05 / 3, 0.05 / 1, 0.05 / 1])
+    stuck = intervals.holm([0.03, 0.001, 0.02, 0.5], 0.05)  # 0.02 is not under 0.05 / 3
+    assert stuck == pytest.approx([0.05 / 3, 0.05 / 4, 0.05 / 3, 0.05 / 3])
+
+
+def test_a_rules_chance_is_the_tail_at_which_it_turns_firm():
+    """rules.chance: resolving the rule just above its chance is firm (holds, or does not
+    hold), just below it is not; a claim of several tests as resolve() judges it (every test
+    for holds, any one at its share for does not hold)."""
+    up = of(record([3.0, 3.1, 2.9, 3.05, 2.95, 3.2], processes=[0, 0, 1, 1, 2, 2], name="up"))
+    flat = of(record([1.0, 1.3, 0.9, 1.2, 1.1, 0.8], processes=[0, 0, 1, 1, 2, 2], name="f"))
+    for rule in (rules.above(up, 2.6), rules.below(up, 2.6), rules.within(up, 2.6, 3.5),
+                 rules.every(rules.above(up, 2.5), rules.above(flat, 0.8))):
+        p = rules.chance(rule)
+        assert 0 < p < 0.05, rule
+        firm = rules.resolve(rule, p * 1.01, p * 1.01 / rules.count(rule))
+        waits = rules.resolve(rule, p * 0.99, p * 0.99 / rules.count(rule))
+        assert firm.verdict is not None and waits.verdict is None, rule
+    assert rules.chance(rules.above(of(record([1.0, 1.1])), 0.5)) is None  # no interval
+
+
 def test_a_rule_holds_fails_or_cannot_tell_and_says_how_many_processes_would_settle_it():
     clear = of(record([3.0, 3.1, 2.9, 3.05, 2.95]))
     assert rules.resolve(rules.above(clear, 2), 0.001).verdict is True

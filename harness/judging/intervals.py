@@ -16,8 +16,9 @@ import numpy as np
 
 from harness.measuring.timing import DISTURBED  # a sample other work took more of the cores during
 
-FAMILY = 0.05  # the chance of any wrong firm verdict among a report's claims, at most: each claim
-#                takes an equal share of it (Bonferroni's bound; see rules.resolve for its tests)
+FAMILY = 0.05  # the chance of any wrong firm verdict among a report's claims, at most: each
+#                script's claims an equal share of it a claim, spent among them by Holm's
+#                step-down (holm(); see rules.resolve for a claim's several tests)
 MIN_UNITS = 3  # fewer clean processes (or rounds, where one process measured) back no interval
 
 
@@ -26,6 +27,23 @@ def tail(claims, tests=1):
     among `claims` claims of `tests` tests each: a firm verdict is wrong only where its interval
     misses the truth on the side of the edge, so each side takes FAMILY / (claims x tests)."""
     return FAMILY / max(claims, 1) / max(tests, 1)
+
+
+def holm(chances, alpha):
+    """Holm's step-down: each claim's chance (the smallest level at which it is firm; None: it
+    cannot be firm at any) -> the tail each is judged at, so that the chance of any wrong firm
+    verdict among them stays under alpha, whatever their dependence. The clearest first, at
+    alpha / m; each firm one lets the next be judged at alpha / (m - 1), and so on, until one
+    is not firm at its step: it and every claim after it are judged at that step's tail (and
+    cannot be firm there). A claim with no chance takes the last step's."""
+    ranked = sorted((c, i) for i, c in enumerate(chances) if c is not None)
+    tails, m = [None] * len(chances), len(ranked)
+    step, waiting = alpha / max(m, 1), False
+    for k, (chance, i) in enumerate(ranked):
+        step = step if waiting else alpha / (m - k)
+        tails[i] = step
+        waiting = waiting or chance >= step  # the first not firm at its step: the rest wait
+    return [step if t is None else t for t in tails]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +203,20 @@ def interval(figure, tail_each):
     than MIN_UNITS units have clean samples of every leaf, or the quantity is not finite."""
     if not figure.leaves:
         return Interval(figure.value, figure.value, figure.value)
+    made = unit_means(figure)
+    if made is None:
+        return None
+    means, rounds, log = made
+    low, high = (float(v[0]) for v in student(means[None, :], tail_each))
+    center = float(np.mean(means))
+    return Interval(at(center, log), at(low, log), at(high, log), len(means), rounds,
+                    tail_each, float(np.std(means, ddof=1)), log)
+
+
+def unit_means(figure):
+    """(each unit's quantity: the mean of its rounds', on the log scale where every quantity is
+    above 0; the rounds behind them; whether on the log scale), or None where fewer than
+    MIN_UNITS units have clean samples of every leaf, or a quantity is not finite."""
     rounds = shared(figure)
     if not rounds:
         return None
@@ -197,12 +229,39 @@ def interval(figure, tail_each):
     for u, v in zip(units_of(figure, rounds), y):
         units.setdefault(u, []).append(v)
     means = np.array([np.mean(v) for v in units.values()])
-    if len(means) < MIN_UNITS:
+    return (means, len(rounds), log) if len(means) >= MIN_UNITS else None
+
+
+def chances(figure, edge, above):
+    """The figure against an edge, one-sided: (the chance of an estimate at least this far past
+    the edge where the truth lies on it, the chance of one at least this far short of it), by
+    Student's t over the units on the interval's scale: the smallest tail at which interval()
+    lies wholly past the edge, and wholly short of it. A figure with no runs behind it: 0 or
+    1 each. None where interval() would give none."""
+    if not figure.leaves:
+        past = figure.value > edge if above else figure.value < edge
+        short = figure.value <= edge if above else figure.value >= edge
+        return float(not past), float(not short)
+    made = unit_means(figure)
+    if made is None:
         return None
-    low, high = (float(v[0]) for v in student(means[None, :], tail_each))
-    center = float(np.mean(means))
-    return Interval(at(center, log), at(low, log), at(high, log), len(means), len(rounds),
-                    tail_each, float(np.std(means, ddof=1)), log)
+    means, _, log = made
+    if log and edge <= 0:  # every quantity above 0: past an edge at 0 or under, surely
+        return (0.0, 1.0) if above else (1.0, 0.0)
+    e = math.log(edge) if log else edge
+    n, center, spread = len(means), float(np.mean(means)), float(np.std(means, ddof=1))
+    if spread == 0:
+        t = math.inf if center > e else -math.inf if center < e else 0.0
+    else:
+        t = (center - e) / (spread / math.sqrt(n))
+    below_t = cdf(t, n - 1)  # the chance of an estimate this low or lower, were it the edge
+    return (1 - below_t, below_t) if above else (below_t, 1 - below_t)
+
+
+def cdf(t, df):
+    """Student's t distribution's cumulative chance at t (SciPy's special function)."""
+    from scipy.special import stdtr
+    return float(stdtr(df, t)) if math.isfinite(t) else float(t > 0)
 
 
 def student(units, tail_each):

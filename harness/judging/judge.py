@@ -1,12 +1,13 @@
-"""The verdicts: every claim's rule resolved at the level the report's claims share (each
-claim an equal share of the chance of any wrong firm verdict among them: every test at that
-share for "holds", each test a share of it for "does not hold"), as measured and at this
-machine's limits; and why a claim does not hold, from the check and breakdown tables."""
+"""The verdicts: every claim's rule resolved at the level the report's claims share (the chance
+of any wrong firm verdict among them, spent by Holm's step-down: every test at its claim's step
+for "holds", each test a share of it for "does not hold"), as measured and at this machine's
+limits; and why a claim does not hold, from the check and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
 from harness.experiments import claims
 from harness.judging import intervals
 from harness.measuring import devices
-from harness.judging.rules import FAILS, HOLDS, UNKNOWN, Claim, Fails, count, resolve, value
+from harness.judging.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, chance, count, resolve,
+                                   value)
 
 
 def verdicts(found, roofs, scripts, settings=None, busy=()):
@@ -24,17 +25,25 @@ def verdicts(found, roofs, scripts, settings=None, busy=()):
 
 
 def judged(found, roofs, scripts, settings, busy):
-    """Every claim's rule first, then each resolved at its share of the report's level."""
+    """Every claim's rule first, then each resolved at the tail Holm's step-down gives it
+    among these scripts' claims of the report's family (their share of intervals.FAMILY: a
+    claim's share a claim, so that the scripts of one report, judged apart, keep to it
+    together); a claim outside the family (the accounting's, a prediction's) at the whole
+    share, where its verdict needs no interval."""
     predicting = bool(settings and settings.get("predict"))
     gpu = not predicting and on_a_gpu(settings)  # a GPU's claims, at its measured speeds too
     chosen = [c for c in claims.CLAIMS if c.script in scripts and (gpu or not c.gpu)
               and (c.predicted == predicting or gpu and c in claims.GPU_CLAIMS)]
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
-    share = intervals.tail(claims.family(gpu))
+    kin = [claims.in_family(c, gpu) for c in chosen]
+    alpha = intervals.FAMILY * sum(kin) / max(claims.family(gpu), 1)
+    stepped = iter(intervals.holm([chance(rule) if rule is not None and not early else None
+                                   for (c, _, rule, early), k in zip(ruled, kin) if k], alpha))
+    tails = [next(stepped) if k else alpha for k in kin]
     return [(c, here, UNKNOWN, early, "") if early else
-            (c, *verdict_of(c, here, resolve(rule, share, share / max(count(rule), 1)), found,
+            (c, *verdict_of(c, here, resolve(rule, tail, tail / max(count(rule), 1)), found,
                             roofs))
-            for c, here, rule, early in ruled]
+            for (c, here, rule, early), tail in zip(ruled, tails)]
 
 
 def on_a_gpu(settings):

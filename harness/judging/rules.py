@@ -9,7 +9,7 @@ import math
 from harness.keeping.records import Missing, find, number, rows
 from harness.post import CUBE_TOKENS, MODEL, NOTES, QUESTION, TYPERS
 from harness.terminal import plural
-from harness.judging.intervals import MIN_UNITS, Figure, interval, lift, of
+from harness.judging.intervals import MIN_UNITS, Figure, chances, interval, lift, of
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
@@ -212,6 +212,34 @@ def count(rule):
     """The tests a rule holds (both edges of a within each one): what its claim's share of the
     chance of a wrong "does not hold" is shared among (see resolve)."""
     return rule.count() if isinstance(rule, (Test, Every)) else 0
+
+
+def chance(rule):
+    """The smallest tail at which the rule would be firm, as resolve(rule, tail, tail /
+    count(rule)) judges it: the larger of its tests' chances for "holds" (every one must),
+    against the smallest of their chances for "does not hold" times their count (any one
+    does); None where it can be firm at no tail (no rule, or no test with an interval)."""
+    sides = chances_of(rule)
+    if sides is None:
+        return None
+    holds, fails = sides
+    return min(holds, fails * max(count(rule), 1))
+
+
+def chances_of(rule):
+    """(the chance for "holds", the smallest test's chance for "does not hold") of a rule (see
+    intervals.chances): a plain verdict's are 0 or 1; None where no part has an interval."""
+    if isinstance(rule, Test):
+        return chances(rule.figure, rule.edge, rule.above)
+    if isinstance(rule, Every):
+        parts = [chances_of(p) for p in rule.parts]
+        if all(p is None for p in parts):
+            return None
+        return (max(1.0 if p is None else p[0] for p in parts),
+                min(1.0 if p is None else p[1] for p in parts))
+    if rule is None:
+        return None
+    return (0.0, 1.0) if rule else (1.0, 0.0)
 
 
 def resolve(rule, tail_holds, tail_fails=None):

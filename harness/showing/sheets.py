@@ -75,8 +75,9 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
                  settings="each verdict by the rule given, on the predicted limits, nothing "
                           "run or measured" if predicted else
                  f"each claim as judged, then the post's words; each measured figure with its "
-                 f"interval from the run's processes, at a level that keeps the chance of any "
-                 f"wrong firm verdict among the report's claims under {intervals.FAMILY:.0%}")
+                 f"interval from the run's processes, at the level Holm's step-down gives its "
+                 f"claim, which keeps the chance of any wrong firm verdict among the report's "
+                 f"claims under {intervals.FAMILY:.0%}")
 
 
 def limited(at, c=None):
