@@ -326,6 +326,30 @@ def rounds_of(found, experiment, figure, keys, samples, rounds=None):
     return r
 
 
+def test_a_dial_step_the_wrong_way_inside_its_margin_cannot_tell_and_outside_does_not_hold():
+    """The dial's first word, chunks of 128 against 1,024: a tie within rules.TIE holds only
+    where its interval clears the margin. 3% the wrong way, its interval straddling 0.95:
+    cannot tell; 20% the wrong way, wholly short: does not hold; 2% the right way: holds."""
+    says = "The chunk size is a dial: bigger chunks give the newcomer its first word sooner, " \
+           "smaller ones keep the typers smoother"
+    found = the_posts_figures()
+    later = 4723.0  # the 1,024-chunk's first word in every round; 128's around this ratio of it:
+    rounds_of(found, "dial", "worst gap", {"chunk": 128}, [671.0, 672, 670, 671, 673])
+    rounds_of(found, "dial", "worst gap", {"chunk": 1024}, [4723.0] * 5)
+    rounds_of(found, "dial", "first word", {"chunk": 1024}, [later] * 5)
+    for ratios, expected in (([0.99, 0.93, 0.97, 0.95, 1.0], rules.UNKNOWN),
+                             ([0.80, 0.81, 0.79, 0.80, 0.80], rules.FAILS),
+                             ([1.02, 1.03, 1.01, 1.02, 1.02], rules.HOLDS)):
+        rounds_of(found, "dial", "first word", {"chunk": 128}, [later * r for r in ratios])
+        c, here, said, why, tested = verdict(found, says)
+        assert said == expected, (ratios, why, tested)
+        if expected == rules.UNKNOWN:
+            assert "first word, 128 over 1024 0.97" in why and "edge 0.95" in why
+        if expected == rules.FAILS:
+            assert why.startswith("chunks of 1024 give the first word later than 128 by more "
+                                  "than 5%")
+
+
 def test_a_rule_holds_fails_or_cannot_tell_over_its_interval():
     says = "Batching 16 users gives about 3.7x the tokens per second"
     found = the_posts_figures()  # one user: 26.6 tokens/s in every round

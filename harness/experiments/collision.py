@@ -2,8 +2,8 @@
 read all at once (the freeze) or in chunks between their steps (vLLM's chunked prefill), each
 chunk size of the dial a row; and the post's claims of the freeze, the bumps and the dial."""
 from harness.experiments import SEED
-from harness.judging.rules import (FREEZE, SERVER, Claim, Test, above, every, figure, further, more,
-                                   plain, sizes, value)
+from harness.judging.rules import (FREEZE, SERVER, TIE, Claim, above, every, figure, further,
+                                   more, no_less, plain, sizes, value)
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, Missing, col, ms, sig
 from harness.measuring import bench as b, timing
@@ -210,9 +210,8 @@ def dial(t, r):
     return (f"chunks of {chunks[0]} to {chunks[-1]}: first word "
             + ", ".join(f"{first[c].value:.0f}" for c in chunks) + " ms, worst gap "
             + ", ".join(f"{worst[c].value:.0f}" for c in chunks) + " ms",
-            every(*(Test(first[a] / first[b], 1, True, f"chunks of {b} give the first word "
-                         f"later than {a}", f"first word, {a} over {b}", ".2f", ties=True)
-                    for a, b in pairs),
+            every(*(no_less(first[a] / first[b], f"chunks of {b} give the first word later "
+                            f"than {a}", f"first word, {a} over {b}") for a, b in pairs),
                   *(above(worst[b] / worst[a], 1, label=f"worst gap, {b} over {a}", fmt=".2f",
                           way=f"chunks of {b} not rougher than {a}") for a, b in pairs)))
 
@@ -232,8 +231,8 @@ CLAIMS = [
           fails_on="a machine whose steps cost the same whatever they carry (launch-bound)"),
     Claim("two_phases", "The chunk size is a dial: bigger chunks give the newcomer its first "
           "word sooner, smaller ones keep the typers smoother", "a dial",
-          "From each chunk size to the next larger, the first word comes no later (a tie, as "
-          "two large chunks' nearly equal reads give, holds) and the worst gap grows", dial,
+          f"From each chunk size to the next larger, the first word comes no later (within "
+          f"{TIE:.0%}: two large chunks' nearly equal reads tie) and the worst gap grows", dial,
           needs=SERVER, construction=True,
           fails_on="a machine whose steps cost the same whatever they carry "
           "(launch-bound: the worst gap flat), or one whose workbench slows on large trips, so "

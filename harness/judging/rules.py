@@ -68,8 +68,6 @@ class Test:
     way: str  # how it fails, in words
     label: str = ""
     fmt: str = ".3g"
-    ties: bool = False  # an interval that straddles the edge holds too: it fails only where
-    #                     it lies wholly short of it ("no longer question is read faster")
 
     def count(self):
         return 1
@@ -258,10 +256,7 @@ def resolve(rule, tail_holds, tail_fails=None):
         wide = ci if tail_fails == tail_holds else interval(rule.figure, tail_fails)
         past = ci.low > rule.edge if rule.above else ci.high < rule.edge
         short = wide.high <= rule.edge if rule.above else wide.low >= rule.edge
-        if rule.ties:  # an equal figure is no failure: only one wholly short of the edge
-            short = wide.high < rule.edge if rule.above else wide.low > rule.edge
-        verdict = True if past or rule.ties and not short else Fails(rule.way) if short \
-            else None
+        verdict = True if past else Fails(rule.way) if short else None
         return Resolved(verdict, rule, wide if isinstance(verdict, Fails) else ci)
     if isinstance(rule, Every):
         done = [resolve(part, tail_holds, tail_fails) for part in rule.parts]
@@ -305,6 +300,16 @@ class _Speeds:
 #      they read their figures
 
 ABOUT = 1.5  # "about the same": within this factor either way
+TIE = 0.05  # "no later", "no faster": a ratio this much the wrong way or less is a tie (two
+#             chunks' nearly equal reads), held like any edge: past it holds, short of it does
+#             not, straddling it cannot tell
+
+
+def no_less(x, way, label="the ratio", fmt=".2f", because=""):
+    """x, a ratio that should not fall under 1, above 1 - TIE: a tie within the margin holds
+    where its interval clears the margin, and its error is spent like any other test's."""
+    return above(x, 1 - TIE, f"{way} by more than {TIE:.0%}" + (f": {because}" if because
+                                                                   else ""), label, fmt)
 FAR = 4  # "far more": this many times
 
 
