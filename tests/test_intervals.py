@@ -100,6 +100,25 @@ def test_a_rules_chance_is_the_tail_at_which_it_turns_firm():
     assert rules.chance(rules.above(of(record([1.0, 1.1])), 0.5)) is None  # no interval
 
 
+def test_the_processes_that_would_settle_it_clear_the_edge_four_times_in_five():
+    """What would settle it is counted at 80% power: with that many processes as alike as
+    these, and the figure truly where it sits, the interval clears the edge in about 80% of
+    runs (simulated with the suite's own interval); a figure on its edge says so instead."""
+    rng, tail = np.random.default_rng(3), 0.002
+    made = rules.resolve(rules.above(of(record([2.0, 2.6, 2.2, 2.5, 2.3, 1.9, 2.4],
+                                                processes=list(range(7)))), 2.1), tail)
+    i, more = made.interval, made.more_processes()
+    units = i.units + more
+    logs = rng.standard_normal((20_000, units)) * i.spread + np.log(i.value)
+    low, _ = intervals.student(logs, tail)
+    assert 0.78 <= np.mean(low > np.log(2.1)) <= 0.9  # 80% power, not 50%
+    fewer = rng.standard_normal((20_000, units - 1)) * i.spread + np.log(i.value)
+    assert np.mean(intervals.student(fewer, tail)[0] > np.log(2.1)) < 0.8  # the least that do
+    edge = rules.resolve(rules.above(of(record([2.0, 2.2, 2.1, 2.05, 2.15],
+                                                processes=list(range(5)))), 2.1), tail)
+    assert edge.verdict is None and "on the edge here" in edge.why()
+
+
 def test_a_rule_holds_fails_or_cannot_tell_and_says_how_many_processes_would_settle_it():
     clear = of(record([3.0, 3.1, 2.9, 3.05, 2.95]))
     assert rules.resolve(rules.above(clear, 2), 0.001).verdict is True

@@ -140,6 +140,8 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
     assert asked[0]["repeat"] is None and all(j["repeat"] == {t: 2 for t in j["trials"]}
                                               for j in asked[1:])
     assert len(set(done.runs("read").processes)) == 8 and len(done.runs("dial").rounds) == 3
+    assert done.process_s == pytest.approx(5.0)  # one more of the kind that backs claims: its
+    assert done.runs("dial").process_s == done.process_s  # start and a round; what a why says
     now[0], asked[:] = 0.0, []
     rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
     #                                       start, 4 s, its rows' 0.4 s and their recordings

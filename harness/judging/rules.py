@@ -9,7 +9,7 @@ import math
 from harness.keeping.records import Missing, find, number, rows
 from harness.post import CUBE_TOKENS, MODEL, NOTES, QUESTION, TYPERS
 from harness.terminal import plural
-from harness.judging.intervals import MIN_UNITS, Figure, chances, interval, lift, of
+from harness.judging.intervals import MIN_UNITS, Figure, chances, interval, lift, of, quantile
 
 HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell here"
 
@@ -106,9 +106,10 @@ class Resolved:
             / max(abs(e), 1e-300)
 
     def more_processes(self):
-        """About how many more processes, as alike as these, would narrow the interval past the
-        edge (Student's t at the same level); None where the estimate sits on the edge, nothing
-        varies, or no number up to MOST_UNITS would do."""
+        """About how many more processes, as alike as these, would clear the edge with a chance
+        of POWER, were the figure truly where it sits (Student's t at the same level, and its
+        quantile for the power); None where the estimate sits on the edge, nothing varies, or
+        no number up to MOST_UNITS would do: on the edge here."""
         i = self.interval
         if self.test is None or i is None or i.spread <= 0 or i.units < 2:
             return None
@@ -119,7 +120,7 @@ class Resolved:
         if gap <= 1e-9:
             return None
         for units in range(i.units + 1, MOST_UNITS + 1):
-            if i.half(units) < gap:
+            if i.half(units) + quantile(POWER, units - 1) * i.spread / math.sqrt(units) < gap:
                 return units - i.units
         return None
 
@@ -156,8 +157,8 @@ class Resolved:
                 f"{plural(i.units, unit)}")
         more = self.more_processes()
         if more is None:
-            return said + (f"; it sits too close to the edge for {MOST_UNITS} "
-                           f"{plural(MOST_UNITS, unit)} to settle it")
+            return said + (f"; on the edge here: {MOST_UNITS} {plural(MOST_UNITS, unit)} as "
+                           f"alike as these would not settle it")
         cost = max((x.process_s or 0.0 for x in f.leaves), default=0.0) if apart else sum(
             {x.trials or x.name: x.visit_s or 0.0 for x in f.leaves}.values())
         spent = f", about {cost * more:,.0f} s more" if cost else ""
@@ -166,6 +167,7 @@ class Resolved:
 
 
 MOST_UNITS = 64  # processes a why considers at most (--processes takes up to 64)
+POWER = 0.8  # what would settle it: processes enough to clear the edge with this chance
 
 
 def figure(found, experiment, name, /, **keys):

@@ -661,6 +661,8 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
                 wanted[k] = count[k], rounds  # slower than the pilot said: no more of it
             elif added(k, rounds, stops=beyond) is None:
                 return done
+    done.process_s = sum(costs[k].of(wanted[k][1]) for k in order if fewest[k] > 1)  # one more
+    #   process of each kind that backs claims: what --processes + 1 costs
     for kind in extras:
         main = next(k for k in order if by_name[k].trials is None
                     or set(kind.trials) <= set(by_name[k].trials))
