@@ -106,14 +106,14 @@ def test_the_processes_that_would_settle_it_clear_the_edge_four_times_in_five():
     runs (simulated with the suite's own interval); a figure on its edge says so instead."""
     rng, tail = np.random.default_rng(3), 0.002
     made = rules.resolve(rules.above(of(record([2.0, 2.6, 2.2, 2.5, 2.3, 1.9, 2.4],
-                                                processes=list(range(7)))), 2.1), tail)
+                                                processes=list(range(7)))), 2.0), tail)
     i, more = made.interval, made.more_processes()
     units = i.units + more
     logs = rng.standard_normal((20_000, units)) * i.spread + np.log(i.value)
     low, _ = intervals.student(logs, tail)
-    assert 0.78 <= np.mean(low > np.log(2.1)) <= 0.9  # 80% power, not 50%
+    assert 0.75 <= np.mean(low > np.log(2.0)) <= 0.9  # about 80% power, not 50%
     fewer = rng.standard_normal((20_000, units - 1)) * i.spread + np.log(i.value)
-    assert np.mean(intervals.student(fewer, tail)[0] > np.log(2.1)) < 0.8  # the least that do
+    assert np.mean(intervals.student(fewer, tail)[0] > np.log(2.0)) < 0.8  # the least that do
     edge = rules.resolve(rules.above(of(record([2.0, 2.2, 2.1, 2.05, 2.15],
                                                 processes=list(range(5)))), 2.1), tail)
     assert edge.verdict is None and "on the edge here" in edge.why()
@@ -124,7 +124,7 @@ def test_a_rule_holds_fails_or_cannot_tell_and_says_how_many_processes_would_set
     assert rules.resolve(rules.above(clear, 2), 0.001).verdict is True
     assert not rules.resolve(rules.above(clear, 4), 0.001).verdict  # a Fails
     near = rules.resolve(rules.above(of(record([2.0, 2.6, 2.2, 2.5, 2.3, 1.9, 2.4],
-                                               processes=[0, 1, 2, 3, 4, 5, 6])), 2.1), 0.001)
+                                               processes=[0, 1, 2, 3, 4, 5, 6])), 2.0), 0.001)
     assert near.verdict is None and near.more_processes() > 0
     assert "straddles the edge, from 7 processes; about" in near.why()
     assert f"(--processes {7 + near.more_processes()}" in near.why()
@@ -177,6 +177,42 @@ def test_at_the_reports_own_level_the_miss_rate_is_the_tail():
         low, high = intervals.student(units, tail)
         for missed in (np.mean(low > 0), np.mean(high < 0)):
             assert missed <= 2 * tail + 3 * np.sqrt(2 * tail / trials), (processes, missed)
+
+
+def effects(model, processes, rounds, trials, rng):
+    """(trials, processes, rounds) quantities on the log scale, their true mean 0: each round's
+    own noise (0.1), and a process effect as these machines show them: normal (0.1); two
+    states 1.5x apart, each round in either half the time (the workbench read 190 or 320
+    GFLOP/s, within one process too); one process in ten 1.5x slow; drift, each process's
+    draw half its predecessor's (rho 0.5)."""
+    noise = rng.standard_normal((trials, processes, rounds)) * 0.1
+    d = np.log(1.5)
+    if model == "normal":
+        return rng.standard_normal((trials, processes, 1)) * 0.1 + noise
+    if model == "two states":
+        return d * (rng.random((trials, processes, rounds)) < 0.5) - d / 2 + noise
+    if model == "one slow in ten":
+        return d * (rng.random((trials, processes, 1)) < 0.1) - 0.1 * d + noise
+    draw, drift = rng.standard_normal((trials, 1)) * 0.1, np.empty((trials, processes, 1))
+    for p in range(processes):
+        draw = 0.5 * draw + np.sqrt(0.75) * rng.standard_normal((trials, 1)) * 0.1
+        drift[:, p, 0] = draw[:, 0]
+    return drift + noise
+
+
+@pytest.mark.parametrize("model", ["normal", "two states", "one slow in ten", "drift"])
+def test_at_the_reports_tail_every_process_effect_these_machines_show_misses_within_2x(model):
+    """The suite's interval (intervals.student over each process's mean of its rounds) at the
+    tail a report's first claim takes, at the process counts a default run measures (the
+    collision's 3 processes of a round, cube_bug's and the readings' more): each side misses
+    within 2x its tail, whatever the shape of the processes' draws."""
+    rng, tail, trials = np.random.default_rng(5), intervals.tail(21), 100_000
+    for processes, rounds in ((3, 1), (4, 1), (4, 2), (6, 2), (8, 1)):
+        means = effects(model, processes, rounds, trials, rng).mean(axis=2)
+        low, high = intervals.student(means, tail)
+        for missed in (np.mean(low > 0), np.mean(high < 0)):
+            allowed = 2 * tail + 3 * np.sqrt(2 * tail / trials)
+            assert missed <= allowed, (processes, rounds, missed / tail)
 
 
 def test_a_wrong_holds_or_does_not_hold_happens_at_most_at_the_claims_share(monkeypatch):
