@@ -53,16 +53,20 @@ def config(args):
 
 EXTRA = "reading and typing"  # the kind measured in the time the others leave
 KINDS = (("", ("prefill", "decode", "depth", "collision", "wide"), lambda users: users == 1,
-          False),
-         ("depth", ("depth",), lambda users: users > 1, False),
-         (EXTRA, ("prefill", "decode", "depth", "wide"), lambda users: users == 1, True))
-#   (name, experiments, which depth rows by their users, extra): every row a claim uses shares
+          False, None),
+         ("depth", ("depth",), lambda users: users > 1, False, None),
+         ("the collision", ("collision",), lambda users: False, True, 1),
+         (EXTRA, ("prefill", "decode", "depth", "wide"), lambda users: users == 1, True, None))
+#   (name, experiments, which depth rows by their users, extra, the most processes of an extra
+#   kind): every row a claim uses shares
 #   its processes (its claims pair rows round by round, and the rows' start is shared: the
 #   tables, the typers' first question, the speeds' tables). The depth's rows of many users (16
 #   users' 1,023 notes each, a notebook of 1.2 GB to make) back no claim and measure in one
 #   process of their own. The time left then goes to processes of reading and typing alone:
-#   the collision's schedules are 9 of a round's 15 s, and its claims stand on its first
-#   processes, where the claims on reading and typing (most of them) gain with every process
+#   first one more of the collision alone, whose claims would otherwise stand on the first
+#   kind's 3 processes (t with 2 degrees of freedom at a report's tail is 16: a freeze every
+#   process read over 25x could not be told above 10x), then reading and typing, whose claims
+#   (most of them) gain with every process
 
 
 def kinds(args, rows):
@@ -70,14 +74,14 @@ def kinds(args, rows):
     (and, on a GPU library's device, the empty trip beside typing); the extra kind only where
     it leaves out some of the first kind's rows."""
     out = []
-    for name, experiments, which, extra in KINDS:
+    for name, experiments, which, extra, most in KINDS:
         names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
                  if e != "depth" or which(r.key[0])]
         empty = tuple(n for n, typed in ((launches.NAME, "decode"), (launches.WIDE, "wide"))
                       if typed in experiments and rows.get(typed) and not args.on.numpy)
         trials = (*speed_names(args), *names, *empty)
         if names and not (extra and out and set(trials) == set(out[0].trials)):
-            out.append(rounds.Kind(name, trials, 1 if name == "depth" else None, extra))
+            out.append(rounds.Kind(name, trials, 1 if name == "depth" else None, extra, most))
     return out
 
 

@@ -148,6 +148,27 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
     assert [j["kind"] for j in asked] == ["all"] * 3
 
 
+def test_an_extra_kind_with_a_most_takes_that_many_and_leaves_the_time_to_the_next(
+        monkeypatch):
+    """The collision alone takes one process more than the first kind's (its claims then on
+    4), then reading and typing take the time left: an extra kind with no most would take it
+    all."""
+    now, asked = [0.0], []
+    monkeypatch.setattr(rounds.time, "monotonic", lambda: now[0])
+
+    def worker(job):
+        asked.append(job["kind"])
+        now[0] += 2.0 + len(job["rounds"])
+        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
+                "rounds_s": float(len(job["rounds"]))}
+    kinds = [rounds.Kind("all", ("speeds", "read", "dial")),
+             rounds.Kind("dial", ("speeds", "dial"), extra=True, most=1),
+             rounds.Kind("more", ("speeds", "read"), extra=True)]
+    done = rounds.planned({}, kinds, worker, 3, 3, 21.0, 0.0)
+    assert asked == ["all"] * 3 + ["dial"] + ["more"] * 3  # 3 s each: 21 s in all
+    assert len(set(done.runs("dial").processes)) == 4
+
+
 def test_the_plan_grows_each_kind_in_turn_while_it_fits_and_never_from_a_figure():
     costs = {"cheap": rounds.Cost(1.0, 0.5), "dear": rounds.Cost(5.0, 10.0)}
     assert rounds.plan(costs, {"cheap": 3, "dear": 3}, 3, 0.0) == {"cheap": (3, 1),
@@ -245,9 +266,12 @@ def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
     kinds = {k.name: set(k.trials) for k in made if not k.extra}
     names = [plans.trial_name(e, r) for e in rows for r in rows[e]]
     assert all(sum(n in k for k in kinds.values()) == 1 for n in names)
-    (extra,) = [k for k in made if k.extra]  # reading and typing alone: a part of the first's
-    assert set(extra.trials) < kinds[""] and not any(n.startswith("collision")
-                                                     for n in extra.trials)
+    collision, extra = [k for k in made if k.extra]  # the collision alone, one process more
+    #   (its claims on 4 processes), then reading and typing alone: each a part of the first's
+    assert collision.most == 1 and set(collision.trials) < kinds[""]
+    assert {n.split()[0] for n in collision.trials if not n.startswith("speeds")} == {"collision"}
+    assert set(extra.trials) < kinds[""] and extra.most is None and not any(
+        n.startswith("collision") for n in extra.trials)
     assert {n.split()[0] for n in kinds[""] if not n.startswith("speeds")} == {
         "prefill", "decode", "depth", "collision"}
     assert all("1 user " in n for n in kinds[""] if n.startswith("depth"))

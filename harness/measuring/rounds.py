@@ -529,6 +529,8 @@ class Kind:
     #   the others leave (no pilot, no products alone), each process of it (its rounds and its
     #   breakdown's recordings) one more behind the claims on those rows, while the other kinds
     #   keep their least
+    most: int = None  # an extra kind's processes at most (None: while the time holds), so that
+    #                   the extra kinds after it get the time left
 
 
 MOST_ROUNDS = 8  # rounds one process measures at most: beyond, a fresh process tells more
@@ -667,7 +669,8 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
         main = next(k for k in order if by_name[k].trials is None
                     or set(kind.trials) <= set(by_name[k].trials))
         rounds = wanted[main][1]
-        while count.get(kind.name, 0) < MOST_PROCESSES and time.monotonic() + costs.get(
+        most = kind.most or MOST_PROCESSES
+        while count.get(kind.name, 0) < most and time.monotonic() + costs.get(
                 kind.name, priced(kind, main)).of(rounds, True) <= end:
             made = added(kind.name, rounds)
             if made is None:
