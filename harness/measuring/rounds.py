@@ -651,7 +651,10 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
         f"{k + ' ' if k else ''}{wanted[k][0]} {plural(wanted[k][0], 'process')}, each after "
         f"the first {wanted[k][1]} {plural(wanted[k][1], 'round')} (about "
         f"{costs[k].of(wanted[k][1]):.0f} s)" for k in order) + "".join(
-        f"; then {k.name} alone in more processes while the time holds" for k in extras))
+        f"; then {k.name} alone in " + (f"{k.most} more {plural(k.most, 'process')} where the "
+                                        f"time holds" if k.most else
+                                        "more processes while the time holds")
+        for k in extras))
     end = start + budget_s
     while any(count[k] < wanted[k][0] for k in order):
         for k in order:
