@@ -251,7 +251,8 @@ ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f
                                 col("math speed", "math speed", "GFLOP/s", ".1f"),
                                 col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),
                                 col("tiles product", "tiles GFLOP/s", "GFLOP/s", ".1f"),
-                                col("balance", "balance", "FLOPs/byte", ".1f")],
+                                col("balance", "balance", "FLOPs/byte", ".1f",
+                                    centered=True)],
                      timed=("memory speed", "math speed"), per="figure",
                      title="The forklift and the workbench")
 

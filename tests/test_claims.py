@@ -74,11 +74,12 @@ def test_the_posts_own_figures_satisfy_every_claim():
 
 
 H100_BF16 = ("machine_speed", "math speed", None, 989_000.0,  # an H100 SXM in bfloat16: 989
-             "machine_speed", "memory speed", None, 3_350.0)  # TFLOP/s against 3.35 TB/s
+             "machine_speed", "memory speed", None, 3_350.0,  # TFLOP/s against 3.35 TB/s
+             "machine_speed", "balance", None, 989_000 / 3_350)
 FAILS = [  # (the claim, as the post says it; a real kind of machine on which it would not hold,
     #         and its figures: the post's with these changed), both edges of a two-sided rule
     ("The workbench outpaces the forklift", "a NumPy on the reference BLAS: 3 GFLOP/s",
-     ("machine_speed", "math speed", None, 3.0)),
+     ("machine_speed", "math speed", None, 3.0, "machine_speed", "balance", None, 3.0 / 12)),
     ("The workbench outpaces the forklift", "an H100 in bfloat16: a balance of 295", H100_BF16),
     ("A 1-token question costs about", "a machine whose notes are read far slower than its "
      "tables: typing 3x the read", ("decode", "step", {"users": 1}, 100.0)),

@@ -303,3 +303,24 @@ def test_text_figures_go_to_a_column_of_their_own():
         {"experiment": "check", "keys": {"row": "1 user"}, "figure": "x limit", "unit": "x",
          "statistic": "middle", "value": 1.5, "settings": {}}])
     assert [(r["value"], r["text"]) for r in rows] == [(None, "forklift"), (1.5, None)]
+
+
+def test_a_speed_that_moved_between_the_scripts_is_said_beside_the_speeds_table():
+    """machine_speed's forklift and two_phases' rounds' apart beyond both their intervals: one
+    line says both, with their intervals, and that each script is held to its own; a speed
+    measured alike by both says nothing."""
+    def run(experiment, forklift, workbench):
+        made = []
+        for figure, v in (("memory speed", forklift), ("math speed", workbench)):
+            samples = [v * (1 + 0.01 * i) for i in (-2, -1, 0, 1, 2, 0)]
+            made.append({"experiment": experiment, "keys": {}, "figure": figure, "unit": "",
+                         "statistic": "median", "value": v, "samples": samples,
+                         "rounds": list(range(6)), "processes": [0, 0, 1, 1, 2, 2],
+                         "shares": None, "predicted": False})
+        return {"records": made}
+    runs = {"machine_speed": run("machine_speed", 11.1, 119.0),
+            "two_phases": run("speeds", 30.2, 121.0)}
+    (line, _) = report.moved(runs)
+    assert line.startswith("> **The forklift moved between the scripts:** 11.1 GB/s (")
+    assert "30.2 (" in line and "2.72x apart" in line and "held to its own run's" in line
+    assert report.moved({**runs, "two_phases": run("speeds", 11.2, 120.0)}) == []

@@ -36,10 +36,13 @@ class Column:
     key: bool = False
     compared: bool = False
     empty: str = ""  # what a cell with no figure says ("never": no such turning point)
+    centered: bool = False  # a measured figure's value is its interval's center (the mean over
+    #                         the run's processes, as a verdict on it is told), not the ratio
+    #                         of its timings' middles: one figure wherever it is shown
 
 
-def col(figure, header, unit, fmt, key=False, compared=False, empty=""):
-    return Column(figure, header, unit, fmt, key, compared, empty)
+def col(figure, header, unit, fmt, key=False, compared=False, empty="", centered=False):
+    return Column(figure, header, unit, fmt, key, compared, empty, centered)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +163,19 @@ def make(layout, rows, settings, predicted=False):
                         **(conditions(v) if measured else {}),
                         "compared": c.compared, "predicted": predicted,
                         "settings": settings})
+            if c.centered and runs:
+                out[-1] = centered(out[-1])
     return out
+
+
+def centered(record):
+    """The record with its value its interval's center over the run's processes (the estimate a
+    verdict on it says), its samples alike rescaled, where an interval stands behind it."""
+    from harness.judging import intervals  # (the judging's own estimate, imported where used)
+    made = intervals.interval(intervals.of(record), intervals.FAMILY)
+    if made is None:
+        return record
+    return {**record, "value": made.value, "statistic": "mean"}
 
 
 def visits(m):

@@ -12,9 +12,9 @@ from harness import stopping
 from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
-from harness.keeping.records import SIG, Column, ROW, label, rows, sig
+from harness.keeping.records import SIG, Column, Missing, ROW, find, label, rows, sig
 from harness.experiments.pictures import DRAWINGS
-from harness.judging import judge
+from harness.judging import intervals, judge
 from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
 from harness.showing.printers import COARSER, cell
@@ -96,6 +96,7 @@ def markdown(runs, names):
             if name != "claims":
                 lines += section(sheet, name, data["records"], titled=not repeats(
                     sheet.get("title") or name, heading))
+                lines += moved(runs) if name == "speeds" else []
                 lines += [picture(n, data["records"]) for n in drawn if PICTURES[n].under == name]
         placed = {n for n in drawn for sheet in data["sheets"]
                   if PICTURES[n].under == sheet["name"]}
@@ -156,6 +157,29 @@ def steady(line):
     """A machine line without what changes from run to run on one machine: its date, load,
     clock and anything after them (a file's busy words may hold a line's end)."""
     return re.sub(r" \| \d{4}-\d\d-\d\d.*", "", line, flags=re.S)
+
+
+def moved(runs):
+    """A line for each speed that machine_speed's run and two_phases' rounds measured apart
+    beyond both their intervals (at the report's level): the machine moved between the
+    scripts, and each script's figures are held to its own run's speeds."""
+    lines = []
+    for figure, word, unit in (("memory speed", "forklift", "GB/s"),
+                               ("math speed", "workbench", "GFLOP/s")):
+        try:
+            mine, theirs = (find(runs[s]["records"], e, figure) for s, e in (
+                ("machine_speed", "machine_speed"), ("two_phases", "speeds")))
+        except (KeyError, Missing):
+            continue
+        a, b = (intervals.interval(intervals.of(r), intervals.FAMILY) for r in (mine, theirs))
+        if a is None or b is None or (a.low <= b.high and b.low <= a.high):
+            continue
+        lines += [f"> **The {word} moved between the scripts:** {a.value:.1f} {unit} "
+                  f"({a.low:.1f} to {a.high:.1f}) in `machine_speed.py`'s run against "
+                  f"{b.value:.1f} ({b.low:.1f} to {b.high:.1f}) in `two_phases.py`'s rounds, "
+                  f"{max(a.value, b.value) / min(a.value, b.value):.2f}x apart: each script's "
+                  f"figures and verdicts are held to its own run's speeds.", ""]
+    return lines
 
 
 def banners(runs):
@@ -288,8 +312,10 @@ HOW_TO_READ = [
     "| the post says | engineers say |", "| --- | --- |",
     *(f"| {post} | {term} |" for post, term in GLOSSARY), ""]
 MEASURED = [
-    "Each measured figure is the middle of several runs (`machine_speed.py` keeps the best); the "
-    "line under each result names the statistic and how far the runs spread. The columns:", "",
+    "Each measured figure is the middle of several rounds (the forklift's and the workbench's "
+    "each round's fastest of three tries; a balance the mean of each process's rounds', as its "
+    "claim is told); the line under each result names the statistic and how far the rounds "
+    "spread. The columns:", "",
     "- **limit**: the fastest the machine allows a row, max(bytes / the forklift, FLOPs / the "
     "workbench); **bound by**: which of the two it is; **x limit**: the row's time against it "
     "(1 is perfect; above 2, look for a bug, as the post did).",
@@ -300,9 +326,10 @@ MEASURED = [
     "- **worst x normal**: the typers' worst gap against their gap with no newcomer; **notes % "
     "of bytes**: the notebooks' share of what a trip fetches.",
     "- **the ridge**: the roofline's ridge is the balance of the speeds the run held its rows "
-    "to (measured at its start and end); the forklift and workbench table's balance is "
-    "machine_speed's own measurement, a separate run of the same two measurements: on a busy "
-    "or drifting machine the two differ by as much as the speeds moved.", ""]
+    "to (measured beside the rows in every round); the forklift and workbench table's balance "
+    "is machine_speed's own measurement, a separate run of the same two measurements: on a busy "
+    "or drifting machine the two differ by as much as the speeds moved (said beside the "
+    "speeds' table where they moved beyond both intervals).", ""]
 
 
 def repeats(title, heading, words=4):
