@@ -147,6 +147,7 @@ def experiment(args, facts):
     yield Saved("roofs", {"bytes_per_s": speed["memory speed"] * 1e9,
                           "flops_per_s": speed["math speed"] * 1e9})
     yield sheet(SPEEDS, found, text=post_block(found) if args.tablefmt == "plain" else None,
+                note=speeds.states_note(found, SPEEDS.name),
                 settings=f"a {args.size:,} x {args.size:,} float32 table read by one token, two "
                          f"{args.matmul:,} x {args.matmul:,} tables multiplied; {args.threads} "
                          f"{plural(args.threads, 'thread')}")

@@ -302,7 +302,8 @@ def printed(cfg, args, facts, planned, made, done):
                 found, args, launches.NAME if name == "decode" else launches.WIDE))
     yield from printers.spaced(summary.sheets(found))
     if records.of(found, ROOFS_TABLE.name):
-        yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source)])
+        yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source,
+                                          note=speeds.states_note(found, ROOFS_TABLE.name))])
     settings = found[0]["settings"] if found else records.settings_of(args)
     if made.held:
         counts = [len(v) for v in done.recorded.values()] or [1]

@@ -366,3 +366,21 @@ def test_the_run_records_the_threads_the_blas_ran(monkeypatch):
         assert runner.threads_run(100, {"blas": []}) == 64
     assert said == ["--threads 100: the BLAS runs 64, the most it takes; the run records 64"]
     assert runner.threads_run(2, {"blas": []}) == 2
+
+
+def test_two_states_of_the_machine_in_a_speeds_rounds_are_said_with_both_levels():
+    """The workbench read 187-197 or 295-351 GFLOP/s in one run: two states, said under the
+    speeds' table with both levels and their rounds; a speed's ordinary spread, or a single
+    far round, is one state."""
+    from harness.measuring import speeds
+    rounds = [190.0, 187, 197, 295, 320, 351, 192, 340, 310]
+    (low, high) = speeds.two_states(rounds)
+    assert low == pytest.approx((187.0, 197.0, 4)) and high == pytest.approx((295, 351, 5))
+    assert speeds.two_states([100, 104, 98, 110, 101, 97, 103]) is None  # noise: one state
+    assert speeds.two_states([100, 101, 99, 102, 150]) is None  # one far round: named, not two
+    found = [{"experiment": "speeds", "figure": "math speed", "samples": rounds},
+             {"experiment": "speeds", "figure": "memory speed", "samples": [50, 51, 49, 50]}]
+    said = speeds.states_note(found, "speeds")
+    assert said == ("; two states: the workbench read 187.0 to 197.0 GFLOP/s in 4 rounds, "
+                    "295.0 to 351.0 in 5 (each row held to its own round's)")
+    assert speeds.states_note(found[1:], "speeds") == ""

@@ -312,6 +312,50 @@ def figures(ceiling, size, matmul):
             "balance": Measured((flops / w.seconds) / (moved / f.seconds), ((1, f), (-1, w)))}
 
 
+APART = 1.15  # two states of a machine: their readings this many times apart at least ...
+SPLIT = 4  # ... and the gap between them wider than this many times their own spread (the
+#            workbench read 187-197 or 295-351 GFLOP/s in one run on a 2-core Xeon)
+
+
+def two_states(values, apart=APART):
+    """The rounds' readings of one speed as two states of the machine, where they fall in two
+    groups far apart: sorted on the log scale and split at the widest gap, each group of two
+    readings or more, their middles at least `apart` times apart and the gap wider than
+    SPLIT times the groups' own spread. -> ((low, high, count) of the lower group, of the
+    upper) or None (one state, as far as the rounds show)."""
+    y = np.sort(np.log(np.asarray([v for v in values if v > 0], dtype=float)))
+    if y.size < 4:
+        return None
+    cut = int(np.argmax(np.diff(y))) + 1
+    low, high = y[:cut], y[cut:]
+    if low.size < 2 or high.size < 2:
+        return None
+    spread = math.sqrt((np.sum((low - low.mean()) ** 2) + np.sum((high - high.mean()) ** 2))
+                       / (y.size - 2))
+    if np.median(high) - np.median(low) < math.log(apart) or \
+            high[0] - low[-1] <= SPLIT * max(spread, 1e-12):
+        return None
+    return tuple((math.exp(g[0]), math.exp(g[-1]), g.size) for g in (low, high))
+
+
+def states_note(found, experiment):
+    """What the run's speeds say of two states of the machine, for the line under their table:
+    '; two states: the workbench read 187 to 197 GFLOP/s in 5 rounds, 295 to 351 in 7 (each
+    row held to its own round's)', or '' where each speed kept to one."""
+    said = []
+    for figure, word, unit in (("memory speed", "forklift", "GB/s"),
+                               ("math speed", "workbench", "GFLOP/s")):
+        record = next((r for r in found if r["experiment"] == experiment
+                       and r["figure"] == figure and r.get("samples")), None)
+        states = record and two_states(record["samples"])
+        if states:
+            (a, b, m), (c, d, n) = states
+            said.append(f"the {word} read {a:.1f} to {b:.1f} {unit} in {m} rounds, {c:.1f} to "
+                        f"{d:.1f} in {n}")
+    return (f"; two states: {', and '.join(said)} (each row held to its own round's)"
+            if said else "")
+
+
 def held_to(ceiling, size, matmul, source):
     """The speeds a run's rows are held to: each the middle of its rounds' ceilings, with the
     Timings behind them, so that each row's distance from its limit is taken round by round."""
