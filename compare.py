@@ -339,7 +339,7 @@ def shown(fmt):
 
 def build_parser():
     from tabulate import tabulate_formats
-    p = flags.Parser(description=__doc__.strip(),
+    p = flags.Parser(description=(__doc__ or "").strip(),  # (none under python -OO)
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folders", nargs="*", metavar="FOLDER",
                    help="result folders, folders of them (results/), or names of shipped "

@@ -140,7 +140,8 @@ def parser(doc, runs, prog, budget=None):
     (its messages and its results' names)."""
     from tabulate import tabulate_formats
     from harness.measuring.rounds import PROCESSES
-    p = Parser(prog=prog, description=doc.strip(), formatter_class=_Help)
+    p = Parser(prog=prog, description=(doc or "").strip(), formatter_class=_Help)  # (none
+    #   under python -OO, which strips docstrings: --help then says the flags alone)
     g = p.add_argument_group("shared by every script")
     g.add_argument("--runs", type=whole(1, MOST_RUNS), default=runs, metavar="N",
                    help="rounds each row is measured in, at least: a round visits every row "

@@ -124,6 +124,30 @@ def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
     assert "h**3 ms" in r.stdout
 
 
+def test_a_file_nested_past_what_cleaning_walks_is_one_line_and_the_rest_compares(tmp_path):
+    """600 nested lists that json reads, with one character to clean: cleaned() recursed past
+    Python's limit in a traceback, in compare.py, --roofs and every script's start."""
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "machine_speed.json").write_text('{"x": ' + "[" * 600 + '"\u00e9"' + "]" * 600 + "}")
+    one_line(script("two_phases.py", "--predict", "--roofs", str(deep / "machine_speed.json"),
+                    "--no-save"), 2, "--roofs", "nested deeper than 32")
+    shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), deep / "cube_bug.json")
+    r = compared(str(deep))
+    one_line(r, 1, "machine_speed.json", "nested deeper than 32")
+    assert "h**3 ms" in r.stdout
+
+
+@pytest.mark.parametrize("argv", [("machine_speed.py", "--help"), ("two_phases.py", "--help"),
+                                  ("cube_bug.py", "--help"), ("compare.py", "--help"),
+                                  ("cube_bug.py", "--quick", "--no-save")])
+def test_every_script_runs_under_python_oo(argv, tmp_path):
+    """python -OO strips docstrings, which --help's description was read from: every script,
+    --help too, ended in AttributeError."""
+    r = script(*argv, env={**os.environ, "PYTHONOPTIMIZE": "2"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+
+
 def test_a_sweep_of_machine_speed_gives_its_most_threads_speeds():
     from harness.keeping import schema
     roofs = schema.read_roofs(os.path.join(SHIPPED, "machine_speed.sweep.json"))

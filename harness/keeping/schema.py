@@ -49,6 +49,8 @@ def parse(raw, script):
         raise ValueError(f"is not JSON ({e.msg}, line {e.lineno})") from None
     except (RecursionError, UnicodeDecodeError):
         raise ValueError("is not JSON (nested too deeply, or not text)") from None
+    if nested(data) > MOST_NESTED:  # (before anything walks it by recursion)
+        raise ValueError(f"is nested deeper than {MOST_NESTED} levels: not a results file")
     if not plain(text):
         data = cleaned(data)
     check(data, script)
@@ -57,6 +59,22 @@ def parse(raw, script):
     except (ArithmeticError, TypeError, KeyError, IndexError) as e:  # checked, yet its figures
         raise ValueError(f"cannot be brought to the newest layout ({type(e).__name__})") \
             from None  # are beyond what the upgrade's arithmetic can hold
+
+
+MOST_NESTED = 32  # lists and objects within each other at most: a result nests 6 deep; a file
+#                   of 600 made cleaned() recurse past Python's limit, in a traceback
+
+
+def nested(data):
+    """How deep lists and objects nest in data (0 for a number or a text), counted without
+    recursion, and no further than a level past MOST_NESTED."""
+    deepest, level = 0, [(data, 0)]
+    while level:
+        v, depth = level.pop()
+        if isinstance(v, (list, dict)) and depth <= MOST_NESTED:
+            deepest = max(deepest, depth + 1)
+            level.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def plain(text):
