@@ -18,6 +18,7 @@ _now = {"outcome": NOTHING_SAVED, "stopping": False, "held": None, "pending": No
 #       parent: a worker process's run (its parent's pid), None in a run itself
 PR_SET_PDEATHSIG = 1  # Linux's prctl option (linux/prctl.h): a signal for when the parent dies
 ORPHANED = 129  # a worker's exit once its run is gone: as a hang-up's (128 + SIGHUP's 1)
+RUN = "PREFILL_VS_DECODE_RUN"  # the environment variable a run gives its workers: its own pid
 
 
 class Stopped(BaseException):
@@ -63,12 +64,16 @@ def worker():
     check() sees its parent gone at its next visit."""
     for s in STOPS:
         signal.signal(s, signal.SIG_DFL)
-    _now["parent"] = os.getppid()
+    given = os.environ.get(RUN, "")
+    _now["parent"] = int(given) if given.isdigit() else os.getppid()  # the run's own pid: a
+    #   run killed before this line leaves its worker to another parent, which getppid() would
+    #   name as if it were the run
     if sys.platform.startswith("linux"):
         import ctypes
         with contextlib.suppress(OSError, AttributeError):  # no C library to ask: check() alone
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0,
                                                     0, 0)
+    check()  # (its run gone before the kernel was asked to end it with it: it ends now)
 
 
 def _at_once(signum, frame):

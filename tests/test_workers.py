@@ -250,3 +250,16 @@ def test_11_a_hand_made_job_is_exit_2_without_a_traceback(job, says, monkeypatch
     r = in_process(cube_bug.main, *CUBE[1:], "--worker")
     one_line(r, 2, "argument --worker", says)
     assert r.stdout == ""
+
+
+def test_a_worker_whose_run_is_gone_before_it_starts_ends_at_once():
+    """A run killed between its worker's start and the worker's ask to end with it left the
+    worker to another parent, which it took for its run: orphans lived on for seconds. The run
+    gives its pid; a worker whose parent is another ends at once, without a word."""
+    import subprocess
+    import sys
+    from harness import stopping
+    env = {**os.environ, stopping.RUN: "999999999"}  # (no process's pid: gone)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "cube_bug.py"), "--worker"],
+                       input="{}", capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == stopping.ORPHANED and r.stdout == "" and r.stderr == ""

@@ -379,7 +379,9 @@ def spawn(script, argv, job):
     MARK there. A worker that fails raises WorkerFailed, saying how it ended."""
     done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
                           stdout=subprocess.PIPE, text=True, errors="replace",
-                          start_new_session=True)
+                          start_new_session=True,
+                          env={**os.environ, stopping.RUN: str(os.getpid())})  # (whose end
+    #                                                                      the worker checks)
     stray, marked, said = done.stdout.partition(MARK)
     if stray.strip():
         note(stray.rstrip("\n"))
