@@ -18,7 +18,7 @@ from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets, turning
 from harness.keeping.records import sig
 from harness.measuring.speeds import Speeds
-from conftest import in_process
+from conftest import in_process, script
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
@@ -491,3 +491,57 @@ def test_a_multimodal_configs_language_model_is_read():
     cfg = model_files.shape(model_files.language_model(found), "config.json")
     assert (cfg.layers, cfg.width, cfg.kv_heads, cfg.experts, cfg.active) == (48, 5120, 8, 16, 1)
     assert cfg.name == "meta-llama/Llama-4-Scout-17B-16E"
+
+
+@pytest.mark.parametrize("fields, kv_heads", [
+    ({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+      "num_hidden_layers": 32, "multi_query": True, "max_position_embeddings": 2048}, 1),
+    ({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
+      "num_hidden_layers": 60, "num_kv_heads": 8, "new_decoder_architecture": True,
+      "max_position_embeddings": 2048}, 8),
+    ({"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40,
+      "multi_query": True, "n_positions": 8192}, 1)])
+def test_multi_query_and_falcons_key_value_heads_are_modelled(tmp_path, fields, kv_heads):
+    """Falcon-7B's and StarCoder's one key/value head (multi_query), Falcon-40B's 8
+    (num_kv_heads): they were read as one for every query head, the notes 16-71x too many."""
+    from harness.predicting import model_files
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    assert model_files.config(str(path)).kv_heads == kv_heads
+
+
+def test_a_hugging_face_config_without_a_context_or_with_a_strange_multi_query_is_refused(
+        tmp_path):
+    from harness.predicting import model_files
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+              "num_hidden_layers": 32, "multi_query": True}  # (Falcon's own names no context:
+    path = tmp_path / "config.json"  #                       it fell back to GPT-2's 1,024)
+    path.write_text(json.dumps(falcon))
+    with pytest.raises(ValueError, match="no context length: give 'context'"):
+        model_files.config(str(path))
+    path.write_text(json.dumps({**falcon, "n_positions": 2048, "multi_query": "yes"}))
+    with pytest.raises(ValueError, match="'multi_query' must be true or false"):
+        model_files.config(str(path))
+
+
+@pytest.mark.parametrize("flags, says", [
+    (("--predict", "--forklift", "0.001", "--workbench", "0.001", "--efficiency", "0.5"),
+     "argument --efficiency: the given memory speed taken at 0.5 of itself is 0.0005 GB/s"),
+    (("--predict", "h100-sxm", "--efficiency", "1e-7"),
+     "argument --efficiency: h100-sxm's memory speed taken at 1e-07 of itself")])
+def test_speeds_that_could_not_be_saved_are_refused_before_anything_is_printed(tmp_path, flags,
+                                                                               says):
+    """They printed whole tables of inf and 5e-324, then failed at save ("would not read
+    back")."""
+    r = script("two_phases.py", *flags, "--out", str(tmp_path))
+    assert r.returncode == 2 and r.stdout == "" and says in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and not list(tmp_path.iterdir())
+
+
+def test_a_gpus_whole_memory_is_no_note_that_it_is_no_gpu(tmp_path):
+    r = script("two_phases.py", "--predict", "h100-sxm", "--memory-utilization", "1",
+               "--no-save")
+    assert r.returncode == 0 and "no GPU" not in r.stderr, r.stderr
+    r = script("two_phases.py", "--predict", "--forklift", "50", "--workbench", "400",
+               "--memory-utilization", "0.5", "--no-save")
+    assert "given is no GPU" in r.stderr  # the given speeds: no memory an engine shares

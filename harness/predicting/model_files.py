@@ -17,7 +17,8 @@ MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.ab
     __file__)))), "models")  # the checkout's models/
 FILE_MAX = 1 << 16  # a model file is a few hundred bytes: more is not one
 ALIASES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
-           "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",),
+           "heads": ("num_attention_heads", "n_head"),
+           "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),  # (Falcon's two)
            "ffn": ("intermediate_size", "n_inner"), "head": ("head_dim",),
            "context": ("max_position_embeddings", "n_positions", "n_ctx"),
            "vocab": ("vocab_size", "n_vocab"),
@@ -125,7 +126,8 @@ def shape(found, path):
     name = next((n for n in (found.get("name"), found.get("_name_or_path"))
                  if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))
     gpt2 = model.gpt2("", fields["layers"], fields["width"], fields["heads"])
-    shaped = {"kv_heads": fields["kv_heads"] or gpt2.kv_heads, "ffn": fields["ffn"] or gpt2.ffn,
+    shaped = {"kv_heads": fields["kv_heads"] or (1 if one_note_head(found, path) else
+                                                 gpt2.kv_heads), "ffn": fields["ffn"] or gpt2.ffn,
               "head": fields["head"] or gpt2.head, **latent, **floors}
     return model.Config(printable(name)[:60], fields["layers"], fields["width"], fields["heads"],
                         gated=gated, context=fields["context"] or model.CONTEXT, family="",
@@ -202,6 +204,16 @@ REFUSED = {  # keys a config may hold that change what a step reads, not modelle
     "sliding_window_pattern": "floors that keep only the latest notes (Gemma's pattern)"}
 
 
+def one_note_head(found, path):
+    """Whether the config says every query head shares one key/value head (multi-query
+    attention: GPT-BigCode's and Falcon-7B's "multi_query": true), where it gives no count of
+    them; raise ValueError where it says something else than true or false."""
+    said = found.get("multi_query", False)
+    if type(said) is not bool:
+        raise ValueError(f"{path}: 'multi_query' must be true or false, got {shown(said)}")
+    return said
+
+
 def refused(found, fields, path):
     """Raise ValueError, naming the key, where a config says something its prediction would get
     wrong: floors whose notes slide (sliding_window within the context, layer_types other than
@@ -220,6 +232,10 @@ def refused(found, fields, path):
         other = next(k for k in kinds if k != "full_attention")
         raise ValueError(f"{path}: 'layer_types' holds {shown(other)} floors: only full "
                          f"attention is modelled (a sliding floor keeps fewer notes)")
+    if "model_type" in found and not fields["context"]:  # a Hugging Face config that names
+        raise ValueError(f"{path}: no context length: give 'context' (or "  # none (Falcon's)
+                         f"{' or '.join(map(repr, ALIASES['context']))}), the longest notebook "
+                         f"a user keeps")
     window = found.get("sliding_window")
     context = fields["context"] or model.CONTEXT
     if window is not None and (type(window) is not int or window < 1):

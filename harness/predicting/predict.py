@@ -25,6 +25,7 @@ from harness.experiments.pictures import DRAWINGS
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, at_scale, spaced
 import model
+from harness.keeping import schema
 
 ACTIVATIONS = ("float32", "bfloat16", "float16", "fp8", "int8")  # what the math may run at
 MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few seconds' work
@@ -168,6 +169,15 @@ def check_flags(p, args, experiments):
         p.error(f"argument --act-dtype: {e}")
     except (ValueError, OSError) as e:
         p.error(f"argument --predict: {e}")
+    for t in aimed:  # speeds whose figures could not be saved and read back: none run
+        for key, (low, high, what, unit) in schema.SPEEDS.items():
+            speed, name = getattr(t.roofs, key), "the given" if t.name == GIVEN else t.name + "'s"
+            if not low <= speed <= high:
+                p.error(f"argument --efficiency: {name} {what} taken at {args.efficiency:g} "
+                        f"of itself is {speed / 1e9:.3g} {unit}: it must be from "
+                        f"{low / 1e9:g} to {high / 1e9:g}" if args.efficiency < 1 else
+                        f"argument --predict: {name} {what}, {speed / 1e9:.3g} {unit}, "
+                        f"must be from {low / 1e9:g} to {high / 1e9:g}")
     for t in aimed:  # an engine's share that leaves the model nothing is no prediction
         if t.memory and t.utilization < 1 and t.memory[0] * t.utilization \
                 <= presets.RUNTIME_GIB[1] * presets.GIB:
@@ -176,8 +186,8 @@ def check_flags(p, args, experiments):
                     f"{t.memory[0] / presets.GIB:,.3g} GiB leaves nothing once the engine's "
                     f"runtime takes its {presets.RUNTIME_GIB[1]:g} GiB; give more than "
                     f"{least:.2g}")
-    if args.memory_utilization != presets.UTILIZATION and all(
-            t.utilization >= 1 for t in aimed):
+    if args.memory_utilization != presets.UTILIZATION and not any(
+            presets.a_gpu(t.name) for t in aimed):  # (a GPU's 1 is the whole of its memory)
         note(f"--memory-utilization: {', '.join(t.name for t in aimed)} "
              f"{'is' if len(aimed) == 1 else 'are'} no GPU, whose memory an engine shares: "
              f"the whole memory is taken")

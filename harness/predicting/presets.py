@@ -308,6 +308,11 @@ def targets(args):
     share = getattr(args, "memory_utilization", None) or UTILIZATION
     reached = getattr(args, "efficiency", None) or 1.0
     return [dataclasses.replace(t, quantize_head=quantize, roofs=t.roofs.times(reached),
-                                utilization=share if "GPU" in (
-                known().get(t.name) or {}).get("kind", "") else 1.0).split(n)
+                                utilization=share if a_gpu(t.name) else 1.0).split(n)
             for t, n in zip(found, devices)]
+
+
+def a_gpu(name):
+    """Whether the machine of this name is a GPU, whose memory an engine shares (its preset
+    says so)."""
+    return "GPU" in (known().get(name) or {}).get("kind", "")
