@@ -284,6 +284,20 @@ def test_a_save_that_fails_on_a_full_disk_leaves_no_history_entry(tmp_path, monk
     assert snapshot(tmp_path) == before
 
 
+def test_a_full_disk_while_keeping_the_earlier_result_says_so(tmp_path, monkeypatch, capsys):
+    """The copy into history/ on a full disk said that history was a link or not a folder, to
+    be removed, where there was none: the error is the disk's, and it says so."""
+    assert results.save(str(tmp_path), result("2026-01-01T00:00:00")) == 0
+    capsys.readouterr()
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(results, "copy_regular", full)
+    assert results.save(str(tmp_path), result("2026-01-02T00:00:00"), STEM) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "link or not a folder" not in err, err
+
+
 @pytest.mark.parametrize("where", ["_write_temp", "trim"], ids=["before the renames",
                                                                  "during them"])
 def test_a_signal_while_saving_never_leaves_more_than_kept_entries(tmp_path, monkeypatch,

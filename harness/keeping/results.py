@@ -270,14 +270,17 @@ def history_of(d, what):
     folder, never a link (ValueError, saying `what` cannot be kept there)."""
     with contextlib.suppress(FileExistsError):
         d.mkdir(HISTORY)
+    opening = held.opened(HISTORY, within=d)
     try:
-        with held.opened(HISTORY, within=d) as history:
-            yield history
-    except OSError as e:
-        if d.kind(HISTORY) == stat.S_IFDIR:
+        history = opening.__enter__()
+    except OSError as e:  # (the opening's alone: an error of what is kept there, a full disk's,
+        if d.kind(HISTORY) == stat.S_IFDIR:  # is its own, and says so)
             raise
         raise ValueError(f"{d.at(HISTORY)} is a link or not a folder, so {what} cannot be "
                          f"kept there; remove it to save here") from e
+    with contextlib.ExitStack() as stack:
+        stack.push(opening)
+        yield history
 
 
 def replace_together(folder, files, stem=None, busy=(), the_result=True):
