@@ -2,6 +2,7 @@
 note becomes markup in the report, no folder name becomes a formula in a spreadsheet's cell."""
 import copy
 import json
+import re
 import shutil
 
 import pytest
@@ -52,6 +53,26 @@ def test_a_note_makes_no_markup_in_the_report():
     assert "see https://evil.example and www.evil.example ~~gone~~ &lt;b&gt;x&lt;/b&gt;" in \
         hostile  # shown character for character
     assert hostile.index("evil.example") < hostile.index("Appendix")  # the rest still follows
+
+
+@pytest.mark.parametrize("text", ["__init__", "___x___", "a run on __main__'s pool",
+                                  "write to evil@example.com", "mailto:x@example.com",
+                                  "xmpp:x@example.org", "_only_ *this* **that**"])
+def test_underscores_and_addresses_make_no_markup_as_github_renders_them(text):
+    """GitHub's own parser (cmark-gfm) undid the escaping: __init__ escaped to one backslash
+    before each outer underscore rendered as _<em>init</em>_, ___x___ bold, and an e-mail
+    address, mailto: or xmpp: became a link; in report.md and compare.py --tablefmt github
+    alike. Both escapes, inline and in a table's cell: no emphasis, no link, the text as it
+    was."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    from harness.showing.escaping import JOIN, for_cell, for_markdown
+    for made in (for_markdown(text), f"| a |\n| - |\n| {for_cell(text)} |"):
+        html = cmarkgfm.github_flavored_markdown_to_html(made)
+        for tag in ("<em", "<strong", "<a "):
+            assert tag not in html, (text, html)
+        body = html.partition("<td>")[2].partition("</td>")[0] if "<td>" in html else html
+        shown = re.sub(r"<[^>]+>", "", body).replace(JOIN, "").strip()
+        assert shown.replace("&#39;", "'") == text, (text, html)
 
 
 def test_a_folder_named_as_a_formula_makes_no_formula_in_a_csv_cell(tmp_path):
