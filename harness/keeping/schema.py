@@ -15,6 +15,7 @@ from harness.measuring.speeds import Speeds
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
 READABLE = (1, 2, 3, 4, 5, 6, 7, 8)  # the schema versions read; older layouts become the newest
+NEWEST = max(READABLE)
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
 
 
@@ -55,10 +56,13 @@ def parse(raw, script):
         data = cleaned(data)
     check(data, script)
     try:
-        return older.upgrade(data)
+        upgraded = older.upgrade(data)
     except (ArithmeticError, TypeError, KeyError, IndexError) as e:  # checked, yet its figures
         raise ValueError(f"cannot be brought to the newest layout ({type(e).__name__})") \
             from None  # are beyond what the upgrade's arithmetic can hold
+    if data["schema_version"] < NEWEST:  # an older file's every field, as the newest layout
+        check({**upgraded, "schema_version": NEWEST}, script)  # has it, as the newest's are
+    return upgraded  # (a schema-7 file's own "blocks" passed through the upgrade unchecked)
 
 
 MOST_NESTED = 32  # lists and objects within each other at most: a result nests 6 deep; a file
