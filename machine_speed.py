@@ -141,6 +141,8 @@ def experiment(args, facts):
         warn_if_cached(args.size, facts["llc_bytes"])
     settings = records.settings_of(args, cache_bytes=cache)  # the claims hold a reading of a
     #                                                          table that fits in it to nothing
+    speeds.tiled(args.on, args.quick, True)  # the tiles' kernels loaded here first (compiled,
+    #   on a first run): the first worker's start, which plans the rest, is then every one's
     done = rounds.measured(args, __file__, measure_here)
     found = records.from_rows(figures(args, done), settings)
     speed = {r["figure"]: r["value"] for r in records.of(found, SPEEDS.name)}

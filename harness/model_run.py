@@ -21,6 +21,7 @@ from harness.predicting.plans import Outcome, timings, trial_name
 from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 from harness.terminal import note, plural, progress
+import engine.compiled
 import model
 
 
@@ -33,6 +34,9 @@ def run(experiments, script):
         cfg = config(args)
         planned = {n: e for n, e in experiments.items() if n in args.experiments}
         rows = {n: e.plan(args) for n, e in planned.items()}
+        if args.compiled == "auto" and args.on.numpy:  # the kernels loaded here first
+            engine.compiled.available()  # (compiled, on a first run): the first worker's start,
+        #                                  which plans the rest, is then every one's
         done = rounds.measured(args, script, worker(experiments), kinds(args, rows),
                                record=True, alone=True)
         made = assessed(cfg, args, planned, rows, done)
