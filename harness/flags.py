@@ -15,7 +15,7 @@ from harness.measuring import devices, host
 from engine.blocks import ATTENTION
 from harness.measuring.rounds import MOST_THREADS
 from harness.measuring.speeds import Speeds
-from harness.keeping import exports, results, schema
+from harness.keeping import exports, held, results, schema
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 MOST_RUNS = 10_000  # beyond these a run never ends, or the threads swamp it (MOST_THREADS)
@@ -325,10 +325,15 @@ def check_folder(p, args):
                 f"which no run replaces; save elsewhere (the default is {results.RESULTS})")
     stem = os.path.splitext(p.prog)[0] + (".sweep" if args.threads and len(args.threads) > 1
                                            else "") + (".quick" if args.quick else "")
-    problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt"])
+    problem = unwritable(folder_of(args), [stem + ".json", stem + ".txt", *(
+        [results.REPORT] if not args.quick else [])])  # (a full run's save makes report.md too)
     if problem:
         p.error(f"argument --out: results cannot be saved to {folder_of(args)}: {problem} "
                 f"(choose another --out or --label, or --no-save)")
+    try:  # held from now on: a link swapped in for it while the run measures changes nothing
+        args.held_out = results.hold(args.out)
+    except OSError as e:
+        p.error(f"argument --out: {args.out} cannot be opened ({e.strerror or e})")
     other = other_kind(folder_of(args), bool(getattr(args, "predict", None)))
     if other:
         p.error(f"argument --label: {folder_of(args)} holds {other}; a "
@@ -337,18 +342,12 @@ def check_folder(p, args):
 
 
 def other_kind(folder, predicting):
-    """The results of the other kind the folder holds ('a measured two_phases.json'), where a
-    prediction would go among measurements or a measurement among predictions: their report
-    and history would mix the two; or ''."""
-    for script in results.SCRIPTS:
-        path = os.path.join(folder, script + ".json")
-        try:
-            data = schema.load(path, script, follow=False)
-        except (ValueError, OSError):
-            continue  # none, or one the save's own checks refuse
-        if bool(data.get("predicted")) != predicting:
-            return f"a {'measured' if predicting else 'predicted'} {script}.json"
-    return ""
+    """The results of the other kind the folder holds (results.other_kind), or ''."""
+    try:
+        with held.opened(folder) as d:
+            return results.other_kind(d, predicting)
+    except OSError:
+        return ""  # no folder yet, or one the save's own checks refuse
 
 
 def shipped(path):

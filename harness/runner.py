@@ -24,7 +24,7 @@ from harness.showing import pictures, report
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
-           "on", "given")  # about the run, not the result
+           "on", "given", "held_out")  # about the run, not the result
 
 
 def run(script, args, body, headline=None, worker=None):
@@ -81,7 +81,8 @@ def run(script, args, body, headline=None, worker=None):
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
                 files[report.NAME] = report.with_run(folder, script, data, list(files))
                 mixed(folder, script, facts, headline)
-            saved = results.save(folder, files, None if args.quick else stem, facts["busy"])
+            saved = results.save(folder, files, None if args.quick else stem, facts["busy"],
+                                 getattr(args, "held_out", None))
             if saved == 0:
                 note(next_steps(folder, report.NAME in files, args.quick))
             return stopped(out, saved)

@@ -112,6 +112,21 @@ def test_roofs_files_with_speeds_out_of_range_are_one_line(tmp_path, text, says)
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("blocks, says", [
+    ([{"roofs": {"bytes_per_s": 1e10, "flops_per_s": 1e11}}], "whole number of threads"),
+    ([{"threads": 1, "roofs": {"bytes_per_s": -5, "flops_per_s": -1e9}}], "above 0"),
+    ([{"threads": 1}, {"threads": "2"}], "whole number of threads"), ({"a": 1}, "threads")])
+def test_a_schema_7_file_with_blocks_of_its_own_is_one_line(tmp_path, blocks, says):
+    """Schema 7 never had a top-level "blocks": one passed through the upgrade unchecked, and
+    --roofs or --predict ended in KeyError, TypeError or, with speeds under 0, a run that died
+    midway in ZeroDivisionError. An older file's every field is checked as the newest's."""
+    data = json.load(open(os.path.join(SHIPPED, "machine_speed.json")))
+    path = tmp_path / "machine_speed.json"
+    path.write_text(json.dumps({**data, "schema_version": 7, "blocks": blocks}))
+    one_line(script("two_phases.py", "--predict", "--roofs", str(path), "--no-save"), 2,
+             "--roofs", says)
+
+
 def test_a_file_of_nested_brackets_is_one_line_and_the_rest_compares(tmp_path):
     deep = tmp_path / "deep"
     deep.mkdir()

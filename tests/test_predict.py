@@ -486,7 +486,8 @@ def test_a_multimodal_configs_language_model_is_read():
              "text_config": {"num_hidden_layers": 48, "hidden_size": 5120,
                              "num_attention_heads": 40, "num_key_value_heads": 8,
                              "head_dim": 128, "intermediate_size": 8192, "hidden_act": "silu",
-                             "num_local_experts": 16, "num_experts_per_tok": 1},
+                             "num_local_experts": 16, "num_experts_per_tok": 1,
+                             "max_position_embeddings": 10485760},
              "vision_config": {"num_hidden_layers": 34, "hidden_size": 1408}}
     cfg = model_files.shape(model_files.language_model(found), "config.json")
     assert (cfg.layers, cfg.width, cfg.kv_heads, cfg.experts, cfg.active) == (48, 5120, 8, 16, 1)

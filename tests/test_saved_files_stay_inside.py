@@ -531,3 +531,77 @@ def test_a_cpu_name_of_400_characters_makes_a_folder_name_a_file_system_takes(mo
     name = os.path.basename(flags.folder_of(types.SimpleNamespace(out="r", label=None,
                                                                  device="numpy")))
     assert len(name) <= 100 and name.startswith("very-long-") and "--" not in name
+
+
+def test_a_measured_result_saved_while_a_prediction_ran_is_checked_again_at_the_save(
+        tmp_path, monkeypatch):
+    """The rule that keeps predictions and measurements apart was checked at the start alone:
+    a measured result saved into the label while a prediction ran (here: just before its save)
+    left a folder whose report mixed PREDICTED and measured. The save checks it again, under
+    the folder's lock: one line, the prediction's files not saved, the measured one intact."""
+    from harness.showing import report
+    box = tmp_path / "box"
+    box.mkdir()  # (empty at the start: no other kind there then)
+    real = report.with_run
+
+    def meanwhile(folder, *a):
+        shutil.copy(os.path.join(SHIPPED, "cube_bug.json"), box / "cube_bug.json")
+        return real(folder, *a)
+    monkeypatch.setattr(report, "with_run", meanwhile)
+    r = predict(tmp_path)
+    assert r.returncode == 1 and "would stand beside a measured cube_bug.json" in r.stderr
+    assert sorted(os.listdir(box)) == ["cube_bug.json"] or sorted(
+        n for n in os.listdir(box) if not n.startswith(".")) == ["cube_bug.json"]
+
+
+def test_the_out_folder_swapped_for_a_link_while_a_run_measures_leads_nowhere(tmp_path,
+                                                                                monkeypatch):
+    """--out is held open from the start, as the label folder is: moved away and replaced by a
+    link to elsewhere while the run measured (here: just before its save), the results still
+    land in the folder the run started with, and nothing reaches the link's target."""
+    from harness.showing import report
+    out, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    real = report.with_run
+
+    def swapped(folder, *a):
+        os.rename(out, tmp_path / "results.bak")
+        os.symlink(elsewhere, out)
+        return real(folder, *a)
+    monkeypatch.setattr(report, "with_run", swapped)
+    r = predict(out)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(elsewhere) == []  # nothing through the link
+    assert "two_phases.json" in os.listdir(tmp_path / "results.bak" / "box")
+
+
+def test_a_report_made_a_folder_is_refused_before_anything_is_replaced(tmp_path, capsys):
+    """report.md removed and made a folder after a save: the rerun replaced the result, then
+    failed at report.md's rename, said nothing was saved, and left a journal that every later
+    save met again. Every target is checked before the first thing is replaced; a journal that
+    cannot be finished says so once and holds up no later save."""
+    files = {**result("2026-01-01T00:00:00"), results.REPORT: "# one\n"}
+    assert results.save(str(tmp_path), files, STEM) == 0
+    (tmp_path / results.REPORT).unlink()
+    (tmp_path / results.REPORT / "x").mkdir(parents=True)
+    before = snapshot(tmp_path)
+    again = {**result("2026-01-02T00:00:00"), results.REPORT: "# two\n"}
+    assert results.save(str(tmp_path), again, STEM) == 1
+    assert "report.md is a folder, not a file: nothing is saved" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before  # the earlier result as it was, no history, no temps
+    temp = results.TEMP + "0123456789abcdef.md"  # a journal no save can finish:
+    (tmp_path / temp).write_text("# cut short\n")
+    (tmp_path / results.JOURNAL).write_text(json.dumps({results.REPORT: temp}))
+    with results.locked(str(tmp_path)), held_open(tmp_path) as d:
+        results.finish_replacing(d)
+    said = capsys.readouterr().err
+    assert said.count("could not be finished") == 1 and not (tmp_path / results.JOURNAL).exists()
+    (tmp_path / results.REPORT / "x").rmdir()
+    (tmp_path / results.REPORT).rmdir()
+    assert results.save(str(tmp_path), again, STEM) == 0  # no longer held up
+
+
+def held_open(path):
+    from harness.keeping import held
+    return held.opened(str(path))

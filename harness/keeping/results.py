@@ -134,9 +134,17 @@ def finish_replacing(d):
     """Under the lock, in the held folder d: finish the renames of a save that was killed
     halfway (its journal lists them, and every file it names was whole before the first
     rename), then remove stray temps."""
+    stuck = []
     for name, temp in journal(d).items():
-        with contextlib.suppress(FileNotFoundError):
+        try:
             d.replace(temp, name)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # (a folder put where a file was: it never will be finished)
+            stuck.append(f"{printable(name)}: {e.strerror or e}")
+    if stuck:  # said once: the journal goes, and no later save is held up by it
+        note(f"{d.at(JOURNAL)}: a save cut short could not be finished ({'; '.join(stuck)}); "
+             f"the files are as it left them, and its journal is removed")
     with contextlib.suppress(FileNotFoundError):
         d.unlink(JOURNAL)
     for name in d.names():
@@ -176,8 +184,8 @@ def _write_temp(d, name, content, identities=None):
             st = os.fstat(fd)
             identities[temp] = (st.st_dev, st.st_ino)
         made(d, temp)
-        if callable(content):
-            content(f)
+        if callable(content):  # (the report reads the folder it is saved into: held, here)
+            content(f, d) if name == REPORT else content(f)
         else:
             f.write(content.encode("utf-8", errors="surrogateescape"))
         f.flush()
@@ -303,6 +311,16 @@ def replace_together(folder, files, stem=None, busy=(), the_result=True):
 def replaced(d, files, stem, busy, the_result):
     """replace_together()'s work, in the held folder d, under its lock."""
     finish_replacing(d)
+    for name in files:  # every target one a rename can replace (a file, or a link, replaced
+        if d.kind(name) == stat.S_IFDIR:  # itself), before the first thing is replaced: a
+            raise ValueError(f"{d.at(name)} is a folder, not a file: nothing is saved (remove "
+                             f"it to save here)")  # save is all or nothing
+    mine = files.get(f"{stem}.json") if stem else None
+    other = other_kind(d, bool(json.loads(mine).get("predicted")), stem) \
+        if isinstance(mine, str) else ""
+    if other:  # (checked at the start, and again here: another run may have saved since)
+        raise ValueError(f"{d.at(stem + '.json')} would stand beside {other} saved while this "
+                         f"ran; their report would mix the two (choose another --label)")
     stale = stale_pictures(d, stem, files) if stem else []
     kept = keep_earlier(d, files, stem) if stem else None
     temps, identities, replacing, theirs = {}, {}, False, None
@@ -343,18 +361,68 @@ def replaced(d, files, stem, busy, the_result):
              f"{theirs}/, and report.md is made anew from the results")
 
 
-def save(folder, files, stem=None, busy=()):
+def other_kind(d, predicting, but=None):
+    """The results of the other kind the held folder d holds ('a measured two_phases.json'),
+    where a prediction would stand among measurements or a measurement among predictions: their
+    report and history would mix the two; else ''. but: a script whose result is left out (the
+    one a save replaces)."""
+    for script in SCRIPTS:
+        if script == but:
+            continue
+        try:
+            raw = d.read(script + ".json", schema.FILE_MAX)
+            data = schema.parse(raw, script) if raw is not None else None
+        except (ValueError, OSError):
+            continue  # none, or one the save's own checks refuse
+        if data is not None and bool(data.get("predicted")) != predicting:
+            return f"a {'measured' if predicting else 'predicted'} {script}.json"
+    return ""
+
+
+def hold(out):
+    """--out as a run starts: its deepest folder that is there, held open (a link the user
+    named followed, here and once), and the steps below it not made yet: -> (Held, [names]).
+    A save finds --out from these alone (save(out=)): a link swapped in for it, or for a folder
+    above it, while the run measures leads nothing elsewhere."""
+    path, steps = os.path.abspath(out), []
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path, step = os.path.split(path)
+        steps.insert(0, step)
+    fd = os.open(path, os.O_RDONLY | held.DIRECTORY) if held.BY_DESCRIPTOR else None
+    return held.Held(fd, path), steps
+
+
+@contextlib.contextmanager
+def out_folder(parent, out):
+    """The folder the label folder is made in, held open: out (hold()'s), its steps below the
+    held folder made where missing, each a real folder, never a link; or, where not given,
+    parent's path, made if need be (a link the user put there followed)."""
+    if out is None:
+        os.makedirs(parent or os.curdir, exist_ok=True)
+        with held.opened(parent or os.curdir, follow=True) as above:
+            yield above
+        return
+    with contextlib.ExitStack() as stack:
+        above = out[0]
+        for step in out[1]:
+            with contextlib.suppress(FileExistsError):
+                above.mkdir(step)
+            above = stack.enter_context(held.opened(step, within=above))
+        yield above
+
+
+def save(folder, files, stem=None, busy=(), out=None):
     """Write files into folder as one unit; on failure say so on stderr and return 1 (the tables
     were printed; earlier results stay as they were). stem: the result's name, whose earlier
-    result is kept in history/ first; busy: what else was measuring while this run did. The
-    folder is made if need be and checked again here, at the save: a link put in its place
-    while the run measured is refused, never written through (the folder that holds it, --out,
-    is the user's to choose, a link to elsewhere included)."""
+    result is kept in history/ first; busy: what else was measuring while this run did; out:
+    --out as hold() held it when the run started, where it did. The folder is made if need be
+    and checked again here, at the save: a link put in its place while the run measured is
+    refused, never written through (the folder that holds it, --out, is the user's to choose, a
+    link to elsewhere included, as it was when the run started)."""
     parent, name = os.path.split(os.path.normpath(folder))
     made = False
     try:
-        os.makedirs(parent or os.curdir, exist_ok=True)
-        with held.opened(parent or os.curdir, follow=True) as above:
+        with out_folder(parent, out) as above:
             with contextlib.suppress(FileExistsError):
                 above.mkdir(name)
                 made = True

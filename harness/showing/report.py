@@ -5,7 +5,6 @@ runs never go into it. It reads saved results and measures nothing.
 
     python two_phases.py   # a full run brings results/<machine>/report.md up to date
 """
-import os
 import re
 
 from harness import stopping
@@ -27,9 +26,9 @@ def with_run(folder, script, data, names):
     the folder's saved full runs (each through the schema's check: what it refuses is left out,
     with its line), this script's replaced by data. It runs inside the run's own save, under the
     folder's lock, so that a result and its report are one save."""
-    def write(f):  # f: the new file, open, binary
-        text = contained(script, older.upgrade(data), saved_runs(folder, but=script),
-                         [*os.listdir(folder), *names])
+    def write(f, d):  # f: the new file, open, binary; d: the folder, held open by the save
+        text = contained(script, older.upgrade(data), held_runs(d, but=script),
+                         [*d.names(), *names])
         f.write(text.encode("utf-8"))
     return write
 
@@ -68,6 +67,24 @@ def saved_runs(folder, but=None, quiet=False):
             except ValueError as e:
                 if not quiet:
                     warn(f"the report leaves out {script}.json: it {e}")
+    return found
+
+
+def held_runs(d, but=None):
+    """saved_runs() of the folder a save holds open (held.Held), under its lock, its files read
+    within it (a link swapped in for the folder, or one above it, leads the report nowhere)."""
+    found = {}
+    for script in results.SCRIPTS:
+        if script == but:
+            continue
+        try:
+            raw = d.read(script + ".json", schema.FILE_MAX)
+            if raw is not None:
+                found[script] = schema.parse(raw, script)
+        except ValueError as e:
+            warn(f"the report leaves out {script}.json: it {e}")
+        except OSError:
+            continue
     return found
 
 
