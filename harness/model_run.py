@@ -34,10 +34,11 @@ def run(experiments, script):
         cfg = config(args)
         planned = {n: e for n, e in experiments.items() if n in args.experiments}
         rows = {n: e.plan(args) for n, e in planned.items()}
+        began = time.monotonic()  # (the kernels' load in the budget, as in the worker it was in)
         if args.compiled == "auto" and args.on.numpy:  # the kernels loaded here first
             engine.compiled.available()  # (compiled, on a first run): the first worker's start,
         #                                  which plans the rest, is then every one's
-        done = rounds.measured(args, script, worker(experiments), kinds(args, rows),
+        done = rounds.measured(args, script, worker(experiments), kinds(args, rows), began=began,
                                record=True, alone=True)
         made = assessed(cfg, args, planned, rows, done)
         yield from printed(cfg, args, facts, planned, made, done)

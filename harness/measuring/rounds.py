@@ -477,12 +477,13 @@ class Measurements:
         return statistics.median(sum(v[1]) for v in self.visits[name])
 
 
-def measured(args, script, measure_here, kinds=None, **job):
+def measured(args, script, measure_here, kinds=None, began=None, **job):
     """A script's whole measuring: its rows' rounds in fresh worker processes (each the script
     itself, `python script ... --worker`, running measure_here(args, job)), planned by kind
-    (plan()); a quick run's, or --processes 1's, all in this process. job: more of what each
-    worker is asked. -> Measurements"""
-    start = time.monotonic()
+    (plan()); a quick run's, or --processes 1's, all in this process. began: when the measuring
+    began, where something this process did first is in --time-budget (the kernels loaded);
+    job: more of what each worker is asked. -> Measurements"""
+    start = time.monotonic() if began is None else began
     job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job,
            **({"repeat": {}, "bridge_s": 0.0} if args.quick else {})}  # a smoke run: each row
     #   once a round, no bridge between the groups
