@@ -255,6 +255,9 @@ def check_device_flags(p, args):
                 "torch:cuda, torch:mps, torch:cpu or cupy:cuda")
     if getattr(args, "graphs", False) and args.device != "torch:cuda":
         p.error(f"argument --graphs: CUDA graphs need --device torch:cuda, got {args.device}")
+    if getattr(args, "predict", None) is not None and library != "numpy":
+        p.error("argument --device: a prediction runs nothing, on no device; name the machine "
+                "to predict with --predict")  # (before its library is looked for: not loaded)
     try:
         devices.device(args.device, getattr(args, "dtype", "float32"), args.tf32)
     except ValueError as e:
