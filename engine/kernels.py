@@ -2,10 +2,11 @@
 Numba is installed). Each parallel kernel hands out tasks to a serial one, whose loops compile
 into vector registers (a loop inside a parallel loop does not); the table products of 5 tokens
 or more, and a question's attention (question()), are tiles written in LLVM's own terms
-(tile()), its softmax a tile's rows side by side in them too (tile_exp()), and its copies
-from and to the model's (width, tokens) layout 8 x 8 blocks turned over (flip()). Each is
-compiled on first use and kept in Numba's cache beside this file, as Python keeps its
-bytecode."""
+(product()), as wide as the CPU's vector registers (LANES: 16 floats with AVX-512, 8 with AVX,
+4 otherwise), in a shape timed at the start (SHAPES); its softmax a tile's rows side by side in
+them too (tile_exp()), and its copies from and to the model's (width, tokens) layout 8 x 8
+blocks turned over (flip()). Each is compiled on first use and kept in Numba's cache beside
+this file, as Python keeps its bytecode."""
 import math
 
 import numba as nb
@@ -79,13 +80,13 @@ FLIPPED = 8  # an 8 x 8 block turned over (flip()): in AVX's 8 lanes on any CPU
 
 
 class Emit:
-    """What the kernels below say in LLVM's terms, within one kernel's code: pointers into
-    2-D float32 C arrays, vectors of 8, multiply-adds, asking memory for a line ahead (LLVM's
-    llvm.prefetch: the CPU's prefetch instruction), and a counted loop whose values are carried
-    from step to step. Numba compiles a loop into a register for each of its sums, and a tile
-    of sums only through memory: these kernels keep a tile of vectors in registers. Pointers
-    are LLVM's opaque ones: each load, and each step along a pointer, says what it reads, and
-    no pointer is cast (llvmlite's typed pointers are deprecated)."""
+    """What the kernels below say in LLVM's terms, within one kernel's code: pointers into 2-D
+    float32 C arrays, vectors of `lanes` floats, multiply-adds, asking memory for a line ahead
+    (LLVM's llvm.prefetch: the CPU's prefetch instruction), and a counted loop whose values are
+    carried from step to step. Numba compiles a loop into a register for each of its sums, and a
+    tile of sums only through memory: these kernels keep a tile of vectors in registers.
+    Pointers are LLVM's opaque ones: each load, and each step along a pointer, says what it
+    reads, and no pointer is cast (llvmlite's typed pointers are deprecated)."""
 
     def __init__(self, context, builder, lanes=LANES):
         self.context, self.b, self.lanes = context, builder, lanes
@@ -189,7 +190,7 @@ def kernel(codegen, counts, lanes=LANES):
 def row_pass(codegen, reads_top=False, returns=True):
     """A Numba intrinsic f(s, i, n) (or f(s, i, n, top), where reads_top) -> float32 (or None,
     where not `returns`), on a 2-D float32 C array s, row i, its first n numbers (a multiple
-    of 8): codegen(emit, s, i, n) (or (emit, s, i, n, top)) run where it is called, returning
+    of LANES): codegen(emit, s, i, n) (or (emit, s, i, n, top)) run where it is called, returning
     a float (or nothing)."""
     def typing(typingctx, s, i, n, *top):
         if isinstance(s, types.Array) and s.dtype == types.float32 and s.ndim == 2 \
@@ -709,8 +710,8 @@ def exp_shifted(s, bits):
 @ieee
 def exp_row(s, i, n, bits):
     """exp_shifted(s[i, :n], bits), and the sum of the numbers it leaves: -> that sum. In
-    vector registers, 8 lanes at a time (ROW_TOP, ROW_EXP, ROW_SUM), the max over the n, the
-    exponents over whole vectors (the numbers of the last past n, to the next multiple of 8,
+    vector registers, a vector at a time (ROW_TOP, ROW_EXP, ROW_SUM), the max over the n, the
+    exponents over whole vectors (the numbers of the last past n, to the next multiple of LANES,
     are overwritten: s must have room for them), 1.2e-38 at the least (lanes_exp()); a NaN or
     an infinite max is left to exp_shifted(), which keeps NumPy's NaN."""
     row, n8 = s[i, :n], n - n % LANES
