@@ -244,10 +244,10 @@ def test_each_claims_row_says_what_it_was_judged_by_on_one_line():
     assert "edge 10.0%" in under[4]  # the rule it holds by, beside the post's 4%
     said = next(t for k, t, _ in seen if k == "p" and t.endswith("."))
     verdicts = [r[0].split("\u00a0", 1)[1] for r in claims[1:]]
-    assert said.startswith(f"{len(verdicts)} claims: of ")  # findings apart from the accounting
     findings = [v for r, v in zip(claims[1:], verdicts) if not any(
         c.says == r[1] and c.basis != "timings" for c in report.judge.claims.CLAIMS)]
-    assert f"of {len(findings)} findings, {findings.count('holds')} hold" in said
+    assert said.startswith(f"{findings.count('holds')} of {len(findings)} findings hold")
+    assert f"{len(verdicts) - len(findings)} more follow from the accounting" in said
 
 
 def test_a_caption_says_what_its_picture_shows():

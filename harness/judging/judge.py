@@ -86,17 +86,21 @@ def verdict_of(c, here, done, found, roofs):
 
 
 def summed(judged):
-    """'26 claims: of 22 findings, 14 hold, 8 cannot tell here; 4 follow from the accounting,
-    4 hold': the findings (verdicts on the rows' timings) apart from the claims that follow from
-    the model's accounting (alone, or at this machine's two measured speeds). judged: both()'s
-    (claim, here, verdict, ...), or from_records()'s."""
+    """'14 of 22 findings hold, 8 cannot tell here; 4 more follow from the accounting: 4 hold':
+    the findings (verdicts on the rows' timings) first, how many hold of how many, then the
+    claims that follow from the model's accounting (alone, or at this machine's two measured
+    speeds). judged: both()'s (claim, here, verdict, ...), or from_records()'s."""
     findings = [v for c, _, v, *_ in judged if c.basis == "timings"]
     accounting = [v for c, _, v, *_ in judged if c.basis != "timings"]
-    parts = [f"of {len(findings)} {'finding' if len(findings) == 1 else 'findings'}, "
-             f"{counted(findings)}" if findings else "",
-             f"{len(accounting)} {'follows' if len(accounting) == 1 else 'follow'} from the "
-             f"accounting, {counted(accounting)}" if accounting else ""]
-    return f"{len(judged)} claims: {'; '.join(filter(None, parts))}"
+    holds = sum(v.removeprefix("predicted: ") == HOLDS for v in findings)
+    rest = counted([v for v in findings if v.removeprefix("predicted: ") != HOLDS])
+    parts = [f"{holds} of {len(findings)} {'finding' if len(findings) == 1 else 'findings'} "
+             f"{'holds' if holds == 1 and len(findings) == 1 else 'hold'}"
+             + (f", {rest}" if rest else "") if findings else "",
+             f"{len(accounting)} {'more ' if findings else ''}"
+             f"{'follows' if len(accounting) == 1 else 'follow'} from the accounting: "
+             f"{counted(accounting)}" if accounting else ""]
+    return "; ".join(filter(None, parts)) or "no claims"
 
 
 def counted(verdicts):
