@@ -250,13 +250,13 @@ def roofs_of(args, done):
         speeds.figures(ceiling, size["size"], size["matmul"])])], {})
 
 
-ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory speed", "GB/s", ".1f"),
+ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory GB/s", "GB/s", ".1f"),
                                 col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
                                 col("streaming read", "streaming GB/s", "GB/s", ".1f"),
-                                col("math speed", "math speed", "GFLOP/s", ".1f"),
+                                col("math speed", "math GFLOP/s", "GFLOP/s", ".1f"),
                                 col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),
                                 col("tiles product", "tiles GFLOP/s", "GFLOP/s", ".1f"),
-                                col("balance", "balance", "FLOPs/byte", ".1f",
+                                col("balance", "FLOPs/byte", "FLOPs/byte", ".1f",
                                     centered=True)],
                      timed=("memory speed", "math speed"), per="figure",
                      title="The forklift and the workbench")
