@@ -59,11 +59,12 @@ def run(script, args, body, headline=None, worker=None):
                 show(exports.run(args.export, script, facts, out.records, headline))
             if args.no_save:
                 return stopped(out, 0, saved=False)
+            drawn = pictures.drawn(out.pictures)  # before the save: a failing one left out
             made = {"version": version(), "command": command(), "warnings": list(warned)}
             data = {"schema_version": results.SCHEMA_VERSION, "script": script,
                     "quick": args.quick, "machine": facts, "settings": out.settings,
                     "records": out.records, "sheets": out.tables, "sweep": out.sweep,
-                    "pictures": sorted(out.pictures), **out.kept,
+                    "pictures": sorted(drawn), **out.kept,
                     **({"blocks": list(out.blocks.values())} if out.blocks else {}),
                     "wall_s": wall,
                     "peak_rss_bytes": peak, "made": made}
@@ -77,7 +78,7 @@ def run(script, args, body, headline=None, worker=None):
                      f"back (it {e})" + ("; use fewer --runs or --threads" if "samples" in str(e)
                                          else ""))
                 return 1
-            files = results.files(stem, data, text, out.pictures, args.quick)
+            files = results.files(stem, data, text, drawn, args.quick)
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
                 files[report.NAME] = report.with_run(folder, script, data, list(files))
                 mixed(folder, script, facts, headline)

@@ -1,10 +1,12 @@
 """--plot: the roofline picture when matplotlib is there, one line and exit 2 when it is not."""
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import in_process, python, script
+from conftest import ROOT, in_process, python, script
 from harness.showing import pictures
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -196,7 +198,7 @@ def test_an_unwritable_home_gives_matplotlib_a_folder_of_the_runs_removed_after(
     monkeypatch.setenv("HOME", os.path.join(os.devnull, "home"))  # nothing can be made there
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.setattr(pictures, "_config", {"made": None})
+    monkeypatch.setattr(pictures, "_config", {"made": None, "why": None})
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     pictures.own_config()  # before matplotlib is imported: it takes MPLCONFIGDIR, says nothing
     made = os.environ["MPLCONFIGDIR"]
@@ -206,3 +208,63 @@ def test_an_unwritable_home_gives_matplotlib_a_folder_of_the_runs_removed_after(
     monkeypatch.setenv("HOME", str(tmp_path))  # a writable home: matplotlib's own folder
     pictures.own_config()
     assert "MPLCONFIGDIR" not in os.environ
+
+
+# ---- a picture that cannot be drawn never costs the result
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_a_user_matplotlibrc_changes_no_picture():
+    import matplotlib
+    matplotlib.use("Agg")
+    from harness.experiments.pictures import DRAWINGS
+    make = pictures.files(RECORDS, None, "GPT-2 small", True, DRAWINGS)
+    with matplotlib.rc_context({"text.usetex": True, "figure.dpi": 5000, "font.size": 40}):
+        theirs = pictures.drawn(make)  # LaTeX is not needed, nor a picture of 5000 dpi
+        assert matplotlib.rcParams["text.usetex"]  # the user's settings, left as they were
+    ours = pictures.drawn(make)
+    assert set(theirs) == set(ours) == set(make)
+    assert all(theirs[n][:8] == b"\x89PNG\r\n\x1a\n" and len(theirs[n]) < 500_000 for n in theirs)
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_pictures_that_fail_are_said_once_and_the_result_saved_without_them(
+        tmp_path, monkeypatch):
+    import two_phases
+
+    def failing(plt, make, data, who, mark=""):
+        raise RuntimeError("latex was not found\nand more of the same")
+    monkeypatch.setattr(pictures, "figure", failing)
+    r = in_process(two_phases.main, "--predict", "post", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if "not drawn" in line]
+    assert len(said) == 1 and "roofline.png" in said[0] and "latex was not found" in said[0]
+    assert "Traceback" not in r.stderr and "and more" not in r.stderr
+    saved = {p.name for p in next(tmp_path.iterdir()).iterdir()}
+    assert {"two_phases.json", "two_phases.txt", "report.md"} <= saved
+    assert not any(name.endswith(".png") for name in saved)
+    import json
+    data = json.loads((next(tmp_path.iterdir()) / "two_phases.json").read_text())
+    assert data["pictures"] == [] and said[0].removeprefix("warning: ") in data["made"]["warnings"]
+
+
+def test_a_matplotlib_that_does_not_load_is_said_in_one_line(tmp_path):
+    broken = tmp_path / "lib" / "matplotlib"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ValueError('Key backend: not valid\\nmore')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib"), "MPLBACKEND": "nonsense"}
+    code = ("import sys, two_phases; sys.argv = ['two_phases.py', *sys.argv[1:]]; "
+            "sys.exit(two_phases.main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", code, "--quick", "--plot", "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.splitlines() == [r.stderr.strip()] and "--plot" in r.stderr
+    assert "Key backend: not valid" in r.stderr and "more" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_suite_draws_with_agg_whatever_mplbackend_says(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "nonsense")  # matplotlib refuses it as it loads
+    assert pictures.available() and os.environ["MPLBACKEND"] == "agg"

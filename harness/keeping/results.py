@@ -34,9 +34,9 @@ NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one a
 
 
 def files(stem, data, text, pictures, quick):
-    """{file name: text, or a function that writes the file at the path it is given} of one
-    result: <stem>.json, <stem>.txt and any pictures. A quick run's names say .quick, so that
-    it never replaces a full run's."""
+    """{file name: text, bytes, or a function that writes the file it is given} of one
+    result: <stem>.json, <stem>.txt and any pictures ({file name: bytes}). A quick run's names
+    say .quick, so that it never replaces a full run's."""
     q = ".quick" if quick else ""
     out = {f"{stem}{q}.json": json.dumps(data, indent=1, allow_nan=False) + "\n",
            f"{stem}{q}.txt": "\n".join(text) + "\n"}
@@ -169,7 +169,7 @@ def as_saved(folder):
 
 
 def _write_temp(d, name, content, identities=None):
-    """content (text, or a function that writes into the binary file it is given) in a new
+    """content (text, bytes, or a function that writes into the binary file it is given) in a new
     temp file of the held folder d, written through the descriptor that made it, never
     reopened by its name (which another process could have swapped for a link meanwhile): -> its
     name. identities: a dict to keep the new file's (device, inode) in, under its name, to check
@@ -186,6 +186,8 @@ def _write_temp(d, name, content, identities=None):
         made(d, temp)
         if callable(content):  # (the report reads the folder it is saved into: held, here)
             content(f, d) if name == REPORT else content(f)
+        elif isinstance(content, bytes):
+            f.write(content)
         else:
             f.write(content.encode("utf-8", errors="surrogateescape"))
         f.flush()

@@ -7,11 +7,14 @@ legend. Nothing here measures.
     python two_phases.py   # saves results/<machine>/roofline.png, dial.png, decode.png, depth.png
 """
 import dataclasses
+import io
+import os
 import textwrap
 
 import numpy as np
 
 from harness.keeping.records import number, rate, rows, sig
+from harness.terminal import warn
 
 
 OFFSETS = [(6, 5), (6, -13), (-6, 5), (-6, -13), (8, -4), (-8, -4), (0, 9), (0, -17),
@@ -22,7 +25,8 @@ QUICK = "quick run: small sizes, not the post's experiment"
 PREDICTED = "predicted: limits, nothing was run"
 
 
-_config = {"made": None}  # the folder made for matplotlib's settings and font cache, if any
+_config = {"made": None, "why": None}  # made: the folder made for matplotlib's settings and
+#                                        font cache, if any; why: why matplotlib did not load
 
 
 def own_config():
@@ -53,10 +57,16 @@ def tidy():
 
 
 def available():
+    """Whether matplotlib loads. The suite draws into files alone, with Agg, whatever
+    MPLBACKEND says; why it fails to load otherwise (a broken install) is kept, for one line."""
     own_config()  # before matplotlib is first imported
+    os.environ["MPLBACKEND"] = "agg"
     try:
         import matplotlib  # noqa: F401
     except ImportError:
+        return False
+    except Exception as e:
+        _config["why"] = one_line(e)
         return False
     return True
 
@@ -69,10 +79,15 @@ def wanted(p, args):
     if args.plot and args.threads and len(args.threads) > 1:
         p.error("argument --plot: draws one run's pictures, not a sweep's; give one --threads")
     if args.plot and not available():
-        p.error("argument --plot: needs matplotlib (python -m pip install matplotlib)")
+        p.error(f"argument --plot: matplotlib does not load ({_config['why']})" if
+                _config["why"] else "argument --plot: needs matplotlib (python -m pip install "
+                                    "matplotlib)")
     sweep = args.threads and len(args.threads) > 1
-    return args.plot if args.plot is not None else not (
-        args.quick or args.no_save or sweep) and available()
+    if args.plot is not None or args.quick or args.no_save or sweep:
+        return bool(args.plot)
+    if not available() and _config["why"]:
+        warn(f"matplotlib does not load ({_config['why']}): no pictures")
+    return available()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,17 +125,46 @@ def look(drawing, found):
     return (drawing.words(found) if drawing.words else None) or drawing.look
 
 
+def drawn(drawings):
+    """{file name: the PNG's bytes} of drawings ({file name: draw(f)}), drawn before anything is
+    saved: pictures that fail (matplotlib's fonts, memory, a broken install) are said in one
+    line and left out, and the result is saved without them."""
+    out, failed = {}, {}
+    for name, draw in drawings.items():
+        f = io.BytesIO()
+        try:
+            draw(f)
+        except Exception as e:
+            failed[name] = one_line(e)
+        else:
+            out[name] = f.getvalue()
+    if failed:
+        names = ", ".join(failed)
+        why = "; ".join(dict.fromkeys(failed.values()))  # the same cause said once
+        warn(f"{'pictures' if len(failed) > 1 else 'picture'} {names} not drawn ({why}): "
+             f"the results are saved without {'them' if len(failed) > 1 else 'it'}")
+    return out
+
+
+def one_line(e):
+    said = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {said[0][:160]}" if said else type(e).__name__
+
+
 def save(make, data, who, mark, f):
-    """Draw the picture into f, a binary file open for writing."""
+    """Draw the picture into f, a binary file open for writing, with matplotlib's own defaults
+    (never a user's matplotlibrc or style: the same picture on every machine)."""
     own_config()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig = figure(plt, make, data, who, mark)
-    try:
-        fig.savefig(f, dpi=110, format="png", bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        fig = figure(plt, make, data, who, mark)
+        try:
+            fig.savefig(f, dpi=110, format="png", bbox_inches="tight")
+        finally:
+            plt.close(fig)
 
 
 def figure(plt, make, data, who, mark=""):
