@@ -115,8 +115,8 @@ def checked(reader):
 def label(text):
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text) or len(text) > LABEL_MAX:
         raise argparse.ArgumentTypeError(
-            f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-' (a folder name), "
-            f"got {quoted(text)}")
+            f"must be up to {LABEL_MAX} letters, digits, '.', '_' or '-', starting with a "
+            f"letter or digit (a folder name), got {quoted(text)}")
     return text
 
 

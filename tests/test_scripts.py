@@ -101,6 +101,7 @@ BAD = [
     ("machine_speed.py", ["--size", "1000000"], "--size"),  # 4 TB: more than the machine has
     ("machine_speed.py", ["--tablefmt", "nope"], "--tablefmt"),
     ("machine_speed.py", ["--label", "../x"], "--label"),
+    ("two_phases.py", ["--label", "__init__"], "starting with a letter or digit"),
     ("machine_speed.py", ["--bogus"], "--bogus"),
     ("cube_bug.py", ["--runs", "abc"], "--runs"),
     ("cube_bug.py", ["--tokens", "0"], "--tokens"),
