@@ -26,6 +26,7 @@ from harness.keeping import records
 from harness.keeping.records import KEYS, Layout, Measured, col, ms
 from harness.showing import sheets
 from harness.showing.printers import ROW, Saved, format_table, sheet
+import accounting
 import model
 
 TOKENS = CUBE_TOKENS  # a 256-token question ...
@@ -255,8 +256,9 @@ def parse_args(argv=None):
     if args.in_model and args.tokens > model.CONTEXT:
         p.error(f"argument --tokens: the model reads at most {model.CONTEXT:,} tokens, got "
                 f"{args.tokens:,}; add --no-in-model to time more numbers alone")
-    tables = model.table_numbers(model.SIZES[args.model]) * model.BYTES if args.in_model else 0
-    flags.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * model.BYTES + tables,
+    tables = (accounting.table_numbers(model.SIZES[args.model]) * accounting.BYTES
+              if args.in_model else 0)
+    flags.need_memory(p, ARRAYS * args.tokens * mlp(args.model) * accounting.BYTES + tables,
                     f"--tokens {args.tokens} with --model {args.model}", "--tokens or --model")
     return flags.settled(args)
 

@@ -20,7 +20,7 @@ from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.showing import sheets
 from harness.showing.printers import Saved, sheet
-from model import BYTES
+from accounting import BYTES
 
 SMALLEST = {"size": 256, "matmul": 16}  # below these a product is a Python call's time, not
 #                                        the forklift's nor the workbench's

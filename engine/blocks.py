@@ -280,7 +280,8 @@ def ways(paths=Paths(), pool=None):
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
                 panel=paths.panel or None,
-                norm=compiled.norm, gelu=functools.partial(compiled.gelu, threads=True))
+                norm=compiled.norm, gelu=functools.partial(compiled.gelu, threads=True),
+                mlp=model.mlp, add=model.add)
         mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
             paths.reads_questions()
         wide = fast or paths.takes_elementwise(tokens)
@@ -300,5 +301,5 @@ def ways(paths=Paths(), pool=None):
                 compiled.reading, typed=compiled.attention_shared if fast else model.attention,
                 won=asks) if asks else compiled.attention_shared if fast else model.attention,
             norm=compiled.norm if wide else model.norm,
-            gelu=compiled.gelu if wide else model.gelu)
+            gelu=compiled.gelu if wide else model.gelu, mlp=model.mlp, add=model.add)
     return of

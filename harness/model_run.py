@@ -22,6 +22,7 @@ from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 from harness.terminal import note, plural, progress
 import engine.compiled
+import accounting
 import model
 
 
@@ -352,7 +353,7 @@ def peak_bytes(experiments, args):
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(
         args.quick, devices.device(args.device))
     cfg, rows = config(args), wide.plan(args) if wide.NAME in args.experiments else []
-    widest = model.held_bytes(wide.config(cfg)) + sum(plans.bytes_held(wide.config(cfg), [
+    widest = accounting.held_bytes(wide.config(cfg)) + sum(plans.bytes_held(wide.config(cfg), [
         max(rows, key=lambda r: r.key)])) if rows else 0  # its tables and fullest row, beside
     return plans.peak_bytes(cfg, [experiments[n].plan(args) for n in args.experiments  # ours
                                   if n != wide.NAME], measuring) + widest

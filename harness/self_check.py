@@ -13,6 +13,7 @@ import numpy as np
 from harness.experiments import SEED, launches
 from harness.measuring import bench as b, devices, host, rounds, speeds
 from harness.terminal import progress, show
+import accounting
 import model
 
 SAMPLES = 3  # samples of each timing, the fastest kept: a self-check's limits are ceilings
@@ -39,7 +40,7 @@ def forklift(on, quick):
     n = speeds.sizes(quick, on)["size"]
     big = on.asarray(np.ones((n, n), dtype=np.float32))
     one = on.asarray(np.ones(n, dtype=np.float32))
-    table = n * n * model.BYTES
+    table = n * n * accounting.BYTES
     rates = {"matrix-vector": table / seconds(on, lambda: big @ one),
              "read": table / seconds(on, lambda: on.xp.max(big)),
              "copy": 2 * table / seconds(on, lambda: on.xp.asarray(big, copy=True))}
@@ -110,7 +111,7 @@ def typing(on, cfg, notes, forklift_per_s, flops_per_s):
         for book, n in back:
             book["len"] = n
     took = seconds(on, step)
-    limit = model.limit(cfg, [(notes, 1)], forklift_per_s, flops_per_s)[0]
+    limit = accounting.limit(cfg, [(notes, 1)], forklift_per_s, flops_per_s)[0]
     empty_trial, = launches.trials(bench, dataclasses.make_dataclass("Asked", [
         ("notes", int)])(notes))
     empty = seconds(on, lambda: (empty_trial.setup(), empty_trial.steps[0]()))

@@ -55,8 +55,8 @@ def compile_the_suite():
     with contextlib.redirect_stdout(io.StringIO()):
         for folder in ("harness", "engine"):
             compileall.compile_dir(os.path.join(ROOT, folder), quiet=2)
-        for name in ("model.py", "two_phases.py", "machine_speed.py", "cube_bug.py",
-                     "compare.py"):
+        for name in ("model.py", "accounting.py", "two_phases.py", "machine_speed.py",
+                     "cube_bug.py", "compare.py"):
             compileall.compile_file(os.path.join(ROOT, name), quiet=2)
 
 

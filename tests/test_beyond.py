@@ -22,6 +22,7 @@ from conftest import script, sheet_of, sheets
 from engine.blocks import ATTENTION
 from harness.showing.printers import Sheet
 from harness.keeping.records import col
+import accounting
 import model
 
 GIVEN = ("--forklift", "20", "--workbench", "200")  # speeds given: none measured, none needed
@@ -86,7 +87,7 @@ def test_the_accounting_of_each_size_matches_gpt2s_published_counts():
     # the 12-floor part, no embeddings: 85M, 302M, 708M and 1,475M numbers in the tables
     published = {"small": 85, "medium": 302, "large": 708, "xl": 1475}
     for name, size in model.SIZES.items():
-        assert round(model.table_numbers(size) / 1e6) == published[name]
+        assert round(accounting.table_numbers(size) / 1e6) == published[name]
         assert size.width // size.heads == 64  # every head 64 wide
 
 
@@ -127,7 +128,8 @@ def test_a_medium_quick_run_follows_the_chosen_shape(medium_run):
     medium = model.SIZES["medium"]
     mb = {dict(keys)["users"]: row["bytes read"]
           for keys, row in records.rows(data["records"], "decode").items()}
-    assert mb == {u: pytest.approx(model.bytes_read(medium, [(64, 1)] * u) / 1e6) for u in (1, 2)}
+    assert mb == {u: pytest.approx(accounting.bytes_read(medium, [(64, 1)] * u) / 1e6)
+                  for u in (1, 2)}
     assert all(r["settings"]["model"] == "medium" for r in data["records"])
 
 
@@ -146,9 +148,9 @@ def test_the_depth_rows_read_as_many_notes_as_they_say(small_run):
         (u, n) for u in (1, 2) for n in (0, 32, 64)]  # the quick depth: every pair, in order
     for row in rows:
         riders = [(row["notes"], 1)] * row["users"]
-        fetched = model.bytes_read(model.SIZES["small"], riders)
+        fetched = accounting.bytes_read(model.SIZES["small"], riders)
         assert row["bytes read"] == pytest.approx(fetched / 1e6)
-        share = model.NOTE_BYTES * row["notes"] * row["users"] / fetched
+        share = accounting.NOTE_BYTES * row["notes"] * row["users"] / fetched
         assert row["notes share"] == pytest.approx(100 * share)
         assert row["step"] > 0 and row["x limit"] > 0 and row["tokens per second"] > 0
     headers = [c["header"] for c in sheets(data)["depth"]["columns"]]
@@ -233,10 +235,10 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert xl.vocab == 50257 and xl.tied
     for p in two_phases.PROMPTS:
         assert records.find(found, "prefill", "time", prompt=p)["value"] == pytest.approx(
-            model.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
+            accounting.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
     for u in two_phases.USERS:
         assert records.find(found, "decode", "step", users=u)["value"] == pytest.approx(
-            model.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0] * 1e3)
+            accounting.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0] * 1e3)
     assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
     assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
     assert all(r["samples"] is None or len(r["samples"]) == 1 for r in found)  # one "run"
@@ -274,9 +276,9 @@ def test_a_prediction_for_this_machine_equals_its_check_tables_limits(tmp_path, 
         figure = {"prefill": "time", "decode": "step"}[r["keys"]["experiment"]]  # head apart
         riders = [(0, keys["prompt"])] if "prompt" in keys else \
             [(measured["settings"]["notes"], 1)] * keys["users"]
-        assert r["value"] == pytest.approx(model.limit(ran, riders, bw, fl)[0] * 1e3)
+        assert r["value"] == pytest.approx(accounting.limit(ran, riders, bw, fl)[0] * 1e3)
         assert records.find(guess["records"], r["keys"]["experiment"], figure, **keys)["value"] \
-            == pytest.approx(model.limit(headed, riders, bw, fl)[0] * 1e3)
+            == pytest.approx(accounting.limit(headed, riders, bw, fl)[0] * 1e3)
     predicted_rows = [keys for name in ("prefill", "decode")
                       for keys in records.rows(guess["records"], name)]
     assert len(predicted_rows) == len(checked)

@@ -10,8 +10,9 @@ from harness.keeping import records, results, schema
 from harness.showing import printers, sheets
 from harness.predicting.plans import Outcome, Row
 from harness.measuring.speeds import Speeds
-from harness.measuring import timing
+from harness.measuring import bench, timing
 from harness.measuring.timing import Timing
+import accounting
 import model
 from conftest import sheets as saved_sheets
 
@@ -47,7 +48,7 @@ def printed(rows, which=0, words="", runs=3):
 
 
 def test_check_rows_hold_measured_against_limit(capsys):
-    limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9
+    limit = accounting.bytes_read(SMALL, [(512, 1)]) / 10e9
     sheet, row, lines = printed([held(1.5 * limit)], words="GPT-2 small on 2 threads")
     assert row["bound by"] == "forklift"
     assert row["limit"] == pytest.approx(limit * 1e3) and row["x limit"] == pytest.approx(1.5)
@@ -79,7 +80,7 @@ def test_check_rows_hold_measured_against_limit(capsys):
     (parts(other=0.045), "other: 45.0 ms outside every part")],
     ids=["the BLAS", "our tables", "our tiles", "attention", "elementwise", "other"])
 def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, breakdown, says):
-    limit = model.bytes_read(SMALL, [(512, 1)]) / 10e9  # tables 34.0 ms, notes 3.8 ms at 10 GB/s
+    limit = accounting.bytes_read(SMALL, [(512, 1)]) / 10e9  # tables 34.0, notes 3.8 ms at 10 GB/s
     _, row, _ = printed([held(2.5 * limit, breakdown=breakdown)])
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "decode 1 user took 2.5x its limit" in err and says in err
@@ -91,8 +92,8 @@ def test_the_breakdown_splits_each_row_into_its_parts():
     sheet, row, lines = printed([held(0.06, breakdown=b)], 1, "GPT-2 small")
     assert row["tables"] == pytest.approx(40.0) and row["one call"] == pytest.approx(36.0)
     assert row["x one call"] == pytest.approx(40 / 36)
-    assert row["attention x limit"] == pytest.approx(0.0076 / (512 * model.NOTE_BYTES / 10e9))
-    assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in model.PARTS))
+    assert row["attention x limit"] == pytest.approx(0.0076 / (512 * accounting.NOTE_BYTES / 10e9))
+    assert row["trip"] == pytest.approx(1e3 * sum(b[0]["parts"][p] for p in bench.PARTS))
     assert row["most excess"] == "our tables +4.0 ms"  # the BLAS: 36.0 - 34.0 = 2.0 ms
     faster = parts(tables=0.040, alone=0.050, attention=0.0076)  # our path beat one call:
     _, row, _ = printed([held(0.06, breakdown=faster)], 1, "GPT-2 small")  # none of its excess
@@ -107,7 +108,7 @@ def test_the_breakdown_splits_each_row_into_its_parts():
 def test_a_row_of_several_trips_is_held_to_its_slowest_trip():
     trips = [[(512, 1)], [(0, 256)]]  # a decode step, then a step with a 256-token chunk
     h = held(1.0, steps=trips, experiment="collision", label="chunks", keys={"chunk": 256})
-    slowest = max(model.limit(SMALL, t, 10e9, 100e9)[0] for t in trips)
+    slowest = max(accounting.limit(SMALL, t, 10e9, 100e9)[0] for t in trips)
     assert h.limit_s == pytest.approx(slowest) and h.bound == "workbench"
 
 
@@ -145,7 +146,7 @@ def test_a_quick_run_saves_the_check_table(quick_run):
     parts = records.rows(found, "breakdown")
     assert [dict(keys)["users"] for keys in parts] == [1, 4]  # one per check row
     for p in parts.values():
-        assert p["trip"] == pytest.approx(sum(p[k] for k in model.PARTS))
+        assert p["trip"] == pytest.approx(sum(p[k] for k in bench.PARTS))
         assert p["tables"] > 0 and p["one call"] > 0 and p["attention"] > 0
         assert isinstance(p["most excess"], str)
     assert data["schema_version"] == results.SCHEMA_VERSION
@@ -183,7 +184,7 @@ def test_depth_holds_its_rows_to_the_same_speeds_as_the_check(quick_run):
     assert depth
     for keys, f in depth.items():
         k = dict(keys)
-        limit_s, _ = model.limit(cfg, [(k["notes"], 1)] * k["users"], roofs["bytes_per_s"],
+        limit_s, _ = accounting.limit(cfg, [(k["notes"], 1)] * k["users"], roofs["bytes_per_s"],
                                  roofs["flops_per_s"])
         assert f["x limit"] == pytest.approx(f["step"] / 1e3 / limit_s)
 

@@ -64,11 +64,13 @@ def test_no_threads_for_numba_is_said_not_silent():
 
 
 def checkout(tmp_path):
-    """A copy of the suite's code (harness/, model.py), with the compiled kernels' cache."""
+    """A copy of the suite's code (harness/, engine/, model.py, accounting.py), with the compiled
+    kernels' cache."""
     copy = tmp_path / "checkout"
     shutil.copytree(os.path.join(ROOT, "harness"), copy / "harness")
     shutil.copytree(os.path.join(ROOT, "engine"), copy / "engine")
-    shutil.copy(os.path.join(ROOT, "model.py"), copy)
+    for name in ("model.py", "accounting.py"):
+        shutil.copy(os.path.join(ROOT, name), copy)
     return copy
 
 

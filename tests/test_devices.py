@@ -11,6 +11,7 @@ import pytest
 
 import cube_bug
 import machine_speed
+import accounting
 import model
 import two_phases
 from conftest import in_process, one_line
@@ -85,7 +86,7 @@ def test_a_trip_on_a_gpu_marks_each_part_and_waits_only_once_done(monkeypatch):
     assert calls[:first_wait] == ["record"] * (2 * pieces + 2)  # every mark, no wait among them
     assert set(calls[first_wait:]) == {"wait"} and "sync" not in calls
     assert watch["trip"] == (2 * pieces + 1) / 1e3  # the trip's first mark to its last
-    assert watch["trip"] >= sum(watch[p] for p in model.PARTS[:-1])
+    assert watch["trip"] >= sum(watch[p] for p in b.PARTS[:-1])
 
 
 @pytest.mark.parametrize("flag,says", [
@@ -210,10 +211,10 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
                for name, row, s in (("prefill", rows[0], 2e-3), ("decode", rows[1], 30e-3))]
     found = records.from_rows(check.datasheet_figures(cfg, checked, preset), {})
     limit = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "datasheet"}
-    assert limit["prefill"] == pytest.approx(model.bytes_read(cfg, [(0, 1)]) / 1008e9 * 1e3)
+    assert limit["prefill"] == pytest.approx(accounting.bytes_read(cfg, [(0, 1)]) / 1008e9 * 1e3)
     #   one token's read: the tables at the card's 1,008 GB/s
     ratio = {r["keys"]["experiment"]: r["value"] for r in found if r["figure"] == "x datasheet"}
-    assert ratio["decode"] == pytest.approx(30 / (model.bytes_read(cfg, [(512, 1)] * 4)
+    assert ratio["decode"] == pytest.approx(30 / (accounting.bytes_read(cfg, [(512, 1)] * 4)
                                                   / 1008e9 * 1e3))
     text = sheets.datasheet(found, checked, preset)[0]
     assert "what --predict rtx-4090:float32 says" in text.settings

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import machine_speed
+import accounting
 import model
 import two_phases
 from conftest import in_process, one_line
@@ -135,7 +136,7 @@ def test_the_model_in_bfloat16_keeps_its_contracts():
 def test_a_16_bit_model_is_runnable_and_counted_at_2_bytes():
     assert SIXTEEN.runnable and not dataclasses.replace(SIXTEEN, note_dtype="float32").runnable
     assert not dataclasses.replace(model.TINY, dtype="fp8", note_dtype="fp8").runnable
-    assert model.table_bytes(SIXTEEN) * 2 == model.table_bytes(model.TINY)
+    assert accounting.table_bytes(SIXTEEN) * 2 == accounting.table_bytes(model.TINY)
 
 
 class Cached(devices.Device):
@@ -591,7 +592,7 @@ def test_on_a_gpu_typing_runs_on_gpt2_xl_too_and_the_launch_claim_is_judged_on_i
           and r["figure"] == "x limit"}
     assert sorted(xl) == [1, 2] and all(v > 0 for v in xl.values())
     step = records.find(found, "decode xl", "step", users=1)["value"]
-    limit = model.limit(wide.config(model.TINY), [(4, 1)], 10e9, 100e9)[0] * 1e3
+    limit = accounting.limit(wide.config(model.TINY), [(4, 1)], 10e9, 100e9)[0] * 1e3
     assert records.find(found, "decode xl", "limit", users=1)["value"] == pytest.approx(limit)
     assert records.find(found, "decode xl", "x limit", users=1)["value"] == pytest.approx(
         step / limit, rel=1e-6)  # each row against its own model's limit

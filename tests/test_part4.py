@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+import accounting
+
 import model
 import two_phases
 from conftest import in_process, one_line
@@ -40,22 +42,22 @@ def at(name, dtype="bfloat16", devices=1):
 def test_llama_3_8b_counts_its_head_and_typing_is_bound_where_a_hand_count_says():
     floors, head, embedding, flops = by_hand(*LLAMA_8B)
     cfg = at("llama-3-8b")
-    assert model.table_numbers(cfg) == floors == 6_979_321_856
-    assert model.head_numbers(cfg) == head + embedding == 2 * 525_336_576
-    assert model.held_bytes(cfg) == (floors + head + embedding) * 2  # 16.06 GB in bfloat16
+    assert accounting.table_numbers(cfg) == floors == 6_979_321_856
+    assert accounting.head_numbers(cfg) == head + embedding == 2 * 525_336_576
+    assert accounting.held_bytes(cfg) == (floors + head + embedding) * 2  # 16.06 GB in bfloat16
     one = [(0, 1)]  # one token, an empty notebook: the tables, the head, one embedding row
-    assert model.bytes_read(cfg, one) == (floors + head + 4096) * 2
-    assert model.limit(cfg, one, 3350e9, 989.5e12)[0] == pytest.approx(4.48e-3, abs=5e-6)
-    assert model.costs(cfg, one)["head"] == ((head + 4096) * 2, 2 * head)
-    assert model.table_flops(cfg, 1) == flops
+    assert accounting.bytes_read(cfg, one) == (floors + head + 4096) * 2
+    assert accounting.limit(cfg, one, 3350e9, 989.5e12)[0] == pytest.approx(4.48e-3, abs=5e-6)
+    assert accounting.costs(cfg, one)["head"] == ((head + 4096) * 2, 2 * head)
+    assert accounting.table_flops(cfg, 1) == flops
 
 
 def test_gpt2_predicted_counts_its_tied_head_once_and_the_run_model_counts_none():
     small, predicted = model.SIZES["small"], model_files.config("small")
-    assert small.vocab == 0 and "head" not in model.costs(small, [(0, 1)])  # as the post
+    assert small.vocab == 0 and "head" not in accounting.costs(small, [(0, 1)])  # as the post
     assert predicted.vocab == 50257 and predicted.tied
-    assert model.held_bytes(predicted) == (84_934_656 + 50257 * 768) * 4  # tied: one table
-    head = model.costs(predicted, [(5, 3), (0, 1)])["head"]
+    assert accounting.held_bytes(predicted) == (84_934_656 + 50257 * 768) * 4  # tied: one table
+    head = accounting.costs(predicted, [(5, 3), (0, 1)])["head"]
     assert head == (50257 * 768 * 4, 2 * 50257 * 768 * 2)  # each user's last token's words
     assert not predicted.runnable and small.runnable
 
@@ -63,29 +65,30 @@ def test_gpt2_predicted_counts_its_tied_head_once_and_the_run_model_counts_none(
 def test_seventy_b_in_bfloat16_needs_two_h100s_with_its_all_reduces_by_hand():
     floors, head, embedding, _ = by_hand(*LLAMA_70B)
     one, two = at("llama-3-70b"), at("llama-3-70b", devices=2)
-    assert model.held_bytes(one) == (floors + head + embedding) * 2 > 80e9
-    assert model.held_bytes(two) == model.held_bytes(one) / 2 < 80e9
-    assert model.link_bytes(one, [(0, 7)]) == 0
-    assert model.link_bytes(two, [(0, 7)]) == 80 * 2 * (7 * 8192 * 2) * 2 * 1 / 2
+    assert accounting.held_bytes(one) == (floors + head + embedding) * 2 > 80e9
+    assert accounting.held_bytes(two) == accounting.held_bytes(one) / 2 < 80e9
+    assert accounting.link_bytes(one, [(0, 7)]) == 0
+    assert accounting.link_bytes(two, [(0, 7)]) == 80 * 2 * (7 * 8192 * 2) * 2 * 1 / 2
     four = at("llama-3-70b", devices=4)  # a ring of four sends 2 x 3/4 of each all-reduce
-    assert model.link_bytes(four, [(0, 7)]) == 80 * 2 * (7 * 8192 * 2) * 2 * 3 / 4
-    assert model.notes_share(two) == 0.5 and model.notes_share(at("llama-3-70b", devices=16)) \
-        == 1 / 8  # more devices than key/value heads: a head each, kept where it is needed
+    assert accounting.link_bytes(four, [(0, 7)]) == 80 * 2 * (7 * 8192 * 2) * 2 * 3 / 4
+    assert accounting.notes_share(two) == 0.5
+    sixteen = at("llama-3-70b", devices=16)  # more devices than key/value heads: a head each,
+    assert accounting.notes_share(sixteen) == 1 / 8  # kept where it is needed
 
 
 def test_mixtral_reads_the_experts_its_tokens_are_routed_to_until_it_reads_them_all():
     floors, head, embedding, flops = by_hand(32, 4096, 32, 8, 128, 14336, 32000, 8, 2)
     cfg = at("mixtral-8x7b")
     assert (cfg.experts, cfg.active) == (8, 2)
-    assert model.table_numbers(cfg) == floors and model.table_flops(cfg, 1) == flops
-    assert model.held_bytes(cfg) == (floors + head + embedding) * 2  # 93.4 GB: every expert
-    assert model.experts_read(cfg, 1) == pytest.approx(2)
-    assert model.experts_read(cfg, 2) == pytest.approx(8 * (1 - (6 / 8) ** 2))
-    assert model.experts_read(cfg, 10 ** 4) == pytest.approx(8)
+    assert accounting.table_numbers(cfg) == floors and accounting.table_flops(cfg, 1) == flops
+    assert accounting.held_bytes(cfg) == (floors + head + embedding) * 2  # 93.4 GB: every expert
+    assert accounting.experts_read(cfg, 1) == pytest.approx(2)
+    assert accounting.experts_read(cfg, 2) == pytest.approx(8 * (1 - (6 / 8) ** 2))
+    assert accounting.experts_read(cfg, 10 ** 4) == pytest.approx(8)
     attention = 32 * 4096 * 128 * 80 + 32 * 4096 * 8
     expert = 32 * 3 * 4096 * 14336
     for tokens, read in ((1, 2), (10 ** 4, 8)):
-        assert model.tables_read(cfg, tokens) == pytest.approx((attention + read * expert) * 2)
+        assert accounting.tables_read(cfg, tokens) == pytest.approx((attention + read * expert) * 2)
     dense = dataclasses.replace(cfg, experts=0, active=0)  # the same shape, one feed-forward
     roofs = presets.target("h100-sxm", "bfloat16", None, "results").roofs
     assert turning.turning(cfg, roofs, 512, 8, 1024)["reads turn"] > \
@@ -94,8 +97,8 @@ def test_mixtral_reads_the_experts_its_tokens_are_routed_to_until_it_reads_them_
 
 def test_fp8_halves_bfloat16s_bytes_and_weight_only_int4_turns_where_a_hand_count_says():
     sixteen, eight = at("llama-3-8b"), at("llama-3-8b", "fp8")
-    assert model.held_bytes(eight) * 2 == model.held_bytes(sixteen)
-    assert model.note_bytes(eight) * 2 == model.note_bytes(sixteen)
+    assert accounting.held_bytes(eight) * 2 == accounting.held_bytes(sixteen)
+    assert accounting.note_bytes(eight) * 2 == accounting.note_bytes(sixteen)
     four = presets.target("h100-sxm:int4-weights", None, None, "results")
     cfg = four.config(model_files.config("llama-3-8b"))
     assert four.roofs.flops_per_s == 989.5e12  # the math at 16 bits
@@ -123,8 +126,8 @@ def test_a_grid_cell_that_does_not_fit_says_so_with_its_need():
     sheet = fitting.grid_sheet(cfg, aim, {})
     cells = {(r["keys"]["users"], r["figure"]): r["value"] for r in sheet.records}
     need = fitting.typing_memory(cfg, 4096, 1024)
-    by_hand_need = model.held_bytes(cfg) + 1024 * 4097 * 80 * 2 * 2 * 128 * 2 + (
-        model.trip_scratch_bytes(cfg, [(4096, 1)] * 1024))  # 2 of the 8 kv heads a device
+    by_hand_need = accounting.held_bytes(cfg) + 1024 * 4097 * 80 * 2 * 2 * 128 * 2 + (
+        accounting.trip_scratch_bytes(cfg, [(4096, 1)] * 1024))  # 2 of the 8 kv heads a device
     assert need == pytest.approx(by_hand_need)
     assert cells[(1024, "4096 notes")] == f"does not fit ({sig(need / 2 ** 30)} GiB)"
     assert cells[(1, "0 notes")].startswith("forklift, workbench ")  # and how busy it is
@@ -195,17 +198,17 @@ def on(name, model_name, dtype="bfloat16", devices=1, quantize_head=False):
 def test_the_head_stays_at_16_bits_under_int4_tables_with_their_group_scales_by_hand():
     floors, head, _, _ = by_hand(*LLAMA_8B)
     cfg, _ = on("h100-sxm", "llama-3-8b", "int4-weights")
-    assert model.number_bytes("int4-weights") == 0.5 + 2 / 128  # a 16-bit scale per 128
-    assert model.number_bytes("int8-weights") == 1 + 2 / 128
-    assert model.number_bytes("fp8") == 1 and model.number_bytes("bfloat16") == 2
+    assert accounting.number_bytes("int4-weights") == 0.5 + 2 / 128  # a 16-bit scale per 128
+    assert accounting.number_bytes("int8-weights") == 1 + 2 / 128
+    assert accounting.number_bytes("fp8") == 1 and accounting.number_bytes("bfloat16") == 2
     one = [(512, 1)]  # one user typing with 512 notes (bfloat16 notes under weights only)
     by_hand_bytes = floors * (0.5 + 2 / 128) + (head + 4096) * 2 + 512 * NOTE_8B
-    assert model.bytes_read(cfg, one) == pytest.approx(by_hand_bytes)  # 4.72 GB
+    assert accounting.bytes_read(cfg, one) == pytest.approx(by_hand_bytes)  # 4.72 GB
     quantized, _ = on("h100-sxm", "llama-3-8b", "int4-weights", quantize_head=True)
-    assert model.bytes_read(quantized, one) == pytest.approx(
+    assert accounting.bytes_read(quantized, one) == pytest.approx(
         (floors + head + 4096) * (0.5 + 2 / 128) + 512 * NOTE_8B)  # 3.93 GB: the old reading
-    assert model.held_bytes(cfg) == pytest.approx(floors * (0.5 + 2 / 128) + 2 * head * 2)
-    assert model.costs(cfg, one)["tables"][0] == pytest.approx(floors * (0.5 + 2 / 128))
+    assert accounting.held_bytes(cfg) == pytest.approx(floors * (0.5 + 2 / 128) + 2 * head * 2)
+    assert accounting.costs(cfg, one)["tables"][0] == pytest.approx(floors * (0.5 + 2 / 128))
 
 
 def test_mixtral_in_fp8_keeps_its_head_at_16_bits_and_its_working_space_counts_two_experts():
@@ -213,13 +216,13 @@ def test_mixtral_in_fp8_keeps_its_head_at_16_bits_and_its_working_space_counts_t
     cfg, aim = on("h100-sxm", "mixtral-8x7b", "fp8")
     assert aim.precision == "fp8 tables/activations, bfloat16 notes/head"
     assert cfg.head_dtype == cfg.note_dtype == "bfloat16"  # as engines keep them unless asked
-    assert model.held_bytes(cfg) == (floors + (head + embedding) * 2)  # fp8 floors, 16-bit head
+    assert accounting.held_bytes(cfg) == floors + (head + embedding) * 2  # fp8 floors, 16-bit head
     attention, expert = 32 * 4096 * 128 * 80 + 32 * 4096 * 8, 32 * 3 * 4096 * 14336
     one = [(0, 1)]
-    assert model.bytes_read(cfg, one) == pytest.approx(
+    assert accounting.bytes_read(cfg, one) == pytest.approx(
         attention + 2 * expert + (head + 4096) * 2)  # (its new note is written, not fetched)
     per_token = (32 + 2 * 8) * 128 + 2 * 14336 * 2 + 4096  # q, k, v; two experts' two; residual
-    assert model.trip_scratch_bytes(cfg, [(0, 3)]) == (32 * 3 * 3 * 2 + 3 * per_token) * 2
+    assert accounting.trip_scratch_bytes(cfg, [(0, 3)]) == (32 * 3 * 3 * 2 + 3 * per_token) * 2
 
 
 def test_the_working_space_is_at_16_bits_and_the_most_typers_at_no_notes_is_a_hand_count():
@@ -245,7 +248,7 @@ def test_seventy_b_on_one_h200_fits_its_memory_but_not_an_engines_reserve_by_han
     assert need["notes"] == 64 * 513 * NOTE_70B  # 64 typers' notes, no first notebook of 512
     floors, head, embedding, _ = by_hand(*LLAMA_70B)
     held = (floors + head + embedding) * 2
-    assert model.held_bytes(cfg) == held == 141_104_775_168  # 131.4 GiB
+    assert accounting.held_bytes(cfg) == held == 141_104_775_168  # 131.4 GiB
     memory = 143771 * 2 ** 20  # nvidia-smi's MiB: 140.4 GiB (141 GB on the datasheet)
     whole, reserved = (presets.targets(args.replace(memory_utilization=u))[0] for u in (1, 0.9))
     assert whole.room == pytest.approx(memory, rel=1e-4)
@@ -271,8 +274,9 @@ def test_the_link_has_two_bounds_by_hand():
     cfg, aim = on("h100-sxm", "llama-3-70b", devices=4)
     read = [(0, 1024)]
     sent = 80 * 2 * (1024 * 8192 * 2) * 2 * 3 / 4  # two ring all-reduces a floor, 4 devices
-    assert model.link_bytes(cfg, read) == sent
-    work = max(model.bytes_read(cfg, read) / 3350e9, model.trip_flops(cfg, read) / 989.5e12)
+    assert accounting.link_bytes(cfg, read) == sent
+    work = max(accounting.bytes_read(cfg, read) / 3350e9,
+               accounting.trip_flops(cfg, read) / 989.5e12)
     wait = 80 * 2 * 6e-6  # two all-reduces a floor, 6 us each, which no work hides
     overlapped, bound = aim.roofs.limit(cfg, read)
     assert (overlapped, bound) == (pytest.approx(work + wait), "workbench")  # 36.7 ms
@@ -306,7 +310,7 @@ def test_a_trips_parts_summed_stand_beside_its_whole_trip_limit_by_hand():
     row = plans.Row({"chunk": 512}, "chunks of 512, worst", [[(512, 1)] * 8 + [(0, 512)],
                                                              riders])
     got = parts.parts_row(cfg, "collision", row, aim.roofs)
-    costs = model.costs(cfg, riders)
+    costs = accounting.costs(cfg, riders)
     by_part = {p: max(b / 3350e9, f / 989.5e12) for p, (b, f) in costs.items()}
     whole = max(sum(b for b, _ in costs.values()) / 3350e9,
                 sum(f for _, f in costs.values()) / 989.5e12)
@@ -316,7 +320,7 @@ def test_a_trips_parts_summed_stand_beside_its_whole_trip_limit_by_hand():
     assert got["tables"] == pytest.approx(by_part["tables"] * 1e3)
     split, on_two = on("h100-sxm", "llama-3-8b", devices=2)
     two = parts.parts_row(split, "collision", row, on_two.roofs)
-    assert two["link"] == pytest.approx((model.link_bytes(split, riders) / 450e9
+    assert two["link"] == pytest.approx((accounting.link_bytes(split, riders) / 450e9
                                          + 32 * 2 * 6e-6) * 1e3)  # its bytes, its latency
     assert two["serial"] == pytest.approx(on_two.roofs.serial(split, riders) * 1e3)
 
@@ -339,8 +343,8 @@ def test_a_whole_request_is_the_first_word_and_every_typing_step_by_hand():
     assert row["all rate"] == pytest.approx(users * output / got["total"])
     assert row["per token"] == pytest.approx(sum(steps) / len(steps) * 1e3)
     need = request.memory_needed(cfg, prompt, output, users)
-    assert need == pytest.approx(model.held_bytes(cfg) + users * (prompt + output - 1)
-                                 * NOTE_70B / 2 + model.trip_scratch_bytes(
+    assert need == pytest.approx(accounting.held_bytes(cfg) + users * (prompt + output - 1)
+                                 * NOTE_70B / 2 + accounting.trip_scratch_bytes(
                                      cfg, [(0, prompt)] * users))
 
 
@@ -405,10 +409,10 @@ def test_weights_activations_and_notes_take_bit_widths_of_their_own():
     assert aim.roofs.flops_per_s == 1979e12  # the math at fp8's rate, not the 16-bit one
     assert aim.precision == "int4-weights tables, fp8 activations, bfloat16 notes/head"
     cfg = aim.config(model_files.config("llama-3-8b"))
-    assert model.note_bytes(cfg) == 32 * 2 * 8 * 128 * 2  # notes at 16 bits unless asked
-    assert model.activation_bytes(cfg) == 2  # kept and sent at 16 bits between products
+    assert accounting.note_bytes(cfg) == 32 * 2 * 8 * 128 * 2  # notes at 16 bits unless asked
+    assert accounting.activation_bytes(cfg) == 2  # kept and sent at 16 bits between products
     wide = dataclasses.replace(cfg, act_dtype="float32")
-    assert model.link_bytes(dataclasses.replace(wide, devices=2), [(0, 3)]) == \
+    assert accounting.link_bytes(dataclasses.replace(wide, devices=2), [(0, 3)]) == \
         32 * 2 * (3 * 4096 * 4) * 2 * 1 / 2  # float32 activations all-reduced at 4 bytes
     assert one_line_refusal(["--predict", "rtx-3090:int4-weights", "--act-dtype", "fp8"],
                             "no fp8 math speed (--act-dtype's)")
@@ -474,7 +478,7 @@ def test_seventy_b_typing_on_eight_h100s_waits_out_its_all_reduces_by_hand():
     floors, head, embedding, _ = by_hand(*LLAMA_70B)
     ride = [(512, 1)]
     fetched = ((floors + head) * 2 + 8192 * 2 + 512 * NOTE_70B) / 8  # 1 kv head a device
-    assert model.bytes_read(cfg, ride) == pytest.approx(fetched)
+    assert accounting.bytes_read(cfg, ride) == pytest.approx(fetched)
     wait = 80 * 2 * 6e-6  # 160 all-reduces of a few kB: latency, not bandwidth
     step, bound = aim.roofs.limit(cfg, ride)
     assert step == pytest.approx(fetched / 3350e9 + wait) and bound == "forklift"
@@ -514,16 +518,16 @@ def test_deepseek_v3s_latent_attention_shared_expert_and_dense_floors_by_hand(tm
                  + 128 * 128 * 7168)  # out
     dense = 3 * 3 * 7168 * 18432  # the first three floors' feed-forwards
     mixed = 58 * (256 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 7168 * 256)  # experts, shared, router
-    assert model.table_numbers(cfg) == 61 * attention + dense + mixed
-    total = model.table_numbers(cfg) + model.head_numbers(cfg)
+    assert accounting.table_numbers(cfg) == 61 * attention + dense + mixed
+    total = accounting.table_numbers(cfg) + accounting.head_numbers(cfg)
     assert total / 1e9 == pytest.approx(671.0, abs=0.1)  # DeepSeek's 671B (the MTP module aside)
     assert (cfg.dense, cfg.shared, cfg.latent, cfg.rope) == (3, 2048, 512, 64)
     notes = dataclasses.replace(cfg, note_dtype="bfloat16")
-    assert model.note_bytes(notes) == 61 * (512 + 64) * 2  # 70 KB a token, not 128 full heads'
-    assert model.notes_share(dataclasses.replace(cfg, devices=8)) == 1  # every head reads them
+    assert accounting.note_bytes(notes) == 61 * (512 + 64) * 2  # 70 KB a token, not 128 full heads'
+    assert accounting.notes_share(dataclasses.replace(cfg, devices=8)) == 1  # every head reads them
     one = [(1000, 1)]
-    assert model.attention_flops(cfg, one) == 61 * 2 * 128 * (2 * 512 + 64) * 1001
-    assert model.table_flops(cfg, 1) == 2 * (61 * attention + dense + 58 * (
+    assert accounting.attention_flops(cfg, one) == 61 * 2 * 128 * (2 * 512 + 64) * 1001
+    assert accounting.table_flops(cfg, 1) == 2 * (61 * attention + dense + 58 * (
         8 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 7168 * 256))  # 8 experts and the shared one
 
 
@@ -531,10 +535,10 @@ def test_a_qwen2_moes_shared_expert_is_counted_by_hand(tmp_path):
     cfg = config_of(tmp_path, QWEN_MOE)
     per_floor = (2048 * 128 * (2 * 16 + 2 * 16) + 60 * 3 * 2048 * 1408 + 2048 * 60
                  + 3 * 2048 * 5632)
-    assert model.table_numbers(cfg) == 24 * per_floor
-    total = model.table_numbers(cfg) + model.head_numbers(cfg)
+    assert accounting.table_numbers(cfg) == 24 * per_floor
+    total = accounting.table_numbers(cfg) + accounting.head_numbers(cfg)
     assert total / 1e9 == pytest.approx(14.3, abs=0.05)  # Qwen's 14.3B (biases aside)
-    assert model.tables_read(cfg, 1) == pytest.approx(24 * 4 * (  # one token: 4 experts, and
+    assert accounting.tables_read(cfg, 1) == pytest.approx(24 * 4 * (  # one token: 4 experts, and
         2048 * 128 * 64 + 2048 * 60 + 4 * 3 * 2048 * 1408 + 3 * 2048 * 5632))  # the shared one
 
 

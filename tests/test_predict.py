@@ -10,6 +10,8 @@ import shutil
 
 import pytest
 
+import accounting
+
 import model
 import two_phases
 from harness.experiments import claims
@@ -29,21 +31,21 @@ LLAMA = model_files.config("llama-3-8b")
 def test_a_small_llama_style_model_is_counted_as_worked_out_by_hand():
     # per floor: queries 8 x (4 x 2) = 64, keys and values 2 x 8 x (2 x 2) = 64, out (4 x 2) x 8
     # = 64, gate, up and down 3 x 8 x 12 = 288: 480 numbers, 960 for two floors
-    assert model.table_numbers(TOY) == 960
+    assert accounting.table_numbers(TOY) == 960
     # a note: a key and a value of 2 heads x 2 numbers, on 2 floors, 4 bytes each
-    assert model.note_bytes(TOY) == 2 * 2 * 2 * 2 * 4 == 64
+    assert accounting.note_bytes(TOY) == 2 * 2 * 2 * 2 * 4 == 64
     riders = [(3, 1)]  # one user with 3 notes types one token: it reads 4 notes
     tables, attention, elementwise = 2 * 960, 2 * 4 * 4 * 2 * 4, 2 * (12 * 8 + 10 * 12)
-    assert model.trip_flops(TOY, riders) == tables + attention + elementwise == 2608
-    assert model.bytes_read(TOY, riders) == 960 * 4 + 3 * 64 == 4032
+    assert accounting.trip_flops(TOY, riders) == tables + attention + elementwise == 2608
+    assert accounting.bytes_read(TOY, riders) == 960 * 4 + 3 * 64 == 4032
 
 
 def test_llama_3_8b_is_counted_as_published():
     # the tables, plus the two 128,256 x 4,096 embeddings and the 65 norms, are Meta's 8.03B
-    assert model.table_numbers(LLAMA) == 6_979_321_856
-    assert model.table_numbers(LLAMA) + 2 * 128_256 * 4096 + 65 * 4096 == 8_030_261_248
+    assert accounting.table_numbers(LLAMA) == 6_979_321_856
+    assert accounting.table_numbers(LLAMA) + 2 * 128_256 * 4096 + 65 * 4096 == 8_030_261_248
     # grouped-query attention: 8 key/value heads of 128 numbers keep a note, not 32 heads
-    assert model.note_bytes(LLAMA) == 32 * 2 * 8 * 128 * 4
+    assert accounting.note_bytes(LLAMA) == 32 * 2 * 8 * 128 * 4
     assert (LLAMA.kv_heads, LLAMA.ffn, LLAMA.gated, LLAMA.context) == (8, 14336, True, 8192)
 
 
@@ -53,8 +55,8 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
                                 "n_positions": 1024, "activation_function": "gelu_new"}))
     cfg, small = model_files.config(str(path)), model.SIZES["small"]
     riders = [(512, 1)] * 4 + [(0, 64)]
-    assert model.costs(cfg, riders) == model.costs(small, riders)
-    assert model.table_numbers(small) == 84_934_656 and model.note_bytes(small) == 73_728
+    assert accounting.costs(cfg, riders) == accounting.costs(small, riders)
+    assert accounting.table_numbers(small) == 84_934_656 and accounting.note_bytes(small) == 73_728
     assert small.runnable and not cfg.gated and not LLAMA.runnable
 
 
@@ -63,13 +65,14 @@ def test_gpt2_as_a_model_file_is_gpt2(tmp_path):
                                          ("int4-weights", 8)])
 def test_precision_divides_the_bytes_and_leaves_the_math(dtype, share):
     for cfg in (model.SIZES["small"], LLAMA):
-        notes = dtype if dtype in model.NOTE_DTYPES else "bfloat16"
+        notes = dtype if dtype in accounting.NOTE_DTYPES else "bfloat16"
         low = presets.Target("x", "x", None, dtype, notes).config(cfg)
         scales = 2 / 128 if dtype.endswith("-weights") else 0  # a 16-bit scale per 128
-        assert model.table_bytes(low) == model.table_numbers(cfg) * (4 / share + scales)
-        assert model.note_bytes(low) * 4 / model.DTYPE_BYTES[notes] == model.note_bytes(cfg)
+        assert accounting.table_bytes(low) == accounting.table_numbers(cfg) * (4 / share + scales)
+        weighs = accounting.DTYPE_BYTES[notes]
+        assert accounting.note_bytes(low) * 4 / weighs == accounting.note_bytes(cfg)
         riders = [(100, 1)] * 3
-        assert model.trip_flops(low, riders) == model.trip_flops(cfg, riders)
+        assert accounting.trip_flops(low, riders) == accounting.trip_flops(cfg, riders)
 
 
 def test_a_model_that_is_predicted_only_cannot_be_built():
@@ -105,7 +108,7 @@ def test_every_machine_at_hand_gives_a_source_for_each_figure():
         assert speed > 0 and len(source) > 20, name
         assert "float32" in entry["workbench"], name
         for precision, (speed, source) in entry["workbench"].items():
-            assert precision in model.DTYPE_BYTES and speed > 0 and len(source) > 20
+            assert precision in accounting.DTYPE_BYTES and speed > 0 and len(source) > 20
             assert precision not in presets.WEIGHTS_ONLY  # their math is another's
         for figure in ("memory", "link"):  # where published: each with its source
             if figure in entry:
@@ -151,15 +154,16 @@ def speeds(gbs, gflops):
 def test_each_turning_point_is_the_first_where_the_workbench_binds():
     roofs, cfg = speeds(2039, 312_000), dataclasses_replace(LLAMA, "bfloat16")  # an A100
     found = turning.turning(cfg, roofs, 512, 8, 1024)
-    bound = [model.limit(cfg, [(0, p)], roofs.bytes_per_s, roofs.flops_per_s)[1]
+    bound = [accounting.limit(cfg, [(0, p)], roofs.bytes_per_s, roofs.flops_per_s)[1]
              for p in (found["reads turn"] - 1, found["reads turn"])]
     assert bound == ["forklift", "workbench"]
     u = found["types turn"]
-    bound = [model.limit(cfg, [(512, 1)] * n, roofs.bytes_per_s, roofs.flops_per_s)[1]
+    bound = [accounting.limit(cfg, [(512, 1)] * n, roofs.bytes_per_s, roofs.flops_per_s)[1]
              for n in (u - 1, u)]
     assert bound == ["forklift", "workbench"]
-    assert model.costs(cfg, model.typing_load(512, 5)) == model.costs(cfg, [(512, 1)] * 5)
-    assert found["notes outweigh"] == model.table_bytes(cfg) / model.note_bytes(cfg)
+    typed = accounting.typing_load(512, 5)
+    assert accounting.costs(cfg, typed) == accounting.costs(cfg, [(512, 1)] * 5)
+    assert found["notes outweigh"] == accounting.table_bytes(cfg) / accounting.note_bytes(cfg)
     assert 0 < found["one typer"] < 1 and found["half bench"] < u
 
 
@@ -246,7 +250,7 @@ def test_a_gpu_prediction_prints_the_tables_turning_points_and_claims(tmp_path):
     assert [dict(k)["name"] for k in rows] == ["h100-sxm", "a100-sxm", "post"]
     h100 = records.find(found, "turning points", "reads turn", name="h100-sxm")["value"]
     cfg = dataclasses_replace(LLAMA, "bfloat16")
-    assert h100 == turning.first(lambda p: model.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
+    assert h100 == turning.first(lambda p: accounting.limit(cfg, [(0, p)], 3350e9, 989.5e12)[1]
                                  == "workbench")
     assert "(predicted: every figure is its trip's limit" in out and "0.000" not in out
 
@@ -349,7 +353,7 @@ def test_a_predicted_model_reads_as_far_as_its_own_context():
     found = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
                  if getattr(s, "name", "") == "prefill").records
     assert records.find(found, "prefill", "time", prompt=8192)["value"] == pytest.approx(
-        model.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
+        accounting.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
 
 
 def test_a_prediction_never_saves_through_a_link(tmp_path, capsys):
@@ -391,7 +395,7 @@ def test_a_gpu_with_no_precision_named_is_predicted_at_its_16_bit_rate_and_its_c
 
 def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hold_it(capsys):
     seventy = model_files.config("llama-3-70b")
-    held = (model.table_numbers(seventy) + 2 * 128256 * 8192) * 2  # tables, head, embedding
+    held = (accounting.table_numbers(seventy) + 2 * 128256 * 8192) * 2  # tables, head, embedding
     assert held == 141_104_775_168  # 70.55 billion numbers in bfloat16
     one = two_phases.parse_args(["--predict", "h100-sxm", "post", "--model", "llama-3-70b",
                                  "--gpus", "1", "--no-save"])
@@ -426,16 +430,16 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     fits = next(s for s in items if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
     split = presets.targets(auto)[0].config(seventy)
-    assert model.held_bytes(split) == held / 2 and split.devices == 2
+    assert accounting.held_bytes(split) == held / 2 and split.devices == 2
     decode = next(s for s in items if getattr(s, "name", "") == "decode").records
     step = records.find(decode, "decode", "step", users=1)["value"] / 1e3
     ride = [(512, 1)]  # two all-reduces a floor of 8,192 bfloat16 numbers, half of it sent
-    assert model.link_bytes(split, ride) == 80 * 2 * 8192 * 2 * 2 * (2 - 1) / 2
+    assert accounting.link_bytes(split, ride) == 80 * 2 * 8192 * 2 * 2 * (2 - 1) / 2
     fetched = held / 2 + 80 * 2 * 4 * 128 * 2 * 512  # half the tables, half of the 8 kv heads
-    assert model.bytes_read(split, ride) == fetched - 2 * 128256 * 8192 / 2 + 8192 * 2 / 2
+    assert accounting.bytes_read(split, ride) == fetched - 2 * 128256 * 8192 / 2 + 8192 * 2 / 2
     #        the embedding is held, not read: only the new token's row
-    assert step == pytest.approx(max(model.bytes_read(split, ride) / 3350e9,
-                                     model.link_bytes(split, ride) / 450e9) + 80 * 2 * 6e-6)
+    assert step == pytest.approx(max(accounting.bytes_read(split, ride) / 3350e9,
+                                     accounting.link_bytes(split, ride) / 450e9) + 80 * 2 * 6e-6)
 
 
     small = two_phases.parse_args(["--predict", "rtx-4090", "--no-save"])

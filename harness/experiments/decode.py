@@ -9,6 +9,7 @@ from harness.predicting.plans import Experiment, Row, trial_name
 from harness.showing.pictures import Drawing, rows_of, trade
 from harness.showing.printers import sheet
 from harness.terminal import plural
+import accounting
 import model
 from harness.judging.rules import (ABOUT, NOT_PRINTED, SMALL, WITH_NOTES, Claim, above, below,
                                    every, figure, more, speeds, value, within)
@@ -37,8 +38,8 @@ def figures(cfg, args, outcomes, roofs):
     for r in outcomes:
         (u,), t = r.row.key, r.figures["time"]
         rows.append({"users": u, "step": ms(t), "tokens per second": timed(u / t.seconds, t, -1),
-                     "math speed": timed(model.table_flops(cfg, u) / t.seconds / 1e9, t, -1),
-                     "bytes read": model.bytes_read(cfg, r.row.steps[0]) / 1e6})
+                     "math speed": timed(accounting.table_flops(cfg, u) / t.seconds / 1e9, t, -1),
+                     "bytes read": accounting.bytes_read(cfg, r.row.steps[0]) / 1e6})
     return [(TABLE, rows)]
 
 

@@ -10,7 +10,7 @@ from harness.predicting.plans import Experiment, Row, trial_name
 from harness.showing.pictures import Drawing, rows_of
 from harness.showing.printers import sheet
 from harness.terminal import plural
-import model
+import accounting
 
 DEPTHS = (0, 128, 512, 1023)  # typing with notebooks this deep ...
 USERS = (1, 16)  # ... for this many users, unless --users says otherwise
@@ -34,10 +34,10 @@ def figures(cfg, args, outcomes, roofs):
     rows = []
     for r in outcomes:
         (u, n), t, riders = r.row.key, r.figures["time"], r.row.steps[0]
-        fetched = model.bytes_read(cfg, riders)
+        fetched = accounting.bytes_read(cfg, riders)
         rows.append({"users": u, "notes": n, "step": ms(t),
                      "tokens per second": timed(u / t.seconds, t, -1), "bytes read": fetched / 1e6,
-                     "notes share": 100 * model.costs(cfg, riders)["attention"][0] / fetched,
+                     "notes share": 100 * accounting.costs(cfg, riders)["attention"][0] / fetched,
                      "x limit": speeds.x_limit(cfg, r.row.steps, t, roofs)[0]})
     return [(TABLE, rows)]
 
@@ -64,7 +64,7 @@ def outweigh(rows, cfg):
     """Where the notes outweigh the tables, for each user count: predicted, where the notes
     weigh as much as the tables; measured, where a step takes twice its time with no notes.
     rows: [(users, notes, step seconds)]."""
-    words, tables, note_bytes = [], model.table_bytes(cfg), model.note_bytes(cfg)
+    words, tables, note_bytes = [], accounting.table_bytes(cfg), accounting.note_bytes(cfg)
     for u in sorted({row[0] for row in rows}):
         steps = sorted((row[1], row[2]) for row in rows if row[0] == u)
         predicted = tables / (u * note_bytes)

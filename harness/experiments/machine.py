@@ -4,7 +4,7 @@ a cache."""
 from harness.keeping.records import Missing, find
 from harness.measuring.speeds import CACHE_RULE
 from harness.judging.rules import FAR, Claim, figure, within
-from model import BYTES, FLOPS_PER_NUMBER
+from accounting import BYTES, FLOPS_PER_NUMBER
 
 
 ONE_TOKEN = FLOPS_PER_NUMBER / BYTES  # FLOPs per byte of a table number one token meets: 0.5

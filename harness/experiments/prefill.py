@@ -7,12 +7,12 @@ from harness.predicting import plans
 from harness.predicting.plans import Experiment, Row, trial_name
 from harness.showing.printers import sheet
 from harness.terminal import plural
-import model
+import accounting
 from harness.judging.rules import (ABOUT, FAR, NOT_PRINTED, SMALL, WITH_NOTES, Claim, above, below,
                                    every, figure, further, more, plain, sizes, speeds, value,
                                    within)
 from harness.post import PROMPTS
-from model import BYTES, FLOPS_PER_NUMBER
+from accounting import BYTES, FLOPS_PER_NUMBER
 
 
 def plan(args):
@@ -32,7 +32,7 @@ def figures(cfg, args, outcomes, roofs):
     for r in outcomes:
         (p,), t = r.row.key, r.figures["time"]
         rows.append({"prompt": p, "time": ms(t), "time per token": timed(t.seconds * 1e3 / p, t),
-                     "math speed": timed(model.table_flops(cfg, p) / t.seconds / 1e9, t, -1)})
+                     "math speed": timed(accounting.table_flops(cfg, p) / t.seconds / 1e9, t, -1)})
     return [(TABLE, rows)]
 
 

@@ -13,6 +13,7 @@ from harness.keeping.records import Layout, col, ms, timed
 from harness.measuring import devices
 from harness.predicting.plans import Experiment
 from harness.showing.printers import sheet
+import accounting
 import model
 
 NAME = "wide"  # the experiment, as --experiments names it
@@ -48,7 +49,7 @@ def figures(cfg, args, outcomes, roofs):
         (u,), t = r.row.key, r.figures["time"]
         limit = roofs.limit(wide, r.row.steps[0])[0]
         rows.append({"users": u, "step": ms(t), "tokens per second": timed(u / t.seconds, t, -1),
-                     "bytes read": model.bytes_read(wide, r.row.steps[0]) / 1e9,
+                     "bytes read": accounting.bytes_read(wide, r.row.steps[0]) / 1e9,
                      "limit": limit * 1e3, "x limit": timed(t.seconds / limit, t)})
     return [(TABLE, rows)] if rows else []
 

@@ -5,7 +5,7 @@ import dataclasses
 from harness.terminal import plural, warn
 from harness.keeping.records import EXCESS, KEYS, Layout, ROW, col, ms, timed
 from harness.measuring.speeds import x_limit
-import model
+import accounting
 
 SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug, as the post did
 
@@ -65,7 +65,7 @@ def hold(cfg, experiment, outcome, roofs, alone):
     riders = outcome.recorded["riders"]
     return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
                 bound, riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
-                model.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s),
+                accounting.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s),
                 outcome.recorded.get("runs"), x)
 
 

@@ -7,7 +7,7 @@ from harness.terminal import note
 from harness.measuring import host
 from harness.measuring.speeds import CACHE_RULE
 from harness.keeping import results, schema
-from model import BYTES
+from accounting import BYTES
 
 
 

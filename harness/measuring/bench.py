@@ -89,17 +89,57 @@ def restore(segments):
 
 
 def trip_of(bench, x, segments, watch=None):
-    """The trip as a call, built before the timer starts. On another library's device each part
-    is marked by the device's own timer (a GPU's events), read once the trip is done."""
+    """The trip as a call, built before the timer starts; with `watch`, a trip whose parts are
+    timed (watched()). On another library's device each part is marked by the device's own timer
+    (a GPU's events), read once the trip is done."""
     if bench.on.numpy:
-        how = ways(bench.paths, bench.pool)
-        return lambda: model.trip(bench.cfg, bench.floors, x, segments, how, watch)
+        how, timer = ways(bench.paths, bench.pool), rounds.HOST
+    else:
+        one = types.SimpleNamespace(**{**vars(model.PLAIN), "cube": bench.paths.cube,
+                                       "table": device_table})
+        how, timer = (lambda tokens: one), bench.on
+    if watch is not None:
+        return lambda: watched(bench.cfg, bench.floors, x, segments, how, watch, timer)
+    run = lambda: model.trip(bench.cfg, bench.floors, x, segments, how)  # noqa: E731
+    return replayed(bench.on, run, segments) if bench.graphs and not bench.on.numpy else run
 
-    how = types.SimpleNamespace(**{**vars(model.PLAIN), "cube": bench.paths.cube,
-                                   "table": device_table})
-    run = lambda: model.trip(bench.cfg, bench.floors, x, segments, lambda tokens: how,  # noqa
-                             watch, bench.on)
-    return replayed(bench.on, run, segments) if bench.graphs and watch is None else run
+
+PARTS = ("tables", "attention", "elementwise", "other")  # where a trip's time goes; "other" is
+#                                                          what is left (splits, Python)
+PIECES = {"table": "tables", "reads": "attention", "norm": "elementwise", "mlp": "elementwise",
+          "add": "elementwise"}  # the ways' pieces a trip calls, and the part each is charged to
+
+
+def watched(cfg, floors, x, segments, ways, watch, timer=rounds.HOST):
+    """model.trip with each piece of every floor charged to its part: fills `watch` with the
+    seconds of each of PARTS and of the whole trip, "trip" ("other" is what lies between the
+    pieces). timer marks a piece's two ends and says the seconds between (rounds.HOST, this
+    CPU's clock; a GPU's events, read once the trip is done, so that no part waits)."""
+    marks = []  # [(part, start mark, end mark)]
+
+    def charged(part, fn):
+        def run(*args):
+            start = timer.mark()
+            out = fn(*args)
+            marks.append((part, start, timer.mark()))
+            return out
+        return run
+
+    def pieces(tokens):
+        w = ways(tokens)
+        return types.SimpleNamespace(**{**vars(w), **{
+            name: charged(part, getattr(w, name)) for name, part in PIECES.items()}})
+
+    start = timer.mark()
+    y = model.trip(cfg, floors, x, segments, pieces)
+    end = timer.mark()
+    watch.clear()
+    watch.update(dict.fromkeys(PARTS, 0.0))
+    for part, a, b in marks:
+        watch[part] += timer.between(a, b)
+    watch["trip"] = timer.between(start, end)
+    watch["other"] = watch["trip"] - sum(watch[p] for p in PARTS[:-1])
+    return y
 
 
 def replayed(on, run, segments):

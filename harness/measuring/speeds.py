@@ -11,8 +11,8 @@ from engine import pool
 from harness.measuring import devices, host, timing
 from harness.measuring.rounds import Trial, calibrate
 from harness.keeping.records import Measured, timed
-import model
-from model import BYTES, FLOPS_PER_NUMBER
+import accounting
+from accounting import BYTES, FLOPS_PER_NUMBER
 
 QUICK = {"size": 4000, "matmul": 1024}
 CACHE_RULE = 4  # STREAM's rule: the forklift's table at least 4x the last-level cache, or part
@@ -42,12 +42,12 @@ class Speeds:
 
     def limit(self, cfg, riders):
         """The fastest a trip can be at these speeds: (seconds, what bounds it)."""
-        return model.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s,
+        return accounting.limit(cfg, riders, self.bytes_per_s, self.flops_per_s, self.link_per_s,
                            self.link_latency_s)
 
     def serial(self, cfg, riders):
-        """The trip's limit with the link's sends after its work (model.serial_limit)."""
-        return model.serial_limit(cfg, riders, self.bytes_per_s, self.flops_per_s,
+        """The trip's limit with the link's sends after its work (accounting.serial_limit)."""
+        return accounting.serial_limit(cfg, riders, self.bytes_per_s, self.flops_per_s,
                                   self.link_per_s, self.link_latency_s)
 
     def times(self, share):

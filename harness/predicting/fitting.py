@@ -8,7 +8,7 @@ from harness.predicting import plans, request
 from harness.predicting.plans import GIB, gib, verdict
 from harness.predicting.turning import MOST, busy, first
 from harness.showing.printers import Sheet
-import model
+import accounting
 
 BATCHES = (1, 4, 16, 64, 256, 1024)  # users on one trip, in the grid
 
@@ -25,7 +25,7 @@ def grid_sheet(cfg, aim, settings):
     for u in BATCHES:
         row = {"users": u}
         for d in depths:
-            need, ride = typing_memory(cfg, d, u), model.typing_load(d, u)
+            need, ride = typing_memory(cfg, d, u), accounting.typing_load(d, u)
             bound = aim.roofs.limit(cfg, ride)[1]
             row[f"{d} notes"] = (
                 f"does not fit ({gib(need)} GiB)" if aim.room is not None and need > aim.room
@@ -65,11 +65,11 @@ GRID_COLUMNS = [col("users", "users", "users", "s", key=True)] + [
 def typing_memory(cfg, notes, users):
     """What `users` typers with `notes` notes each hold on one device as they type: the tables,
     every user's notes (the new one among them) and the trip's working space."""
-    kept = model.note_bytes(cfg) * model.notes_share(cfg) * users * (notes + 1)
-    one, two = (model.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
+    kept = accounting.note_bytes(cfg) * accounting.notes_share(cfg) * users * (notes + 1)
+    one, two = (accounting.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
     working = one + (users - 1) * (two - one)  # the scores of one user at a time, and every
     #                                            user's activations
-    return model.held_bytes(cfg) + kept + working
+    return accounting.held_bytes(cfg) + kept + working
 
 
 def most_users(cfg, notes, memory):
@@ -167,7 +167,7 @@ def plan_bytes(cfg, args, experiments):
     if getattr(args, "request", None):  # the biggest batch's whole request, at its end
         held.append(request.bytes_held(cfg, *args.request, max(args.users)))
     notes, working = max(held, key=sum)
-    return {"tables": model.held_bytes(cfg), "notes": notes, "working": working}
+    return {"tables": accounting.held_bytes(cfg), "notes": notes, "working": working}
 
 
 def fewest(cfg, aim, args, experiments):

@@ -7,7 +7,7 @@ from harness.keeping import records
 from harness.keeping.records import KEYS, ROW, SIG, Layout, col
 from harness.predicting import plans
 from harness.showing.printers import Sheet
-import model
+import accounting
 
 SHOWN = ("prefill", "decode", "collision")  # the experiments whose trips the breakdown shows
 
@@ -15,10 +15,10 @@ SHOWN = ("prefill", "decode", "collision")  # the experiments whose trips the br
 def split(cfg, riders, roofs):
     """{part: seconds} of one trip, each part on its own at the machine's speeds, the link's
     sends among them on a model split over devices."""
-    parts = model.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
+    parts = accounting.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)
     if cfg.devices > 1:
-        parts["link"] = model.link_bytes(cfg, riders) / roofs.link_per_s + model.link_wait(
-            cfg, roofs.link_latency_s)
+        parts["link"] = (accounting.link_bytes(cfg, riders) / roofs.link_per_s
+                         + accounting.link_wait(cfg, roofs.link_latency_s))
     return parts
 
 

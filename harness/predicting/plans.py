@@ -8,7 +8,7 @@ from harness.terminal import plural
 from harness.measuring import timing
 from harness.keeping import records
 from harness.keeping.records import SIG, col, rate, sig
-import model
+import accounting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,8 @@ def trial_name(experiment, row):
 def recorded_step(cfg, row):
     """Which step of a row the breakdown records: the one the accounting says is slowest (the
     most FLOPs, then the most bytes), the last of equals."""
-    costs = [(model.trip_flops(cfg, riders), model.bytes_read(cfg, riders)) for riders in row.steps]
+    costs = [(accounting.trip_flops(cfg, riders), accounting.bytes_read(cfg, riders))
+             for riders in row.steps]
     return max(range(len(costs)), key=lambda i: (costs[i], i))
 
 
@@ -98,10 +99,10 @@ def bytes_held(cfg, rows, copies=True):
     notes from one notebook read once), that first notebook, one per depth they start at; the
     working space: the scratch of that row's biggest trip), for the row holding the most. A
     served batch (a prediction) keeps no such copy: copies=False."""
-    note = model.note_bytes(cfg) * model.notes_share(cfg)  # one token's, on one device
+    note = accounting.note_bytes(cfg) * accounting.notes_share(cfg)  # one token's, on one device
     firsts = sum({n for row in rows for n, _ in row.steps[0]}) if copies else 0
     notes, working = max(((note * sum(n + t for n, t in row.steps[-1]),
-                           max(model.trip_scratch_bytes(cfg, riders) for riders in row.steps))
+                           max(accounting.trip_scratch_bytes(cfg, riders) for riders in row.steps))
                           for row in rows), key=sum, default=(0, 0))  # (no rows: nothing)
     return note * firsts + notes, working
 
@@ -112,7 +113,7 @@ def limit_words(cfg, roofs, args):
     return (f"predicted: every figure is its trip's limit, max(bytes / "
             f"{rate(roofs.bytes_per_s, 'B/s')}, FLOPs / {rate(roofs.flops_per_s, 'FLOP/s')}"
             + (f", link bytes / {rate(roofs.link_per_s, 'B/s')}) + the all-reduces' latency, "
-               f"{cfg.layers * model.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} us: the "
+               f"{cfg.layers * accounting.ALL_REDUCES} x {sig(roofs.link_latency_s * 1e6)} us: the "
                f"link's sends hidden behind the work, its latency not; {SERIAL} columns: the "
                f"other bound, max(bytes, FLOPs) + link bytes + latency, each send after the "
                f"work it follows; the bytes read and the math speed are each device's, of "
@@ -187,7 +188,7 @@ def fits(cfg, row, room):
     memory is unknown."""
     if room is None:
         return None
-    return verdict(model.held_bytes(cfg) + sum(bytes_held(cfg, [row], copies=False)), room)
+    return verdict(accounting.held_bytes(cfg) + sum(bytes_held(cfg, [row], copies=False)), room)
 
 
 def verdict(need, room):
@@ -256,8 +257,8 @@ def roofline(cfg, outcomes, roofs):
         if experiment not in ("prefill", "decode"):
             continue
         riders = r.row.steps[0]
-        flops = model.trip_flops(cfg, riders)
-        points.append([experiment, r.row.label, flops / model.bytes_read(cfg, riders),
+        flops = accounting.trip_flops(cfg, riders)
+        points.append([experiment, r.row.label, flops / accounting.bytes_read(cfg, riders),
                        flops / r.figures["time"].seconds])
     return {**roofs.saved(), "points": points}
 
@@ -265,7 +266,7 @@ def roofline(cfg, outcomes, roofs):
 def weights(cfg, plans, roofs):
     """Each planned row's expected share of a run's time, row by row: the limits of its trips
     (each at least a millisecond, for what every trip costs), once for each run."""
-    return [sum(max(model.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)[0], 1e-3)
+    return [sum(max(accounting.limit(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s)[0], 1e-3)
                 for riders in row.steps) for rows in plans for row in rows]
 
 
@@ -273,7 +274,7 @@ def peak_bytes(cfg, plans, speeds_bytes):
     """The most a run holds at once: the tables, the speeds' tables and every experiment's rows
     (plans: [[Row]]) at once, as a round visits them all."""
     held_by = [bytes_held(cfg, rows) for rows in plans if rows]
-    return (model.held_bytes(cfg) + speeds_bytes + sum(notes for notes, _ in held_by)
+    return (accounting.held_bytes(cfg) + speeds_bytes + sum(notes for notes, _ in held_by)
             + max([working for _, working in held_by] or [0]))  # one trip at a time
 
 

@@ -24,6 +24,7 @@ from harness.predicting.turning import turning_sheet
 from harness.experiments.pictures import DRAWINGS
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, at_scale, spaced
+import accounting
 import model
 from harness.keeping import schema
 
@@ -79,15 +80,16 @@ def add_flags(g):
                         "NAME:PRECISION for its own precision), or on --forklift and "
                         "--workbench, or --roofs; the first one's tables, every one's turning "
                         "points and roofline; any --model")
-    g.add_argument("--dtype", choices=model.DTYPE_BYTES, default=None, metavar="PRECISION",
+    g.add_argument("--dtype", choices=accounting.DTYPE_BYTES, default=None, metavar="PRECISION",
                    help="with --predict: a table number's precision, "
-                        f"{', '.join(model.DTYPE_BYTES)}; the math runs at that precision's "
+                        f"{', '.join(accounting.DTYPE_BYTES)}; the math runs at that precision's "
                         "speed (int8-weights' and int4-weights' at 16 bits: weights only); "
                         "default: a GPU's 16-bit tensor rate (bfloat16, or float16 where it "
                         "has none), any other machine's float32; a measured run computes "
                         "float32, or 16 bits on a GPU library's --device")
-    g.add_argument("--note-dtype", choices=model.NOTE_DTYPES, default=None, metavar="PRECISION",
-                   help=f"with --predict: a note's precision, {', '.join(model.NOTE_DTYPES)}; "
+    g.add_argument("--note-dtype", choices=accounting.NOTE_DTYPES, default=None,
+                   metavar="PRECISION",
+                   help=f"with --predict: a note's precision, {', '.join(accounting.NOTE_DTYPES)}; "
                         "default: --dtype's, or 16 bits under 8- and 4-bit tables, as engines "
                         "keep them unless asked")
     g.add_argument("--act-dtype", choices=ACTIVATIONS, default=None, metavar="PRECISION",
@@ -191,7 +193,7 @@ def check_flags(p, args, experiments):
         note(f"--memory-utilization: {', '.join(t.name for t in aimed)} "
              f"{'is' if len(aimed) == 1 else 'are'} no GPU, whose memory an engine shares: "
              f"the whole memory is taken")
-    if args.quantize_head and all(model.DTYPE_BYTES[t.dtype] >= 2 for t in aimed):
+    if args.quantize_head and all(accounting.DTYPE_BYTES[t.dtype] >= 2 for t in aimed):
         note("--quantize-head: the tables are 16 bits or wider, so the head and the embedding "
              "are kept at their precision already; it changes nothing here")
     bare = {n for n in args.predict if ":" not in n}  # named with no precision of its own

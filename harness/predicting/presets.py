@@ -15,7 +15,7 @@ from harness import flags
 from harness.terminal import note, quoted
 from harness.measuring.speeds import Speeds
 from harness.keeping import results, schema
-import model
+import accounting
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,7 +58,7 @@ class Target:
     devices: int = 1
     quantize_head: bool = False  # the LM head and embedding at the tables' 8 or 4 bits too
     act_dtype: str = ""  # the activations' precision, the math's, where asked (--act-dtype)
-    half: str = model.HEAD_DTYPE  # its 16-bit precision: bfloat16, or float16 where it has no
+    half: str = accounting.HEAD_DTYPE  # its 16-bit precision: bfloat16, or float16 where it has no
     #                               bfloat16 math
     link: tuple = ()  # (the link's speed the preset gives, GB/s each way; the peer links it
     #                   sums, of which split devices use devices - 1 (1: a switch, all of it at
@@ -87,7 +87,7 @@ class Target:
     def head_dtype(self):
         """The LM head's and embedding's precision: 16 bits where the tables are 8 or 4 (as
         engines keep them), unless --quantize-head; else the tables' own."""
-        small = model.DTYPE_BYTES[self.dtype] < 2 and not self.quantize_head
+        small = accounting.DTYPE_BYTES[self.dtype] < 2 and not self.quantize_head
         return self.half if small else self.dtype
 
     def split(self, devices):
@@ -160,9 +160,9 @@ def target(text, dtype, note_dtype, out, act_dtype=None):
     said = quoted(text, 60)
     name = name.lower() if name.lower() in known() else name  # H100-SXM as h100-sxm
     dtype = asked if colon else dtype or served(name)
-    if dtype not in model.DTYPE_BYTES:
+    if dtype not in accounting.DTYPE_BYTES:
         raise ValueError(f"{said}: the precision after ':' must be one of "
-                         f"{', '.join(model.DTYPE_BYTES)}")
+                         f"{', '.join(accounting.DTYPE_BYTES)}")
     entry = known().get(name)
     mixed(name, dtype, act_dtype)
     math_dtype = act_dtype or math_of(dtype, entry["workbench"] if entry else ("float32",))
@@ -211,7 +211,7 @@ def notes_of(dtype, half):
     """The notes' precision where --note-dtype names none: the model's own 16 bits (`half`,
     bfloat16 or float16) under tables of 8 or 4 bits, as engines keep them (vLLM's
     kv_cache_dtype "auto": the model's dtype, fp8 notes only when asked); else the tables'."""
-    return half if model.DTYPE_BYTES[dtype] < 2 else dtype
+    return half if accounting.DTYPE_BYTES[dtype] < 2 else dtype
 
 
 class Unpaired(ValueError):
@@ -223,7 +223,8 @@ def mixed(name, dtype, act):
     than the tables' numbers, or 8 bits of another kind than 8-bit tables' (fp8 with int8)."""
     if act is None or dtype in WEIGHTS_ONLY or act == dtype:
         return
-    if model.DTYPE_BYTES[act] < model.DTYPE_BYTES[dtype] or model.DTYPE_BYTES[act] == 1:
+    weighs = accounting.DTYPE_BYTES
+    if weighs[act] < weighs[dtype] or weighs[act] == 1:
         raise Unpaired(f"{act} with {name}'s {dtype} tables: activations are as "
                          f"wide as the tables' numbers or wider (int4-weights or int8-weights "
                          f"with fp8 or int8, 8-bit tables with their own 8 bits or 16)")
@@ -300,7 +301,7 @@ def targets(args):
     dtype = args.dtype or "float32"
     act = getattr(args, "act_dtype", None)
     found = [Target(GIVEN, "the speeds given", given, dtype, args.note_dtype or notes_of(
-                        dtype, model.HEAD_DTYPE), act_dtype=act or "")
+                        dtype, accounting.HEAD_DTYPE), act_dtype=act or "")
              if name == GIVEN else target(name, args.dtype, args.note_dtype, args.out, act)
              for name in args.predict]
     devices = getattr(args, "devices", None) or [1] * len(found)

@@ -14,7 +14,7 @@ from harness.keeping import records
 from harness.keeping.records import SIG, Layout, col
 from harness.predicting.plans import verdict
 from harness.showing.printers import Sheet
-import model
+import accounting
 
 
 LONGEST = 10 ** 7  # tokens of a question or an answer: past any model's context
@@ -36,14 +36,14 @@ def typing_steps(cfg, roofs, prompt, output, users, serial=False):
     step i: an array. Bytes and FLOPs both grow by the same amount a step (one note more each),
     so each step's limit is read off the first two steps' counts, exactly."""
     steps = np.arange(output - 1, dtype=np.float64)
-    first, second = (model.typing_load(prompt + i, users) for i in (0, 1))
-    fetch = [model.bytes_read(cfg, load) / roofs.bytes_per_s for load in (first, second)]
-    math = [model.trip_flops(cfg, load) / roofs.flops_per_s for load in (first, second)]
-    sent = model.link_bytes(cfg, first) / roofs.link_per_s if cfg.devices > 1 else 0.0
+    first, second = (accounting.typing_load(prompt + i, users) for i in (0, 1))
+    fetch = [accounting.bytes_read(cfg, load) / roofs.bytes_per_s for load in (first, second)]
+    math = [accounting.trip_flops(cfg, load) / roofs.flops_per_s for load in (first, second)]
+    sent = accounting.link_bytes(cfg, first) / roofs.link_per_s if cfg.devices > 1 else 0.0
     fetching = fetch[0] + steps * (fetch[1] - fetch[0])
     working = math[0] + steps * (math[1] - math[0])
     work = np.maximum(fetching, working)
-    wait = model.link_wait(cfg, roofs.link_latency_s)  # no work hides it (model.limit)
+    wait = accounting.link_wait(cfg, roofs.link_latency_s)  # no work hides it (accounting.limit)
     return (work + sent if serial else np.maximum(work, sent)) + wait
 
 
@@ -59,13 +59,14 @@ def bytes_held(cfg, prompt, output, users):
     """What a batch's request holds at its end on one device beyond the tables, in bytes: (every
     user's notes, its question and each token typed after the first word, PROMPT + OUTPUT - 1;
     the working space of its biggest trip, the reading)."""
-    return (model.note_bytes(cfg) * model.notes_share(cfg) * users * (prompt + output - 1),
-            model.trip_scratch_bytes(cfg, [(0, prompt)] * users))
+    notes = accounting.note_bytes(cfg) * accounting.notes_share(cfg)
+    return (notes * users * (prompt + output - 1),
+            accounting.trip_scratch_bytes(cfg, [(0, prompt)] * users))
 
 
 def memory_needed(cfg, prompt, output, users):
     """What one device holds at the request's end: the tables and bytes_held()."""
-    return model.held_bytes(cfg) + sum(bytes_held(cfg, prompt, output, users))
+    return accounting.held_bytes(cfg) + sum(bytes_held(cfg, prompt, output, users))
 
 
 def request_row(cfg, aim, prompt, output, users):

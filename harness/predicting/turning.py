@@ -8,7 +8,7 @@ from harness.keeping.records import SIG, Layout, col
 from harness.predicting import plans
 from harness.predicting.presets import target
 from harness.showing.printers import Sheet
-import model
+import accounting
 
 
 MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
@@ -16,13 +16,13 @@ MOST = 10 ** 12  # the most tokens or users a turning point is looked for up to
 
 def busy(cfg, riders, roofs):
     """The share of the time the workbench works on a trip at its limit: 1 when it binds."""
-    work = model.trip_flops(cfg, riders) / roofs.flops_per_s
+    work = accounting.trip_flops(cfg, riders) / roofs.flops_per_s
     return work / roofs.limit(cfg, riders)[0]
 
 
 def bound(cfg, riders, roofs):
     """Whether the workbench binds the trip: its math the slowest job, past the link's
-    sends and wait (a trip split over devices also waits out its all-reduces: model.limit)."""
+    sends and wait (a trip split over devices also waits out its all-reduces: accounting.limit)."""
     return roofs.limit(cfg, riders)[1] == "workbench"
 
 
@@ -39,7 +39,7 @@ def first(holds, hi=MOST):
 
 def turning(cfg, roofs, notes, typers, question):
     """One machine's turning points and shares, as a sheet row. -> {figure: value}"""
-    typing = functools.partial(model.typing_load, notes)  # users -> their trip's Load
+    typing = functools.partial(accounting.typing_load, notes)  # users -> their trip's Load
     normal = roofs.limit(cfg, typing(typers))[0]
     at_once = roofs.limit(cfg, [(notes, 1)] * typers + [(0, question)])[0]
     return {"balance": roofs.balance,
@@ -48,7 +48,7 @@ def turning(cfg, roofs, notes, typers, question):
             "half bench": first(lambda u: busy(cfg, typing(u), roofs) >= 0.5),
             "one typer": 100 * busy(cfg, typing(1), roofs),
             "typing ceiling": 100 * busy(cfg, typing(MOST), roofs),
-            "notes outweigh": model.table_bytes(cfg) / model.note_bytes(cfg),
+            "notes outweigh": accounting.table_bytes(cfg) / accounting.note_bytes(cfg),
             "freeze": at_once / normal}
 
 
