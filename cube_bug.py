@@ -24,6 +24,7 @@ from engine.blocks import Paths
 from harness.measuring.rounds import Trial
 from harness.keeping import records
 from harness.keeping.records import KEYS, Layout, Measured, col, ms
+from harness.experiments.told import TOLD
 from harness.showing import sheets
 from harness.showing.printers import ROW, Saved, format_table, sheet
 import accounting
@@ -181,7 +182,8 @@ def experiment(args, facts):
         yield Saved("device_memory_bytes", done.device_bytes)
     if done.stopped:
         yield Saved("stopped", done.stopped)
-    yield sheets.claims(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped)
+    yield sheets.claims(found, None, ("cube_bug",), args, facts["busy"], stopped=done.stopped,
+                        told=TOLD)
 
 
 def figures(args, done, diffs):

@@ -18,6 +18,7 @@ import argparse
 
 from harness import flags, model_run, runner, self_check
 from harness.experiments import SEED, collision, decode, depth, prefill, wide
+from harness.experiments.told import TOLD
 from harness.post import NOTES, PROMPTS, QUESTION, TYPERS, USERS  # the post's sizes
 from harness.terminal import note
 from harness.predicting import predict
@@ -132,7 +133,7 @@ def main(argv=None):
         return self_check.run(args)
     if args.predict:
         return runner.run("two_phases", args, lambda block, facts: predict.items(  # Part 4
-            block, {n: EXPERIMENTS[n] for n in args.experiments}), predict.words(args))
+            block, {n: EXPERIMENTS[n] for n in args.experiments}, TOLD), predict.words(args))
     if not args.worker:
         note(f"estimated peak memory: {model_run.peak_bytes(EXPERIMENTS, args) / 1e9:.1f} GB")
     return runner.run("two_phases", args, model_run.run(EXPERIMENTS, __file__),

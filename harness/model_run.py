@@ -11,8 +11,8 @@ from engine import pool
 from engine.blocks import Paths
 from harness import flags
 from harness.experiments import launches, summary, wide
-from harness.experiments.pictures import DRAWINGS
-from harness.judging import check, judge
+from harness.experiments.told import DRAWINGS, TOLD
+from harness.judging import check, intervals, judge
 from harness.keeping import records
 from harness.keeping.records import Layout, col
 from harness.measuring import bench as b, devices, rounds, speeds, timing, tuning
@@ -248,7 +248,7 @@ def roofs_of(args, done):
                              "in every round: the middle of the rounds' ceilings, each row held "
                              "to its own round's")
     return held_to, records.from_rows([(ROOFS_TABLE, [
-        speeds.figures(ceiling, size["size"], size["matmul"])])], {})
+        speeds.figures(ceiling, size["size"], size["matmul"])])], {}, center=intervals.centered)
 
 
 ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory GB/s", "GB/s", ".1f"),
@@ -332,7 +332,7 @@ def printed(cfg, args, facts, planned, made, done):
                     Saved("at_limits", made.ideal))
     who = f"{cfg} on {facts['cpu']}, {args.threads} {plural(args.threads, 'thread')}"
     yield sheets.claims(found, held_to, ("two_phases",), args, facts["busy"], made.ideal,
-                       stopped=done.stopped)
+                        stopped=done.stopped, told=TOLD)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in
                     pictures.files(found, made.points, who, args.quick, DRAWINGS).items())

@@ -21,6 +21,7 @@ from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
 from harness.keeping.results import ROOT
 from harness.showing import pictures, report
+from harness.experiments.told import TOLD
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
@@ -80,7 +81,7 @@ def run(script, args, body, headline=None, worker=None):
                 return 1
             files = results.files(stem, data, text, drawn, args.quick)
             if not (args.quick or out.sweep) and script in results.SCRIPTS:  # one save with it
-                files[report.NAME] = report.with_run(folder, script, data, list(files))
+                files[report.NAME] = report.with_run(folder, script, data, list(files), TOLD)
                 mixed(folder, script, facts, headline)
             saved = results.save(folder, files, None if args.quick else stem, facts["busy"],
                                  getattr(args, "held_out", None))

@@ -13,6 +13,7 @@ import pytest
 
 import two_phases
 from harness import flags, runner
+from harness.experiments.told import TOLD
 from harness.experiments import depth
 from harness.keeping import records
 from engine import blocks, compiled, pool
@@ -250,7 +251,7 @@ def test_a_prediction_builds_no_model():
                                   "--workbench", "989000", "--no-save"])
     real, model.floors = model.floors, None  # calling it would fail
     try:
-        sheets = [s.name for s in predict.items(args, two_phases.EXPERIMENTS)
+        sheets = [s.name for s in predict.items(args, two_phases.EXPERIMENTS, TOLD)
                   if isinstance(s, Sheet)]
     finally:
         model.floors = real

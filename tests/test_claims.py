@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
+from harness.experiments.told import TOLD
 from harness.experiments import claims
 from harness.judging import check, judge, rules
 from harness.showing import report, sheets
@@ -57,16 +58,15 @@ def changed(*cells):
 
 def verdict(tables, says, settings=None):
     found = [v for v in judge.verdicts(tables, ROOFS, ("machine_speed", "two_phases",
-                                                        "cube_bug"), settings)
+                                                        "cube_bug"), settings, claims=TOLD.claims)
              if v[0].says == says]
     assert len(found) == 1, says
     return found[0]
 
 
 def test_the_posts_own_figures_satisfy_every_claim():
-    for c, here, said, why, _ in judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed",
-                                                                              "two_phases",
-                                                                              "cube_bug")):
+    for c, here, said, why, _ in judge.verdicts(the_posts_figures(), ROOFS, (
+            "machine_speed", "two_phases", "cube_bug"), claims=TOLD.claims):
         if c.post == rules.NOT_PRINTED:  # the post says it in words: no figure of its to judge
             assert said == rules.UNKNOWN and why.startswith("not measured here"), c.says
             continue
@@ -248,23 +248,25 @@ def test_each_claim_is_judged_as_measured_and_at_this_machines_limits():
     ideal = changed("decode", "math speed", {"users": 1}, 6.0)  # at the limits: 5% busy
     says = "One typing user uses under 4% of the workbench"
     found = {c.says: rest for c, *rest in judge.both(measured, ROOFS, ("two_phases",), None,
-                                                      (), ideal)}
+                                                      (), ideal, claims=TOLD.claims)}
     here, said, why, at, _ = found[says]
     assert said == rules.FAILS and at == ("5.0%", rules.HOLDS)
     assert why.startswith("not below 10.0%; it holds at this machine's limits: the suite's "
                           "distance from them")  # which way, then whose is why
     here, said, why, at, _ = {c.says: rest for c, *rest in judge.both(
-        measured, ROOFS, ("two_phases",), None, (), measured)}[says]  # the limits too
+        measured, ROOFS, ("two_phases",), None, (), measured,
+        claims=TOLD.claims)}[says]  # the limits too
     assert at[1] == rules.FAILS and why.startswith("not below 10.0%; it fails at this "
                                                     "machine's limits too")
-    assert {c.says: rest for c, *rest in judge.both(measured, ROOFS, ("two_phases",), None)}[
+    assert {c.says: rest for c, *rest in judge.both(measured, ROOFS, ("two_phases",), None,
+                                                    claims=TOLD.claims)}[
         says][3] is None  # no rows at the limits (the post's own figures): no second verdict
     # a claim true at the limits by how a limit is made (100% forklift) blames neither
     slow = changed("decode", "step", {"users": 1}, 100.0)
     forklift = "More than 80% of the typing time is the forklift"
     here, said, why, at, _ = {c.says: rest for c, *rest in judge.both(
         slow, ROOFS, ("two_phases",), None, (), changed("decode", "step", {"users": 1},
-                                                         31.4))}[forklift]
+                                                         31.4), claims=TOLD.claims)}[forklift]
     assert said == rules.FAILS and at[1] == rules.HOLDS and why.startswith("not above 80%")
     forklift_claim = next(c for c in claims.CLAIMS if c.says == forklift)
     assert sheets.limited(at, forklift_claim).endswith("holds by construction (on any CPU)")
@@ -280,15 +282,14 @@ def test_a_claim_measured_with_other_settings_or_within_the_noise_cannot_be_told
     assert verdict(found, says)[2] == rules.UNKNOWN
 
 
-def test_a_judge_that_meets_a_bug_raises_and_only_an_absent_figure_is_not_measured(monkeypatch):
+def test_a_judge_that_meets_a_bug_raises_and_only_an_absent_figure_is_not_measured():
     found = [r for r in the_posts_figures() if r["experiment"] != "collision"]
     c, here, said, why, _ = verdict(found, "Reading a long question at once freezes the typers "
                                            "for about 40x their normal gap")
     assert said == rules.UNKNOWN and why.startswith("not measured here (collision")
     broken = [dataclasses.replace(c, judge=lambda t, r: 1 / 0) for c in claims.CLAIMS]
-    monkeypatch.setattr(claims, "CLAIMS", broken)
     with pytest.raises(ZeroDivisionError):
-        judge.verdicts(found, ROOFS, ("two_phases",))
+        judge.verdicts(found, ROOFS, ("two_phases",), claims=broken)
 
 
 # ---- the report
@@ -376,7 +377,8 @@ def test_a_rule_holds_fails_or_cannot_tell_over_its_interval():
 def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
     busy = ("1.9 of 2 cores busy with other work",)
     found = judge.verdicts(the_posts_figures(), ROOFS, ("machine_speed", "two_phases",
-                                                         "cube_bug"), None, busy)
+                                                         "cube_bug"), None, busy,
+                           claims=TOLD.claims)
     for c, here, said, why, _ in found:
         if c.post == rules.NOT_PRINTED:  # figures the post never printed: not measured
             assert said == rules.UNKNOWN and why.startswith("not measured here")
@@ -385,7 +387,7 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
         else:  # the accounting alone: the same on any machine, busy or not
             assert said == rules.HOLDS, c.says
     args = argparse.Namespace(quick=False, tablefmt="plain", model="small", notes=512)
-    text = sheets.claims(the_posts_figures(), ROOFS, ("two_phases",), args, busy).text
+    text = sheets.claims(the_posts_figures(), ROOFS, ("two_phases",), args, busy, told=TOLD).text
     assert text.splitlines()[0].startswith("BUSY: the machine was busy while this ran (1.9 of")
     assert "rerun on a quiet machine, with more --runs, or with fewer --threads" in text
     said = [line for line in text.splitlines()[2:] if not line.startswith(" ")]  # the busy
@@ -397,7 +399,8 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
 
 
 def test_a_prediction_says_so_in_every_verdict_and_in_the_report(tmp_path):
-    found = judge.verdicts(the_posts_figures(), ROOFS, ("two_phases",), {"predict": True})
+    found = judge.verdicts(the_posts_figures(), ROOFS, ("two_phases",), {"predict": True},
+                           claims=TOLD.claims)
     assert {v for _, _, v, *_ in found} <= {"predicted: holds", "predicted: does not hold",
                                             rules.UNKNOWN}
     from conftest import script
@@ -457,7 +460,7 @@ def test_every_rule_names_a_machine_it_would_fail_on_and_the_docs_say_it():
     for c in claims.CLAIMS:
         if not c.predicted:
             assert c.fails_on and f"| {c.says} | {c.fails_on} |" in rules, c.says
-    cpu, gpu = claims.family(False), claims.family(True)  # the level's share, as the code has it
+    cpu, gpu = judge.family(claims.CLAIMS), judge.family(claims.CLAIMS, True)  # as the code has it
     assert f"({cpu} on a CPU, {gpu} on a GPU)" in rules and f"5% / {cpu} on a CPU" in rules
 
 
@@ -475,7 +478,7 @@ def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_sa
     first = next(iter(said.values()))
     first["value"] = rules.FAILS  # as if the run had judged it so: the report must not judge
     path.write_text(json.dumps(data))  # again, but say what the run said
-    text = report.markdown({"machine_speed": schema.load(str(path), "machine_speed")}, [])
+    text = report.markdown({"machine_speed": schema.load(str(path), "machine_speed")}, [], TOLD)
     assert f"| {report.marked('does not hold')} | " \
         f"{report.md(first['keys']['claim'], in_table=True)}" in text
 
@@ -495,7 +498,8 @@ def test_a_claim_counted_by_construction_holds_at_the_limits_of_any_cpu():
         roofs = Speeds(20e9, 20e9 * balance)
         found = plans.at_the_limits(cfg, args, two_phases.EXPERIMENTS, roofs,
                                     (summary.figures,))
-        for c, here, said, *_ in judge.verdicts(found, roofs, ("two_phases",), vars(args)):
+        for c, here, said, *_ in judge.verdicts(found, roofs, ("two_phases",), vars(args),
+                                                claims=TOLD.claims):
             if said in (rules.HOLDS, rules.FAILS):
                 seen.setdefault(c.says, []).append(said)
     for c in claims.CLAIMS:
@@ -560,7 +564,7 @@ def test_every_figure_a_claim_reads_is_a_column_some_layout_makes(monkeypatch):
                 monkeypatch.setattr(module, name, read)
     scripts = ("machine_speed", "two_phases", "cube_bug")
     for settings in (None, {"predict": True}, {"device": "torch:cuda"}):
-        judge.verdicts(the_posts_figures(), ROOFS, scripts, settings)
+        judge.verdicts(the_posts_figures(), ROOFS, scripts, settings, claims=TOLD.claims)
     made = {(layout.name, c.figure) for layout in layouts()
             for c in (*layout.columns, *layout.unprinted)}
     assert len(asked) > 20 and asked - made == set()

@@ -15,6 +15,7 @@ import compare
 import accounting
 import model
 import two_phases
+from harness.experiments.told import TOLD
 from harness.keeping import exports, older, records, schema
 from conftest import EPYC, ROOT, compared, in_process, one_line, planted_copy, reference, script
 from harness.measuring import host
@@ -625,7 +626,8 @@ def test_a_cache_sized_forklift_backs_no_claim_and_compares_with_none():
                                    col("read", "read", "MB", ".0f")],
                  [{"memory speed": 60.0, "math speed": 100.0, "read": 16.0}],
                  {"size": 2000, "cache_bytes": 32 * 2 ** 20})
-    for c, here, verdict, why, _ in judge.verdicts(found, None, ("machine_speed",)):
+    for c, here, verdict, why, _ in judge.verdicts(found, None, ("machine_speed",),
+                                                   claims=TOLD.claims):
         assert verdict == rules.UNKNOWN and "read the cache, not memory" in why, c.says
     assert read_from({"size": 2000, "cache_bytes": 32 * 2 ** 20}) == "cache"
     assert read_from({"size": 23000, "cache_bytes": 480 * 2 ** 20}) == "memory"

@@ -16,6 +16,7 @@ import model
 import two_phases
 from conftest import in_process, one_line
 from harness import model_run
+from harness.experiments.told import TOLD
 from harness.measuring import bench as b, devices, rounds
 
 TORCH = importlib.util.find_spec("torch") is not None
@@ -222,7 +223,6 @@ def test_a_gpu_run_is_held_against_its_presets_datasheet():
 
 def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds():
     import argparse
-    from harness.experiments import claims
     from harness.judging import judge
     from harness.predicting import presets
     cfg, card = model.SIZES["small"], presets.target("h100-sxm", "float32", None, "results")
@@ -233,7 +233,7 @@ def test_a_gpu_runs_claims_include_the_posts_gpu_claims_at_its_measured_speeds()
         settings = {"device": device}
         found = model_run.turning_here(cfg, args, card.roofs, settings)
         assert [r["keys"]["name"] for r in found if r["figure"] == "balance"] == [device, "post"]
-        said = judge.verdicts(found, card.roofs, ("two_phases",), settings)
-        gpu = [(c, v) for c, _, v, *_ in said if c in claims.GPU_CLAIMS]
+        said = judge.verdicts(found, card.roofs, ("two_phases",), settings, claims=TOLD.claims)
+        gpu = [(c, v) for c, _, v, *_ in said if c.predicted]
         assert bool(gpu) == judged, device
         assert all(not v.startswith("predicted") for _, v in gpu)  # measured, not predicted

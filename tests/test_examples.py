@@ -7,6 +7,7 @@ import re
 import pytest
 
 from conftest import ROOT
+from harness.experiments.told import TOLD
 from harness.keeping import results
 from harness.showing import report
 
@@ -18,7 +19,7 @@ QUOTED = "amd-epyc-2c"  # the example the README quotes
 
 def remade(folder):
     """The folder's report as this version makes it from the folder's saved runs."""
-    return report.markdown(report.saved_runs(folder), os.listdir(folder))
+    return report.markdown(report.saved_runs(folder), os.listdir(folder), TOLD)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

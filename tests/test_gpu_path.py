@@ -13,6 +13,7 @@ import accounting
 import model
 import two_phases
 from conftest import in_process, one_line
+from harness.experiments.told import TOLD
 from harness.measuring import bench as b, devices, host, speeds
 
 TORCH = importlib.util.find_spec("torch") is not None
@@ -176,7 +177,8 @@ def test_typing_on_a_gpu_is_judged_against_its_launches():
             col("empty trip", "empty trip ms", "ms", ".3f")], [{"users": 1,
                                                                 "empty trip": empty_ms}])
         return [v for v in judge.verdicts(found, ROOFS, ("two_phases",), {
-            "device": device, "model": "small", "notes": 512}) if v[0].says == says]
+            "device": device, "model": "small", "notes": 512}, claims=TOLD.claims)
+            if v[0].says == says]
     (_, here, verdict, why, _), = judged(3.0, "torch:cuda")  # the post's step: 37.5 ms
     assert verdict == rules.HOLDS and here == "an empty trip 3 ms of a 37.5 ms step"
     (_, _, verdict, why, _), = judged(30.0, "torch:cuda")

@@ -14,6 +14,7 @@ import accounting
 
 import model
 import two_phases
+from harness.experiments.told import TOLD
 from harness.experiments import claims
 from harness.judging import judge
 from harness.keeping import records, results, schema
@@ -181,7 +182,7 @@ def turned(cfg, *machines, notes=512):
 
 def judged(found):
     return {c.says: v for c, _, v, *_ in judge.verdicts(found, None, ("two_phases",),
-                                                          {"predict": ["x"]})}
+                                                          {"predict": ["x"]}, claims=TOLD.claims)}
 
 
 GPU = [  # each GPU claim: a machine (and model) where it holds, then one where it does not
@@ -207,7 +208,8 @@ def test_each_gpu_claim_holds_or_not_by_prediction(start, holds, fails):
 def test_every_gpu_claim_is_tried_both_ways_and_judged_on_predictions_only():
     gpu = {c.says for c in claims.CLAIMS if c.predicted}
     assert gpu == {next(c for c in gpu if c.startswith(s)) for s, *_ in GPU}
-    measured = {c.says for c, *_ in judge.verdicts([], None, ("two_phases",), {})}
+    measured = {c.says for c, *_ in judge.verdicts([], None, ("two_phases",), {},
+                                                   claims=TOLD.claims)}
     assert not gpu & measured
 
 
@@ -350,7 +352,7 @@ def test_a_predicted_model_reads_as_far_as_its_own_context():
     args = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-8b", "--prompts",
                                   "8192", "--question", "4096", "--notes", "2048", "--dtype",
                                   "float32", "--no-save"])
-    found = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+    found = next(s for s in predict.items(args, two_phases.EXPERIMENTS, TOLD)
                  if getattr(s, "name", "") == "prefill").records
     assert records.find(found, "prefill", "time", prompt=8192)["value"] == pytest.approx(
         accounting.limit(LLAMA, [(0, 8192)], 3350e9, 67e12)[0] * 1e3)
@@ -385,7 +387,7 @@ def test_a_gpu_with_no_precision_named_is_predicted_at_its_16_bit_rate_and_its_c
     args = two_phases.parse_args(["--predict", "h100-sxm", "post", "--no-save"])
     assert args.predict == ["h100-sxm:bfloat16", "post:float32"] and args.dtype == "bfloat16"
     assert "no --dtype named, so h100-sxm at bfloat16" in capsys.readouterr().err
-    sheet = next(s for s in predict.items(args, two_phases.EXPERIMENTS)
+    sheet = next(s for s in predict.items(args, two_phases.EXPERIMENTS, TOLD)
                  if getattr(s, "name", "") == "claims")
     assert {r["value"] for r in sheet.records if r["figure"] == "verdict"} == {"predicted: holds"}
     assert all(r["predicted"] for r in sheet.records)  # a prediction's verdicts are its kind
@@ -399,7 +401,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     assert held == 141_104_775_168  # 70.55 billion numbers in bfloat16
     one = two_phases.parse_args(["--predict", "h100-sxm", "post", "--model", "llama-3-70b",
                                  "--gpus", "1", "--no-save"])
-    sheet = next(s for s in predict.items(one, two_phases.EXPERIMENTS)
+    sheet = next(s for s in predict.items(one, two_phases.EXPERIMENTS, TOLD)
                  if getattr(s, "name", "") == "fits")
     h100 = {r["figure"]: r["value"] for r in sheet.records if r["keys"]["name"] == "h100-sxm"}
     gib, room = 2 ** 30, 79.65 * 0.9 - 1.79  # nvidia-smi's 81,559 MiB; vLLM's reserve
@@ -409,7 +411,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     assert h100["least"] == 4 and {r["keys"]["devices"] for r in sheet.records} == {1}
     post = {r["figure"] for r in sheet.records if r["keys"]["name"] == "post"}
     assert "fits" not in post  # its memory is not published: unknown, never a guess
-    rows = [s for s in predict.items(one, two_phases.EXPERIMENTS)
+    rows = [s for s in predict.items(one, two_phases.EXPERIMENTS, TOLD)
             if getattr(s, "name", "") == "decode"][0].records
     assert {r["value"] for r in rows if r["figure"] == "memory"} == {
         f"does not fit (needs {plans.gib(n)} of {sig(room)} GiB)" for n in [
@@ -420,13 +422,13 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
     reserved = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                       "--no-save"])
     assert reserved.devices == [4]  # two leave 68.1 GiB each: the tables' 65.7 and 5.0 of notes
-    said = next(s for s in predict.items(reserved, two_phases.EXPERIMENTS)
+    said = next(s for s in predict.items(reserved, two_phases.EXPERIMENTS, TOLD)
                 if getattr(s, "name", "") == "fits").note
     assert "h100-sxm: split over 4 of it, the fewest that hold the plan" in said  # on stdout
     auto = two_phases.parse_args(["--predict", "h100-sxm", "--model", "llama-3-70b",
                                   "--memory-utilization", "1", "--no-save"])
     assert auto.devices == [2]  # the whole memory, no engine's reserve: two hold it
-    items = list(predict.items(auto, two_phases.EXPERIMENTS))
+    items = list(predict.items(auto, two_phases.EXPERIMENTS, TOLD))
     fits = next(s for s in items if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
     split = presets.targets(auto)[0].config(seventy)
@@ -443,7 +445,7 @@ def test_seventy_b_does_not_fit_one_h100_and_is_predicted_on_the_fewest_that_hol
 
 
     small = two_phases.parse_args(["--predict", "rtx-4090", "--no-save"])
-    fits = next(s for s in predict.items(small, two_phases.EXPERIMENTS)
+    fits = next(s for s in predict.items(small, two_phases.EXPERIMENTS, TOLD)
                 if getattr(s, "name", "") == "fits")
     assert {r["value"] for r in fits.records if r["figure"] == "fits"} == {"fits"}
 

@@ -10,6 +10,7 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import model_run
+from harness.experiments.told import TOLD
 from harness.experiments import collision, decode, depth, launches, prefill, summary
 from harness.experiments import claims
 from harness.judging import check, judge
@@ -60,7 +61,7 @@ def readers(data):
     """Everything the readers take from a result: claims, picture points, compared figures."""
     found, roofs = data["records"], speeds.read(data["roofs"])
     judged = [(c.says, here, verdict) for c, here, verdict, *_ in
-              judge.verdicts(found, roofs, ("two_phases",), data["settings"])]
+              judge.verdicts(found, roofs, ("two_phases",), data["settings"], claims=TOLD.claims)]
     points = {e: pictures.rows_of(found, e) for e in ("dial", "decode", "depth")}
     roofline = [(m["name"], [[p[0], *p[2:]] for p in m["points"]])  # each point, but its name
                 for m in data["roofline"]["machines"]]

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from conftest import ROOT, sheets
+from harness.experiments.told import TOLD
 from harness.keeping import older, results, schema
 from harness.showing import report
 
@@ -40,7 +41,7 @@ def rendered(text):
 def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
     _, quick, _ = quick_run
     runs = {**shipped(), "two_phases": older.upgrade({**quick, "quick": False})}
-    seen = rendered(report.markdown(runs, []))
+    seen = rendered(report.markdown(runs, [], TOLD))
     titles = [t.get("title") or n for data in runs.values() for n, t in sheets(data).items()
               if n != "claims"]
     for title in titles:  # each sheet: its heading (or its section's, which says the same),
@@ -61,7 +62,7 @@ def test_every_sheet_is_a_table_and_no_note_sits_inside_one(quick_run):
 
 def test_each_script_says_when_it_ran_and_how(tmp_path):
     runs = shipped()
-    text = report.markdown(runs, [])
+    text = report.markdown(runs, [], TOLD)
     for script, data in runs.items():
         when = data["machine"]["date"][:16].replace("T", " ")
         assert f"- `{script}.py`, run {when} UTC" in text  # in the appendix
@@ -70,13 +71,13 @@ def test_each_script_says_when_it_ran_and_how(tmp_path):
 
 
 def test_the_claims_are_a_table_and_their_rules_a_list():
-    seen = rendered(report.markdown(shipped(), []))
+    seen = rendered(report.markdown(shipped(), [], TOLD))
     cells = [t for k, t in seen if k == "cell"]
     assert cells[cells.index("verdict"):][:4] == ["verdict", "the post says", "the post", "here"]
     assert all(len(c) < 300 for c in cells)  # a claim's row can be scanned ...
     assert all(c.count(", edge ") <= 1 and not c.endswith("...") for c in cells)  # ... each
     #   judged-by cell says its figure, interval and edge once, and whole
-    text = report.markdown(shipped(), [])
+    text = report.markdown(shipped(), [], TOLD)
     assert ("- **Batching 16 users gives about 3.7x the tokens per second**: 16 users typing "
             "together give within 2x either way of the tokens per second") in text
 
@@ -85,10 +86,10 @@ def test_a_partial_rerun_links_only_the_pictures_it_drew():
     runs = shipped()
     names = ["roofline.png", "dial.png", "decode.png", "depth.png"]  # in the folder, from before
     runs["two_phases"]["pictures"] = ["roofline.png"]  # this run drew the roofline only
-    images = [v for k, v in rendered(report.markdown(runs, names)) if k == "image"]
+    images = [v for k, v in rendered(report.markdown(runs, names, TOLD)) if k == "image"]
     assert images == ["roofline.png"]
     del runs["two_phases"]["pictures"]  # an older run says nothing: what is there
-    images = [v for k, v in rendered(report.markdown(runs, names)) if k == "image"]
+    images = [v for k, v in rendered(report.markdown(runs, names, TOLD)) if k == "image"]
     assert sorted(images) == sorted(names)
 
 
@@ -127,7 +128,7 @@ def test_text_from_a_result_shows_as_it_is_never_as_markup():
     from markdown_it import MarkdownIt
     runs = shipped()
     runs["two_phases"]["machine"]["cpu"] = "<b>x</b> [link](http://e) *bold* a|b"
-    html = MarkdownIt("commonmark").enable("table").render(report.markdown(runs, []))
+    html = MarkdownIt("commonmark").enable("table").render(report.markdown(runs, [], TOLD))
     assert "h**3 is about 2x slower" in html and "<strong>3" not in html  # the claims' own
     assert "&lt;b&gt;x&lt;/b&gt; [link](http://e) *bold* a|b" in html and "<a href" not in html
 
@@ -188,7 +189,7 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
     runs = {**shipped(), "two_phases": older.upgrade({**quick, "quick": False})}
     names = ["roofline.png", "dial.png", "decode.png", "depth.png"]
     runs["two_phases"]["pictures"] = names
-    seen = github(report.markdown(runs, names))
+    seen = github(report.markdown(runs, names, TOLD))
     tables = [i for i, b in enumerate(seen) if b[0] == "table"]
     first = seen[tables[0]][2]
     assert first[0][0] == "verdict" and not any(b[0] == "h3" for b in seen[:tables[0]])
@@ -203,10 +204,10 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
     for at, (kind, src, _) in enumerate(seen):  # each picture under its own table, captioned
         if kind == "img":
             heading = next(b[1] for b in reversed(seen[:at]) if b[0] == "h3")
-            sheet = report.PICTURES[src].under
+            sheet = TOLD.drawing(src).under
             assert heading == sheets(runs["two_phases"])[sheet]["title"], src
             caption = next(b for b in seen[at + 1:] if b[0] in ("em", "h3", "table"))
-            assert caption[0] == "em" and caption[1].startswith(report.PICTURES[src].title), src
+            assert caption[0] == "em" and caption[1].startswith(TOLD.drawing(src).title), src
     headers = [c for i in tables for c in seen[i][2][0]]
     assert "h*h*h ms" in headers and "h**3 ms" in headers  # the cube's headers as written
     cells = [c for i in tables for r in seen[i][2][1:] for c in r]
@@ -219,7 +220,7 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
 def test_headings_are_text_and_say_a_thing_once():
     cmarkgfm = pytest.importorskip("cmarkgfm")
     runs = shipped()
-    text = report.markdown(runs, [])
+    text = report.markdown(runs, [], TOLD)
     html = cmarkgfm.github_flavored_markdown_to_html(text)
     assert "<h2>The slow road: h**3 against h*h*h</h2>" in html  # no italic middle h
     seen = github(text)
@@ -233,7 +234,7 @@ def test_headings_are_text_and_say_a_thing_once():
 
 
 def test_each_claims_row_says_what_it_was_judged_by_on_one_line():
-    seen = github(report.markdown(shipped(), []))
+    seen = github(report.markdown(shipped(), [], TOLD))
     claims = next(b[2] for b in seen if b[0] == "table" and b[2][0][0] == "verdict")
     header = claims[0]
     assert header[:5] == ["verdict", "the post says", "the post", "here", "judged by"]
@@ -245,7 +246,7 @@ def test_each_claims_row_says_what_it_was_judged_by_on_one_line():
     said = next(t for k, t, _ in seen if k == "p" and t.endswith("."))
     verdicts = [r[0].split("\u00a0", 1)[1] for r in claims[1:]]
     findings = [v for r, v in zip(claims[1:], verdicts) if not any(
-        c.says == r[1] and c.basis != "timings" for c in report.judge.claims.CLAIMS)]
+        c.says == r[1] and c.basis != "timings" for c in TOLD.claims)]
     assert said.startswith(f"{findings.count('holds')} of {len(findings)} findings hold")
     assert f"{len(verdicts) - len(findings)} more follow from the accounting" in said
 

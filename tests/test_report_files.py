@@ -13,6 +13,7 @@ import pytest
 import cube_bug
 from conftest import ROOT, compared, in_process
 from harness import stopping
+from harness.experiments.told import TOLD
 from harness.keeping import older, results, schema
 from harness.showing import report
 
@@ -43,7 +44,7 @@ def made(runs, script, data):
     """report.md's text with data as script's run, once the schema passes it."""
     schema.check(data, script)
     runs = {s: older.upgrade(d) for s, d in {**runs, script: data}.items()}  # as loads read them
-    return report.markdown(runs, PICTURES)
+    return report.markdown(runs, PICTURES, TOLD)
 
 
 def claims_record(data, figure, at=0):
@@ -220,7 +221,7 @@ def with_text(words, tmp_path):
     (tmp_path / "machine_speed.json").write_text(json.dumps(data))
     runs = {s: schema.load(os.path.join(SHIPPED, f"{s}.json"), s) for s in results.SCRIPTS}
     runs["machine_speed"] = schema.load(str(tmp_path / "machine_speed.json"), "machine_speed")
-    return report.markdown(runs, [])
+    return report.markdown(runs, [], TOLD)
 
 
 def test_text_from_a_sibling_file_makes_no_link_image_html_or_broken_fold(tmp_path):

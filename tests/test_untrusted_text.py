@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from conftest import EPYC, ESC, compared, planted_copy, reference
+from harness.experiments.told import TOLD
 from harness.keeping.exports import for_csv
 from harness.keeping import older, results, schema
 from harness.showing import report
@@ -42,7 +43,7 @@ def test_a_note_makes_no_markup_in_the_report():
     def rendered(note):
         changed = copy.deepcopy(data)
         next(iter(changed["sheets"].values()))["note"] = note
-        text = report.markdown({"two_phases": older.upgrade(schema.cleaned(changed))}, [])
+        text = report.markdown({"two_phases": older.upgrade(schema.cleaned(changed))}, [], TOLD)
         return cmarkgfm.github_flavored_markdown_to_html(text)
     plain = rendered("a plain note")
     hostile = rendered("~~~\n===\n| a | b |\n| - | - |\n1. one\n---\n    code\n> quoted\n"

@@ -308,3 +308,12 @@ def outliers(samples):
 
 OUTLIER = 1.4826 * 10  # a sample further than this many MADs from the median is named:
 #                        hyperfine's threshold (10 standard deviations, the MAD made one)
+
+
+def centered(record):
+    """The record with its value its interval's center over the run's processes (the estimate a
+    verdict on it says), its samples alike rescaled, where an interval stands behind it."""
+    made = interval(of(record), FAMILY)
+    if made is None:
+        return record
+    return {**record, "value": made.value, "statistic": "mean"}

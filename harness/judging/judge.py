@@ -3,28 +3,28 @@ of any wrong firm verdict among them, spent by Holm's step-down: every test at i
 for "holds", each test a share of it for "does not hold"), as measured and at this machine's
 limits; and why a claim does not hold, from the check and breakdown tables."""
 from harness.keeping.records import EXCESS, Layout, Missing, col, label, make, rows
-from harness.experiments import claims
 from harness.judging import intervals
 from harness.measuring import devices
 from harness.judging.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, chance, count, resolve,
                                    value)
 
 
-def verdicts(found, roofs, scripts, settings=None, busy=()):
-    """[(claim, this machine's figure, verdict, why, tested)] for the claims of these scripts
-    (tested: the figure its verdict rests on, with its interval and the rule's edge), from
-    their records, whose runs had these settings (their flags, by name; None: the post's). Each
-    measured figure is weighed by its interval over the run's processes, at each claim's share
-    of the report's chance of a wrong firm verdict (intervals.FAMILY). A run made
-    while another run of this suite measured (busy, in words) tells nothing by its timings. A
-    prediction's verdicts say so."""
+def verdicts(found, roofs, scripts, settings=None, busy=(), *, claims):
+    """[(claim, this machine's figure, verdict, why, tested)] for these scripts' claims among
+    claims (every claim the suite judges, in the post's order: experiments/told.py; tested: the
+    figure its verdict rests on, with its interval and the rule's edge), from their records,
+    whose runs had these settings (their flags, by name; None: the post's). Each measured
+    figure is weighed by its interval over the run's processes, at each claim's share of the
+    report's chance of a wrong firm verdict (intervals.FAMILY). A run made while another run of
+    this suite measured (busy, in words) tells nothing by its timings. A prediction's verdicts
+    say so."""
     predicted = bool(settings and settings.get("predict"))
     return [(c, here, f"predicted: {verdict}" if predicted and verdict != UNKNOWN else verdict,
              why, tested) for c, here, verdict, why, tested in judged(found, roofs, scripts,
-                                                                     settings, busy)]
+                                                                     settings, busy, claims)]
 
 
-def judged(found, roofs, scripts, settings, busy):
+def judged(found, roofs, scripts, settings, busy, claims):
     """Every claim's rule first, then each resolved at the tail Holm's step-down gives it
     among these scripts' claims of the report's family (their share of intervals.FAMILY: a
     claim's share a claim, so that the scripts of one report, judged apart, keep to it
@@ -32,11 +32,12 @@ def judged(found, roofs, scripts, settings, busy):
     share, where its verdict needs no interval."""
     predicting = bool(settings and settings.get("predict"))
     gpu = not predicting and on_a_gpu(settings)  # a GPU's claims, at its measured speeds too
-    chosen = [c for c in claims.CLAIMS if c.script in scripts and (gpu or not c.gpu)
-              and (c.predicted == predicting or gpu and c in claims.GPU_CLAIMS)]
+    chosen = [c for c in claims if c.script in scripts and (gpu or not c.gpu)
+              and (c.predicted == predicting or gpu and c.predicted)]  # (a prediction's claims
+    #                                      are a GPU's: judged at a GPU's measured speeds too)
     ruled = [(c, *rule_of(c, found, roofs, settings, busy)) for c in chosen]
-    kin = [claims.in_family(c, gpu) for c in chosen]
-    alpha = intervals.FAMILY * sum(kin) / max(claims.family(gpu), 1)
+    kin = [in_family(c, gpu) for c in chosen]
+    alpha = intervals.FAMILY * sum(kin) / max(family(claims, gpu), 1)
     stepped = iter(intervals.holm([chance(rule) if rule is not None and not early else None
                                    for (c, _, rule, early), k in zip(ruled, kin) if k], alpha))
     tails = [next(stepped) if k else alpha for k in kin]
@@ -44,6 +45,20 @@ def judged(found, roofs, scripts, settings, busy):
             (c, *verdict_of(c, here, resolve(rule, tail, tail / max(count(rule), 1)), found,
                             roofs))
             for (c, here, rule, early), tail in zip(ruled, tails)]
+
+
+def family(claims, gpu=False):
+    """How many claims share the chance of a wrong firm verdict in a report: every script's
+    claims whose verdict rests on measured figures (timings, or the machine's two speeds), a
+    GPU's own among them where the run was on one. Each script's take a share of
+    intervals.FAMILY as large as their count's, spent among them by Holm's step-down, so that
+    the report's verdicts together keep to it."""
+    return sum(1 for c in claims if in_family(c, gpu))
+
+
+def in_family(c, gpu=False):
+    """Whether claim c is one of a report's family (see family())."""
+    return c.basis != "accounting" and not c.predicted and (gpu or not c.gpu)
 
 
 def on_a_gpu(settings):
@@ -136,7 +151,7 @@ def reason(found, experiment, keys):
             f"over it: " + ", ".join(f"{p} +{excess[p]:.1f}" for p in named_parts) + " ms")
 
 
-def at_the_limits(limit_found, roofs, scripts, settings):
+def at_the_limits(limit_found, roofs, scripts, settings, claims):
     """{claim's words: (this machine's figure at its limits, the verdict there)}: the claims
     judged on the rows a perfect implementation would show on this machine (every trip at its
     limit on the speeds measured in this run). Empty where the run has no such rows."""
@@ -144,19 +159,22 @@ def at_the_limits(limit_found, roofs, scripts, settings):
         return {}
     plain = None if settings is None else {k: v for k, v in settings.items() if k != "predict"}
     return {c.says: (here, verdict) for c, here, verdict, *_ in verdicts(
-        limit_found, roofs, scripts, plain) if here}  # a claim with no rows at the limits: none
+        limit_found, roofs, scripts, plain, claims=claims) if here}  # a claim with no rows at
+    #                                                                the limits: none
 
 
-def both(found, roofs, scripts, settings, busy=(), limit_found=()):
+def both(found, roofs, scripts, settings, busy=(), limit_found=(), *, claims):
     """[(claim, figure, verdict, why, (figure, verdict) at this machine's limits or None,
     tested)]: the claims judged as measured and, where limit_found holds the rows at their
     limits, as a perfect implementation would show them here; a failed claim's why says which of
     the two is why."""
     bounds = [r for r in found if r["experiment"] == "check"]  # the accounting's, at any speed
-    limits = at_the_limits(limit_found and [*limit_found, *bounds], roofs, scripts, settings)
+    limits = at_the_limits(limit_found and [*limit_found, *bounds], roofs, scripts, settings,
+                           claims)
     return [(c, here, verdict, why_at(c, verdict, why, limits.get(c.says)), limits.get(c.says),
              tested) for c, here, verdict, why, tested in verdicts(found, roofs, scripts,
-                                                                    settings, busy)]
+                                                                    settings, busy,
+                                                                    claims=claims)]
 
 
 def why_at(c, verdict, why, at):
@@ -192,12 +210,12 @@ def verdict_records(judged, settings, predicted=False):
                            for c, here, verdict, why, at, tested in judged], settings, predicted)
 
 
-def from_records(found):
+def from_records(found, claims):
     """Claims judged, as both() gives them, from their records (verdict_records()): each claim
     the suite's own where it still has it, else one made of what the record says. Every field
     is read as text, as it was saved (a number an edited file holds there, as its digits); a
     row that names no claim is left out: there is nothing to show its verdict under."""
-    known = {c.says: c for c in claims.CLAIMS}
+    known = {c.says: c for c in claims}
     out = []
     for keys, f in rows(found, VERDICTS.name).items():
         if "claim" not in dict(keys):

@@ -11,6 +11,8 @@ the exports) reads records, never a printed cell.
 import dataclasses
 import math
 
+from harness.measuring.timing import Measured, ms, timed  # noqa: F401 (a figure, as it is kept)
+
 KEYS = "keys"  # a row's entry for keys it does not print (the check's row of prefill: prompt)
 EXCESS = ("the BLAS", "our tables", "attention", "elementwise", "other")  # whose time a row
 #          spends over its limit: the breakdown records each as "excess: <part>"
@@ -80,29 +82,6 @@ def rate(per_s, unit):
     return f"{sig(per_s / 1e12)} T{unit}" if per_s >= 1e12 else f"{sig(per_s / 1e9)} G{unit}"
 
 
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """A figure and the timings behind it, which never part: value is the product of each
-    timing's seconds to its power (1 for a time, -1 for a rate), times a constant."""
-    value: float
-    parts: tuple  # ((power, Timing), ...)
-
-    @property
-    def timing(self):
-        """The first timing behind it: its statistic and run count name the figure's."""
-        return self.parts[0][1]
-
-
-def timed(value, t, power=1):
-    """A figure of one timing: a time (power 1) or a rate (power -1)."""
-    return Measured(value, ((power, t),))
-
-
-def ms(t):
-    """A Timing as a figure in milliseconds."""
-    return timed(t.seconds * 1e3, t)
-
-
 def value(v):
     """A row's entry as a plain number or text, whether measured or not."""
     v = v.value if isinstance(v, Measured) else v
@@ -137,12 +116,13 @@ def samples(m):
     return values, common if all(t.rounds for _, t in m.parts) else None, shares, processes
 
 
-def make(layout, rows, settings, predicted=False):
+def make(layout, rows, settings, predicted=False, center=None):
     """The records of an experiment's rows, as measured or predicted: one per figure that is not
     a key and not empty. layout: its Layout, whose columns name each figure's unit and
     which are keys (a ROW column, the row's printed name, is none: figures are found by their
     keys); rows: [{figure: a Measured, a number or a word}], a row's unprinted keys under KEYS;
-    settings: the flags (and paths) it ran with."""
+    settings: the flags (and paths) it ran with. center(record): a centered column's record with
+    its value its interval's center (judging/intervals.centered), where a run measured one."""
     out = []
     for row in rows:
         keys = {c.figure: value(row[c.figure]) for c in layout.columns
@@ -163,19 +143,9 @@ def make(layout, rows, settings, predicted=False):
                         **(conditions(v) if measured else {}),
                         "compared": c.compared, "predicted": predicted,
                         "settings": settings})
-            if c.centered and runs:
-                out[-1] = centered(out[-1])
+            if c.centered and runs and center:
+                out[-1] = center(out[-1])
     return out
-
-
-def centered(record):
-    """The record with its value its interval's center over the run's processes (the estimate a
-    verdict on it says), its samples alike rescaled, where an interval stands behind it."""
-    from harness.judging import intervals  # (the judging's own estimate, imported where used)
-    made = intervals.interval(intervals.of(record), intervals.FAMILY)
-    if made is None:
-        return record
-    return {**record, "value": made.value, "statistic": "mean"}
 
 
 def visits(m):
@@ -204,11 +174,11 @@ def disturbance(found):
     {"figures": the measured rows, "disturbed": how many of them other work disturbed beyond
     measuring again, "again": the runs measured again, "others": the most of the cores other
     work took in any kept run (None: unknown)}."""
-    timed = [r for r in found if r.get("samples") and not r.get("predicted")]
+    measured = [r for r in found if r.get("samples") and not r.get("predicted")]
     by_row = {}
-    for r in timed:
+    for r in measured:
         by_row.setdefault((r["experiment"], tuple(r["keys"].items())), []).append(r)
-    shares = [r["others"] for r in timed if isinstance(r.get("others"), (int, float))]
+    shares = [r["others"] for r in measured if isinstance(r.get("others"), (int, float))]
     return {"figures": len(by_row),
             "disturbed": sum(any(r.get("disturbed") is True for r in row)
                              for row in by_row.values()),
@@ -217,9 +187,9 @@ def disturbance(found):
             "others": max(shares) if shares else None}
 
 
-def from_rows(made, settings, predicted=False):
+def from_rows(made, settings, predicted=False, center=None):
     """The records of [(layout, rows)], each as make() makes them."""
-    return [r for layout, rows in made for r in make(layout, rows, settings, predicted)]
+    return [r for layout, rows in made for r in make(layout, rows, settings, predicted, center)]
 
 
 def settings_of(args, **more):

@@ -100,7 +100,7 @@ def trip_of(bench, x, segments, watch=None):
         how, timer = (lambda tokens: one), bench.on
     if watch is not None:
         return lambda: watched(bench.cfg, bench.floors, x, segments, how, watch, timer)
-    run = lambda: model.trip(bench.cfg, bench.floors, x, segments, how)  # noqa: E731
+    run = lambda: model.trip(bench.cfg, bench.floors, x, segments, how)
     return replayed(bench.on, run, segments) if bench.graphs and not bench.on.numpy else run
 
 

@@ -5,12 +5,13 @@ import math
 
 import numpy as np
 
+from harness import datasheets
 from harness.post import MATMUL, SIZE  # the forklift's 400 MB table, far bigger than any
 #   cache; the workbench's 2048 x 2048 tables, which fit close to the workbench (caches)
 from engine import pool
 from harness.measuring import devices, host, timing
 from harness.measuring.rounds import Trial, calibrate
-from harness.keeping.records import Measured, timed
+from harness.measuring.timing import Measured, timed
 import accounting
 from accounting import BYTES, FLOPS_PER_NUMBER
 
@@ -116,10 +117,8 @@ def bench_side(n, on=devices.NUMPY):
     GPU_MATMUL, rounded up to 1,024."""
     if not on.gpu:
         return n
-    from harness.predicting import presets  # (the presets are read with their Speeds: here
-    #                                          only for a GPU, once its flags are read)
-    name = presets.preset_name(on.facts())
-    rates = presets.known()[name]["workbench"] if name else {}
+    name = datasheets.preset_name(on.facts())
+    rates = datasheets.known()[name]["workbench"] if name else {}
     peak = max((rates[p][0] * 1e9 for p in devices.DTYPES["torch"] if p in rates), default=0)
     need = math.ceil((peak * CALL_S / 2) ** (1 / 3) / 1024) * 1024 if peak else GPU_MATMUL
     return max(n, need)

@@ -129,3 +129,26 @@ def disturbed(share):
 def again_for(args):
     """How many disturbed runs a run's figures measure again: none for a quick (smoke) run."""
     return 0 if args.quick else AGAIN
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A figure and the timings behind it, which never part: value is the product of each
+    timing's seconds to its power (1 for a time, -1 for a rate), times a constant."""
+    value: float
+    parts: tuple  # ((power, Timing), ...)
+
+    @property
+    def timing(self):
+        """The first timing behind it: its statistic and run count name the figure's."""
+        return self.parts[0][1]
+
+
+def timed(value, t, power=1):
+    """A figure of one timing: a time (power 1) or a rate (power -1)."""
+    return Measured(value, ((power, t),))
+
+
+def ms(t):
+    """A Timing as a figure in milliseconds."""
+    return timed(t.seconds * 1e3, t)

@@ -21,7 +21,6 @@ from harness.predicting.fitting import MOST_DEVICES, fewest, fits, grid_sheet
 from harness.predicting.presets import GIVEN, known, targets
 from harness.predicting.parts import parts_sheet
 from harness.predicting.turning import turning_sheet
-from harness.experiments.pictures import DRAWINGS
 from harness.showing import pictures, sheets
 from harness.showing.printers import Picture, Saved, Sheet, at_scale, spaced
 import accounting
@@ -293,11 +292,11 @@ def label(cfg, aimed):
     return f"predicted-{name or 'model'}-{first.name[:40]}-{first.dtype}{notes}{more}"
 
 
-def items(args, experiments):
+def items(args, experiments, told):
     """A prediction's items: the machines, every planned row of the experiments ({name:
     Experiment}) at its limit on the first machine, the limit each batch hits there, every
     machine's turning points and the speeds; then, from the records, the post's claims about
-    a GPU judged on the first machine, and the pictures."""
+    a GPU judged on the first machine, and the pictures (told: experiments/told.py)."""
     base, aimed = config(args.model), targets(args)
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
     settings = records.settings_of(args)
@@ -321,11 +320,11 @@ def items(args, experiments):
     yield from spaced(at_scale(sheet) for sheet in more)
     drawn = roofline(base, aimed, experiments, args)
     yield from (Saved("roofs", first_roofs.saved()), Saved("roofline", drawn))
-    yield sheets.claims(found, None, ("two_phases",), args)
+    yield sheets.claims(found, None, ("two_phases",), args, told=told)
     if args.plot:
         yield from (Picture(name, draw) for name, draw in pictures.files(
             found, drawn, f"{cfg} on {aimed[0].title}{aimed[0].times}, {aimed[0].precision}",
-            args.quick, DRAWINGS, predicted=True).items())  # (the roofline's legend names
+            args.quick, told.drawings, predicted=True).items())  # (the roofline's legend names
     #                                                         every machine on it)
 
 

@@ -7,19 +7,17 @@ measured under results/. A machine at one precision is a Target.
 import dataclasses
 import difflib
 import functools
-import json
 import os
 import re
 
 from harness import flags
+from harness.datasheets import known, preset_name, spaced, variants
 from harness.terminal import note, quoted
 from harness.measuring.speeds import Speeds
 from harness.keeping import results, schema
 import accounting
 
 GIVEN = "given"  # the machine of --forklift and --workbench, or of --roofs
-HERE = os.path.dirname(os.path.abspath(__file__))
-PRESETS = os.path.join(HERE, "presets.json")
 GIB = 2 ** 30  # bytes: a device reports its memory in GiB (nvidia-smi's MiB), as presets.json does
 UTILIZATION = 0.9  # of a GPU's memory an engine lets itself use: vLLM's gpu_memory_utilization
 RUNTIME_GIB = (1.79, 3.58)  # what an engine holds besides the tables, the notes and a trip's
@@ -145,13 +143,6 @@ class Target:
 
 
 @functools.lru_cache(maxsize=None)
-def known():
-    """{name: entry} of presets.json: each with "title", "kind", "forklift": [GB/s, source] and
-    "workbench": {precision: [GFLOP/s, source]}."""
-    with open(PRESETS, encoding="utf-8") as f:
-        return json.load(f)["machines"]
-
-
 def target(text, dtype, note_dtype, out, act_dtype=None):
     """The Target a --predict word names: NAME or NAME:PRECISION, NAME from presets.json or a
     folder under out holding a machine_speed.py result; or raise ValueError in one line.
@@ -242,12 +233,6 @@ def preset_of(device, dtype="float32"):
     return target(name, dtype, None, results.RESULTS)
 
 
-def preset_name(device):
-    said = spaced((device or {}).get("name"))
-    return next((n for n, e in known().items()
-                 if said in {spaced(d) for d in e.get("device_names", ())}), None)
-
-
 def identified(device):
     """Why a GPU the run measured has no datasheet row, in a line, or None where it has one (or
     is no GPU): a variant of a preset (another GPU with other limits), a MIG slice (a part of the
@@ -271,17 +256,6 @@ def identified(device):
         return (f"{said} is not {variant[0]}: it is {variant[1]}; --predict {variant[0]} is "
                 f"the nearest preset")
     return f"{said}: no preset names it (presets.json's device_names)"
-
-
-def variants():
-    """{a driver's name: [the preset it is near, how it differs]} of presets.json."""
-    with open(PRESETS, encoding="utf-8") as f:
-        return json.load(f).get("variants", {})
-
-
-def spaced(name):
-    """A device's name as matched: lower case, single spaces."""
-    return " ".join(str(name or "").lower().split())
 
 
 def served(name):

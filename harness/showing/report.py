@@ -12,7 +12,6 @@ from harness.terminal import printable, warn
 from harness.measuring import host, speeds
 from harness.keeping import older, results, schema
 from harness.keeping.records import SIG, Column, Missing, ROW, find, label, rows, sig
-from harness.experiments.pictures import DRAWINGS
 from harness.judging import intervals, judge
 from harness.showing import pictures
 from harness.showing.escaping import for_cell, for_markdown
@@ -21,32 +20,33 @@ from harness.showing.printers import COARSER, cell
 NAME = results.REPORT
 
 
-def with_run(folder, script, data, names):
-    """A writer of the folder's report as it will be once this run's files (names) are in:
+def with_run(folder, script, data, names, told):
+    """A writer of the folder's report as it will be once this run's files (names) are in
+    (told: the post's claims and pictures, experiments/told.py):
     the folder's saved full runs (each through the schema's check: what it refuses is left out,
     with its line), this script's replaced by data. It runs inside the run's own save, under the
     folder's lock, so that a result and its report are one save."""
     def write(f, d):  # f: the new file, open, binary; d: the folder, held open by the save
         text = contained(script, older.upgrade(data), held_runs(d, but=script),
-                         [*d.names(), *names])
+                         [*d.names(), *names], told)
         f.write(text.encode("utf-8"))
     return write
 
 
-def contained(script, mine, saved, names):
+def contained(script, mine, saved, names, told):
     """The report of this run (mine) and the folder's saved runs of other scripts: a saved file
     the report cannot be made with is left out, with one line naming it, so that one bad file
     never costs a finished run its save. Each is tried with the runs taken before it."""
     runs = {script: mine}
     for other, data in saved.items():
         try:
-            markdown(in_order({**runs, other: data}), names)
+            markdown(in_order({**runs, other: data}), names, told)
         except Exception as e:  # a file the schema passes that a reader still trips on: a bug
             warn(f"the report leaves out {other}.json: the report cannot be made with it "
                  f"({type(e).__name__})")
             continue
         runs[other] = data
-    return markdown(in_order(runs), names)
+    return markdown(in_order(runs), names, told)
 
 
 def in_order(runs):
@@ -88,7 +88,7 @@ def held_runs(d, but=None):
     return found
 
 
-def markdown(runs, names):
+def markdown(runs, names, told):
     """The report's text: GitHub-flavoured Markdown that pastes into a post as it is, and renders
     on a code-hosting site as a results section does: the machine in one line, the post's claims
     with their verdicts first, then each script's tables in the post's words, each picture
@@ -101,52 +101,49 @@ def markdown(runs, names):
                                          if len(machines) == 2 else
                                          f"rerun on {len(machines) - 1} machines"), "",
              *machines, *banners(runs)]
-    found = [v for script, data in runs.items() for v in judged(script, data, runs)]
+    found = [v for script, data in runs.items() for v in judged(script, data, runs, told.claims)]
     lines += claims_section(found, predicted)
     for script, data in runs.items():  # each script's sheets in the order its run printed them
         heading = SECTIONS.get(script, script)
         lines += [f"## {md(heading)}", ""]
-        drawn = [n for n in PICTURES if n in drawn_by(data, names)] if script == "two_phases" \
-            else []
+        drawn = [d for d in told.drawings if d.name in drawn_by(data, names)] \
+            if script == "two_phases" else []
         for sheet in data["sheets"]:
             name = sheet["name"]
             if name != "claims":
                 lines += section(sheet, name, data["records"], titled=not repeats(
                     sheet.get("title") or name, heading))
                 lines += moved(runs) if name == "speeds" else []
-                lines += [picture(n, data["records"]) for n in drawn if PICTURES[n].under == name]
-        placed = {n for n in drawn for sheet in data["sheets"]
-                  if PICTURES[n].under == sheet["name"]}
-        lines += [picture(n, data["records"]) for n in drawn if n not in placed]  # its table
+                lines += [picture(d, data["records"]) for d in drawn if d.under == name]
+        placed = {d.name for d in drawn for sheet in data["sheets"] if d.under == sheet["name"]}
+        lines += [picture(d, data["records"]) for d in drawn if d.name not in placed]  # its table
         #                                                                          not in this run
     lines += appendix(runs, found)
     return results.signed("\n".join(lines) + "\n")
 
 
-def judged(script, data, runs):
+def judged(script, data, runs, claims):
     """A script's claims as its run judged them (its verdict records); a result saved before
     runs kept them is judged now, on its records."""
-    return judge.from_records(data["records"]) or judge.both(
+    return judge.from_records(data["records"], claims) or judge.both(
         data["records"], speeds.read(runs.get("two_phases", {}).get("roofs")
                                      or runs.get("machine_speed", {}).get("roofs")),
         (script,), data.get("settings", {}), data["machine"].get("busy") or (),
-        data.get("at_limits") or [])
+        data.get("at_limits") or [], claims=claims)
 
 
 SECTIONS = {"machine_speed": "The forklift and the workbench: memory speed and math speed",
             "two_phases": "Two phases, two bottlenecks: reading (prefill) and typing (decode)",
             "cube_bug": "The slow road: h**3 against h*h*h"}  # each script's section, the post's
 #   words
-PICTURES = {d.name: d for d in DRAWINGS}  # {file: its Drawing}, in the order they are placed
 VERDICTS = {"holds": "✅", "does not hold": "❌", "cannot tell here": "❓", "not run": "➖"}
 #   a verdict's mark, so that it scans
 
 
-def picture(name, found=()):
-    """A picture and its caption, one line saying what to look at, written from the records it
-    was drawn from (found), so that it never says what the picture does not show."""
-    drawing = PICTURES[name]
-    return (f"![{drawing.title}]({name})\n\n*{drawing.title}: "
+def picture(drawing, found=()):
+    """A picture (a Drawing) and its caption, one line saying what to look at, written from the
+    records it was drawn from (found), so that it never says what the picture does not show."""
+    return (f"![{drawing.title}]({drawing.name})\n\n*{drawing.title}: "
             f"{md(pictures.look(drawing, found))}.*\n")
 
 

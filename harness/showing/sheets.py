@@ -37,7 +37,7 @@ def banner(found, busy=()):
     return lines
 
 
-def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
+def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None, *, told):
     """The claims sheet of these scripts' figures, run with args: the claims judged once, here,
     into records (judge.verdict_records), saved with the run's figures; in the plain layout each
     claim as judged, then the post's words, figure and this machine's, with the verdict as
@@ -48,7 +48,8 @@ def claims(found, roofs, scripts, args, busy=(), limit_found=(), stopped=None):
         return Sheet(Layout("claims", COLUMNS, title="The post's claims"), rows=[],
                      text="(a quick run: the post's claims are judged on a full run, with the "
                           "post's sizes)")
-    judged, lines = both(found, roofs, scripts, vars(args), busy, limit_found), banner(found, busy)
+    judged = both(found, roofs, scripts, vars(args), busy, limit_found, claims=told.claims)
+    lines = banner(found, busy)
     if records.of(found, "decode xl"):  # a GPU run that typed on GPT-2 xl too
         lines.append(f"(judged on GPT-2 {args.model}, the run's model, but the claim that typing "
                      f"waits on the forklift, judged on GPT-2 xl: the model whose step "
