@@ -24,7 +24,7 @@ from engine.blocks import Paths
 from harness.measuring.rounds import Trial
 from harness.keeping import records
 from harness.keeping.records import KEYS, Layout, Measured, col, ms
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.showing import sheets
 from harness.showing.printers import ROW, Saved, format_table, sheet
 import accounting

@@ -19,7 +19,7 @@ from harness.measuring.timing import taken
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, col, ms, timed
 from harness.judging import intervals
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.showing import sheets
 from harness.showing.printers import Saved, sheet
 from accounting import BYTES

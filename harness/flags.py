@@ -61,6 +61,8 @@ def whole(lo, hi, words=()):
 
 
 LABEL_MAX = 100  # characters: a folder name any file system takes
+MOST_USERS = 1_000_000  # users, typers or chunk tokens: a prediction may go far; memory stops it
+LONGEST = 1_000_000  # tokens of a question or a notebook: GPT-2 reads 1,024, a predicted model more
 
 
 def finite(allowed, ok):

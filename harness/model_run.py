@@ -10,8 +10,8 @@ import time
 from engine import pool
 from engine.blocks import Paths
 from harness import flags
-from harness.experiments import launches, summary, wide
-from harness.experiments.told import DRAWINGS, TOLD
+from harness.experiments import launches, summary
+from harness.experiments.registry import DRAWINGS, TOLD
 from harness.judging import check, intervals, judge
 from harness.keeping import records
 from harness.keeping.records import Layout, col
@@ -39,7 +39,8 @@ def run(experiments, script):
         if args.compiled == "auto" and args.on.numpy:  # the kernels loaded here first
             engine.compiled.available()  # (compiled, on a first run): the first worker's start,
         #                                  which plans the rest, is then every one's
-        done = rounds.measured(args, script, worker(experiments), kinds(args, rows), began=began,
+        done = rounds.measured(args, script, worker(experiments), kinds(args, planned, rows),
+                               began=began,
                                record=True, alone=True)
         made = assessed(cfg, args, planned, rows, done)
         yield from printed(cfg, args, facts, planned, made, done)
@@ -57,37 +58,26 @@ def config(args):
     return dataclasses.replace(model.SIZES[args.model], dtype=args.dtype, note_dtype=args.dtype)
 
 
-EXTRA = "reading and typing"  # the kind measured in the time the others leave
-KINDS = (("", ("prefill", "decode", "depth", "collision", "wide"), lambda users: users == 1,
-          False, None),
-         ("depth", ("depth",), lambda users: users > 1, False, None),
-         ("the collision", ("collision",), lambda users: False, True, 1),
-         (EXTRA, ("prefill", "decode", "depth", "wide"), lambda users: users == 1, True, None))
-#   (name, experiments, which depth rows by their users, extra, the most processes of an extra
-#   kind): every row a claim uses shares
-#   its processes (its claims pair rows round by round, and the rows' start is shared: the
-#   tables, the typers' first question, the speeds' tables). The depth's rows of many users (16
-#   users' 1,023 notes each, a notebook of 1.2 GB to make) back no claim and measure in one
-#   process of their own. The time left then goes to processes of reading and typing alone:
-#   first one more of the collision alone, whose claims would otherwise stand on the first
-#   kind's 3 processes (t with 2 degrees of freedom at a report's tail is 16: a freeze every
-#   process read over 25x could not be told above 10x), then reading and typing, whose claims
-#   (most of them) gain with every process
-
-
-def kinds(args, rows):
-    """The kinds of worker process a run's rows are measured in: each with the speed trials
-    (and, on a GPU library's device, the empty trip beside typing); the extra kind only where
-    it leaves out some of the first kind's rows."""
+def kinds(args, experiments, rows):
+    """The kinds of worker process a run's rows are measured in, as each experiment's processes
+    say, each with the speed trials (and, on a GPU library's device, an experiment's empty trip
+    beside its rows): the kinds that measure a claim's rows first, an extra kind after them,
+    those of fewest processes first, and only where it leaves out some of the first kind's rows.
+    Every row a claim uses shares its processes (its claims pair rows round by round, and the
+    rows' start is shared: the tables, the typers' first question, the speeds' tables)."""
+    made = {}  # {kind's name: (Processes, [trial names])}
+    for name, e in experiments.items():
+        for k in e.processes:
+            names = [trial_name(name, r) for r in rows.get(name, ())
+                     if k.which is None or k.which(r)]
+            empty = (e.empty,) if e.empty and names and not args.on.numpy else ()
+            if names:
+                made.setdefault(k.kind, (k, []))[1].extend((*names, *empty))
     out = []
-    for name, experiments, which, extra, most in KINDS:
-        names = [trial_name(e, r) for e in experiments if e in rows for r in rows[e]
-                 if e != "depth" or which(r.key[0])]
-        empty = tuple(n for n, typed in ((launches.NAME, "decode"), (launches.WIDE, "wide"))
-                      if typed in experiments and rows.get(typed) and not args.on.numpy)
-        trials = (*speed_names(args), *names, *empty)
-        if names and not (extra and out and set(trials) == set(out[0].trials)):
-            out.append(rounds.Kind(name, trials, 1 if name == "depth" else None, extra, most))
+    for k, names in sorted(made.values(), key=lambda kn: (kn[0].extra, kn[0].most is None)):
+        trials = (*speed_names(args), *names)
+        if not (k.extra and out and set(trials) == set(out[0].trials)):
+            out.append(rounds.Kind(k.kind, trials, k.least, k.extra, k.most))
     return out
 
 
@@ -168,9 +158,6 @@ def measure_here(experiments, args, job):
         wanted = job.get("trials")
         trials = [t for t in speed_trials(args, on, bench.paths)
                   if wanted is None or t.name in wanted]
-        if not on.numpy and "decode" in args.experiments and (wanted is None
-                                                              or launches.NAME in wanted):
-            trials += launches.trials(bench, args)
         checked = []
         for name, e in experiments.items():
             rows = [r for r in e.plan(args) if name in args.experiments
@@ -280,10 +267,10 @@ def assessed(cfg, args, planned, rows, done):
         alone = {n: timing.Timing(tuple(s), "best") for n, s in done.alone.items()}
         held = check.held(cfg, checked, held_to, alone.get)
         found += records.from_rows(check.held_figures(held), settings)
-        points = plans.roofline(cfg, checked, held_to)
+        points = plans.roofline(cfg, [(n, o) for n, o in checked if planned[n].phase], held_to)
         ideal = plans.at_the_limits(cfg, args, {n: e for n, e in planned.items()
-                                                if n != wide.NAME},  # (its rows: its own
-                                    held_to, (summary.figures,))  # model's, not cfg's)
+                                                if not e.model},  # (rows on another model:
+                                    held_to, (summary.figures,))  # its own, not cfg's)
     return Made(found, held_to, held, outcomes, ideal, points)
 
 
@@ -303,9 +290,8 @@ def printed(cfg, args, facts, planned, made, done):
         yield Saved("stopped", done.stopped)
     for name, e in planned.items():
         yield from printers.spaced(e.sheets(found, cfg, args))
-        if name in ("decode", wide.NAME):  # under a typing table, on a GPU library's device
-            yield from printers.spaced(launches.sheets(
-                found, args, launches.NAME if name == "decode" else launches.WIDE))
+        if e.empty:  # under a typing table, on a GPU library's device
+            yield from printers.spaced(launches.sheets(found, args, e.empty))
     yield from printers.spaced(summary.sheets(found))
     if records.of(found, ROOFS_TABLE.name):
         yield from printers.spaced([sheet(ROOFS_TABLE, found, settings=held_to.source,
@@ -323,7 +309,7 @@ def printed(cfg, args, facts, planned, made, done):
                                                          f"the post's machine to compare")])
         preset = presets.preset_of(facts.get("device"), cfg.dtype)  # a GPU with a preset: its
         if preset:  # datasheet; else why it has none
-            checked = [(n, o) for n, e in planned.items() if e.checked for o in made.outcomes[n]]
+            checked = [(n, o) for n, e in planned.items() if e.phase for o in made.outcomes[n]]
             found += records.from_rows(check.datasheet_figures(cfg, checked, preset), settings)
             yield from printers.spaced(sheets.datasheet(found, checked, preset))
         elif presets.identified(facts.get("device")):
@@ -352,8 +338,10 @@ def peak_bytes(experiments, args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(
         args.quick, devices.device(args.device))
-    cfg, rows = config(args), wide.plan(args) if wide.NAME in args.experiments else []
-    widest = accounting.held_bytes(wide.config(cfg)) + sum(plans.bytes_held(wide.config(cfg), [
-        max(rows, key=lambda r: r.key)])) if rows else 0  # its tables and fullest row, beside
-    return plans.peak_bytes(cfg, [experiments[n].plan(args) for n in args.experiments  # ours
-                                  if n != wide.NAME], measuring) + widest
+    cfg, others = config(args), 0
+    for e in (experiments[n] for n in args.experiments if experiments[n].model):
+        rows, own = e.plan(args), e.model(cfg)  # rows on a model of their own: its tables and
+        others += accounting.held_bytes(own) + sum(plans.bytes_held(own, [  # fullest row,
+            max(rows, key=lambda r: r.key)])) if rows else 0  #              beside ours
+    return plans.peak_bytes(cfg, [experiments[n].plan(args) for n in args.experiments
+                                  if not experiments[n].model], measuring) + others

@@ -18,7 +18,7 @@ CUBE_TOKENS = 256  # cube_bug: one floor's worth of numbers for a 256-token ques
 class Told:
     """What the post tells, as the suite judges and draws it: its claims in the post's order
     (judging/rules.Claim) and its pictures in the order the report places them
-    (showing/pictures.Drawing). Gathered at the top (experiments/told.py) and handed to every
+    (showing/pictures.Drawing). Gathered at the top (experiments/registry.py) and handed to every
     stage that judges or places them."""
     claims: tuple
     drawings: tuple = ()

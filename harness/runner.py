@@ -21,7 +21,7 @@ from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
 from harness.keeping.results import ROOT
 from harness.showing import pictures, report
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
 UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",

@@ -246,7 +246,7 @@ def reported(folder):
     """The folder's report made anew from its saved full runs, as a run's save makes it."""
     from harness.keeping import results
     from harness.showing import report
-    from harness.experiments.told import TOLD
+    from harness.experiments.registry import TOLD
     runs = report.saved_runs(folder)
     results.replace_together(folder, {report.NAME: report.markdown(runs, os.listdir(folder),
                                                                    TOLD)})

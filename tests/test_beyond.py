@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import two_phases
+from harness import post
 from harness import flags, runner
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.experiments import depth
 from harness.keeping import records
 from engine import blocks, compiled, pool
@@ -234,13 +235,13 @@ def test_a_prediction_is_the_accounting_of_each_row(tmp_path):
     assert r.stdout.count("(predicted, every figure a limit, as under the first table") == 4
     xl, found = model_files.config("xl"), data["records"]  # predicted with its head
     assert xl.vocab == 50257 and xl.tied
-    for p in two_phases.PROMPTS:
+    for p in post.PROMPTS:
         assert records.find(found, "prefill", "time", prompt=p)["value"] == pytest.approx(
             accounting.limit(xl, [(0, p)], 3350e9, 989000e9)[0] * 1e3)
-    for u in two_phases.USERS:
+    for u in post.USERS:
         assert records.find(found, "decode", "step", users=u)["value"] == pytest.approx(
             accounting.limit(xl, [(512, 1)] * u, 3350e9, 989000e9)[0] * 1e3)
-    assert len(records.rows(found, "prefill")) == len(two_phases.PROMPTS)
+    assert len(records.rows(found, "prefill")) == len(post.PROMPTS)
     assert all(r["predicted"] and r["statistic"] in ("limit", "computed") for r in found)
     assert all(r["samples"] is None or len(r["samples"]) == 1 for r in found)  # one "run"
     assert data["predicted"].startswith("machine: PREDICTED")

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from harness.experiments.told import TOLD
-from harness.experiments import claims
+from harness.experiments.registry import TOLD
+from harness.experiments import registry
 from harness.judging import check, judge, rules
 from harness.showing import report, sheets
 from harness.keeping import records, schema
@@ -147,18 +147,18 @@ FAILS = [  # (the claim, as the post says it; a real kind of machine on which it
 @pytest.mark.parametrize("start,machine,change", FAILS,
                          ids=[f"{s} on {m[:30]}" for s, m, _ in FAILS])
 def test_each_rule_fails_on_a_real_kind_of_machine_and_says_so_plainly(start, machine, change):
-    says = next(c.says for c in claims.CLAIMS if c.says.startswith(start))
+    says = next(c.says for c in registry.CLAIMS if c.says.startswith(start))
     assert verdict(the_posts_figures(), says)[2] == rules.HOLDS
     assert verdict(changed(*change), says)[2] == rules.FAILS, machine
 
 
 def test_every_rule_with_two_edges_fails_past_each_of_them():
     """A rule of two edges (within) is tried past both: on a machine below and one above."""
-    two = {c.says for c in claims.CLAIMS if c.basis != "accounting" and not c.predicted
+    two = {c.says for c in registry.CLAIMS if c.basis != "accounting" and not c.predicted
            and not c.gpu and " and under " in c.rule or "either way" in c.rule}
     tried = {}
     for start, machine, _ in FAILS:
-        says = next(c.says for c in claims.CLAIMS if c.says.startswith(start))
+        says = next(c.says for c in registry.CLAIMS if c.says.startswith(start))
         tried[says] = tried.get(says, 0) + 1
     assert two and all(tried.get(says, 0) >= 2 for says in two), two
 
@@ -207,21 +207,21 @@ IN_WORDS = [  # the claims the post makes in words only: hand-made records that 
 
 @pytest.mark.parametrize("start,holds,fails", IN_WORDS, ids=[s for s, *_ in IN_WORDS])
 def test_each_claim_the_post_makes_in_words_holds_or_not_on_its_figures(start, holds, fails):
-    says = next(c.says for c in claims.CLAIMS if c.says.startswith(start))
+    says = next(c.says for c in registry.CLAIMS if c.says.startswith(start))
     assert verdict(the_posts_figures() + holds, says)[2] == rules.HOLDS
     assert verdict(the_posts_figures() + fails, says)[2] == rules.FAILS
 
 
 def test_the_notes_that_do_not_outlast_the_tables_say_so():
-    says = next(c.says for c in claims.CLAIMS if c.says.startswith(IN_WORDS[1][0]))
+    says = next(c.says for c in registry.CLAIMS if c.says.startswith(IN_WORDS[1][0]))
     *_, said, why, _ = verdict(the_posts_figures() + IN_WORDS[1][2], says)
     assert said == rules.FAILS and why.startswith("the tables take as long or longer")
 
 
 def test_every_claim_is_tried_both_ways():
-    assert {c.says for c in claims.CLAIMS if not c.predicted and not c.gpu} == {  # GPU claims:
+    assert {c.says for c in registry.CLAIMS if not c.predicted and not c.gpu} == {  # GPU claims:
         #   test_predict; a GPU run's launches: test_gpu_path
-        next(c.says for c in claims.CLAIMS if c.says.startswith(s))
+        next(c.says for c in registry.CLAIMS if c.says.startswith(s))
         for s in [s for s, *_ in FAILS] + [s for s, *_ in IN_WORDS]}
 
 
@@ -268,7 +268,7 @@ def test_each_claim_is_judged_as_measured_and_at_this_machines_limits():
         slow, ROOFS, ("two_phases",), None, (), changed("decode", "step", {"users": 1},
                                                          31.4), claims=TOLD.claims)}[forklift]
     assert said == rules.FAILS and at[1] == rules.HOLDS and why.startswith("not above 80%")
-    forklift_claim = next(c for c in claims.CLAIMS if c.says == forklift)
+    forklift_claim = next(c for c in registry.CLAIMS if c.says == forklift)
     assert sheets.limited(at, forklift_claim).endswith("holds by construction (on any CPU)")
 
 
@@ -287,7 +287,7 @@ def test_a_judge_that_meets_a_bug_raises_and_only_an_absent_figure_is_not_measur
     c, here, said, why, _ = verdict(found, "Reading a long question at once freezes the typers "
                                            "for about 40x their normal gap")
     assert said == rules.UNKNOWN and why.startswith("not measured here (collision")
-    broken = [dataclasses.replace(c, judge=lambda t, r: 1 / 0) for c in claims.CLAIMS]
+    broken = [dataclasses.replace(c, judge=lambda t, r: 1 / 0) for c in registry.CLAIMS]
     with pytest.raises(ZeroDivisionError):
         judge.verdicts(found, ROOFS, ("two_phases",), claims=broken)
 
@@ -312,7 +312,7 @@ def test_the_report_holds_every_table_of_the_full_runs_and_nothing_of_quick_ones
                 in text, name  # its own heading, or its section's, which says the same
     assert "QUICK" not in text and "## The post's claims on this machine" in text
     assert sum(text.count(f"\n| {report.marked(v)} |") for v in (  # the verdict column
-        "holds", "does not hold", "cannot tell here")) == len([c for c in claims.CLAIMS
+        "holds", "does not hold", "cannot tell here")) == len([c for c in registry.CLAIMS
                                              if not c.predicted and not c.gpu])
     assert text.index("## The post's claims") < text.index("### ")  # the verdicts first
     assert "![The roofline](roofline.png)" in text
@@ -393,7 +393,7 @@ def test_a_busy_run_tells_nothing_by_its_timings_and_says_what_to_do():
     said = [line for line in text.splitlines()[2:] if not line.startswith(" ")]  # the busy
     assert text.splitlines()[1].startswith("0 of 19 findings hold, 19 cannot tell here; 2 more "
                                            "follow from the accounting")
-    accounting = [c.rule for c in claims.CLAIMS if not c.measured]  # the same busy or not
+    accounting = [c.rule for c in registry.CLAIMS if not c.measured]  # the same busy or not
     assert said and all(line.startswith(rules.UNKNOWN) or any(a in line for a in accounting)
                         for line in said)
 
@@ -457,10 +457,10 @@ def test_every_rule_names_a_machine_it_would_fail_on_and_the_docs_say_it():
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     rules = open(os.path.join(ROOT, "docs", "claims.md"), encoding="utf-8").read()
     assert "(docs/claims.md)" in readme  # the README points its readers there
-    for c in claims.CLAIMS:
+    for c in registry.CLAIMS:
         if not c.predicted:
             assert c.fails_on and f"| {c.says} | {c.fails_on} |" in rules, c.says
-    cpu, gpu = judge.family(claims.CLAIMS), judge.family(claims.CLAIMS, True)  # as the code has it
+    cpu, gpu = (judge.family(registry.CLAIMS, g) for g in (False, True))  # as the code has it
     assert f"({cpu} on a CPU, {gpu} on a GPU)" in rules and f"5% / {cpu} on a CPU" in rules
 
 
@@ -474,7 +474,7 @@ def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_sa
     data = json.loads(path.read_text())
     said = {r["keys"]["claim"]: r for r in data["records"]
             if r["experiment"] == "claims" and r["figure"] == "verdict"}
-    assert set(said) == {c.says for c in claims.CLAIMS if c.script == "machine_speed"}
+    assert set(said) == {c.says for c in registry.CLAIMS if c.script == "machine_speed"}
     first = next(iter(said.values()))
     first["value"] = rules.FAILS  # as if the run had judged it so: the report must not judge
     path.write_text(json.dumps(data))  # again, but say what the run said
@@ -502,7 +502,7 @@ def test_a_claim_counted_by_construction_holds_at_the_limits_of_any_cpu():
                                                 claims=TOLD.claims):
             if said in (rules.HOLDS, rules.FAILS):
                 seen.setdefault(c.says, []).append(said)
-    for c in claims.CLAIMS:
+    for c in registry.CLAIMS:
         if c.script != "two_phases" or c.predicted or c.gpu or c.says not in seen \
                 or c.basis == "accounting":  # the same at every machine: counted apart
             continue
@@ -510,7 +510,7 @@ def test_a_claim_counted_by_construction_holds_at_the_limits_of_any_cpu():
             assert set(seen[c.says]) == {rules.HOLDS} and len(seen[c.says]) >= 5, c.says
         else:
             assert rules.FAILS in seen[c.says], c.says
-    assert {c.says for c in claims.CLAIMS if c.construction} <= set(seen)
+    assert {c.says for c in registry.CLAIMS if c.construction} <= set(seen)
 
 
 def layouts():
@@ -558,7 +558,7 @@ def test_every_figure_a_claim_reads_is_a_column_some_layout_makes(monkeypatch):
             out[keys].experiment = experiment
         return out
 
-    for module in (rules, *claims.MODULES):  # wherever a claim's judge reads records
+    for module in (rules, *registry.MODULES):  # wherever a claim's judge reads records
         for name, read in (("find", find), ("rows", rows)):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, read)

@@ -15,7 +15,7 @@ import compare
 import accounting
 import model
 import two_phases
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.keeping import exports, older, records, schema
 from conftest import EPYC, ROOT, compared, in_process, one_line, planted_copy, reference, script
 from harness.measuring import host

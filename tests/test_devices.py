@@ -16,7 +16,7 @@ import model
 import two_phases
 from conftest import in_process, one_line
 from harness import model_run
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.measuring import bench as b, devices, rounds
 
 TORCH = importlib.util.find_spec("torch") is not None

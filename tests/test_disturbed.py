@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.judging import judge, rules
 from harness.showing import sheets
 from harness.keeping import records

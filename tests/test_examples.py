@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import ROOT
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.keeping import results
 from harness.showing import report
 

@@ -13,7 +13,7 @@ import accounting
 import model
 import two_phases
 from conftest import in_process, one_line
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.measuring import bench as b, devices, host, speeds
 
 TORCH = importlib.util.find_spec("torch") is not None

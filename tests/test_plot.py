@@ -111,7 +111,7 @@ RECORDS = (DIAL + found("decode", ["users"], ["step", "tokens per second"],
 
 def test_the_pictures_are_made_from_the_records_alone():
     from harness.showing import pictures
-    from harness.experiments.told import DRAWINGS
+    from harness.experiments.registry import DRAWINGS
     assert set(pictures.files(RECORDS, None, "GPT-2 small", True, DRAWINGS)) == {
         "dial.png", "decode.png", "depth.png"}  # no roofline without its points
     points = {"bytes_per_s": 20e9, "flops_per_s": 140e9, "points": [["decode", "1 user", 1, 1]]}
@@ -160,7 +160,7 @@ def test_no_label_sits_on_the_roof():
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 @pytest.mark.parametrize("name", ["dial", "decode", "depth"])
 def test_each_picture_explains_itself(name):
-    from harness.experiments.told import DRAWINGS
+    from harness.experiments.registry import DRAWINGS
     from harness.showing import pictures
     drawing = next(d for d in DRAWINGS if d.experiment == name)  # each drawn by its experiment
     seen = drawn(drawing.draw, pictures.rows_of(RECORDS, name))
@@ -217,7 +217,7 @@ def test_an_unwritable_home_gives_matplotlib_a_folder_of_the_runs_removed_after(
 def test_a_user_matplotlibrc_changes_no_picture():
     import matplotlib
     matplotlib.use("Agg")
-    from harness.experiments.told import DRAWINGS
+    from harness.experiments.registry import DRAWINGS
     make = pictures.files(RECORDS, None, "GPT-2 small", True, DRAWINGS)
     with matplotlib.rc_context({"text.usetex": True, "figure.dpi": 5000, "font.size": 40}):
         theirs = pictures.drawn(make)  # LaTeX is not needed, nor a picture of 5000 dpi

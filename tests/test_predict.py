@@ -14,8 +14,9 @@ import accounting
 
 import model
 import two_phases
-from harness.experiments.told import TOLD
-from harness.experiments import claims
+from harness import post
+from harness.experiments.registry import TOLD
+from harness.experiments import registry
 from harness.judging import judge
 from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets, turning
@@ -199,14 +200,14 @@ GPU = [  # each GPU claim: a machine (and model) where it holds, then one where 
 
 @pytest.mark.parametrize("start,holds,fails", GPU, ids=[s for s, *_ in GPU])
 def test_each_gpu_claim_holds_or_not_by_prediction(start, holds, fails):
-    says = next(c.says for c in claims.CLAIMS if c.predicted and c.says.startswith(start))
+    says = next(c.says for c in registry.CLAIMS if c.predicted and c.says.startswith(start))
     for case, verdict in ((holds, "predicted: holds"), (fails, "predicted: does not hold")):
         notes = {"notes": case[2]} if len(case) > 2 else {}
         assert judged(turned(case[0], ("a", case[1]), **notes))[says] == verdict, case
 
 
 def test_every_gpu_claim_is_tried_both_ways_and_judged_on_predictions_only():
-    gpu = {c.says for c in claims.CLAIMS if c.predicted}
+    gpu = {c.says for c in registry.CLAIMS if c.predicted}
     assert gpu == {next(c for c in gpu if c.startswith(s)) for s, *_ in GPU}
     measured = {c.says for c, *_ in judge.verdicts([], None, ("two_phases",), {},
                                                    claims=TOLD.claims)}
@@ -281,7 +282,7 @@ def test_the_predicted_roofline_holds_every_machine_and_says_predicted():
                                                                               / 1e9)
                                        for line, t in zip(roofs, aimed))
         drawn = [tuple(p) for c in ax.collections for p in c.get_offsets()]
-        assert len(drawn) == 2 * (len(two_phases.PROMPTS) + len(two_phases.USERS))
+        assert len(drawn) == 2 * (len(post.PROMPTS) + len(post.USERS))
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
         assert all(x0 < x < x1 and y0 < y < y1 for x, y in drawn)  # every point in sight
         labels = [t for t in ax.texts if t.get_text().endswith(("token", "tokens", "user",

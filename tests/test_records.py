@@ -10,9 +10,9 @@ import cube_bug
 import machine_speed
 import two_phases
 from harness import model_run
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.experiments import collision, decode, depth, launches, prefill, summary
-from harness.experiments import claims
+from harness.experiments import registry
 from harness.judging import check, judge
 from harness.keeping import exports, records
 from harness.measuring import speeds, timing
@@ -81,7 +81,7 @@ def test_renaming_every_header_changes_no_record_claim_picture_or_comparison(tmp
     assert "row 1" in json.dumps(after["roofline"])  # and every row's name
     assert after["records"] == before["records"]
     assert readers(after) == readers(before)
-    assert len(readers(after)[0]) == len([c for c in claims.CLAIMS if c.predicted])
+    assert len(readers(after)[0]) == len([c for c in registry.CLAIMS if c.predicted])
 
 
 def test_a_figure_keeps_its_samples_whatever_the_columns_order():

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import ROOT, sheets
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.keeping import older, results, schema
 from harness.showing import report
 

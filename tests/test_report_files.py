@@ -13,7 +13,7 @@ import pytest
 import cube_bug
 from conftest import ROOT, compared, in_process
 from harness import stopping
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.keeping import older, results, schema
 from harness.showing import report
 

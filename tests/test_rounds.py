@@ -262,7 +262,7 @@ def test_the_kinds_keep_each_claims_rows_together_and_every_row_in_one_kind():
     from harness.predicting import plans
     args = two_phases.parse_args([])
     rows = {n: e.plan(args) for n, e in two_phases.EXPERIMENTS.items() if n in args.experiments}
-    made = model_run.kinds(args, rows)
+    made = model_run.kinds(args, two_phases.EXPERIMENTS, rows)
     kinds = {k.name: set(k.trials) for k in made if not k.extra}
     names = [plans.trial_name(e, r) for e in rows for r in rows[e]]
     assert all(sum(n in k for k in kinds.values()) == 1 for n in names)

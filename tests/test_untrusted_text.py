@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import EPYC, ESC, compared, planted_copy, reference
-from harness.experiments.told import TOLD
+from harness.experiments.registry import TOLD
 from harness.keeping.exports import for_csv
 from harness.keeping import older, results, schema
 from harness.showing import report

@@ -1,20 +1,63 @@
 """When the two phases share a server: typers at their normal gap, then a newcomer's long question
 read all at once (the freeze) or in chunks between their steps (vLLM's chunked prefill), each
 chunk size of the dial a row; and the post's claims of the freeze, the bumps and the dial."""
+from harness import flags
 from harness.experiments import SEED
 from harness.judging.rules import (FREEZE, SERVER, TIE, Claim, above, every, figure, further,
                                    more, no_less, plain, sizes, value)
 from harness.keeping import records
 from harness.keeping.records import Layout, Measured, Missing, col, ms, sig
 from harness.measuring import bench as b, timing
-from harness.post import CHUNK
-from harness.predicting import plans
-from harness.predicting.plans import Experiment, Row, trial_name
+from harness.post import CHUNK, QUESTION, TYPERS
+from harness.predicting import plans, predict
+from harness.predicting.plans import FIRST, Experiment, Processes, Row, trial_name
 from harness.showing.pictures import Drawing, rows_of, trade
 from harness.showing.printers import sheet
 
 
+NAME = "collision"  # the experiment, as --experiments names it
+PLACE = 5  # its place in the post's order (experiments/registry.py)
 DIAL = (128, 256, 512, 1024)  # the chunk-size dial; the question's length reads it at once
+
+
+def add_flags(g):
+    g.add_argument("--typers", type=flags.whole(1, flags.MOST_USERS), default=TYPERS,
+                   metavar="U", help="collision: users typing when the new user arrives")
+    g.add_argument("--question", type=flags.whole(1, flags.LONGEST), default=QUESTION,
+                   metavar="T", help="collision: the new user's question length in tokens")
+    dial = g.add_mutually_exclusive_group()
+    dial.add_argument("--chunk", nargs="+", type=flags.whole(1, flags.MOST_USERS), default=DIAL,
+                      metavar="C",
+                      help="collision: the dial, question tokens read per step; a row reading "
+                           "the whole question at once is always added")
+    dial.add_argument("--budget", nargs="+", type=flags.whole(2, 2 * flags.MOST_USERS),
+                      default=None, metavar="B",
+                      help="collision: the same dial as vLLM's per-step token budget "
+                           "(max_num_batched_tokens): chunk = B - typers")
+
+
+def settle(p, args):
+    """The dial once, as chunks: each at most the question, the question read all at once
+    added; --budget's each less the typers. A dial whose steps outgrow a notebook is refused."""
+    dial = "--budget" if args.budget else "--chunk"
+    if args.budget:
+        if min(args.budget) <= args.typers:
+            p.error(f"argument --budget: each budget must be larger than --typers "
+                    f"({args.typers}), to leave room for the question, got {min(args.budget)}")
+        args.chunk = [budget - args.typers for budget in args.budget]
+    args.chunk = sorted({min(c, args.question) for c in args.chunk} | {args.question})
+    steps, context = len(schedule(args.question, args.chunk[0])), predict.context(args)
+    if NAME in args.experiments and args.notes + steps > context:
+        smallest = f"a budget of {args.chunk[0] + args.typers}" if args.budget else \
+            f"a chunk of {args.chunk[0]}"
+        p.error(f"argument {dial}: the typers' {args.notes} notes plus one per step "
+                f"({steps} steps for {smallest}) must fit in a notebook of {context:,} "
+                f"tokens; use a larger {dial} or fewer --notes")
+
+
+def riders(args):
+    steps = sum(-(-args.question // c) + 1 for c in args.chunk)
+    return {"--typers, --question and --chunk": (args.typers + 1) * (steps + 1)}
 
 
 def schedule(question, chunk):
@@ -49,9 +92,9 @@ def trials(bench, args, rows):
                       (SEED + 1, SEED + 3, SEED + 4, SEED + 5))
     for row in rows:  # the question read at once warms up for all
         if not row.keys:
-            yield b.trial(bench, trial_name("collision", row), *server.alone, warm=False)
+            yield b.trial(bench, trial_name(NAME, row), *server.alone, warm=False)
         else:
-            yield server.trial(trial_name("collision", row), schedule(args.question, row.key[0]),
+            yield server.trial(trial_name(NAME, row), schedule(args.question, row.key[0]),
                                plans.recorded_step(bench.cfg, row),
                                warm=row.key[0] == args.question)
 
@@ -131,8 +174,6 @@ def lines(found):
     return "\n".join(f"{label:<{width}} : {gap_ms:8.1f} ms{note}"
                      for label, gap_ms, note in said_lines)
 
-
-EXPERIMENT = Experiment(plan, trials, figures, sheets)
 
 
 # ---- its picture, and what to look at in it, written from the figures it shows
@@ -238,3 +279,10 @@ CLAIMS = [
           "(launch-bound: the worst gap flat), or one whose workbench slows on large trips, so "
           "that a larger chunk gives the first word later"),
 ]
+
+
+EXPERIMENT = Experiment(plan, trials, figures, sheets, name=NAME, flags=add_flags,
+                        quick={"typers": 2, "question": 64, "chunk": (16, 32)}, settle=settle,
+                        lengths=lambda args: [("--question", args.question)], riders=riders,
+                        processes=(FIRST, Processes("the collision", extra=True, most=1)),
+                        picture=PICTURE)

@@ -40,6 +40,8 @@ def cube(numbers, edge, slow):
 
 
 # ---- why a ratio of two rows does not hold: which of the two is further over its limit
+PLACE = 7  # its claims' place in the post's order (experiments/registry.py)
+
 CLAIMS = [
     Claim("cube_bug", "h**3 is about 2x slower than h*h*h on positive numbers", "2x",
           "On positive numbers h**3 takes under 5x h*h*h's time: the slow road is the "

@@ -1,11 +1,12 @@
 """Phase 2: typing (decode). Each user already has --notes notes; all type one token in the same
 trip. Its rows, their trials, its table, and the post's claims about typing (the forklift's
 share, batching; the depth rows' figures say whether a faster forklift would help)."""
-from harness.experiments import SEED
+from harness import flags
+from harness.experiments import SEED, launches
 from harness.keeping.records import Layout, Missing, col, ms, sig, timed
 from harness.measuring import bench as b
 from harness.predicting import plans
-from harness.predicting.plans import Experiment, Row, trial_name
+from harness.predicting.plans import EXTRA, FIRST, Experiment, Row, trial_name
 from harness.showing.pictures import Drawing, rows_of, trade
 from harness.showing.printers import sheet
 from harness.terminal import plural
@@ -15,13 +16,29 @@ from harness.judging.rules import (ABOUT, NOT_PRINTED, SMALL, WITH_NOTES, Claim,
                                    every, figure, more, speeds, value, within)
 from harness.post import MODEL, NOTES, USERS
 
+NAME = "decode"  # the experiment, as --experiments names it
+PLACE = 3  # its place in the post's order (experiments/registry.py)
+
+
+def add_flags(g):
+    g.add_argument("--users", nargs="+", type=flags.whole(1, flags.MOST_USERS), default=USERS,
+                   metavar="U", help="decode: users typing one token each in the same trip")
+    g.add_argument("--notes", type=flags.whole(0, flags.LONGEST - 1), default=NOTES,
+                   metavar="N", help="decode and collision: notes already in each typer's notebook")
+
+
+def settle(p, args):
+    if args.notes == 0 and args.predict is None:
+        p.error("argument --notes: a measured run's typers have read a question, at least 1 "
+                "note each; an empty notebook is for --predict")
+
 
 def plan(args):
     return [Row({"users": u}, f"{u} {plural(u, 'user')}", [[(args.notes, 1)] * u])
             for u in args.users]
 
 
-def trials(bench, args, rows, name="decode", recorded=True):
+def trials(bench, args, rows, name=NAME, recorded=True):
     """Each row's users typing one token (named as `name`'s rows: experiments/wide.py types the
     same rows on another model's bench, unrecorded)."""
     first = b.read_question(bench, args.notes, SEED + 1)
@@ -31,6 +48,13 @@ def trials(bench, args, rows, name="decode", recorded=True):
         yield b.trial(bench, trial_name(name, row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
                       [(b.view(book, u, args.notes), 1)], warm=u == model.readers(book),
                       recorded=recorded)
+
+
+def measured(bench, args, rows):
+    """Each row's trial, and on a GPU library's device the empty trip (launches.py) beside."""
+    yield from trials(bench, args, rows)
+    if not bench.on.numpy:
+        yield from launches.trials(bench, args)
 
 
 def figures(cfg, args, outcomes, roofs):
@@ -56,8 +80,6 @@ TABLE = Layout("decode", [col("users", "users", "users", "d", key=True),
                           col("bytes read", "MB read", "MB", ".0f")],
                timed=("step",), title="Phase 2, typing (decode)")
 
-
-EXPERIMENT = Experiment(plan, trials, figures, sheets)
 
 
 # ---- its picture, and what to look at in it, written from the figures it shows
@@ -235,3 +257,11 @@ CLAIMS = [
           notebooks_carried, needs=WITH_NOTES, fails_on="a machine whose table products are far "
           "slower than its attention"),
 ]
+
+
+EXPERIMENT = Experiment(plan, measured, figures, sheets, name=NAME, flags=add_flags,
+                        quick={"users": (1, 4), "notes": 64}, settle=settle,
+                        lengths=lambda args: [("--notes", args.notes + 1)],
+                        riders=lambda args: {"--users": sum(args.users)},
+                        processes=(FIRST, EXTRA), empty=launches.NAME, phase="typing",
+                        picture=PICTURE)

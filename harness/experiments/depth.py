@@ -1,19 +1,39 @@
 """Beyond the post: how deep the notebooks are. A typing trip fetches the tables once and every
 user's notes: with few notes the tables dominate and batching is nearly free, with many the notes
 dominate and batching stops helping."""
+from harness import flags
 from harness.experiments import SEED
 from harness.keeping import records
 from harness.keeping.records import Layout, col, ms, sig, timed
 from harness.measuring import bench as b, speeds
 from harness.predicting import plans
-from harness.predicting.plans import Experiment, Row, trial_name
+from harness.predicting.plans import EXTRA, Experiment, Processes, Row, trial_name
 from harness.showing.pictures import Drawing, rows_of
 from harness.showing.printers import sheet
 from harness.terminal import plural
 import accounting
 
+NAME = "depth"  # the experiment, as --experiments names it
+PLACE = 9  # its place in the post's order (experiments/registry.py)
 DEPTHS = (0, 128, 512, 1023)  # typing with notebooks this deep ...
 USERS = (1, 16)  # ... for this many users, unless --users says otherwise
+
+
+def add_flags(g):
+    g.add_argument("--depths", nargs="+", type=flags.whole(0, flags.LONGEST - 1), default=DEPTHS,
+                   metavar="N", help="depth: notes already in each typer's notebook; its users "
+                                     f"are --users, else {' '.join(map(str, USERS))}")
+
+
+def settle(p, args):
+    """Its users: --users where given, else USERS (a quick run's 1 and 2)."""
+    args.depth_users = args.users if "users" in args.given else (1, 2) if args.quick else USERS
+
+
+def alone(row):
+    """Whether a row is one user's: those share the first processes; many users' notebooks
+    (16 users' 1,023 notes each, 1.2 GB to make) back no claim and measure in their own."""
+    return row.key[0] == 1
 
 
 def plan(args):
@@ -26,7 +46,7 @@ def trials(bench, args, rows):
     book = b.copies(bench, first, max(row.key[0] for row in rows), room=1)  # each row reads its
     for row in rows:  #                                                        users and notes
         u, n = row.key
-        yield b.trial(bench, trial_name("depth", row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
+        yield b.trial(bench, trial_name(NAME, row), b.tokens(bench.cfg, u, SEED + 3, bench.on),
                       [(b.view(book, u, n), 1)], recorded=False)  # no breakdown: none is held
 
 
@@ -80,8 +100,6 @@ def outweigh(rows, cfg):
             "twice its time with none): " + "; ".join(words))
 
 
-EXPERIMENT = Experiment(plan, trials, figures, sheets, checked=False)
-
 
 # ---- its picture, and what to look at in it, written from the figures it shows
 
@@ -120,3 +138,14 @@ def look(found):
 PICTURE = Drawing("depth.png", "depth", "How deep the notebooks are",
                   "the typing step against the notes each user brings: each line rises as the "
                   "notebooks deepen, the more users the steeper", draw, look, experiment="depth")
+
+
+EXPERIMENT = Experiment(plan, trials, figures, sheets, checked=False, name=NAME,
+                        flags=add_flags, quick={"depths": (0, 32, 64)}, settle=settle,
+                        lengths=lambda args: [("--depths", max(args.depths) + 1)],
+                        riders=lambda args: {
+                            "--users, at every --depths": sum(args.depth_users) * len(args.depths)},
+                        processes=(Processes(which=alone),
+                                   Processes(NAME, which=lambda row: not alone(row), least=1),
+                                   Processes(EXTRA.kind, which=alone, extra=True)),
+                        picture=PICTURE)

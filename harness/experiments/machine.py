@@ -31,6 +31,8 @@ def balance(t, r):
 
 
 REFERENCE_BLAS = "a NumPy on the reference BLAS (no OpenBLAS or MKL), whose math is slow"
+PLACE = 1  # its claims' place in the post's order (experiments/registry.py)
+
 CLAIMS = [
     Claim("machine_speed", "The workbench outpaces the forklift: about 10 FLOPs per byte, so "
           "a trip needs about 20 tokens to keep the math busy", "10.1, about 20",

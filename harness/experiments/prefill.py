@@ -1,10 +1,11 @@
 """Phase 1: reading (prefill). One user, one trip holding the whole question. Its rows, their
 trials, its table, and the post's claims about reading."""
+from harness import flags
 from harness.experiments import SEED
 from harness.keeping.records import Layout, Missing, col, ms, timed
 from harness.measuring import bench as b
 from harness.predicting import plans
-from harness.predicting.plans import Experiment, Row, trial_name
+from harness.predicting.plans import EXTRA, FIRST, Experiment, Row, trial_name
 from harness.showing.printers import sheet
 from harness.terminal import plural
 import accounting
@@ -13,6 +14,14 @@ from harness.judging.rules import (ABOUT, FAR, NOT_PRINTED, SMALL, WITH_NOTES, C
                                    within)
 from harness.post import PROMPTS
 from accounting import BYTES, FLOPS_PER_NUMBER
+
+NAME = "prefill"  # the experiment, as --experiments names it
+PLACE = 2  # its place in the post's order (experiments/registry.py)
+
+
+def add_flags(g):
+    g.add_argument("--prompts", nargs="+", type=flags.whole(1, flags.LONGEST), default=PROMPTS,
+                   metavar="T", help="prefill: question lengths in tokens")
 
 
 def plan(args):
@@ -24,7 +33,7 @@ def trials(bench, args, rows):
     for row in rows:
         (p,) = row.key
         x, book = b.tokens(bench.cfg, p, SEED + 2, bench.on), b.book(bench, 1, p)
-        yield b.trial(bench, trial_name("prefill", row), x, [(book, p)], warm=p == longest)
+        yield b.trial(bench, trial_name(NAME, row), x, [(book, p)], warm=p == longest)
 
 
 def figures(cfg, args, outcomes, roofs):
@@ -48,8 +57,6 @@ TABLE = Layout("prefill", [col("prompt", "prompt", "tokens", "d", key=True),
                            col("math speed", "GFLOP/s", "GFLOP/s", ".1f", compared=True)],
                timed=("time",), title="Phase 1, reading (prefill)")
 
-
-EXPERIMENT = Experiment(plan, trials, figures, sheets)
 
 
 # ---- its claims: each reads the figures it needs and gives the rule its Claim says
@@ -202,3 +209,10 @@ CLAIMS = [
           fails_on="a GPU in 16-bit math, whose balance of hundreds keeps a 256-token read on "
           "the forklift"),
 ]
+
+
+EXPERIMENT = Experiment(plan, trials, figures, sheets, name=NAME, flags=add_flags,
+                        quick={"prompts": (1, 16, 64)},
+                        lengths=lambda args: [("--prompts", max(args.prompts))],
+                        riders=lambda args: {"--prompts": len(args.prompts)},
+                        processes=(FIRST, EXTRA), phase="reading")

@@ -54,6 +54,8 @@ def cheaper(t, r):
     return f"{times.value:.0f}x", above(times, 5, label="typing over reading", fmt=".1f")
 
 
+PLACE = 6  # its claims' place in the post's order (experiments/registry.py)
+
 CLAIMS = [
     Claim("two_phases", "Reading is about 14 times cheaper per token than typing", "14x",
           "The cheapest read costs a token under a fifth of one user's typing step (about an "

@@ -53,6 +53,8 @@ def huge_freeze(found, roofs):
             f"follows from its balance", there >= FREEZE)
 
 
+PLACE = 8  # its claims' place in the post's order (experiments/registry.py)
+
 CLAIMS = [
     Claim("two_phases", "On a GPU the problem is the same, only more extreme: a few hundred math "
           "steps per byte, not 10", "a few hundred", "a balance of 100 FLOPs per byte or more",

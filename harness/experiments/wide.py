@@ -11,12 +11,13 @@ from harness.experiments import decode, launches
 from harness.keeping import records
 from harness.keeping.records import Layout, col, ms, timed
 from harness.measuring import devices
-from harness.predicting.plans import Experiment
+from harness.predicting.plans import EXTRA, FIRST, Experiment
 from harness.showing.printers import sheet
 import accounting
 import model
 
 NAME = "wide"  # the experiment, as --experiments names it
+PLACE = 10  # its place in the post's order (experiments/registry.py)
 MODEL = "xl"  # the largest GPT-2
 
 
@@ -30,6 +31,14 @@ def plan(args):
     gpu = devices.on_a_gpu(getattr(args, "device", "numpy")) and not getattr(args, "predict",
                                                                              None)
     return decode.plan(args) if gpu and args.model != MODEL else []
+
+
+def settle(p, args):
+    """Named alone (not among all the experiments, the default), it must plan something."""
+    if NAME in args.experiments and list(args.experiments) != list(p.get_default("experiments")) \
+            and not plan(args):
+        p.error("argument --experiments: wide types on GPT-2 xl on a GPU only (--device "
+                "torch:cuda, torch:mps or cupy:cuda), beside a smaller --model")
 
 
 def trials(bench, args, rows):
@@ -72,4 +81,5 @@ TABLE = Layout("decode xl", [col("users", "users", "users", "d", key=True),
                                       "its launches)")
 
 
-EXPERIMENT = Experiment(plan, trials, figures, sheets, checked=False)
+EXPERIMENT = Experiment(plan, trials, figures, sheets, checked=False, name=NAME, settle=settle,
+                        processes=(FIRST, EXTRA), empty=launches.WIDE, model=config)

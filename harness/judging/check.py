@@ -151,12 +151,10 @@ BREAKDOWN = Layout("breakdown", [*HELD_KEYS, col("trip", "trip ms", "ms", ".1f",
 
 def datasheet_figures(cfg, checked, preset):
     """Reading's and typing's rows against their limits at the preset's published speeds
-    (checked: [(experiment, Outcome)]; preset: presets.Target at the run's precision). -> [(Layout,
-    rows)]"""
+    (checked: [(experiment, Outcome)], the two phases'; preset: presets.Target at the run's
+    precision). -> [(Layout, rows)]"""
     rows = []
     for experiment, r in checked:
-        if experiment not in ("prefill", "decode"):
-            continue
         limit_s, bound = max(preset.roofs.limit(cfg, riders) for riders in r.row.steps)
         t = r.figures["time"]
         rows.append({"experiment": experiment, KEYS: r.row.keys, "measured": ms(t),

@@ -11,7 +11,7 @@ from harness.judging.rules import (FAILS, HOLDS, UNKNOWN, Claim, Fails, chance, 
 
 def verdicts(found, roofs, scripts, settings=None, busy=(), *, claims):
     """[(claim, this machine's figure, verdict, why, tested)] for these scripts' claims among
-    claims (every claim the suite judges, in the post's order: experiments/told.py; tested: the
+    claims (every claim the suite judges, in the post's order: experiments/registry.py; tested: the
     figure its verdict rests on, with its interval and the rule's edge), from their records,
     whose runs had these settings (their flags, by name; None: the post's). Each measured
     figure is weighed by its interval over the run's processes, at each claim's share of the

@@ -9,9 +9,6 @@ from harness.predicting import plans
 from harness.showing.printers import Sheet
 import accounting
 
-SHOWN = ("prefill", "decode", "collision")  # the experiments whose trips the breakdown shows
-
-
 def split(cfg, riders, roofs):
     """{part: seconds} of one trip, each part on its own at the machine's speeds, the link's
     sends among them on a model split over devices."""
@@ -36,9 +33,10 @@ def parts_row(cfg, name, row, roofs):
 
 
 def parts_sheet(cfg, experiments, args, roofs, settings, title):
-    """The predicted breakdown of every prefill, decode and collision row on one machine."""
-    planned = [(name, row) for name in SHOWN if name in experiments
-               for row in experiments[name].plan(args)]
+    """The predicted breakdown of every checked experiment's row (those the check and the
+    breakdown hold to their limits: reading, typing, the collision) on one machine."""
+    planned = [(name, row) for name, e in experiments.items() if e.checked
+               for row in e.plan(args)]
     rows = [parts_row(cfg, name, row, roofs) for name, row in planned]
     labels = {tuple({"of": name, **row.keys}.items()): row.label for name, row in planned}
     columns = [c for c in PARTS.columns if c.figure not in ("head", "link", "serial")

@@ -36,18 +36,60 @@ class Outcome:
 
 
 @dataclasses.dataclass(frozen=True)
+class Processes:
+    """A kind of worker process an experiment's rows are measured in (rounds.Kind, once the
+    rows are planned), and which of its rows: kind, its name ("" the first, in every run);
+    which(row) -> bool (None: every row); least, its processes at least (None: --processes);
+    extra, measured in the time the other kinds leave, most processes of it at most (None:
+    while the time holds). Experiments that name a kind alike share its processes."""
+    kind: str = ""
+    which: object = None
+    least: int = None
+    extra: bool = False
+    most: int = None
+
+
+FIRST = Processes()  # every run's first kind: every row a claim pairs round by round
+EXTRA = Processes("reading and typing", extra=True)  # the time left: reading and typing alone
+
+
+@dataclasses.dataclass(frozen=True)
 class Experiment:
-    """One experiment, as parameters -> instances -> records -> printers: plan(args) -> [Row];
+    """One experiment, declared whole in its module of harness/experiments/, which two_phases.py
+    finds there (experiments/registry.py): every stage reads this record, none names it.
+    As parameters -> instances -> records -> printers: plan(args) -> [Row];
     trials(Bench, args, rows) -> a rounds.Trial per row, in order, named by trial_name (what a
     round visits); figures(Config, args, outcomes, roofs) -> [(Layout, rows of figures)], which
-    become its records; sheets(records, Config, args) -> [Sheet], rendered from them; checked:
-    its rows are held to their limits in the check table and the breakdown (their trials record
-    a trip part by part)."""
+    become its records; sheets(records, Config, args) -> [Sheet], rendered from them.
+    name: as --experiments names it; flags(group): its own flags, their defaults the post's;
+    quick: its flags' --quick values ({flag's dest: value}); settle(parser, args): its flags
+    made one form, or refused in one line (parser.error); lengths(args) -> [(flag, the tokens a
+    notebook must hold)]; riders(args) -> {the flags that set them: (user, trip) pairs
+    planned}, counted before a plan is made; processes: the kinds of worker process its rows
+    are measured in; empty: the empty trip's trial (experiments/launches.py) its trials measure
+    beside its rows on a GPU library's device; phase: "reading" or "typing" where its rows are
+    one of the post's two phases on the run's model (the roofline's points, a GPU's datasheet,
+    compare.py's closing lines); model(Config) -> the model its rows run on where not the run's
+    (none: the run's); picture: its Drawing; settings: the flags its records keep,
+    beyond records.SETTINGS; checked: its rows are held to their limits in the check table and
+    the breakdown (their trials record a trip part by part)."""
     plan: object
     trials: object
     figures: object
     sheets: object
     checked: bool = True
+    name: str = ""
+    flags: object = None
+    quick: dict = dataclasses.field(default_factory=dict)
+    settle: object = None
+    lengths: object = None
+    riders: object = None
+    processes: tuple = (FIRST,)
+    empty: str = ""
+    phase: str = ""
+    model: object = None
+    picture: object = None
+    settings: tuple = ()
 
 
 def trial_name(experiment, row):
@@ -250,12 +292,11 @@ def at_the_limits(cfg, args, experiments, roofs, also=()):
 
 
 def roofline(cfg, outcomes, roofs):
-    """The roofline picture's data: the speeds, and each prefill and decode row of outcomes
-    ([(experiment, Outcome)]) at its arithmetic intensity (FLOPs per byte) and speed (FLOP/s)."""
+    """The roofline picture's data: the speeds, and each row of outcomes ([(experiment,
+    Outcome)], reading's and typing's) at its arithmetic intensity (FLOPs per byte) and speed
+    (FLOP/s)."""
     points = []
     for experiment, r in outcomes:
-        if experiment not in ("prefill", "decode"):
-            continue
         riders = r.row.steps[0]
         flops = accounting.trip_flops(cfg, riders)
         points.append([experiment, r.row.label, flops / accounting.bytes_read(cfg, riders),

@@ -236,14 +236,18 @@ def split(p, args, cfg, aim, experiments, gpus=None):
     return 1 if n is None else n
 
 
-def check_range(p, args):
-    """Refuse, in one line, a question or notebook longer than the model reads: GPT-2's 1,024
-    tokens in a measured run, its model's own context in a prediction. -> that context"""
+def context(args):
+    """The most tokens a notebook holds, notes and new ones together: GPT-2's 1,024 in a measured
+    run, its model's own context in a prediction."""
+    return (config(args.model) if args.predict is not None else model.SIZES["small"]).context
+
+
+def check_range(p, args, lengths):
+    """Refuse, in one line, a question or notebook longer than the model reads (context()).
+    lengths: [(flag, the tokens a notebook must hold)], each experiment's."""
     cfg = config(args.model) if args.predict is not None else model.SIZES["small"]
     asked = getattr(args, "request", None)
-    for flag, need in (("--prompts", max(args.prompts)), ("--question", args.question),
-                       ("--notes", args.notes + 1), ("--depths", max(args.depths) + 1),
-                       ("--request", sum(asked) - 1 if asked else 0)):
+    for flag, need in (*lengths, ("--request", sum(asked) - 1 if asked else 0)):
         if need <= cfg.context or (flag == "--request" and args.predict is None):
             continue  # (a request without --predict is refused by check_flags)
         tokens = f"{cfg.context:,} {plural(cfg.context, 'token')}"
@@ -259,23 +263,10 @@ def check_range(p, args):
     return cfg.context
 
 
-def riders(args):
-    """How many (user, trip) pairs the experiments' plans hold, counted before they are made:
-    {the flags that set them: how many}."""
-    steps = sum(-(-args.question // c) + 1 for c in args.chunk)
-    made = {"--prompts": len(args.prompts) * ("prefill" in args.experiments),
-            "--users": sum(args.users) * ("decode" in args.experiments),
-            "--typers, --question and --chunk": (args.typers + 1) * (steps + 1) * (
-                "collision" in args.experiments),
-            "--users, at every --depths": sum(args.depth_users) * len(args.depths) * (
-                "depth" in args.experiments)}
-    return made
-
-
-def check_riders(p, args):
+def check_riders(p, args, made):
     """Refuse, in one line naming the flags that plan the most, a plan too big to make: checked
-    before any row is made, for a measured run as for a prediction."""
-    made = riders(args)
+    before any row is made, for a measured run as for a prediction. made: {the flags that set
+    them: the (user, trip) pairs the experiments' plans hold}, counted before they are made."""
     if sum(made.values()) > MOST_RIDERS:
         most = max(made, key=made.get)
         p.error(f"argument {most.split(',')[0]}: these experiments plan {sum(made.values()):,} "
@@ -296,7 +287,7 @@ def items(args, experiments, told):
     """A prediction's items: the machines, every planned row of the experiments ({name:
     Experiment}) at its limit on the first machine, the limit each batch hits there, every
     machine's turning points and the speeds; then, from the records, the post's claims about
-    a GPU judged on the first machine, and the pictures (told: experiments/told.py)."""
+    a GPU judged on the first machine, and the pictures (told: experiments/registry.py)."""
     base, aimed = config(args.model), targets(args)
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
     settings = records.settings_of(args)
@@ -333,7 +324,7 @@ def roofline(cfg, aimed, experiments, args):
     machines = []
     for t in aimed:
         c = t.config(cfg)
-        done = [(name, o) for name in ("prefill", "decode") if name in experiments
-                for o in plans.at_limits(c, experiments[name].plan(args), t.roofs)]
+        done = [(name, o) for name, e in experiments.items() if e.phase
+                for o in plans.at_limits(c, e.plan(args), t.roofs)]
         machines.append({"name": t.label, **plans.roofline(c, done, t.roofs)})
     return {"predicted": True, "machines": machines}

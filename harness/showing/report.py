@@ -22,7 +22,7 @@ NAME = results.REPORT
 
 def with_run(folder, script, data, names, told):
     """A writer of the folder's report as it will be once this run's files (names) are in
-    (told: the post's claims and pictures, experiments/told.py):
+    (told: the post's claims and pictures, experiments/registry.py):
     the folder's saved full runs (each through the schema's check: what it refuses is left out,
     with its line), this script's replaced by data. It runs inside the run's own save, under the
     folder's lock, so that a result and its report are one save."""
