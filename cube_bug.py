@@ -18,7 +18,7 @@ from harness import flags, runner
 from harness.post import CUBE_TOKENS, NOTES
 from harness.terminal import plural
 from engine import pool
-from harness.measuring import bench as b, rounds, timing
+from harness.measuring import bench as b, processes, rounds, timing
 from harness.measuring.devices import NUMPY
 from engine.blocks import Paths
 from harness.measuring.rounds import Trial
@@ -131,8 +131,8 @@ def kinds(args):
     with no model to make, so their ratios get many fresh processes) and, with --in-model, the
     model's trips (its tables made in each)."""
     cases = tuple(f"{label} {way}" for label, _ in CASES for way in ("power", "product"))
-    return (rounds.Kind("", cases),
-            *((rounds.Kind("in the model", IN_MODEL),) if args.in_model else ()))
+    return (processes.Kind("", cases),
+            *((processes.Kind("in the model", IN_MODEL),) if args.in_model else ()))
 
 
 def in_the_model(args, on):
@@ -157,7 +157,7 @@ def experiment(args, facts):
     diffs = {label: same_answer(inputs(args.tokens, make, width=width, on=on), label, on)
              for label, make in CASES}
     settings = records.settings_of(args)
-    done = rounds.measured(args, __file__, measure_here, kinds(args))
+    done = processes.measured(args, __file__, measure_here, kinds(args))
     found = records.from_rows(figures(args, done, diffs), settings)
     cube = sheet(CUBE, found, settings=f"{args.tokens * width:,} float32 numbers, a floor of "
                                        f"GPT-2 {args.model} at {args.tokens} "

@@ -12,7 +12,7 @@ import time
 
 from harness import flags, runner
 from harness.terminal import note, plural, warn
-from harness.measuring import devices, host, rounds, speeds
+from harness.measuring import devices, host, processes, rounds, speeds
 from harness.measuring.speeds import (CACHE_RULE, MATMUL, QUICK, SIZE, memory_bytes,
                                       tokens_a_trip_needs, workbench)
 from harness.measuring.timing import taken
@@ -146,7 +146,7 @@ def experiment(args, facts):
     speeds.tiled(args.on, args.quick, True)  # the tiles' kernels loaded here first (compiled,
     #   on a first run: 5 s, outside the 16 s budget, which would then hold 3 processes, not 6):
     #   the first worker's start, which plans the rest, is then every one's
-    done = rounds.measured(args, __file__, measure_here)
+    done = processes.measured(args, __file__, measure_here)
     found = records.from_rows(figures(args, done), settings, center=intervals.centered)
     speed = {r["figure"]: r["value"] for r in records.of(found, SPEEDS.name)}
     yield Saved("roofs", {"bytes_per_s": speed["memory speed"] * 1e9,

@@ -13,7 +13,7 @@ import types
 from harness.terminal import plain_streams, printable, quoted, warn
 from harness.measuring import devices, host
 from engine.blocks import ATTENTION
-from harness.measuring.rounds import MOST_THREADS
+from harness.measuring.worker import MOST_THREADS
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, held, results, schema
 
@@ -141,7 +141,7 @@ def parser(doc, runs, prog, budget=None):
     yet (None: a script that adds none); prog: the script's file name, however it was started
     (its messages and its results' names)."""
     from tabulate import tabulate_formats
-    from harness.measuring.rounds import PROCESSES
+    from harness.measuring.processes import PROCESSES
     p = Parser(prog=prog, description=(doc or "").strip(), formatter_class=_Help)  # (none
     #   under python -OO, which strips docstrings: --help then says the flags alone)
     g = p.add_argument_group("shared by every script")

@@ -15,7 +15,7 @@ from harness.experiments.registry import DRAWINGS, TOLD
 from harness.judging import check, intervals, judge
 from harness.keeping import records
 from harness.keeping.records import Layout, col
-from harness.measuring import bench as b, devices, rounds, speeds, timing, tuning
+from harness.measuring import bench as b, devices, processes, rounds, speeds, timing, tuning
 from harness.predicting import plans, presets, turning
 from harness.predicting.plans import Outcome, timings, trial_name
 from harness.showing import pictures, printers, sheets
@@ -39,7 +39,7 @@ def run(experiments, script):
         if args.compiled == "auto" and args.on.numpy:  # the kernels loaded here first
             engine.compiled.available()  # (compiled, on a first run): the first worker's start,
         #                                  which plans the rest, is then every one's
-        done = rounds.measured(args, script, worker(experiments), kinds(args, planned, rows),
+        done = processes.measured(args, script, worker(experiments), kinds(args, planned, rows),
                                began=began,
                                record=True, alone=True)
         made = assessed(cfg, args, planned, rows, done)
@@ -77,7 +77,7 @@ def kinds(args, experiments, rows):
     for k, names in sorted(made.values(), key=lambda kn: (kn[0].extra, kn[0].most is None)):
         trials = (*speed_names(args), *names)
         if not (k.extra and out and set(trials) == set(out[0].trials)):
-            out.append(rounds.Kind(k.kind, trials, k.least, k.extra, k.most))
+            out.append(processes.Kind(k.kind, trials, k.least, k.extra, k.most))
     return out
 
 

@@ -16,7 +16,8 @@ import time
 from harness import flags, stopping
 from harness.flags import folder_of
 from harness.terminal import arrived, kept, note, plain_streams, plural, show, steps, warn
-from harness.measuring import devices, host, nvidia, rounds
+from harness.measuring import devices, host, nvidia, processes
+from harness.measuring.worker import serve
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, records, results, schema
 from harness.keeping.results import ROOT
@@ -33,12 +34,12 @@ def run(script, args, body, headline=None, worker=None):
     as it comes; then save, and bring the folder's report up to date. headline: the line to show
     instead of the machine line, for a run that measures nothing (a prediction). worker(args,
     job): what one of the run's worker processes measures; a worker (--worker) does only that,
-    printing and saving nothing (rounds.serve). Returns the exit code: 0; 1 if the results could
+    printing and saving nothing (worker.serve). Returns the exit code: 0; 1 if the results could
     not be saved, or a worker process failed (saving what was measured before it, marked, where
     every row was); 128 + the signal's number on Ctrl-C (130) or SIGTERM (143), with nothing
     saved and earlier results untouched."""
     if worker and getattr(args, "worker", False):
-        return rounds.serve(args, worker)
+        return serve(args, worker)
     plain_streams()
     args = flags.settled(args)
     stopping.begin()
@@ -88,10 +89,10 @@ def run(script, args, body, headline=None, worker=None):
             if saved == 0:
                 note(next_steps(folder, report.NAME in files, args.quick))
             return stopped(out, saved)
-    except rounds.DeviceFailed as e:
+    except processes.DeviceFailed as e:
         note(f"error: --device {args.device}: {e}: nothing saved, earlier results untouched")
         return 2
-    except rounds.WorkerFailed as e:
+    except processes.WorkerFailed as e:
         note(f"error: {e}: nothing saved, earlier results untouched")
         return 1
     except Exception as e:  # in this process (--quick): a GPU library's error, in one line
@@ -136,8 +137,8 @@ def stopped(out, code, saved=True):
 
 
 def cut_short(out):
-    """What cut the run's measuring short, keeping what came before (rounds.Measurements.stopped),
-    in whichever block of a sweep it came; None if nothing did."""
+    """What cut the run's measuring short, keeping what came before (Measurements.stopped, of
+    processes.py), in whichever block of a sweep it came; None if nothing did."""
     return next((b["stopped"] for b in (out.kept, *out.blocks.values()) if "stopped" in b), None)
 
 

@@ -48,7 +48,7 @@ def stop_quietly():
     first (terminal.open_streams). A run's worker process (--worker) says nothing: worker()."""
     from harness.terminal import open_streams
     open_streams()
-    if "--worker" in sys.argv[1:]:  # as rounds.spawn starts it: quiet from its first line on
+    if "--worker" in sys.argv[1:]:  # as processes.spawn starts it: quiet from its first line on
         worker()
         return
     for s in STOPS:
@@ -56,7 +56,7 @@ def stop_quietly():
 
 
 def worker():
-    """A run's worker process (rounds.serve) never speaks of a stop: the run that started it
+    """A run's worker process (worker.serve) never speaks of a stop: the run that started it
     says what happened, once. The terminal's signals reach the run alone (it starts each worker
     in a session of its own, and ends it when the run stops); a signal aimed at the worker
     itself ends it as the signal's default does, so that the run reads which one it was. It

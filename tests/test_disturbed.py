@@ -11,7 +11,7 @@ from harness.experiments.registry import TOLD
 from harness.judging import judge, rules
 from harness.showing import sheets
 from harness.keeping import records
-from harness.measuring import host, rounds, timing
+from harness.measuring import host, processes, rounds, timing
 from harness.keeping.records import Measured, col, timed
 from conftest import made
 from test_claims import IN_WORDS, ROOFS, changed, the_posts_figures, verdict
@@ -52,7 +52,7 @@ def test_a_disturbed_visit_is_measured_again_and_the_clean_one_kept(monkeypatch)
 
 
 def test_a_figure_without_enough_clean_samples_is_marked_disturbed():
-    done = rounds.Measurements()  # three rounds' visits, each measured again twice, none clean
+    done = processes.Measurements()  # three rounds' visits, each measured again twice, none clean
     done.take({"visits": {"t": [[r, [1.0], share, 2] for r, share in enumerate((0.5, 0.3, 0.5))]}})
     runs = done.runs("t")
     assert runs.disturbed and runs.again == 2 * 3 and 0.3 in runs.others  # the least disturbed

@@ -14,7 +14,7 @@ import model
 import two_phases
 from conftest import in_process, one_line
 from harness.experiments.registry import TOLD
-from harness.measuring import bench as b, devices, host, speeds
+from harness.measuring import bench as b, devices, host, processes, speeds, worker
 
 TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not TORCH, reason="PyTorch is not installed")
@@ -475,16 +475,15 @@ def test_a_gpu_librarys_error_is_its_cause_in_one_line_and_exit_2(monkeypatch, e
 def test_a_worker_whose_device_failed_stops_the_run_with_its_cause(monkeypatch):
     import json
     import subprocess
-    from harness.measuring import rounds
-    said = rounds.MARK + json.dumps({rounds.FAILED: "out of memory: torch:cuda cannot"})
+    said = worker.MARK + json.dumps({worker.FAILED: "out of memory: torch:cuda cannot"})
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
-        a, rounds.DEVICE_EXIT, stdout=said))
-    with pytest.raises(rounds.DeviceFailed, match="out of memory"):
-        rounds.spawn("two_phases.py", [], {})
+        a, worker.DEVICE_EXIT, stdout=said))
+    with pytest.raises(processes.DeviceFailed, match="out of memory"):
+        processes.spawn("two_phases.py", [], {})
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
-        a, rounds.DEVICE_EXIT, stdout="no result"))
-    with pytest.raises(rounds.WorkerFailed, match="exit 3"):  # no cause given: as any failure
-        rounds.spawn("two_phases.py", [], {})
+        a, worker.DEVICE_EXIT, stdout="no result"))
+    with pytest.raises(processes.WorkerFailed, match="exit 3"):  # no cause given: as any failure
+        processes.spawn("two_phases.py", [], {})
 
 
 @needs_torch
@@ -556,17 +555,16 @@ def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_
 
 
 def test_the_gpus_clock_is_read_under_the_work_and_a_throttled_one_is_said(smi):
-    from harness.measuring import rounds
-    done = rounds.Measurements()
+    done = processes.Measurements()
     for clock in ([1980, 1980], [1410, 1980], [1755, 1980], None):  # each process's, at its end
         done.take({"visits": {}, "gpu_clock": clock})
     assert done.gpu_clock == [1410, 1980]  # the lowest any process ended at
-    assert rounds.throttled(done.gpu_clock).startswith("the GPU's SM clock was 1410 of its 1980")
-    assert rounds.throttled([1900, 1980]) == "" and rounds.throttled(None) == ""
+    assert processes.throttled(done.gpu_clock).startswith("the GPU's SM clock was 1410 of its 1980")
+    assert processes.throttled([1900, 1980]) == "" and processes.throttled(None) == ""
     class Held(Named):
         def memory_used(self):
             return 2 ** 30
-    said = rounds.on_the_device(Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda"))
+    said = worker.on_the_device(Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda"))
     #      nvidia-smi read as the rounds end: the fake's 1980 of 1980
     assert said["gpu_clock"] == [1980, 1980]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness import stopping
-from harness.measuring import rounds, timing
+from harness.measuring import processes, rounds, timing
 from harness.measuring.rounds import Trial
 from conftest import ROOT, in_process, one_line
 
@@ -103,8 +103,8 @@ def fake(log, visit_s=0.5, fail=None):
 
 def test_a_pilot_of_each_kind_then_the_rest_the_kinds_in_turn_the_first_choosing_the_paths():
     asked = []
-    kinds = [rounds.Kind("a", ("ta",)), rounds.Kind("b", ("tb",))]
-    done = rounds.planned({}, kinds, fake(asked), 3, 3, 1e-9, rounds.time.monotonic())
+    kinds = [processes.Kind("a", ("ta",)), processes.Kind("b", ("tb",))]
+    done = processes.planned({}, kinds, fake(asked), 3, 3, 1e-9, rounds.time.monotonic())
     assert [(j["kind"], j["process"]) for j in asked] == [("a", 0), ("b", 0), ("a", 1),
                                                            ("b", 1), ("a", 2), ("b", 2)]
     assert [j["paths"] for j in asked] == [None] + [{"attention": "vec"}] * 5  # the first's
@@ -131,9 +131,9 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
         return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
                 "rounds_s": float(len(job["rounds"])),
                 "repeat": job["repeat"] or {t: 2 for t in job["trials"]}}
-    kinds = [rounds.Kind("all", ("speeds", "read", "dial")),
-             rounds.Kind("more", ("speeds", "read"), extra=True)]
-    done = rounds.planned({"alone": True}, kinds, worker, 3, 3, 25.0, 0.0)
+    kinds = [processes.Kind("all", ("speeds", "read", "dial")),
+             processes.Kind("more", ("speeds", "read"), extra=True)]
+    done = processes.planned({"alone": True}, kinds, worker, 3, 3, 25.0, 0.0)
     assert [j["kind"] for j in asked] == ["all"] * 3 + ["more"] * 5  # 15 s, then 2 s each
     assert [j["record"] for j in asked] == [True] * 8
     assert [j["alone"] for j in asked] == [True] * 3 + [False] * 5
@@ -143,7 +143,7 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
     assert done.process_s == pytest.approx(5.0)  # one more of the kind that backs claims: its
     assert done.runs("dial").process_s == done.process_s  # start and a round; what a why says
     now[0], asked[:] = 0.0, []
-    rounds.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
+    processes.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
     #                                       start, 4 s, its rows' 0.4 s and their recordings
     assert [j["kind"] for j in asked] == ["all"] * 3
 
@@ -161,36 +161,36 @@ def test_an_extra_kind_with_a_most_takes_that_many_and_leaves_the_time_to_the_ne
         now[0] += 2.0 + len(job["rounds"])
         return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
                 "rounds_s": float(len(job["rounds"]))}
-    kinds = [rounds.Kind("all", ("speeds", "read", "dial")),
-             rounds.Kind("dial", ("speeds", "dial"), extra=True, most=1),
-             rounds.Kind("more", ("speeds", "read"), extra=True)]
-    done = rounds.planned({}, kinds, worker, 3, 3, 21.0, 0.0)
+    kinds = [processes.Kind("all", ("speeds", "read", "dial")),
+             processes.Kind("dial", ("speeds", "dial"), extra=True, most=1),
+             processes.Kind("more", ("speeds", "read"), extra=True)]
+    done = processes.planned({}, kinds, worker, 3, 3, 21.0, 0.0)
     assert asked == ["all"] * 3 + ["dial"] + ["more"] * 3  # 3 s each: 21 s in all
     assert len(set(done.runs("dial").processes)) == 4
 
 
 def test_the_plan_grows_each_kind_in_turn_while_it_fits_and_never_from_a_figure():
-    costs = {"cheap": rounds.Cost(1.0, 0.5), "dear": rounds.Cost(5.0, 10.0)}
-    assert rounds.plan(costs, {"cheap": 3, "dear": 3}, 3, 0.0) == {"cheap": (3, 1),
+    costs = {"cheap": processes.Cost(1.0, 0.5), "dear": processes.Cost(5.0, 10.0)}
+    assert processes.plan(costs, {"cheap": 3, "dear": 3}, 3, 0.0) == {"cheap": (3, 1),
                                                                    "dear": (3, 1)}
-    grown = rounds.plan(costs, {"cheap": 3, "dear": 3}, 3, 2 * 1.5 + 2 * 15.0 + 3 * 1.5)
+    grown = processes.plan(costs, {"cheap": 3, "dear": 3}, 3, 2 * 1.5 + 2 * 15.0 + 3 * 1.5)
     assert grown == {"cheap": (6, 1), "dear": (3, 1)}  # the dear kind's fourth did not fit
-    assert rounds.plan(costs, {"cheap": 3, "dear": 3}, 9, 1e6)["cheap"][0] == 64  # at most
-    few = rounds.plan({"k": rounds.Cost(1.0, 0.1)}, {"k": 3}, 9, 0.0)
+    assert processes.plan(costs, {"cheap": 3, "dear": 3}, 9, 1e6)["cheap"][0] == 64  # at most
+    few = processes.plan({"k": processes.Cost(1.0, 0.1)}, {"k": 3}, 9, 0.0)
     assert few == {"k": (3, 4)}  # too few processes fit: more rounds in each, 1 + 2 x 4 >= 9
-    assert rounds.Cost(8.0, 0.25).rounds() == 8 and rounds.Cost(8.0, 4.0).rounds() == 1
-    alone = rounds.plan(costs, {"cheap": 3, "dear": 1}, 3, 1e3)
+    assert processes.Cost(8.0, 0.25).rounds() == 8 and processes.Cost(8.0, 4.0).rounds() == 1
+    alone = processes.plan(costs, {"cheap": 3, "dear": 1}, 3, 1e3)
     assert alone["dear"][0] == 1  # a kind no claim rests on: one process, never more
 
 
 def test_a_stop_beyond_the_least_processes_keeps_what_was_measured_before():
     asked = []
     worker = fake(asked, 0.0, ("a", 3, stopping.Stopped(signal.SIGINT)))
-    done = rounds.planned({}, [rounds.Kind("a", ("ta",))], worker, 3, 3, 1e6,
+    done = processes.planned({}, [processes.Kind("a", ("ta",))], worker, 3, 3, 1e6,
                           rounds.time.monotonic())
     assert done.stopped == signal.SIGINT and done.processes == 3  # three kept, the fourth not
     with pytest.raises(stopping.Stopped):  # within the least: the run itself stops
-        rounds.planned({}, [rounds.Kind("a", ("ta",))],
+        processes.planned({}, [processes.Kind("a", ("ta",))],
                        fake([], 0.0, ("a", 1, stopping.Stopped(signal.SIGINT))), 3, 3, 1e6,
                        rounds.time.monotonic())
 
@@ -203,7 +203,7 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
         if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
             raise stopping.Stopped(signal.SIGINT)
         return real(machine_speed.parse_args(argv + ["--worker"]), job)
-    monkeypatch.setattr(rounds, "spawn", spawn)
+    monkeypatch.setattr(processes, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
     assert r.returncode == 130 and "interrupted while adding processes" in r.stderr
@@ -245,7 +245,7 @@ def test_a_worker_flag_given_by_hand_is_one_line_and_exit_2():
 
 
 def test_a_figure_is_disturbed_only_where_other_work_left_too_few_clean_rounds():
-    done = rounds.Measurements()
+    done = processes.Measurements()
     done.take({"visits": {"two": [[0, [1.0], 0.0, 0], [1, [1.0], 0.0, 0]],  # two rounds, quiet
                           "busy": [[0, [1.0], 0.5, 2], [1, [1.0], 0.0, 0], [2, [1.0], 0.4, 2]]}})
     assert not done.runs("two").disturbed  # fewer rounds than 3 are few, not disturbed

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from harness import stopping
-from harness.measuring import rounds
+from harness.measuring import processes, worker
 from conftest import ROOT, in_process, one_line, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
@@ -55,14 +55,14 @@ def killed_from(first, tmp_path, monkeypatch):
     `first`-th: that one and each after it killed by SIGKILL as it starts, as the OOM killer
     does. -> the finished run"""
     import machine_speed
-    real, spawn = machine_speed.measure_here, rounds.spawn
+    real, spawn = machine_speed.measure_here, processes.spawn
     (tmp_path / "die.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
 
     def worker(script, argv, job):
         if job["process"] >= first:
             return spawn(str(tmp_path / "die.py"), [], job)  # a real process, really killed
         return real(machine_speed.parse_args(argv + ["--worker"]), job)
-    monkeypatch.setattr(rounds, "spawn", worker)
+    monkeypatch.setattr(processes, "spawn", worker)
     return in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                       "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
 
@@ -97,7 +97,7 @@ def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, c
         "import sys\nprint('a line from sitecustomize')\n"
         "sys.stdout.write('and one without its end'); sys.stdout.flush()\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # every Python the run starts prints
-    result = rounds.spawn(CUBE[0], CUBE[1:], JOB)
+    result = processes.spawn(CUBE[0], CUBE[1:], JOB)
     assert len(result["visits"]) == 6  # each case's two ways ...
     assert all(len(v) == 1 for v in result["visits"].values())  # ... in one round
     assert capsys.readouterr().err.splitlines()[-2:] == ["a line from sitecustomize",
@@ -110,7 +110,8 @@ def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, c
 @LINUX
 def test_6_a_worker_ends_when_its_run_is_killed():
     job = {**JOB, "rounds": list(range(1000))}  # minutes of rounds
-    code = f"from harness.measuring import rounds\nrounds.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {job})\n"
+    code = (f"from harness.measuring import processes\n"
+            f"processes.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {job})\n")
     run = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     worker = []
@@ -200,7 +201,7 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
             raise stopping.Stopped(signal.SIGINT)
         args = machine_speed.parse_args(argv + ["--worker"])
         return real(args.replace(threads=job["threads"]), job)
-    monkeypatch.setattr(rounds, "spawn", spawn)
+    monkeypatch.setattr(processes, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--threads", "1", "2", "--time-budget", "5", "--out", str(tmp_path),
                    "--label", "box")
@@ -229,13 +230,13 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     ({"rounds": [0], "threads": 2, "again": 10 ** 9}, "'again'"),
     ([0], "JSON on stdin")])
 def test_11_each_field_of_a_job_is_checked(job, field):
-    assert field in rounds.not_a_job(job)
+    assert field in worker.not_a_job(job)
 
 
 def test_11_a_job_as_a_run_makes_it_passes():
     paths = {"attention": "einsum", "cube": "product", "blocks": [[2, 768, 512, None]],
              "compiled": [1], "tiled": []}
-    assert rounds.not_a_job({**JOB, "threads": 2, "paths": paths, "trials": ["a"],
+    assert worker.not_a_job({**JOB, "threads": 2, "paths": paths, "trials": ["a"],
                              "record": True, "alone": False, "process": 1, "processes": 3,
                              "kind": "k", "start": 1.5, "left_s": None}) == ""
 

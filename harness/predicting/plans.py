@@ -37,7 +37,7 @@ class Outcome:
 
 @dataclasses.dataclass(frozen=True)
 class Processes:
-    """A kind of worker process an experiment's rows are measured in (rounds.Kind, once the
+    """A kind of worker process an experiment's rows are measured in (processes.Kind, once the
     rows are planned), and which of its rows: kind, its name ("" the first, in every run);
     which(row) -> bool (None: every row); least, its processes at least (None: --processes);
     extra, measured in the time the other kinds leave, most processes of it at most (None:
