@@ -28,8 +28,8 @@ QUICK = {**QUICK, "compiled": "off"}  # each experiment's small sizes; no second
 RUNS = 3  # rounds of each row at least: the server's rows, a round of seconds in each process,
 #           in 3 processes or more; the cheaper rows in many more rounds, as the budget holds
 BUDGET_S = 150  # seconds the measuring may take, fresh processes added while they fit: with
-#                 machine_speed's 16 and cube_bug's 36, the README's first command within 3 min
-#                 30 s on a 2-core machine (the least, --processes, run whatever the budget says)
+#                 machine_speed's and cube_bug's, sized to the README's first command's promise
+#                 (the least, --processes, run whatever the budget says)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -497,9 +497,9 @@ def flip(over):
 ROWS = 6  # a question's tile's rows: six queries (or notes' weights) ...
 PANELS = {16: (32, 16), 8: (16,), 4: (16, 8)}[LANES]  # ... by this many notes (or numbers of
 #   a head) a tile, each worth timing: 2 vectors of them, 12 vectors of sums and 1 to spread
-#   (with AVX-512, 32 notes and numbers took a 1,024-token question's attention from 6.4 to
-#   4.4 ms a floor on a Zen 5 EPYC, 16 filling one vector), or 16 in 4 lanes' 4 vectors where
-#   there are registers for 24 sums (NEON's 32, not SSE's 16); the first the default
+#   (with AVX-512's 32 registers, two vectors of 16 keep more sums in flight than one), or 16
+#   in 4 lanes' 4 vectors where there are registers for 24 sums (NEON's 32, not SSE's 16); the
+#   first the default, the one used timed at the start
 NARROW = 16  # a head's numbers a value panel, where the head is not a multiple of the panel
 SPANS = switch({vectors: lambda e, arrays, where, vectors=vectors: product(
     e, arrays, where, ROWS, vectors, False) for vectors in {p // LANES for p in (*PANELS, NARROW)}},

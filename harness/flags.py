@@ -19,7 +19,7 @@ from harness.keeping import exports, held, results, schema
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 MOST_RUNS = 10_000  # beyond these a run never ends, or the threads swamp it (MOST_THREADS)
-MOST_PROCESSES, LONGEST_BUDGET = 64, 86_400  # worker processes; seconds (a day)
+LONGEST_BUDGET = 86_400  # seconds (a day)
 
 
 class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -141,7 +141,7 @@ def parser(doc, runs, prog, budget=None):
     yet (None: a script that adds none); prog: the script's file name, however it was started
     (its messages and its results' names)."""
     from tabulate import tabulate_formats
-    from harness.measuring.processes import PROCESSES
+    from harness.measuring.processes import MOST_PROCESSES, PROCESSES
     p = Parser(prog=prog, description=(doc or "").strip(), formatter_class=_Help)  # (none
     #   under python -OO, which strips docstrings: --help then says the flags alone)
     g = p.add_argument_group("shared by every script")

@@ -10,7 +10,6 @@ _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
 _stderr = {"broken": False}  # whether stderr stopped taking lines (closed, full): it says no more
 _steps = {"weights": [], "done": 0, "start": 0.0}  # a long run's rows, for its progress line
 _keeping = []  # the lists that keep the warnings said meanwhile (see kept())
-_hushed = []  # while not empty, warnings go unsaid (see hushed())
 
 
 def open_streams():
@@ -72,22 +71,10 @@ def plural(n, word):
 
 
 def warn(message):
-    """A warning on stderr, kept by every kept() it is said within; none while hushed()."""
-    if _hushed:
-        return
+    """A warning on stderr, kept by every kept() it is said within."""
     for warnings in _keeping:
         warnings.append(message)
     note(f"warning: {message}")
-
-
-@contextlib.contextmanager
-def hushed():
-    """No warning said inside: for work done again, whose warnings the last time says."""
-    _hushed.append(True)
-    try:
-        yield
-    finally:
-        _hushed.pop()
 
 
 @contextlib.contextmanager

@@ -153,7 +153,7 @@ def gain(t, users):
             / figure(t, "decode", "tokens per second", users=1))
 
 
-def at_limits(r, users):
+def typed_at_limits(r, users):
     """The tokens per second `users` users would type at this machine's limits, by the
     accounting (GPT-2 small, the post's notes each)."""
     if r is None:
@@ -163,7 +163,7 @@ def at_limits(r, users):
 
 def batching_16(t, r):
     g = gain(t, 16)
-    limits = at_limits(r, 16) / at_limits(r, 1)
+    limits = typed_at_limits(r, 16) / typed_at_limits(r, 1)
     return (f"{g.value:.1f}x of the accounting's {limits:.1f}x",
             within(g / limits, 1 / OFF, OFF, label="the gain over the limits'", fmt=".2f"))
 

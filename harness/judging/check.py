@@ -11,7 +11,7 @@ SUSPICIOUS = 2.0  # a row slower than this many times its limit: look for a bug,
 
 
 @dataclasses.dataclass(frozen=True)
-class Held:
+class Checked:
     """A measured row held against the limits, once: the row's time and its limit (a row of
     several trips, the chunks, is held to its slowest trip's), and its recorded trip's parts
     against theirs. parts: {part: seconds, "trip"}; alone: the Timing of the same table
@@ -51,7 +51,7 @@ class Held:
 
 
 def held(cfg, checked, roofs, tables_alone):
-    """Every checked row held to the limits: [Held]. checked: [(experiment, Outcome)];
+    """Every checked row held to the limits: [Checked]. checked: [(experiment, Outcome)];
     tables_alone(n) times the table products of n tokens alone, once for each n."""
     alone = {n: tables_alone(n) for n in sorted({sum(t for _, t in r.recorded["riders"])
                                                  for _, r in checked})}
@@ -63,10 +63,11 @@ def hold(cfg, experiment, outcome, roofs, alone):
     alone: {tokens: Timing} of the table products alone."""
     x, limit_s, bound = x_limit(cfg, outcome.row.steps, outcome.figures["time"], roofs)
     riders = outcome.recorded["riders"]
-    return Held(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"], limit_s,
-                bound, riders, outcome.recorded["parts"], alone[sum(t for _, t in riders)],
-                accounting.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s),
-                outcome.recorded.get("runs"), x)
+    return Checked(experiment, outcome.row.label, outcome.row.keys, outcome.figures["time"],
+                   limit_s, bound, riders, outcome.recorded["parts"],
+                   alone[sum(t for _, t in riders)],
+                   accounting.part_limits(cfg, riders, roofs.bytes_per_s, roofs.flops_per_s),
+                   outcome.recorded.get("runs"), x)
 
 
 def suspect(h):

@@ -21,7 +21,7 @@ def block_of(key):
     return base, threads
 
 
-def whole(threads):
+def block_threads(threads):
     """A block's threads as written in an older name, as a number from 1; None where it is
     none."""
     ok = threads.isdigit() and threads.isascii() and len(threads) < 6 and int(threads) >= 1
@@ -130,9 +130,9 @@ def blocks_apart(data):
     """Schema 7 and older in schema 8's layout: a thread sweep's sheets as a list, each saying
     its name and its block's threads (None outside a sweep), and what each block saved besides
     ("roofs @2") in blocks, [{"threads": 2, "roofs": ...}], in the order of their threads."""
-    sheets = [{**t, "name": block_of(name)[0], "threads": whole(block_of(name)[1])}
+    sheets = [{**t, "name": block_of(name)[0], "threads": block_threads(block_of(name)[1])}
               for name, t in data["sheets"].items()]
-    apart = {k: (block_of(k)[0], whole(block_of(k)[1])) for k in data if AT in k}
+    apart = {k: (block_of(k)[0], block_threads(block_of(k)[1])) for k in data if AT in k}
     apart = {k: v for k, v in apart.items() if v[1] is not None}
     blocks = {}
     for key, (base, threads) in sorted(apart.items(), key=lambda kv: kv[1][1]):

@@ -10,10 +10,10 @@ import stat
 
 from harness.terminal import printable
 from harness.keeping import older
+from harness.keeping.held import NOFOLLOW
 from harness.keeping.records import cell, number, what
 from harness.measuring.speeds import Speeds
 
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # where the system has it
 READABLE = (1, 2, 3, 4, 5, 6, 7, 8)  # the schema versions read; older layouts become the newest
 NEWEST = max(READABLE)
 FILE_MAX = 1 << 24  # bytes: a results file is a few hundred KB; anything larger is not one
@@ -135,7 +135,7 @@ def check(data, script):
             check_records(data[key])
     if version >= 4:
         check_records(data.get("records"))
-        check_sheets(data.get("sheets"), version)
+        check_saved_sheets(data.get("sheets"), version)
         check_layouts(data["records"], data["sheets"])
         check_once(data["records"])
     else:
@@ -152,7 +152,7 @@ def kept(data, version):
     if version < 8:
         found = [(older.block_of(k), k, v) for k, v in data.items()]
         for (base, threads), key, _ in found:
-            if base == "roofs" and key != base and older.whole(threads) is None:
+            if base == "roofs" and key != base and older.block_threads(threads) is None:
                 raise ValueError(f"has {key[:40]!r}, whose thread count is not a whole number")
         return [(base, v) for (base, _), _, v in found]
     blocks = data.get("blocks", [])
@@ -280,7 +280,7 @@ def rounds_problem(r, runs):
     return ""
 
 
-def check_sheets(sheets, version=8):
+def check_saved_sheets(sheets, version=8):
     """Raise ValueError unless every saved sheet's title, settings and printed text are text,
     and its columns name their figures; from schema 8, each names itself and its sweep block's
     threads (None outside a sweep)."""

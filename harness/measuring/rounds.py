@@ -15,7 +15,7 @@ from harness import stopping
 from harness.terminal import clock, progress
 from harness.measuring import host, timing
 
-SEED = 0  # the orders the rounds visit their trials in: the same every run
+ORDER_SEED = 0  # the orders the rounds visit their trials in: the same every run
 BRIDGE_S = 0.15  # between a round's groups, the next group's cheapest trial runs untimed this
 #                  long: the BLAS's threads stop spinning meanwhile (OpenBLAS's default timeout
 #                  is 2^28 cycles, about 0.1 s), which would otherwise slow the next visit (a
@@ -115,7 +115,7 @@ def order(trials, round_id):
     the same round; the groups in turn forward and backward from round to round, so that one
     round's last group is the next one's first (one bridge a round, not two). trials: {name:
     Trial}"""
-    rng, out = np.random.default_rng([SEED, round_id]), []
+    rng, out = np.random.default_rng([ORDER_SEED, round_id]), []
     groups = sorted({t.group for t in trials.values()})
     for g in groups if round_id % 2 == 0 else groups[::-1]:
         names = sorted(n for n, t in trials.items() if t.group == g)

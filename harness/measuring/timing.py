@@ -10,8 +10,8 @@ from harness.terminal import warn
 
 NOISE_SPREAD = 1.2  # slowest / fastest counted sample above this: the machine looked noisy
 DISTURBED = 0.1  # a sample during which other work took more than this share of the cores is
-#                  disturbed: around a trip, a quiet 2-core machine shows 0 to 0.08, one core
-#                  busy with something else 0.3 to 0.6 (and the trip 1.5x slower)
+#                  disturbed: a quiet machine's trips stay well under it, one core busy with
+#                  other work (which slows a trip) well over
 MIN_RUNS = 3  # fewer clean runs than this back no verdict: their figure is marked disturbed
 AGAIN = 2  # a disturbed visit is measured again at most this many times, the least disturbed
 #            kept ...

@@ -73,7 +73,7 @@ MARK = "\n== the worker's result ==\n"  # what a worker's result follows on its 
 #                                       came before it there is no part of it (spawn)
 
 
-def whole(least):
+def at_least(least):
     """A job's field: a whole number (not true or false) at least `least`."""
     return lambda v: type(v) is int and v >= least
 
@@ -92,23 +92,23 @@ def or_null(ok):
 
 
 JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, what it takes)
-    "rounds": (lambda v: isinstance(v, list) and all(map(whole(0), v)),
+    "rounds": (lambda v: isinstance(v, list) and all(map(at_least(0), v)),
                "a list of round ids, whole numbers from 0"),
     "trials": (or_null(texts), "a list of trial names, or null (all)"),
     "record": (lambda v: isinstance(v, bool), "true or false"),
     "alone": (lambda v: isinstance(v, bool), "true or false"),
     "paths": (or_null(blocks.readable), "the paths a run chose, or null (choose them)"),
-    "threads": (lambda v: whole(1)(v) and v <= MOST_THREADS,
+    "threads": (lambda v: at_least(1)(v) and v <= MOST_THREADS,
                 f"a whole number from 1 to {MOST_THREADS}"),
-    "again": (lambda v: whole(0)(v) and v <= timing.AGAIN,
+    "again": (lambda v: at_least(0)(v) and v <= timing.AGAIN,
               f"a whole number from 0 to {timing.AGAIN}"),
     "kind": (lambda v: isinstance(v, str), "a kind's name"),
-    "process": (whole(0), "a whole number from 0"),
-    "processes": (whole(1), "a whole number from 1"),
+    "process": (at_least(0), "a whole number from 0"),
+    "processes": (at_least(1), "a whole number from 1"),
     "start": (number(), "a time in seconds"),
     "left_s": (or_null(number()), "seconds, or null"),
     "repeat": (or_null(lambda v: isinstance(v, dict) and all(
-        whole(1)(n) and n <= MOST_REPEAT for n in v.values())),
+        at_least(1)(n) and n <= MOST_REPEAT for n in v.values())),
                f"an object of trial names and whole numbers from 1 to {MOST_REPEAT}, or null"),
     "bridge_s": (or_null(number(0)), "seconds from 0, or null"),
 }
