@@ -576,7 +576,7 @@ def test_a_cgroup_limit_is_read_where_there_is_one(monkeypatch):
 def test_after_a_copy_history_keeps_the_newest_runs(tmp_path):
     import time
     from conftest import python  # noqa: F401  (the helpers' module)
-    from harness.keeping import results as r
+    from harness.keeping import history as r
     history = tmp_path / "box" / "history"
     history.mkdir(parents=True)
     days = list(range(1, 12))

@@ -17,7 +17,7 @@ import pytest
 import cube_bug
 import two_phases
 from harness import stopping
-from harness.keeping import results
+from harness.keeping import history, results
 from harness.measuring import host
 from conftest import EPYC, ROOT, in_process, one_line, reported, script, silent
 
@@ -85,7 +85,7 @@ def test_a_link_planted_where_the_history_entry_goes_is_never_written_through(tm
     elsewhere.mkdir()
     (elsewhere / f"{STEM}.json").write_text("the user's own file")
     (elsewhere / ".tmp-w").write_text("the user's own temp file")
-    planted = box / results.HISTORY / f"{STEM}.{results.stamp(saved_date(box))}"
+    planted = box / results.HISTORY / f"{STEM}.{history.stamp(saved_date(box))}"
     planted.parent.mkdir()
     planted.symlink_to(elsewhere)
     before = snapshot(elsewhere)
@@ -245,7 +245,7 @@ def test_a_long_date_in_the_saved_result_does_not_block_later_saves(tmp_path):
     for _ in range(2):
         assert predict(tmp_path / "r").returncode == 0
     assert len(entries(box)) == 2 and all(len(n) <= len(STEM) + 1 + 40 for n in entries(box))
-    assert [results.stamp(d) for d in ("../../etc", "2026-01-01T00:00:00+01:00", "2026\u00e9/x",
+    assert [history.stamp(d) for d in ("../../etc", "2026-01-01T00:00:00+01:00", "2026\u00e9/x",
                                        None)] == ["undated", "2026-01-01T00-00-00+01-00",
                                                   "2026--x", "undated"]
 
@@ -279,7 +279,7 @@ def test_a_save_that_fails_on_a_full_disk_leaves_no_history_entry(tmp_path, monk
 
     def full(*a, **k):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(results, where, full)
+    monkeypatch.setattr(results if where == "_write_temp" else history, where, full)
     assert results.save(str(tmp_path), result("2026-01-02T00:00:00"), STEM) == 1
     assert snapshot(tmp_path) == before
 
@@ -292,7 +292,7 @@ def test_a_full_disk_while_keeping_the_earlier_result_says_so(tmp_path, monkeypa
 
     def full(*a, **k):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(results, "copy_regular", full)
+    monkeypatch.setattr(history, "copy_regular", full)
     assert results.save(str(tmp_path), result("2026-01-02T00:00:00"), STEM) == 1
     err = capsys.readouterr().err
     assert "No space left on device" in err and "link or not a folder" not in err, err
@@ -302,7 +302,7 @@ def test_a_full_disk_while_keeping_the_earlier_result_says_so(tmp_path, monkeypa
                                                                  "during them"])
 def test_a_signal_while_saving_never_leaves_more_than_kept_entries(tmp_path, monkeypatch,
                                                                   where):
-    for day in range(1, results.KEPT + 2):
+    for day in range(1, history.KEPT + 2):
         assert results.save(str(tmp_path), result(f"2026-01-{day:02}T00:00:00"), STEM) == 0
     real = getattr(results, where)
 
@@ -316,10 +316,10 @@ def test_a_signal_while_saving_never_leaves_more_than_kept_entries(tmp_path, mon
             results.save(str(tmp_path), result("2026-02-01T00:00:00"), STEM)
     finally:
         stopping.begin()
-    assert len(entries(tmp_path)) == results.KEPT
+    assert len(entries(tmp_path)) == history.KEPT
     replaced = where == "trim"  # signals wait for the renames, and the trimming with them
     assert (saved_date(tmp_path) == "2026-02-01T00:00:00") == replaced
-    assert (f"{STEM}.2026-01-{results.KEPT + 1}T00-00-00" in entries(tmp_path)) == replaced
+    assert (f"{STEM}.2026-01-{history.KEPT + 1}T00-00-00" in entries(tmp_path)) == replaced
 
 
 # ---- what a reader meets: each bad file one line, the rest compared

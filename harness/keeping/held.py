@@ -9,6 +9,8 @@ import os
 import stat
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX's: the last step of a name is never a link
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX's: opening a FIFO never waits
+NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW  # a new file: never one already there
 DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 BY_DESCRIPTOR = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
 
@@ -116,3 +118,9 @@ def opened(path, within=None, follow=False):
 
 def shown(path, within):
     return path if within is None else within.at(path)
+
+
+def plain_name(name):
+    """A file name in a folder: no folder part, nothing that climbs out, no NUL."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name
+            and os.path.basename(name) == name and "/" not in name and os.sep not in name)
