@@ -2,11 +2,9 @@
 types that refuse a bad value in one line naming what is allowed, the shared parser, and the
 results folder and the memory a run will need."""
 import argparse
-import contextlib
 import math
 import os
 import re
-import secrets
 import sys
 import types
 
@@ -15,7 +13,8 @@ from harness.measuring import devices, host
 from engine.blocks import ATTENTION
 from harness.measuring.worker import MOST_THREADS
 from harness.measuring.speeds import Speeds
-from harness.keeping import exports, held, results, schema
+from harness.keeping import exports, results, schema
+from harness.keeping.where import folder_of, other_kind, shipped, unwritable
 
 MEMORY_MARGIN = 1.1, 0.25e9  # what a run may use: 90% of the available memory, less 250 MB
 MOST_RUNS = 10_000  # beyond these a run never ends, or the threads swamp it (MOST_THREADS)
@@ -344,81 +343,6 @@ def check_folder(p, args):
         p.error(f"argument --label: {folder_of(args)} holds {other}; a "
                 f"{'prediction' if getattr(args, 'predict', None) else 'measured run'} goes to "
                 f"a folder of its own (choose another --label, or leave it out)")
-
-
-def other_kind(folder, predicting):
-    """The results of the other kind the folder holds (results.other_kind), or ''."""
-    try:
-        with held.opened(folder) as d:
-            return results.other_kind(d, predicting)
-    except OSError:
-        return ""  # no folder yet, or one the save's own checks refuse
-
-
-def shipped(path):
-    """Whether path is the shipped references/ folder or inside it, wherever links lead."""
-    real, references = os.path.realpath(path), os.path.realpath(results.REFERENCES)
-    return real == references or real.startswith(references.rstrip(os.sep) + os.sep)
-
-
-def folder_of(args):
-    """Where a run's results go: --out/--label, or --out/<the machine measured>: this CPU's model
-    and cores (amd-epyc-2c), or, on another library's device, the device and the library that ran
-    there, and its precision, graphs and TF32 where not the default
-    (nvidia-h100-80gb-hbm3-torch-cuda-bfloat16-graphs; amd-epyc-2c-torch-cpu): a GPU is its own
-    machine, and neither PyTorch's run on this CPU nor a bfloat16 run replaces another's."""
-    if args.label:
-        return os.path.join(args.out, args.label)
-    cpu = host.machine_id({"cpu": host.quietly(host.cpu_model, "unknown CPU"),
-                           "cores": host.quietly(os.cpu_count)})
-    name = getattr(args, "device", "numpy")
-    if name == "numpy":
-        return os.path.join(args.out, cpu)
-    on = getattr(args, "on", None) or devices.device(name)
-    where = host.slug(on.facts()["name"]) if on.gpu else cpu
-    setting = "".join(f"-{word}" for word, on_ in (
-        (getattr(args, "dtype", None) or "float32", (getattr(args, "dtype", None) or "float32")
-         != "float32"), ("graphs", getattr(args, "graphs", False)),
-        ("tf32", getattr(args, "tf32", False))) if on_)  # each setting a run of its own
-    return os.path.join(args.out, f"{where}-{name.replace(':', '-')}{setting}")
-
-
-def unwritable(folder, names=()):
-    """Why the files `names` cannot be saved into folder, in a few words, or None. Tries it: makes
-    the missing folders and a new file in the last, then removes everything it made. Refused too:
-    a name (or the lock) that is there but not a regular file (a link, say), and what
-    results.refusal names (history/ that is a link, a journal naming other files)."""
-    path, made = os.path.abspath(folder), []
-    try:
-        missing, head = [], path
-        while not os.path.lexists(head):
-            head, name = os.path.split(head)
-            missing.append(name)
-        for name in reversed(missing):
-            head = os.path.join(head, name)
-            os.mkdir(head)
-            made.append(head)
-        if os.path.islink(path) or not os.path.isdir(path):
-            return f"{path} is a link or not a folder: a run writes only into a folder of its own"
-        for name in [results.LOCK, *names]:
-            there = os.path.join(path, name)
-            if os.path.islink(there):
-                return f"{there} is a link, not a file"
-            if os.path.lexists(there) and not os.path.isfile(there):
-                return f"{there} is not a file"
-        problem = results.refusal(path, names)
-        if problem:
-            return problem
-        probe = os.path.join(path, results.TEMP + "probe-" + secrets.token_hex(8))
-        os.close(os.open(probe, results.NEW, 0o600))  # a leftover probe is no matter: unique
-        os.unlink(probe)
-    except OSError as e:
-        return f"{e.filename or path}: {e.strerror or e}"
-    finally:
-        for made_folder in reversed(made):
-            with contextlib.suppress(OSError):
-                os.rmdir(made_folder)
-    return None
 
 
 def need_memory(p, need_bytes, what, flag, device="numpy"):

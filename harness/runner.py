@@ -14,7 +14,7 @@ import sys
 import time
 
 from harness import flags, stopping
-from harness.flags import folder_of
+from harness.keeping.where import folder_of
 from harness.terminal import arrived, kept, note, plain_streams, plural, show, steps, warn
 from harness.measuring import devices, host, nvidia, processes
 from harness.measuring.worker import serve

@@ -13,6 +13,7 @@ import accounting
 import model
 import two_phases
 from conftest import in_process, one_line
+from harness.keeping import where
 from harness.experiments.registry import TOLD
 from harness.measuring import bench as b, devices, host, processes, speeds, worker
 
@@ -231,22 +232,21 @@ def test_a_gpu_meets_its_datasheet_by_its_exact_name(said, preset, why):
 
 def test_a_gpus_results_go_to_a_folder_of_its_own():
     import types
-    from harness import flags
     gpu = Named("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda")
     args = types.SimpleNamespace(out="results", label=None, device="torch:cuda", on=gpu)
-    assert flags.folder_of(args) == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda")
-    cpu = flags.folder_of(types.SimpleNamespace(out="results", label=None, device="numpy"))
-    assert flags.folder_of(types.SimpleNamespace(out="results", label="mine", device="torch:cuda",
+    assert where.folder_of(args) == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda")
+    cpu = where.folder_of(types.SimpleNamespace(out="results", label=None, device="numpy"))
+    assert where.folder_of(types.SimpleNamespace(out="results", label="mine", device="torch:cuda",
                                                  on=gpu)) == os.path.join("results", "mine")
-    assert cpu != flags.folder_of(args) and not cpu.endswith("torch-cuda")
+    assert cpu != where.folder_of(args) and not cpu.endswith("torch-cuda")
     if TORCH:  # PyTorch on this CPU is another library's run, beside NumPy's, never over it
-        assert flags.folder_of(types.SimpleNamespace(
+        assert where.folder_of(types.SimpleNamespace(
             out="results", label=None, device="torch:cpu")) == cpu + "-torch-cpu"
     sixteen = types.SimpleNamespace(out="results", label=None, device="torch:cuda", on=gpu,
                                     dtype="bfloat16", graphs=True, tf32=False)
-    assert flags.folder_of(sixteen) == os.path.join(  # each setting beside the others
+    assert where.folder_of(sixteen) == os.path.join(  # each setting beside the others
         "results", "nvidia-h100-80gb-hbm3-torch-cuda-bfloat16-graphs")
-    assert flags.folder_of(types.SimpleNamespace(**{**vars(sixteen), "dtype": "float32",
+    assert where.folder_of(types.SimpleNamespace(**{**vars(sixteen), "dtype": "float32",
                                                     "graphs": False, "tf32": True})) \
         == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda-tf32")
 

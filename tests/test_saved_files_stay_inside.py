@@ -17,6 +17,7 @@ import pytest
 import cube_bug
 import two_phases
 from harness import stopping
+from harness.keeping import where
 from harness.keeping import history, results
 from harness.measuring import host
 from conftest import EPYC, ROOT, in_process, one_line, reported, script, silent
@@ -525,10 +526,9 @@ def test_a_prediction_into_a_measured_folder_is_refused(tmp_path):
 
 def test_a_cpu_name_of_400_characters_makes_a_folder_name_a_file_system_takes(monkeypatch):
     import types
-    from harness import flags
     from harness.measuring import host
     monkeypatch.setattr(host, "cpu_model", lambda: "Very Long CPU " * 30)
-    name = os.path.basename(flags.folder_of(types.SimpleNamespace(out="r", label=None,
+    name = os.path.basename(where.folder_of(types.SimpleNamespace(out="r", label=None,
                                                                  device="numpy")))
     assert len(name) <= 100 and name.startswith("very-long-") and "--" not in name
 
