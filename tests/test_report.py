@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, sheets
 from harness.experiments.registry import TOLD
 from harness.keeping import older, results, schema
-from harness.showing import report
+from harness.showing import gfm, report
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 SHIPPED = os.path.join(ROOT, "references", "amd-epyc-2c")
@@ -199,8 +199,8 @@ def test_a_full_runs_report_as_github_shows_it(quick_run):
         assert row[0].split("\u00a0")[0] in ("✅", "❌", "❓", "➖")
     for i in tables:  # no table wider than GitHub's column
         rows = seen[i][2]
-        width = sum(report.widths(rows[0], rows[1:]))
-        assert width <= report.PAGE or rows[0][0] == "verdict", rows[0]  # claims wrap their words
+        width = sum(gfm.widths(rows[0], rows[1:]))
+        assert width <= gfm.PAGE or rows[0][0] == "verdict", rows[0]  # claims wrap their words
     for at, (kind, src, _) in enumerate(seen):  # each picture under its own table, captioned
         if kind == "img":
             heading = next(b[1] for b in reversed(seen[:at]) if b[0] == "h3")
