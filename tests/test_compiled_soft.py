@@ -16,7 +16,7 @@ import pytest
 
 import model
 from conftest import NUMBA, ROOT, script
-from engine import compiled
+from engine import cache, compiled
 from harness.measuring import host, tuning
 from engine.blocks import Paths, ways
 
@@ -104,8 +104,8 @@ def test_a_checkout_numba_cannot_write_keeps_its_cache_in_a_folder_of_the_users(
     (tmp_path / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
     r = subprocess.run(
-        [sys.executable, "-c", "import os; from engine import compiled; "
-                               "compiled.keep_cache(); print(os.environ['NUMBA_CACHE_DIR']); "
+        [sys.executable, "-c", "import os; from engine import cache; "
+                               "cache.keep_cache(); print(os.environ['NUMBA_CACHE_DIR']); "
                                "from engine import kernels"],
         capture_output=True, text=True, timeout=120, cwd=copy,
         env={**env, "HOME": str(tmp_path / "home" / "x"), "TMPDIR": str(tmp_path / "tmp")})
@@ -119,15 +119,15 @@ def test_a_checkout_numba_cannot_write_keeps_its_cache_in_a_folder_of_the_users(
 def test_a_cache_folder_the_user_set_is_kept_and_one_others_can_write_is_refused(
         tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
-    compiled.keep_cache()
+    cache.keep_cache()
     assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "mine")
-    monkeypatch.setattr(compiled.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(cache.tempfile, "tempdir", str(tmp_path))
     planted = tmp_path / f"prefill-vs-decode-{os.getuid()}-numba"
     planted.mkdir()
     planted.chmod(0o777)  # another user's could plant a cache file there, which runs code
-    assert compiled.own_temp() is None
+    assert cache.own_temp() is None
     planted.chmod(0o700)
-    assert compiled.own_temp() == str(planted)
+    assert cache.own_temp() == str(planted)
 
 
 def test_a_run_without_numba_takes_numpys_way_and_says_so_once(tmp_path):
