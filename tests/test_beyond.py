@@ -18,7 +18,7 @@ from harness.experiments.registry import TOLD
 from harness.experiments import depth
 from harness.keeping import records
 from engine import blocks, compiled, pool
-from harness.measuring import bench, tuning
+from harness.measuring import bench, contests, tuning
 from harness.predicting import model_files, predict
 from conftest import script, sheet_of, sheets
 from engine.blocks import ATTENTION
@@ -372,23 +372,23 @@ def test_a_count_neither_way_won_is_timed_again_once_and_judged_on_every_try(mon
                 return next(tries[n])
             return {"fast": 1 if way == "compiled" else 2, "tie": 3}.get(n, 2)
         return timed
-    monkeypatch.setattr(tuning, "sample", lambda f: f())
-    monkeypatch.setattr(tuning, "bridge", lambda f, rest: None)
+    monkeypatch.setattr(contests, "sample", lambda f: f())
+    monkeypatch.setattr(contests, "bridge", lambda f, rest: None)
     ways = {way: {n: fn(way, n) for n in ("slowed", "fast", "tie", "middle")}
             for way in ("numpy", "compiled")}
-    timed = tuning.alternately(ways, rest=0)
-    rounds = tuning.TRIAL_TRIPS + 1  # (the first warms up)
-    assert len(timed["slowed"]["compiled"]) == 2 * tuning.TRIAL_TRIPS  # six, then six more
+    timed = contests.alternately(ways, rest=0)
+    rounds = contests.TRIAL_TRIPS + 1  # (the first warms up)
+    assert len(timed["slowed"]["compiled"]) == 2 * contests.TRIAL_TRIPS  # six, then six more
     assert calls["compiled", "fast"] == rounds and calls["compiled", "tie"] == rounds + 6
-    assert tuning.won(timed) == ("slowed", "fast", "middle")  # the tie: NumPy's
-    assert tuning.undecided(timed["middle"]) and len(timed["middle"]["compiled"]) == 12
-    assert tuning.wins(timed["slowed"]) >= tuning.WIN > tuning.wins(
-        {w: t[:tuning.TRIAL_TRIPS] for w, t in timed["slowed"].items()})  # (not from six)
+    assert contests.won(timed) == ("slowed", "fast", "middle")  # the tie: NumPy's
+    assert contests.undecided(timed["middle"]) and len(timed["middle"]["compiled"]) == 12
+    assert contests.wins(timed["slowed"]) >= contests.WIN > contests.wins(
+        {w: t[:contests.TRIAL_TRIPS] for w, t in timed["slowed"].items()})  # (not from six)
 
 
 def test_compiled_kernels_are_timed_against_numpys_way_and_taken_only_where_they_win(
         kernels, monkeypatch):
-    monkeypatch.setattr(tuning, "BRIDGE_S", 0.01)  # (the ways' turns, not how long they rest)
+    monkeypatch.setattr(contests, "BRIDGE_S", 0.01)  # (the ways' turns, not how long they rest)
     cfg = model.TINY
     tiny = bench.Bench(cfg, model.floors(cfg), pool.workers(2), runs=1)
     chosen, saved = tuning.with_paths(tiny, "matmul", "off", "auto")

@@ -17,7 +17,7 @@ import pytest
 import model
 from conftest import NUMBA, ROOT, script
 from engine import cache, compiled
-from harness.measuring import host, tuning
+from harness.measuring import contests, host
 from engine.blocks import Paths, ways
 
 needs_numba = pytest.mark.usefixtures("kernels")  # (loaded: compiled once, for every process)
@@ -268,7 +268,7 @@ def test_the_compiled_way_is_taken_only_where_it_wins_beyond_its_spread():
     but not beyond NumPy's spread keeps NumPy's way; one faster in every try but one that
     other work slowed is taken."""
     numpy = [1.0, 1.1, 1.2, 1.0, 1.1, 1.2]
-    assert tuning.won({1: {"numpy": numpy, "compiled": [0.9, 1.05, 0.95, 1.15, 1.0, 1.1]},
+    assert contests.won({1: {"numpy": numpy, "compiled": [0.9, 1.05, 0.95, 1.15, 1.0, 1.1]},
                        2: {"numpy": numpy, "compiled": [0.6, 0.7, 0.8, 0.6, 0.7, 5.0]},
                        3: {"numpy": numpy, "compiled": numpy}}) == (2,)
 
@@ -277,14 +277,14 @@ def test_the_two_ways_are_timed_in_turns(monkeypatch):
     """All of NumPy's trips were timed first, then all the compiled ones: a drift of the machine
     favoured one."""
     seen = []
-    monkeypatch.setattr(tuning, "BRIDGE_S", 0.0)
-    monkeypatch.setattr(tuning, "undecided", lambda *a: False)  # (no count timed again)
+    monkeypatch.setattr(contests, "BRIDGE_S", 0.0)
+    monkeypatch.setattr(contests, "undecided", lambda *a: False)  # (no count timed again)
     order = ("numpy", "compiled")
-    timed = tuning.alternately({way: {n: (lambda way=way, n=n: seen.append((way, n)))
+    timed = contests.alternately({way: {n: (lambda way=way, n=n: seen.append((way, n)))
                                       for n in (1, 2)} for way in order})
-    assert seen == [(way, n) for turn in range(tuning.TRIAL_TRIPS + 1)  # (the first warms up)
+    assert seen == [(way, n) for turn in range(contests.TRIAL_TRIPS + 1)  # (the first warms up)
                     for way in (order if turn % 2 == 0 else order[::-1]) for n in (1, 2)]
-    assert all(len(t[way]) == tuning.TRIAL_TRIPS for t in timed.values() for way in t)
+    assert all(len(t[way]) == contests.TRIAL_TRIPS for t in timed.values() for way in t)
 
 
 @needs_numba

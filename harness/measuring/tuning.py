@@ -5,7 +5,6 @@ import dataclasses
 import functools
 import itertools
 import statistics
-import time
 import types
 
 import numpy as np
@@ -16,8 +15,8 @@ from harness.measuring.bench import tokens
 import engine.compiled
 from engine.blocks import ATTENTION, Block, Paths, block_words, table, ways
 from engine.pool import blas_threads, share, sharing
-from harness.measuring import rounds
-from harness.measuring.rounds import BRIDGE_S
+from harness.measuring.contests import (POOLED_S, TRIAL_TRIPS, alternately, beats, best,
+                                         each_in_turn, fastest, sample, won)
 import model
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
@@ -25,9 +24,6 @@ ROWS = (64, 128, 256, 512)  # ... of this many rows of a thread's share, and a t
 #                             inputs than the model's width may meet them that many at a time
 TRIES = 5  # each candidate timed this often (at most --runs), the best kept: under a second
 TRIAL_USERS, TRIAL_NOTES = TYPERS, NOTES  # attention's choice is timed on the post's typers' notes
-POOLED_S = 0.02  # the rest between two ways that both run on the pool's threads, the BLAS held
-#                  to one (NumPy's trips of several tokens and their compiled parts): no library's
-#                  threads are left spinning, so the coming way's first call is warmed, no more
 
 
 def choose(bench, attention="auto", blocks="auto", compiled="off"):
@@ -106,55 +102,11 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
     return paths, seen
 
 
-def fastest(timed):
-    """{way: [seconds]} -> {way: the best seconds}, as a run saves what it timed."""
-    return {way: min(seconds) for way, seconds in timed.items()}
-
-
-def won(timed):
-    """The counts whose compiled way won beyond its spread: faster in WIN of the pairs of its
-    tries against NumPy's (the Mann-Whitney count), or, where neither way did so even after
-    its count was timed again (alternately()), faster in the middle of all its tries. timed:
-    {count: {"numpy": [seconds], "compiled": [seconds]}}, the ways taking turns. One try that
-    other work slowed does not decide it (the slowest try against the fastest did: the 1-token
-    kernel, 28% faster at its best, lost in two runs of two on a noisy 2-core EPYC), nor do a
-    few: on such a machine, the trips of 64 tokens, 1.3x faster compiled, stayed undecided after
-    twelve tries each in one run of three, and NumPy's way, kept, made a 64-token read 1.4x
-    slower.
-    Two ways as fast may then go either way from run to run, at no cost."""
-    return tuple(n for n, t in timed.items() if beats(t))
-
-
-def beats(t, new="compiled", old="numpy"):
-    """Whether the new way beat the old (see won()). t: {way: [seconds]}"""
-    return (wins(t, new, old) or 0) >= WIN or (
-        len(t.get(new, [])) >= 2 * TRIAL_TRIPS and undecided(t, new, old)
-        and statistics.median(t[new]) < statistics.median(t[old]))
-
-
-def wins(t, new="compiled", old="numpy"):
-    """The new way's share of the pairs of its tries against the old way's that it won (a tie
-    counts half), or None where either has none. t: {way: [seconds]}"""
-    pairs = [(a > b) - (a < b) for a in t.get(new, []) for b in t.get(old, [])]
-    return (sum(p < 0 for p in pairs) + sum(p == 0 for p in pairs) / 2) / len(pairs) \
-        if pairs else None
-
-
-def undecided(t, new="compiled", old="numpy"):
-    """Whether neither way won WIN of the pairs: noise, or two ways as fast."""
-    share = wins(t, new, old)
-    return share is not None and 1 - WIN < share < WIN
-
-
-WIN = 5 / 6  # the share of pairs the compiled way must win: with 6 tries each, 30 of 36, which
-#              two ways as fast reach with chance 30/924 = 0.032, and a way faster in every try
-#              but one that other work slowed still reaches
 
 
 TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the shapes of a whole
 #                   trip, the notes of 16 users in 100 MB
 TRIAL_TYPERS = 16  # the most users a trial trip gives TRIAL_NOTES notes each: more share theirs
-TRIAL_TRIPS = 6  # each way timed this often, taking turns with the other (see won())
 
 
 def streams_both_ways(bench):
@@ -213,19 +165,6 @@ def panels_timed(bench):
                 engine.compiled.asked(cfg, q, k, v, book, n, slice(0, n), 0, how, out)
         return run
     return {panel: read(panel) for panel in engine.compiled.question_panels()}
-
-
-def each_in_turn(ways, times=TRIAL_TRIPS):
-    """Each way {key: a function to time} `times` times after a warm-up, the ways taking turns,
-    the order reversed each turn, so that a drift of the machine falls on all alike:
-    -> {key: [seconds of each try]}"""
-    timed, order = {key: [] for key in ways}, list(ways)
-    for tried in range(times + 1):  # (the first turn warms up)
-        for key in order if tried % 2 == 0 else order[::-1]:
-            seconds = sample(ways[key])
-            if tried:
-                timed[key].append(seconds)
-    return timed
 
 
 def typing_both_ways(bench, paths):
@@ -302,47 +241,6 @@ def typing_trips(bench, counts, ways_by_name):
     return trips
 
 
-def alternately(ways, rest=None, warm=True):
-    """Each of two ways {way: {count: a function to time}} (NumPy's and the compiled kernels',
-    or the way kept and the one it is timed against, in that order) TRIAL_TRIPS times after a
-    warm-up (which compiles the kernels), the ways taking turns: one way's every count, then
-    the other's, the order flipped each turn, so that a drift of the machine falls on both
-    alike. Where the way changes, the coming way's first function runs untimed for `rest`
-    seconds first (BRIDGE_S, or POOLED_S where both ways run on the pool's threads alone): the
-    other way's threads stop spinning meanwhile (the BLAS's, or Numba's), and fall on neither.
-    The counts
-    neither way won (undecided()) are timed as often again, once, and judged on all their
-    tries: two tries in six that other work slowed kept NumPy's way for a 1-token trip 25%
-    faster compiled, and for a question of 64 tokens 30% faster, in runs on a noisy 2-core EPYC.
-    -> {count: {way: [seconds of each try]}}"""
-    timed, order, last = {}, list(ways), None
-    old, new = (("numpy", "compiled") if set(order) == {"numpy", "compiled"} else order)
-    for tried in range(TRIAL_TRIPS + 1) if warm else range(1, TRIAL_TRIPS + 1):
-        for way in order if tried % 2 == 0 else order[::-1]:  # (the first turn warms up)
-            if way != last:
-                bridge(next(iter(ways[way].values())), BRIDGE_S if rest is None else rest)
-            last = way
-            for n, fn in ways[way].items():
-                seconds = sample(fn)
-                if tried:
-                    timed.setdefault(n, {}).setdefault(way, []).append(seconds)
-    again = [n for n, t in timed.items() if undecided(t, new, old)]
-    if warm and again:
-        more = alternately({way: {n: fns[n] for n in again if n in fns}
-                            for way, fns in ways.items()}, rest, warm=False)
-        for n, t in more.items():
-            for way, seconds in t.items():
-                timed[n][way] += seconds
-    return timed
-
-
-def bridge(fn, rest):
-    """fn, untimed, again and again for about `rest` seconds."""
-    end = time.perf_counter() + rest
-    while time.perf_counter() < end:
-        fn()
-
-
 def shapes_both_ways(bench, n, seed=0):
     """One floor's table products at n tokens on the compiled tiles of each shape here
     (compiled.shapes()), as NumPy's trips do them (compiled.table_shared, shared among the
@@ -416,18 +314,6 @@ def in_turns(bench, n, ways, times, seed=0):
 
 def tries(bench):
     return min(TRIES, bench.runs)
-
-
-def sample(fn):
-    """fn's seconds, one call timed as a round times a visit (rounds.visit: the one place a
-    sample is taken), its share of the cores not asked: the ways take turns instead."""
-    return rounds.visit(rounds.Trial("sample", [fn]), watch=rounds.unwatched)[0][0]
-
-
-def best(fn, runs):
-    """The best of `runs` calls after a warm-up, in seconds (a disturbed call only loses)."""
-    fn()  # the warm-up: not counted
-    return rounds.visit(rounds.Trial("best", [fn], best=runs), watch=rounds.unwatched)[0][0]
 
 
 def typing_attention(bench, how):
