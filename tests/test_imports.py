@@ -105,3 +105,12 @@ def test_the_walk_sees_an_import_up_a_floor_and_a_circle(tmp_path, monkeypatch):
         assert "accounting -> compare -> accounting" in str(e)
     else:
         raise AssertionError("a circle passed")
+
+
+def test_every_file_reads_in_one_sitting():
+    """No file of the suite over 450 lines but the compiled kernels' (one switch of every
+    width's tiles); the post's model under 300."""
+    long = {path: n for path in modules().values() if (n := sum(1 for _ in open(path))) > 450
+            and os.path.relpath(path, ROOT) != os.path.join("engine", "kernels.py")}
+    assert not long, f"files over 450 lines: {long}"
+    assert sum(1 for _ in open(os.path.join(ROOT, "model.py"))) < 300
