@@ -2,6 +2,7 @@
 stderr, so that stdout holds the machine line and the tables only. A terminal that cannot show a
 character shows '?', and a closed or full stdout is said once, never a traceback."""
 import contextlib
+import math
 import os
 import sys
 import time
@@ -10,6 +11,9 @@ _stdout = {"broken": None}  # why stdout stopped taking lines, once it has
 _stderr = {"broken": False}  # whether stderr stopped taking lines (closed, full): it says no more
 _steps = {"weights": [], "done": 0, "start": 0.0}  # a long run's rows, for its progress line
 _keeping = []  # the lists that keep the warnings said meanwhile (see kept())
+_logged = {"at": None}  # when progress last wrote a line where stderr is a file or a pipe
+LOG_EVERY_S = 5.0  # where stderr is no terminal, a progress line at most this often: a log
+#                    grows by a line every few seconds, never by every step
 
 
 def open_streams():
@@ -121,15 +125,28 @@ def arrived(export):
 
 
 def progress(message):
-    """One updating status line on stderr, only when stderr is a terminal; in a run of counted
-    steps (see steps), led by the step, the time so far and an estimate of the time left."""
-    if _stderr["broken"] or sys.stderr is None or not sys.stderr.isatty():
+    """Where the run is: on a terminal one updating status line on stderr; where stderr is a
+    file or a pipe (a log), a plain line, the first at once and then at most every LOG_EVERY_S
+    seconds. In a run of counted steps (see steps), led by the step, the time so far and an
+    estimate of the time left."""
+    if _stderr["broken"] or sys.stderr is None or not message and not _tty():
         return
     try:
-        sys.stderr.write("\r\033[K" + (where() + message if message else ""))
+        if _tty():
+            sys.stderr.write("\r\033[K" + (where() + message if message else ""))
+        elif (now := time.monotonic()) - (_logged["at"] or -math.inf) >= LOG_EVERY_S:
+            _logged["at"] = now
+            sys.stderr.write(printable(where() + message) + "\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         stderr_gone()
+
+
+def _tty():
+    try:
+        return sys.stderr.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def steps(weights):

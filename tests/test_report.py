@@ -3,6 +3,8 @@ each script's section dated with its command, the claims as a table, a glossary,
 pictures its own run drew; the pictures hold every point, each label beside its own."""
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -144,6 +146,28 @@ def test_progress_says_the_row_the_time_so_far_and_what_is_left(monkeypatch):
     terminal.step()
     assert terminal.where(start + 90) == ""  # the rows are done: the checks need no count
     terminal.steps(())
+
+
+def test_progress_reaches_a_log_a_line_every_few_seconds(tmp_path):
+    """Where stderr is a file, progress is a plain line: the first at once, then at most every
+    LOG_EVERY_S seconds, each a whole line (no terminal's carriage returns)."""
+    log = tmp_path / "err.log"
+    with open(log, "w") as err:
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "cube_bug.py"), "--quick",
+                               "--no-save"], stdout=subprocess.DEVNULL, stderr=err, timeout=120)
+    assert done.returncode == 0
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("0:00 in: warming up") and "\r" not in log.read_text()
+
+
+def test_progress_in_a_log_is_throttled_and_an_empty_line_is_never_written(monkeypatch, capsys):
+    from harness import terminal
+    clock = iter([100.0, 101.0, 104.0, 106.0, 111.5])
+    monkeypatch.setattr(terminal.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(terminal, "_logged", {"at": None})
+    for message in ("one", "", "two", "three", "four", "five"):
+        terminal.progress(message)  # (capsys's stderr is no terminal)
+    assert capsys.readouterr().err.splitlines() == ["one", "four", "five"]
 
 
 def github(text):

@@ -16,7 +16,7 @@ import sys
 import time
 
 from harness import stopping
-from harness.terminal import note, plural, warn
+from harness.terminal import clock, note, plural, warn
 from harness.measuring import nvidia, timing
 from harness.measuring.worker import DEVICE_EXIT, FAILED, MARK, on_the_device
 
@@ -167,6 +167,9 @@ def measured(args, script, measure_here, kinds=None, began=None, **job):
         done.take({**here({**job, "rounds": list(range(args.runs)), "process": 0,
                             "processes": 1}), "process": 0})
     else:
+        note(f"measuring in fresh processes for about {clock(args.time_budget)} "
+             f"(--time-budget; at least --processes {args.processes} of each kind, however "
+             f"long they take), then the tables")
         done = planned(job, kinds or (Kind(),), worker, args.processes, args.runs,
                        args.time_budget, start)
     if done.gpu_others:
