@@ -6,6 +6,9 @@ measurement of them, and what it means in the post's words.
     python compare.py post amd-epyc-2c       # by name: the post's figures, a shipped machine
     python compare.py references results/    # every machine in these folders of machines
     python compare.py post results/my-box --export csv > compared.csv
+
+The post kept no samples, only its printed figures: a ratio against it is shown, never tested.
+Two runs of the suite are tested figure by figure (each run's processes its samples).
 """
 if __name__ == "__main__":  # Ctrl-C or a kill while the rest loads ends in one line
     from harness import stopping
@@ -138,7 +141,9 @@ def settled(names, machines, min_change, every):
 def judged_rows(names, machines, section):
     """One section's rows before their verdicts: each figure's ratio and own test."""
     per = [values_of(m, section) for m in machines]
-    labels = list(dict.fromkeys(k for values, words in per for k in [*values, *words]))
+    fullest = sorted(per, key=lambda vw: -len(vw[0]))  # rows in the order of the machine that
+    labels = list(dict.fromkeys(k for values, words in fullest  # has most of them (the post's
+                                for k in [*values, *words]))  #  few would lead otherwise)
     rows = []
     for label, figure in labels:
         key = (label, figure)
@@ -265,8 +270,9 @@ def speeds_of(found):
 
 def summary(names, machines):
     """A line per machine after the first: reading and typing against the first machine's (the
-    figures of like settings only), the two speeds, and each phase's bound and distance from its
-    limit as each machine's own check table says: the suite never second-guesses its check."""
+    figures of like settings only, neither side disturbed by other work), the two speeds, and
+    each phase's bound and distance from its limit as each machine's own check table says: the
+    suite never second-guesses its check."""
     lines = []
     first = machines[0]
     for name, m in zip(names[1:], machines[1:]):
@@ -275,7 +281,8 @@ def summary(names, machines):
                                           ("typing", "decode", "step")):
             a, b = (values_of(x, (experiment, "", {figure: ""}))[0] for x in (first, m))
             said[what] = geometric_mean([speedup(a[k], b[k]) for k in a if k in b
-                                         and not unlike_settings(a[k][3], b[k][3])])
+                                         and not unlike_settings(a[k][3], b[k][3])
+                                         and not a[k][4] and not b[k][4]])  # (undisturbed)
         if None in said.values():
             continue
         words = [f"{what} {r:.2f}x faster" if r >= 1 else f"{what} {1 / r:.2f}x slower"
@@ -391,6 +398,12 @@ def main(argv=None):
                       f"no change; untested where a side has one process; no verdict where one "
                       f"side's runs were disturbed or the machine busy; * one side's figure has "
                       f"no samples behind it)"))
+            published = [n for n, m in zip(names, machines)
+                         if any(d.get("published") for d in m.values())]
+            if published:  # the post kept none: its ratios are shown, never tested
+                show(line(f"({' and '.join(published)} kept no samples, only its printed "
+                          f"figures: every ratio against it is shown (*), never tested, and is "
+                          f"no verdict)"))
         for title, headers, rows in sheets:
             show(f"\n{line(title)}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else

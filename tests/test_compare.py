@@ -145,8 +145,11 @@ def test_the_shipped_references_compare_by_name_out_of_the_box():
                   "Every row against the machine's limits", "Where each row's time goes",
                   "The slow road"):
         assert f"\n{title}" in r.stdout, title
-    dial = line_of(r.stdout, "chunk 128: worst gap ms")  # the post has no dial: held to amd's
+    dial = line_of(r.stdout, "chunk 256: worst gap ms")  # the post gives 128 and all at once
     assert dial.endswith("(vs amd-epyc-2c)") and ("faster" in dial or "slower" in dial)
+    for row, published in (("chunk 128: worst gap ms", "671.20"),  # the post's own, as it says
+                           ("chunk 1024: worst gap ms", "4723.00"), ("times cheaper", "14.00")):
+        assert published in line_of(r.stdout, row).split(), row
     assert line_of(r.stdout, "intel-xeon-processor-2c against post: reading ")
     assert run().returncode == 0  # no names: the post, then the machines there are
 
@@ -632,3 +635,16 @@ def test_a_cache_sized_forklift_backs_no_claim_and_compares_with_none():
     assert read_from({"size": 2000, "cache_bytes": 32 * 2 ** 20}) == "cache"
     assert read_from({"size": 23000, "cache_bytes": 480 * 2 ** 20}) == "memory"
     assert read_from({"size": 10000}) == "memory"  # the post's, which recorded no cache
+
+
+def test_the_closing_summary_rests_on_undisturbed_figures_only(tmp_path):
+    def disturbed(data):  # other work disturbed every reading and typing figure
+        for r in data["records"]:
+            if r["experiment"] in ("prefill", "decode"):
+                r["disturbed"] = True
+    busy = planted_copy(tmp_path / "busy", "two_phases", disturbed)
+    r = run("post", str(busy))
+    assert r.returncode == 0, r.stderr
+    assert not any(line.startswith("busy against post:") for line in r.stdout.splitlines())
+    quiet = run("post", EPYC)
+    assert line_of(quiet.stdout, "amd-epyc-2c against post: reading ")  # (the same, undisturbed)
