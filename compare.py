@@ -24,8 +24,8 @@ from harness.terminal import arrived, note, plain_streams, plural, printable, sh
 from harness.keeping import exports, records, results
 from harness.keeping.folders import (MADE, describe, machine_folders, read_from, read_machine,
                                      short_names, unlike_settings)
-from harness.judging.significance import (ALPHA, MIN_CHANGE, corrected, geometric_mean, judged,
-                                          settle, speedup, units, verdict)
+from harness.judging.significance import (ALPHA, LEVEL, MIN_CHANGE, corrected, geometric_mean,
+                                          judged, settle, speedup, units, verdict)
 from harness.showing.escaping import for_cell, for_markdown
 
 
@@ -390,7 +390,8 @@ def main(argv=None):
         for name, m in zip(names, machines):
             show(line(describe(name, m)))
         if len(machines) > 1:
-            show(line(f"(vs: how much faster or slower each figure is than {names[0]}'s; "
+            show(line(f"(vs: how much faster or slower each figure is than {names[0]}'s, "
+                      f"with its {LEVEL:.0%} interval where both sides kept samples; "
                       f"faster or slower only where Welch's t-test of the two runs' processes "
                       f"(each a process's mean, on the log scale) finds a difference, its p "
                       f"corrected with every other figure's here (a false-discovery rate of "

@@ -5,10 +5,12 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import compare
@@ -82,12 +84,13 @@ def test_figures_side_by_side_each_ratio_one_way(machines):
     assert r.returncode == 0 and r.stderr == ""
     lines = r.stdout.splitlines()
     assert lines[0].startswith("a: machine: Test CPU, 4 cores") and lines[1].startswith("b: ")
-    said = line_of(r.stdout, "memory speed").split()
-    assert said[-6:-1] == ["10.00", "20.00", "2.00x", "faster", "(p"]  # runs 0.2% apart:
-    assert float(said[-1].rstrip(")")) < 1e-6  # Welch's t leaves no doubt
+    said = re.search(r"10\.00 +20\.00 +2\.00x faster \(95% ([0-9.]+)x to ([0-9.]+)x, p (\S+)\)$",
+                     line_of(r.stdout, "memory speed"))  # runs 0.2% apart:
+    assert said and float(said[3]) < 1e-6  # Welch's t leaves no doubt,
+    assert 1.98 < float(said[1]) <= 2.0 <= float(said[2]) < 2.02  # nor does its interval
     step = line_of(r.stdout, "users 1: step ms")  # a time halved and a rate doubled: both faster
-    assert step.split()[-6:-2] == ["40.00", "20.00", "2.00x", "faster"]  # 5 runs apart: p 0.008
-    assert line_of(r.stdout, "users 1: tokens/s").split()[-4:-2] == ["2.00x", "faster"]
+    assert re.search(r"40\.00 +20\.00 +2\.00x faster \(95% ", step)  # 5 runs apart: p 0.008
+    assert "2.00x faster (95% " in line_of(r.stdout, "users 1: tokens/s")
     assert "b vs a" in line_of(r.stdout, "figure")
 
 
@@ -192,7 +195,7 @@ def test_results_of_the_older_schema_still_compare(machines):
     write(machines / "a", "two_phases.json", decode([[1, 40.0, 25.0]]) | {"schema_version": 1})
     r = run(str(machines))
     assert r.returncode == 0 and r.stderr == ""
-    assert line_of(r.stdout, "users 1: step ms").split()[-4:-2] == ["2.00x", "faster"]
+    assert "2.00x faster (95% " in line_of(r.stdout, "users 1: step ms")
 
 
 def test_the_limits_from_every_measurement_and_a_machine_that_disagrees_with_itself(tmp_path):
@@ -285,7 +288,7 @@ def test_a_significant_change_under_the_minimum_is_no_change(machines):
     assert set(said.values()) == {"slower"}  # the U test separates every run: p 0.008
     loose = run(str(machines / "a"), str(machines / "c"), "--min-change", "5")
     assert set(verdicts(loose.stdout, "Phase 2, typing (decode)").values()) == {"no change"}
-    assert "no change (1.02x slower, under 5%)" in loose.stdout
+    assert "no change (1.02x slower, 95% 1.02x to 1.02x, under 5%)" in loose.stdout
 
 
 def test_a_figure_of_disturbed_runs_or_a_busy_machine_gets_a_ratio_and_no_verdict(machines):
@@ -648,3 +651,18 @@ def test_the_closing_summary_rests_on_undisturbed_figures_only(tmp_path):
     assert not any(line.startswith("busy against post:") for line in r.stdout.splitlines())
     quiet = run("post", EPYC)
     assert line_of(quiet.stdout, "amd-epyc-2c against post: reading ")  # (the same, undisturbed)
+
+
+def test_a_ratio_between_two_runs_has_an_interval_whose_level_is_its_coverage():
+    """Simulated: two runs of 3 and 5 processes, each process's mean normal on the log scale
+    (spreads unequal), the second run truly 1.3x faster: the 95% interval holds the truth in
+    95% of the comparisons (within the simulation's own error)."""
+    from harness.judging.significance import interval
+    rng, truth, n, held = np.random.default_rng(7), 1.3, 4000, 0
+    for _ in range(n):
+        a = list(rng.normal(0.0, 0.05, 3))  # log seconds of a time, first run
+        b = list(rng.normal(-np.log(truth), 0.02, 5))  # faster: shorter times
+        lo, hi = interval((1.0, a, "ms"), (1.0, b, "ms"))
+        held += lo <= truth <= hi
+    assert abs(held / n - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n) + 0.005
+    assert interval((1.0, [0.1], "ms"), (1.0, [0.0, 0.2], "ms")) is None  # one process: none

@@ -14,6 +14,7 @@ from harness.measuring.timing import DISTURBED
 MIN_CHANGE = 10.0  # percent: a smaller change, even a significant one, is no change (pyperf's
 #                    --min-speed idea): two quiet runs here differ by a few percent on a figure
 ALPHA = 0.05  # of the changes a comparison calls, at most this share expected false
+LEVEL = 0.95  # a ratio's interval between two runs: Welch's, each figure's own (not corrected)
 MIN_UNITS = 2  # a side of fewer units (processes, or rounds) has no spread to test against
 
 
@@ -67,11 +68,32 @@ def welch(a, b):
     return float(2 * stdtr(df, -abs(t)))
 
 
+def interval(first, other, level=LEVEL):
+    """The ratio's interval (as speedup() says it) at this level: Welch's for the difference of
+    the two sides' mean units on the log scale, on the Welch-Satterthwaite degrees of freedom,
+    turned back into a ratio; None where a side has fewer than MIN_UNITS units."""
+    from scipy.special import stdtrit
+    a, b = first[1], other[1]
+    if not a or not b or min(len(a), len(b)) < MIN_UNITS:
+        return None
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    power = -1 if kind(first[2]) == "time" else 1
+    middle = power * (b.mean() - a.mean())
+    if va + vb == 0:
+        return math.exp(middle), math.exp(middle)
+    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    half = float(stdtrit(df, 1 - (1 - level) / 2)) * math.sqrt(va + vb)
+    return math.exp(middle - half), math.exp(middle + half)
+
+
 def judged(first, other):
     """A figure's comparison, before the correction: {"ratio", "p" (its own test's; None
-    without samples, "few" with too few units), "units": (a side's, the other's)}."""
+    without samples, "few" with too few units), "units": (a side's, the other's), "interval":
+    the ratio's (None without)}."""
     return {"ratio": speedup(first, other), "p alone": significance(first, other),
-            "units": (len(first[1] or ()), len(other[1] or ()))}
+            "units": (len(first[1] or ()), len(other[1] or ())),
+            "interval": interval(first, other)}
 
 
 def corrected(ps):
@@ -117,11 +139,21 @@ def verdict(j, unit, min_change=MIN_CHANGE):
                 f"on a side, no spread to test against (rerun with --processes 3 or more)")
     if j["p"] is None:
         return said + " *"
+    within = between(j.get("interval"), ratio >= 1)
     if j["verdict"] == "not significant":
-        return f"not significant ({said}, p {j['p']:.2g})"
+        return f"not significant ({said}{within}, p {j['p']:.2g})"
     if j["verdict"] == "no change":
-        return f"no change ({said}, under {min_change:g}%)"
-    return f"{said} (p {j['p']:.2g})"
+        return f"no change ({said}{within}, under {min_change:g}%)"
+    return f"{said} ({within[2:] + ', ' if within else ''}p {j['p']:.2g})"
+
+
+def between(ratios, up):
+    """A ratio's interval in the words its ratio is said in: ', 95% 1.21x to 1.40x' (the
+    slower side's as 1 / ratio); '' where there is none."""
+    if not ratios:
+        return ""
+    lo, hi = ratios if up else (1 / ratios[1], 1 / ratios[0])
+    return f", {LEVEL:.0%} {lo:.2f}x to {hi:.2f}x"
 
 
 def geometric_mean(ratios):
