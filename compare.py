@@ -335,9 +335,20 @@ def shown(fmt):
     if fmt in MARKDOWN:
         return for_markdown, for_cell
     if "html" in fmt:  # tabulate escapes the cells (but unsafehtml's); the lines are this
-        return (lambda t: html.escape(printable(t)),  # script's, and so are unsafehtml's cells
+        return (lambda t: f"<p>{html.escape(printable(t))}</p>" if t.strip() else "",
                 printable if fmt == "html" else lambda t: html.escape(printable(t)))
+    if fmt.startswith("latex"):  # tabulate escapes latex's cells (not latex_raw's): the
+        return for_latex, printable if fmt != "latex_raw" else for_latex  # lines are this script's
     return printable, printable
+
+
+LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def for_latex(text):
+    """Text as LaTeX prints it, every special character escaped."""
+    return "".join(LATEX.get(c, c) for c in printable(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,12 +416,13 @@ def main(argv=None):
                 show(line(f"({' and '.join(published)} kept no samples, only its printed "
                           f"figures: every ratio against it is shown (*), never tested, and is "
                           f"no verdict)"))
-        for title, headers, rows in sheets:
+        plain = {"stralign": None, "numalign": None} if args.tablefmt == "tsv" else {}
+        for title, headers, rows in sheets:  # (tsv: fields unpadded, as a reader splits them)
             show(f"\n{line(title)}")
             show(tabulate([[f"{v:.2f}" if isinstance(v, float) else
                             cell(v) if isinstance(v, str) else v for v in row]
                            for row in rows], headers=[cell(h) for h in headers],
-                          tablefmt=args.tablefmt, floatfmt=".2f", missingval=""))
+                          tablefmt=args.tablefmt, floatfmt=".2f", missingval="", **plain))
         if len(machines) > 1:
             said = limits(names, machines)[2] + summary(names, machines)
             show("\n" + "\n".join(map(line, said)) if said else "")

@@ -666,3 +666,20 @@ def test_a_ratio_between_two_runs_has_an_interval_whose_level_is_its_coverage():
         held += lo <= truth <= hi
     assert abs(held / n - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n) + 0.005
     assert interval((1.0, [0.1], "ms"), (1.0, [0.0, 0.2], "ms")) is None  # one process: none
+
+
+def test_every_tablefmt_escapes_its_prose_and_tsv_pads_nothing():
+    """latex: the lines around the tables escaped as LaTeX ("_" and "%" would break a document);
+    html: each line a paragraph of escaped text; tsv: fields unpadded, as a reader splits them."""
+    latex = run("post", EPYC, "--tablefmt", "latex")
+    assert latex.returncode == 0, latex.stderr
+    prose = [line for line in latex.stdout.splitlines() if line and "&" not in line
+             and not line.startswith("\\")]
+    assert prose and not any(re.search(r"(?<!\\)[_%#$]", line) for line in prose), prose
+    assert "machine\\_speed" in latex.stdout and "95\\% interval" in latex.stdout
+    page = run("post", EPYC, "--tablefmt", "html").stdout
+    assert "<p>The forklift and the workbench</p>" in page and "<p>post: the post&#x27;s" in page
+    tsv = run("post", EPYC, "--tablefmt", "tsv").stdout
+    rows = [line for line in tsv.splitlines() if "\t" in line]
+    assert rows and not any(re.search(r" \t|\t ", line) for line in rows)
+    assert "memory speed\tGB/s\t12.00\t" in tsv
