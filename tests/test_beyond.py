@@ -20,7 +20,7 @@ from harness.keeping import records
 from engine import blocks, compiled, pool
 from harness.measuring import bench, contests, tuning
 from harness.predicting import model_files, predict
-from conftest import script, sheet_of, sheets
+from conftest import in_process, script, sheet_of, sheets
 from engine.blocks import ATTENTION
 from harness.showing.printers import Sheet
 from harness.keeping.records import col
@@ -450,3 +450,21 @@ def test_an_unknown_path_is_one_line(tmp_path, flags, flag, capsys, monkeypatch)
     code, _, err = refused(["--quick", *flags], tmp_path, capsys, monkeypatch)
     assert code == 2 and len(err.splitlines()) == 1 and flag in err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_whole_decode_types_n_tokens_in_a_row_for_1_and_16_users(tmp_path):
+    """--generate N (llama-bench's -n): N steps in a row, each notebook a note longer after
+    each, tokens per second over the whole run; none unless asked."""
+    import json
+    r = in_process(two_phases.main, "--quick", "--experiments", "generate", "--generate", "4",
+                   "--out", str(tmp_path), "--label", "g")
+    assert r.returncode == 0, r.stderr
+    assert "Beyond the post: a whole decode, tokens in a row" in r.stdout
+    data = json.load(open(tmp_path / "g" / "two_phases.quick.json"))
+    rows = records.rows(data["records"], "generate")
+    assert sorted(dict(k)["users"] for k in rows) == [1, 16]
+    for keys, f in rows.items():
+        users = dict(keys)["users"]
+        assert f["tokens per second"] == pytest.approx(users * 4 / (f["total"] / 1e3), rel=1e-9)
+    plain = two_phases.parse_args(["--quick"])
+    assert two_phases.EXPERIMENTS["generate"].plan(plain) == []  # off unless asked

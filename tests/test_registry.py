@@ -78,7 +78,8 @@ def run(tree, *argv):
 
 
 def test_the_registry_finds_every_experiment_in_the_posts_order_and_its_claims():
-    assert list(registry.EXPERIMENTS) == ["prefill", "decode", "collision", "depth", "wide"]
+    assert list(registry.EXPERIMENTS) == ["prefill", "decode", "collision", "depth", "wide",
+                                          "generate"]
     assert all(name == e.name for name, e in registry.EXPERIMENTS.items())
     assert [m.PLACE for m in registry.MODULES] == sorted(m.PLACE for m in registry.MODULES)
     assert len({c.says for c in registry.CLAIMS}) == len(registry.CLAIMS)  # each claim once
@@ -90,7 +91,7 @@ def test_a_new_experiment_is_one_module(tmp_path):
     tree, out = copy_with_a_toy(tmp_path), tmp_path / "out"
     helped = run(tree, "two_phases.py", "--help")
     assert helped.returncode == 0 and "--toy-tokens T" in helped.stdout
-    assert "wide, toy" in " ".join(helped.stdout.split())  # offered in --experiments
+    assert "generate, toy" in " ".join(helped.stdout.split())  # offered in --experiments
     quick = run(tree, "two_phases.py", "--quick", "--experiments", "toy", "--out", str(out),
                 "--label", "q")
     assert quick.returncode == 0, quick.stderr
