@@ -150,6 +150,14 @@ def head_numbers(cfg):
     return cfg.vocab * cfg.width * (1 if cfg.tied else 2)
 
 
+def parameters(cfg):
+    """(every parameter, those one token meets): the floors' tables and the embedding and head
+    (LayerNorm's few scales aside); a mixture's token meets its active experts and the shared."""
+    active = (cfg.layers * attention_numbers(cfg) + fixed_numbers(cfg) + routed(cfg) * (
+        max(cfg.active, 1) * ffn_numbers(cfg) + cfg.width * cfg.experts))
+    return table_numbers(cfg) + head_numbers(cfg), active + head_numbers(cfg)
+
+
 def number_bytes(dtype):
     """What a table number weighs at its precision, a weights-only one's share of its group's
     scale among it (int4-weights: 0.515625 bytes)."""

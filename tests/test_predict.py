@@ -22,7 +22,7 @@ from harness.keeping import records, results, schema
 from harness.predicting import model_files, plans, predict, presets, turning
 from harness.keeping.records import sig
 from harness.measuring.speeds import Speeds
-from conftest import in_process, script
+from conftest import in_process, one_line, script
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 TOY = model.Config("toy", layers=2, width=8, heads=4, kv_heads=2, ffn=12, gated=True, head=2,
@@ -494,7 +494,7 @@ def test_a_multimodal_configs_language_model_is_read():
                              "num_attention_heads": 40, "num_key_value_heads": 8,
                              "head_dim": 128, "intermediate_size": 8192, "hidden_act": "silu",
                              "num_local_experts": 16, "num_experts_per_tok": 1,
-                             "max_position_embeddings": 10485760},
+                             "max_position_embeddings": 10485760, "vocab_size": 202048},
              "vision_config": {"num_hidden_layers": 34, "hidden_size": 1408}}
     cfg = model_files.shape(model_files.language_model(found), "config.json")
     assert (cfg.layers, cfg.width, cfg.kv_heads, cfg.experts, cfg.active) == (48, 5120, 8, 16, 1)
@@ -503,12 +503,13 @@ def test_a_multimodal_configs_language_model_is_read():
 
 @pytest.mark.parametrize("fields, kv_heads", [
     ({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
-      "num_hidden_layers": 32, "multi_query": True, "max_position_embeddings": 2048}, 1),
+      "num_hidden_layers": 32, "multi_query": True, "max_position_embeddings": 2048,
+      "vocab_size": 65024}, 1),
     ({"model_type": "falcon", "hidden_size": 8192, "num_attention_heads": 128,
       "num_hidden_layers": 60, "num_kv_heads": 8, "new_decoder_architecture": True,
-      "max_position_embeddings": 2048}, 8),
+      "max_position_embeddings": 2048, "vocab_size": 65024}, 8),
     ({"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40,
-      "multi_query": True, "n_positions": 8192}, 1)])
+      "multi_query": True, "n_positions": 8192, "vocab_size": 49152}, 1)])
 def test_multi_query_and_falcons_key_value_heads_are_modelled(tmp_path, fields, kv_heads):
     """Falcon-7B's and StarCoder's one key/value head (multi_query), Falcon-40B's 8
     (num_kv_heads): they were read as one for every query head, the notes 16-71x too many."""
@@ -522,8 +523,8 @@ def test_a_hugging_face_config_without_a_context_or_with_a_strange_multi_query_i
         tmp_path):
     from harness.predicting import model_files
     falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
-              "num_hidden_layers": 32, "multi_query": True}  # (Falcon's own names no context:
-    path = tmp_path / "config.json"  #                       it fell back to GPT-2's 1,024)
+              "num_hidden_layers": 32, "multi_query": True, "vocab_size": 65024}  # (Falcon's
+    path = tmp_path / "config.json"  # own names no context: it fell back to GPT-2's 1,024)
     path.write_text(json.dumps(falcon))
     with pytest.raises(ValueError, match="no context length: give 'context'"):
         model_files.config(str(path))
@@ -553,3 +554,39 @@ def test_a_gpus_whole_memory_is_no_note_that_it_is_no_gpu(tmp_path):
     r = script("two_phases.py", "--predict", "--forklift", "50", "--workbench", "400",
                "--memory-utilization", "0.5", "--no-save")
     assert "given is no GPU" in r.stderr  # the given speeds: no memory an engine shares
+
+
+LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "hidden_act": "silu", "max_position_embeddings": 8192, "vocab_size": 128256,
+            "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("missing, key", [("vocab_size", "'vocab_size'"),
+                                          ("intermediate_size", "'intermediate_size'")])
+def test_a_config_missing_what_a_prediction_needs_is_refused_naming_the_key(tmp_path, missing,
+                                                                            key):
+    """Without vocab_size the embedding and the LM head were dropped (7% of an 8B step's
+    bytes), without intermediate_size a SwiGLU took GPT-2's 4 x width (16.5 GiB of tables, not
+    15.0): both exit 0 with a wrong prediction. Now one line, exit 2."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in LLAMA_8B.items() if k != missing}))
+    r = in_process(two_phases.main, "--predict", "h100-sxm", "--model", str(path), "--no-save")
+    one_line(r, 2, "--model", key)
+    path.write_text(json.dumps(LLAMA_8B))  # whole, it predicts
+    assert in_process(two_phases.main, "--predict", "h100-sxm", "--model", str(path),
+                      "--no-save").returncode == 0
+
+
+def test_a_prediction_says_the_models_parameters_every_one_and_a_tokens():
+    """As the models' cards count them: Llama 3 8B's 8.03B; Mixtral's 46.7B, 12.9B a token;
+    GPT-2 small's 124M (its position embeddings and norms aside)."""
+    from harness.predicting import model_files
+    llama, mixtral = (accounting.parameters(model_files.config(n))
+                      for n in ("llama-3-8b", "mixtral-8x7b"))
+    assert llama[0] == llama[1] == pytest.approx(8.03e9, rel=0.005)
+    assert mixtral == (pytest.approx(46.7e9, rel=0.005), pytest.approx(12.9e9, rel=0.005))
+    assert accounting.parameters(model_files.config("small"))[0] == pytest.approx(124e6, rel=0.01)
+    r = in_process(two_phases.main, "--predict", "h100-sxm", "--model", "mixtral-8x7b",
+                   "--no-save")
+    assert "Mixtral 8x7B: 46.7B parameters, 12.9B active a token" in r.stdout

@@ -81,6 +81,23 @@ def language_model(found):
     return {**{k: v for k, v in found.items() if not isinstance(v, dict)}, **text}
 
 
+HUGGING_FACE = ("model_type", "architectures", "hidden_size", "num_hidden_layers")  # its names
+
+
+def needed(found, fields, gated, path):
+    """Refuse, in one line naming the key, a config missing what a prediction cannot guess: a
+    Hugging Face config's vocabulary (its embedding and LM head, about 7% of an 8B model's step,
+    which a guess of none would drop), and a gated feed-forward's width (GPT-2's 4 x width is a
+    plain one's; a SwiGLU's has no default)."""
+    if not fields["vocab"] and any(k in found for k in HUGGING_FACE):
+        raise ValueError(f"{path}: needs 'vocab_size' (or 'vocab'): the embedding and the LM "
+                         f"head a step reads are counted from it")
+    if gated and not fields["ffn"] and not found.get("moe_intermediate_size"):
+        raise ValueError(f"{path}: needs 'intermediate_size' (or 'ffn'): a gated "
+                         f"feed-forward's width has no default (GPT-2's 4 x width is a plain "
+                         f"one's)")
+
+
 def shape(found, path):
     """A Config from a model file's fields, each checked."""
     fields, key = {}, {}  # key: the name the file gives each field (its own, or an alias)
@@ -122,6 +139,7 @@ def shape(found, path):
     tied = found.get("tied", found.get("tie_word_embeddings", True))  # Hugging Face's default
     if type(gated) is not bool or type(tied) is not bool:
         raise ValueError(f"{path}: 'gated' and 'tied' must be true or false")
+    needed(found, fields, gated, path)
     latent, floors = latent_attention(found, fields, path), mixture_floors(found, fields, path)
     name = next((n for n in (found.get("name"), found.get("_name_or_path"))
                  if isinstance(n, str) and n.strip()), os.path.basename(path.strip("'\"")))

@@ -35,14 +35,18 @@ MOST_RIDERS = 2_000_000  # (user, trip) pairs a prediction plans at most: a few 
 # the turning points: where each phase turns from the forklift to the workbench
 
 
-def machines_sheet(aimed, settings):
-    """The machines predicted for: their speeds at the precision asked, and the sources."""
+def machines_sheet(aimed, settings, cfg):
+    """The machines predicted for: their speeds at the precision asked, and the sources; the
+    model's parameters, every one and those a token meets."""
+    total, active = accounting.parameters(cfg)
     found = [{"name": t.name, "what": t.title, "precision": t.precision,
               "forklift": t.roofs.bytes_per_s / 1e9, "workbench": t.roofs.flops_per_s / 1e9,
               "balance": t.roofs.balance,
               "link": t.roofs.link_per_s / 1e9 if t.linked else None} for t in aimed]
     return Sheet(MACHINES, records.make(MACHINES, found, settings, predicted=True),
-                 settings="their speeds as published (presets.json), measured, or given",
+                 settings=f"their speeds as published (presets.json), measured, or given; "
+                          f"{f'{cfg.family} {cfg.name}'.strip()}: {billions(total)} parameters"
+                          + (f", {billions(active)} active a token" if active != total else ""),
                  note="sources:\n" + "\n".join(f"- {t.name}: {t.roofs.source}" for t in aimed))
 
 
@@ -54,6 +58,11 @@ MACHINES = Layout("machines", [col("name", "machine", "", "s", key=True),
                                col("balance", "balance FLOPs/byte", "FLOPs/byte", SIG),
                                col("link", "link GB/s each way", "GB/s", SIG, empty="none")],
                   title="The machines predicted for")
+
+
+def billions(n):
+    """A parameter count as a reader says it: '8.03B', '124M'."""
+    return f"{n / 1e9:.3g}B" if n >= 1e9 else f"{n / 1e6:.3g}M"
 
 
 def words(args):
@@ -292,7 +301,7 @@ def items(args, experiments, told):
     cfg, first_roofs = aimed[0].config(base), aimed[0].roofs
     settings = records.settings_of(args)
     yield Saved("predicted", words(args))
-    yield from spaced([at_scale(machines_sheet(aimed, settings)),
+    yield from spaced([at_scale(machines_sheet(aimed, settings, base)),
                        fits(base, aimed, args, settings, experiments)])
     found = []
     if args.request:
