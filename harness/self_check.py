@@ -18,7 +18,10 @@ import model
 
 SAMPLES = 3  # samples of each timing, the fastest kept: a self-check's limits are ceilings
 FORKLIFT_OVER_READ = 1.5  # the matrix-vector product reads within this of a plain read or copy
-WIDER_SLOWER = 0.9  # the wider product at least this share of the narrower's speed
+WIDER_SLOWER = 0.75  # the wider product at least this share of the narrower's speed: a
+#                     busy host's noise stays above it, a product too small to time falls under
+EMPTY_OVER = 1.25  # the empty trip (the step's every launch, almost no bytes) within this of the
+#                    step: it does less than the step, so slower beyond noise is a fault
 TENSOR_CORES = 2  # a GPU's bfloat16 product at least this many times its float32 one
 LAUNCHED = launches.LAUNCHED  # the empty trip under this share of one user's step
 
@@ -115,30 +118,41 @@ def typing(on, cfg, notes, forklift_per_s, flops_per_s):
     empty_trial, = launches.trials(bench, dataclasses.make_dataclass("Asked", [
         ("notes", int)])(notes))
     empty = seconds(on, lambda: (empty_trial.setup(), empty_trial.steps[0]()))
+    bound = ("the step waits on launching, not on its bytes: on this device typing GPT-2 "
+             f"{cfg.name} is launch-bound (--graphs, or --model xl, where its bytes outlast "
+             "its launches)") if empty >= LAUNCHED * took else \
+        f"under {LAUNCHED} of the step: the step waits on its bytes, not on launching"
     out = [("typing step", "INFO", f"{took * 1e3:.3g} ms, {took / limit:.2f}x its limit "
             f"({limit * 1e3:.3g} ms)", f"one user at {notes} notes, against its bytes at the "
             f"forklift just measured"),
-           ("empty trip", verdict(empty < LAUNCHED * took),
-            f"{empty * 1e3:.3g} ms, {empty / took:.2f} of the step",
-            f"under {LAUNCHED} of one user's step: the step waits on its bytes, not on "
-            f"launching (else --graphs)")]
+           ("empty trip", verdict(empty <= EMPTY_OVER * took),
+            f"{empty * 1e3:.3g} ms, {empty / took:.2f} of the step; {bound}",
+            f"within {EMPTY_OVER}x of the step, whose launches it makes with almost none of "
+            f"its bytes (slower is a fault of the timing)")]
     out.append(graph_check(bench, first) if on.kind == "cuda" and on.torch else
                ("graph replay", "SKIP", "", "a CUDA graph needs --device torch:cuda"))
     return out
 
 
 def graph_check(bench, first):
-    """A typing trip replayed as a CUDA graph writes the notes the eager trip writes."""
+    """A typing trip replayed as a CUDA graph writes the notes the eager trip writes. Capturing
+    runs the trip (to warm up, and under capture) and so writes them itself: they are wiped
+    before the replay, so that a replay that does nothing fails."""
     on, cfg = bench.on, bench.cfg
     eager, x = b.copies(bench, first, 1, room=1), b.tokens(cfg, 1, SEED + 2, on)
     b.trip_of(bench, x, [(eager, 1)])()
     graphed = b.copies(bench, first, 1, room=1)
-    b.trip_of(dataclasses.replace(bench, graphs=True), x, [(graphed, 1)])()
+    replay = b.trip_of(dataclasses.replace(bench, graphs=True), x, [(graphed, 1)])  # captured
+    n = first["len"]
+    graphed["k"][..., n:] = float("nan")  # what capture wrote, wiped in place: the graph's own
+    graphed["v"][..., n:, :] = float("nan")  # buffers
+    replay()
     on.sync()
-    off = max(float(abs(on.to_numpy(graphed[k]) - on.to_numpy(eager[k])).max())
-              for k in ("k", "v"))
+    off = max(float(np.nanmax(np.where(np.isnan(on.to_numpy(graphed[k])), np.inf, abs(
+        on.to_numpy(graphed[k]) - on.to_numpy(eager[k]))))) for k in ("k", "v"))
     return ("graph replay", verdict(off <= 1e-3 and graphed["len"] == eager["len"]),
-            f"notes differ by {off:.2g}", "a replayed trip writes the eager trip's notes")
+            f"notes differ by {off:.2g}", "a replayed trip writes the eager trip's notes (those "
+            "its capture wrote wiped first)")
 
 
 def run(args):

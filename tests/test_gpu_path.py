@@ -293,6 +293,30 @@ def test_a_graphed_trip_is_captured_once_and_replays_move_the_notebooks():
     assert fake.library.replays == 3 and parts["trip"] > 0
 
 
+@pytest.mark.parametrize("replays, said", [(False, "FAIL"), (True, "PASS")])
+def test_the_graph_check_fails_a_replay_that_does_nothing(replays, said):
+    """Capturing runs the trip, which writes the notes: a replay that did nothing passed the
+    check (difference 0). The notes capture wrote are wiped before the replay now."""
+    import types
+    from harness import self_check
+
+    class Replaying(Graphs):
+        def capture(self, run, back):
+            run()  # (capture's own runs: the notes written)
+            back()
+            return (lambda: (run(), back())) if replays else (lambda: None)
+
+        def sync(self):
+            pass
+    fake = Replaying("torch:cuda", types.SimpleNamespace(captured=0, replays=0, __name__="fake"),
+                     np, device="cuda")
+    cfg = model.TINY
+    bench = b.Bench(cfg, model.floors(cfg), None, 1, on=fake)
+    first = b.read_question(bench, 4, 1)
+    name, verdict, figure, _ = self_check.graph_check(bench, first)
+    assert (name, verdict) == ("graph replay", said), figure
+
+
 def test_graphs_on_a_real_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -304,10 +328,12 @@ def test_graphs_on_a_real_gpu():
     x, segments = b.typing(bench, first, 2, 3)
     eager = b.copies(bench, first, 2, room=1)
     model.trip(cfg, bench.floors, x, [(eager, 1)])  # the same trip, eager
-    replay = b.trip_of(bench, x, segments)
+    replay = b.trip_of(bench, x, segments)  # (captured here: its runs write the notes)
+    graphed = segments[0][0]
+    graphed["k"][..., 4:] = float("nan")  # wiped, so that only the replay can write them
+    graphed["v"][..., 4:, :] = float("nan")
     replay()
     on.sync()
-    graphed = segments[0][0]
     assert graphed["len"] == eager["len"] == 5
     for kind in ("k", "v"):  # the replay wrote the notes the eager trip wrote
         np.testing.assert_allclose(on.to_numpy(graphed[kind]), on.to_numpy(eager[kind]),
@@ -552,6 +578,22 @@ def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_
     assert "answer in float32" in bad.stdout.splitlines()[-1]  # named among the failures
     one_line(in_process(two_phases.main, "--self-check"), 2, "--self-check",
              "another library's device")
+
+
+@pytest.mark.parametrize("step_ms, empty_ms, said", [
+    (1.05, 0.95, "PASS"),  # an H100's GPT-2 small step: 0.11 ms of bytes under 500 launches
+    (40.0, 3.0, "PASS"),  # a CPU's: its bytes
+    (1.0, 2.0, "FAIL")])  # an empty trip slower than the step it is part of: a timing fault
+def test_the_self_checks_launch_check_passes_a_healthy_gpu_and_fails_a_fault(
+        monkeypatch, step_ms, empty_ms, said):
+    """On every real GPU the empty trip was over half of GPT-2 small's step: FAIL, exit 1, a
+    healthy device's self-check failing. Launch-bound is said, not failed; a fault still is."""
+    from harness import self_check
+    timed = iter([step_ms / 1e3, empty_ms / 1e3])
+    monkeypatch.setattr(self_check, "seconds", lambda on, call: next(timed))
+    rows = {r[0]: r for r in self_check.typing(devices.NUMPY, model.TINY, 4, 3.35e12, 989e12)}
+    assert rows["empty trip"][1] == said, rows["empty trip"]
+    assert ("launch-bound" in rows["empty trip"][2]) == (empty_ms >= 0.5 * step_ms)
 
 
 def test_the_gpus_clock_is_read_under_the_work_and_a_throttled_one_is_said(smi):
