@@ -173,17 +173,23 @@ def each_thread_count(args, body, busy, out, headline):
 def gpu_busy(on, device):
     """Other processes computing on the run's GPU when it starts, in words, said once: []
     where none is (or it cannot be known). Processes the run cannot see (a container's view:
-    nvidia-smi gives the host's PIDs) are said and kept in the device's facts as unknown,
-    never counted as busy."""
+    nvidia-smi gives the host's PIDs) are said and kept in the device's facts as unknown, and
+    counted as busy only where the GPU's utilization says it is at work as the run starts."""
     found = on.others() or {"others": [], "unseen": []}
     said, unseen = nvidia.busy_words(found["others"]), nvidia.unseen_words(found["unseen"])
     if said:
         warn(f"the machine is busy ({said}): every timing of this run on the GPU may be slower "
              f"than it can do; the machine line says so")
-    if unseen:
+    if unseen:  # whose they are is unknown; how busy the GPU is, before this run's work, is not
+        busy = (nvidia.facts((on.facts() or {}).get("uuid")) or {}).get("busy_pct")
+        if not said and isinstance(busy, (int, float)) and busy >= nvidia.BUSY_PCT:
+            said = f"the GPU {busy:g}% busy as the run starts, with {unseen}"
+            warn(f"the machine is busy ({said}): every timing of this run on the GPU may be "
+                 f"slower than it can do; the machine line says so")
+            return [said]
         warn(f"{unseen}: in a container nvidia-smi gives the host's numbers, so they may be "
-             f"this run's own or another's; not counted as busy, and the machine line says "
-             f"unknown")
+             f"this run's own or another's; the GPU idle as the run starts ({busy}% busy), "
+             f"so not counted as busy, and the machine line says unknown")
         device["unseen"] = unseen
     return [said] if said else []
 

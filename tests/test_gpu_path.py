@@ -401,6 +401,51 @@ def test_a_process_the_run_cannot_see_is_unknown_never_busy(smi, monkeypatch):
                                                                 **device})
 
 
+def fake_smi(tmp_path, monkeypatch, busy_pct=0):
+    """A fake nvidia-smi of an A100 with a MIG slice, a process of another PID namespace on it
+    (listed, as nvidia-smi lists a slice's, under the whole GPU's UUID), utilization busy_pct."""
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text(f"""#!/bin/sh
+case "$1" in
+  -L) echo "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-whole)"
+      echo "  MIG 3g.40gb     Device  0: (UUID: MIG-slice)" ;;
+  --query-gpu=*) echo "550.54.15, 1410, 1410, 1593, 400.00, 40, Enabled, Enabled, {busy_pct}" ;;
+  --query-compute-apps=*) echo "4242, GPU-whole, 20480" ;;
+esac
+""")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_mig_slices_processes_are_read_under_the_whole_gpus_uuid(tmp_path, monkeypatch):
+    """nvidia-smi names a slice's processes by the whole GPU's UUID: filtered by the slice's
+    MIG- UUID, every one was dropped and other work on the slice went unseen."""
+    from harness.measuring import nvidia
+    fake_smi(tmp_path, monkeypatch)
+    monkeypatch.setattr(os.path, "exists", lambda p: True)  # a process of this namespace
+    assert nvidia.whole_gpu("MIG-slice") == "GPU-whole"
+    assert nvidia.others("MIG-slice") == [(4242, 20480)]
+    assert nvidia.others("GPU-other") == []
+
+
+@pytest.mark.parametrize("busy_pct, busy", [(0, False), (87, True)])
+def test_in_a_container_the_gpus_utilization_tells_other_work(tmp_path, monkeypatch, busy_pct,
+                                                               busy):
+    """In a container every host PID is unknown: BUSY was never raised. The GPU's utilization
+    as the run starts, before its own work, says whether something else is at work."""
+    from harness import runner
+    from harness.measuring import nvidia
+    fake_smi(tmp_path, monkeypatch, busy_pct)
+    monkeypatch.setattr(os.path, "exists", lambda p: False if p == "/proc/4242" else True)
+    fake = dataclasses.replace(devices.NUMPY, name="torch:cuda")
+    monkeypatch.setattr(type(fake), "others", lambda self: nvidia.census("GPU-whole"))
+    device = {}
+    said = runner.gpu_busy(fake, device)
+    assert bool(said) == busy and ("unseen" in device) == (not busy)
+    if busy:
+        assert said[0].startswith("the GPU 87% busy as the run starts, with 1 process")
+
+
 def test_without_nvidia_smi_nothing_is_said(monkeypatch, tmp_path):
     from harness.measuring import nvidia
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -609,6 +654,33 @@ def test_the_gpus_clock_is_read_under_the_work_and_a_throttled_one_is_said(smi):
     said = worker.on_the_device(Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda"))
     #      nvidia-smi read as the rounds end: the fake's 1980 of 1980
     assert said["gpu_clock"] == [1980, 1980]
+
+
+def test_the_clock_is_read_while_the_work_runs_not_once_it_is_idle(monkeypatch):
+    """Read as the rounds ended, an idle GPU had already let its clock drop: a throttle warned
+    of where there was none. Read while the process measures, the clock is the work's."""
+    import time
+    from harness.measuring import nvidia
+    working = []
+    monkeypatch.setattr(nvidia, "facts", lambda uuid=None: {
+        "sm_mhz": 1980 if working else 1410, "max_sm_mhz": 1980})  # idle: dropped
+    monkeypatch.setattr(worker, "CLOCK_EVERY_S", 0.02)
+
+    class Held(Named):
+        def memory_used(self):
+            return 2 ** 30
+
+    def work():
+        working.append(True)
+        time.sleep(0.3)
+        working.clear()
+        return {"visits": {}}
+    on = Held("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda")
+    result, clocks = worker.under_work(on, work)
+    assert result == {"visits": {}} and clocks and set(clocks) == {1980}
+    said = worker.on_the_device(on, clocks)
+    assert said["gpu_clock"] == [1980, 1980] and not processes.throttled(said["gpu_clock"])
+    assert worker.on_the_device(on)["gpu_clock"] == [1410, 1980]  # (as it was read before)
 
 
 # ---- on a GPU, typing on GPT-2 xl too: the model whose step outlasts its launches

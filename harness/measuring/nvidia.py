@@ -10,22 +10,38 @@ QUERY = {  # nvidia-smi's field: the fact's name on the machine line and in the 
     "clocks.mem": "memory_mhz", "power.limit": "power_limit_w", "temperature.gpu": "celsius",
     "mig.mode.current": "mig", "persistence_mode": "persistence", "utilization.gpu": "busy_pct"}
 TIMEOUT_S = 10
+BUSY_PCT = 10  # a GPU this busy as a run starts, with processes it cannot see, is other work's
 
 
-def smi(*arguments):
-    """nvidia-smi's CSV lines (no header, no units), or None where it is not installed or fails."""
+def smi(*arguments, csv=True):
+    """nvidia-smi's CSV lines (no header, no units), or its plain lines (csv=False), or None
+    where it is not installed or fails."""
     found = shutil.which("nvidia-smi")
     if found is None:
         return None
     try:
-        done = subprocess.run([found, *arguments, "--format=csv,noheader,nounits"],
+        done = subprocess.run([found, *arguments, *(["--format=csv,noheader,nounits"] if csv
+                                                    else [])],
                               capture_output=True, text=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
         return None
-    return [[cell.strip() for cell in line.split(",")] for line in done.stdout.splitlines()
-            if line.strip()]
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    return [[cell.strip() for cell in line.split(",")] for line in lines] if csv else lines
+
+
+def whole_gpu(mig):
+    """The UUID of the GPU a MIG slice is part of (nvidia-smi -L lists each GPU, then its
+    slices): its process list names the whole GPU's, never the slice's; None where unknown."""
+    gpu = None
+    for line in smi("-L", csv=False) or ():
+        uuid = line.rpartition("UUID: ")[2].rstrip(")").strip()
+        if uuid.startswith("GPU-"):
+            gpu = uuid
+        elif uuid == mig:
+            return gpu
+    return None
 
 
 def which(uuid):
@@ -90,6 +106,8 @@ def census(uuid=None, ours=()):
         return None
     mine = {*namespaced(os.getpid()), *namespaced(os.getppid()), *ours}
     want = which(uuid) if uuid else None
+    if want and want.startswith("MIG-"):  # its processes are listed under the whole GPU's
+        want = whole_gpu(want) or want  #     UUID: every slice's (this one's among them)
     found = {"others": [], "unseen": []}
     for pid, gpu, used in (line[:3] for line in lines if len(line) >= 3):
         if not pid.isdigit() or int(pid) in mine or (want is not None and gpu != want):

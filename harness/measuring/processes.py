@@ -18,7 +18,7 @@ import time
 from harness import stopping
 from harness.terminal import clock, note, plural, warn
 from harness.measuring import nvidia, timing
-from harness.measuring.worker import DEVICE_EXIT, FAILED, MARK, on_the_device
+from harness.measuring.worker import DEVICE_EXIT, FAILED, MARK, on_the_device, under_work
 
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 
@@ -161,7 +161,9 @@ def measured(args, script, measure_here, kinds=None, began=None, **job):
            **({"repeat": {}, "bridge_s": 0.0} if args.quick else {})}  # a smoke run: each row
     #   once a round, no bridge between the groups
     worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
-    here = lambda j: {**measure_here(args, j), **on_the_device(args.on)}  # noqa: E731
+    def here(j):
+        result, clocks = under_work(args.on, lambda: measure_here(args, j))
+        return {**result, **on_the_device(args.on, clocks)}
     if args.processes == 1:
         done = Measurements()
         done.take({**here({**job, "rounds": list(range(args.runs)), "process": 0,

@@ -14,7 +14,9 @@ import contextlib
 import json
 import math
 import os
+import statistics
 import sys
+import threading
 
 from harness.terminal import quoted
 from engine import blocks
@@ -46,7 +48,8 @@ def serve(args, measure):
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
         try:
-            result = {**measure(block, job), **on_the_device(block.on)}
+            result, clocks = under_work(block.on, lambda: measure(block, job))
+            result = {**result, **on_the_device(block.on, clocks)}
         except Exception as e:  # a GPU library's error: its cause in one line, for the run
             cause = devices.failure(e, block.on)
             if cause is None:
@@ -130,11 +133,38 @@ def not_a_job(job):
     return f"its job has no {missing[0]!r}" if missing else ""
 
 
-def on_the_device(on):
+CLOCK_EVERY_S = 1.0  # while a process measures on an NVIDIA GPU, its SM clock read this often
+
+
+def under_work(on, work):
+    """work() -> its result, and the SM clock nvidia-smi read every CLOCK_EVERY_S meanwhile
+    (none but on an NVIDIA GPU): the clock under the work, not after it, when an idle GPU has
+    already let it drop. -> (result, [MHz])"""
+    if on.kind != "cuda":
+        return work(), []
+    uuid, clocks, done = (on.facts() or {}).get("uuid"), [], threading.Event()
+
+    def watch():
+        while not done.wait(CLOCK_EVERY_S):
+            said = nvidia.facts(uuid) or {}
+            if isinstance(said.get("sm_mhz"), (int, float)):
+                clocks.append(said["sm_mhz"])
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return work(), clocks
+    finally:
+        done.set()
+        watcher.join(nvidia.TIMEOUT_S)
+
+
+def on_the_device(on, clocks=()):
     """What a process says of a GPU library's device once its rounds are done: the most memory
     it held there, the other processes computing on the GPU meanwhile (None: unknown), and its
-    SM clock as the rounds end (nvidia-smi's, read under the work, not idle at the start)."""
+    SM clock under the work (the middle of the readings while it measured; where none was
+    taken, one as the rounds end), with the clock's most."""
     found = on.others()  # (those this run cannot see are said once, as the run starts)
     said = nvidia.facts((on.facts() or {}).get("uuid")) if on.kind == "cuda" else None
+    under = statistics.median(clocks) if clocks else (said or {}).get("sm_mhz")
     return {"device_bytes": on.memory_used(), "gpu_others": found["others"] if found else None,
-            "gpu_clock": [said.get("sm_mhz"), said.get("max_sm_mhz")] if said else None}
+            "gpu_clock": [under, said.get("max_sm_mhz")] if said else None}
