@@ -78,7 +78,7 @@ def parse_args(argv=None):
     flags.need_memory(p, model_run.peak_bytes(EXPERIMENTS, args),
                       f"GPT-2 {args.model} with these settings",
                       "--model, --users, --prompts, --notes, --depths, --typers or --chunk",
-                      args.device)
+                      args.device, model_run.host_bytes(EXPERIMENTS, args))
     return flags.settled(args)
 
 

@@ -345,12 +345,14 @@ def check_folder(p, args):
                 f"a folder of its own (choose another --label, or leave it out)")
 
 
-def need_memory(p, need_bytes, what, flag, device="numpy"):
+def need_memory(p, need_bytes, what, flag, device="numpy", host_bytes=None):
     """Exit with one line (code 2) if need_bytes, with a margin, is more than the machine has
-    available, or, on a GPU, more than the GPU holds."""
+    available, or, on a GPU, more than the GPU holds; where the run's arrays live on a GPU, the
+    host is asked for host_bytes only (what it makes before they are copied there)."""
+    on_host = need_bytes if host_bytes is None else host_bytes
     have, why = host.memory_room()
-    if have is not None and need_bytes * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
-        p.error(f"{what}: about {need_bytes / 1e9:.1f} GB, and a margin for the rest of the "
+    if have is not None and on_host * MEMORY_MARGIN[0] + MEMORY_MARGIN[1] > have:
+        p.error(f"{what}: about {on_host / 1e9:.1f} GB, and a margin for the rest of the "
                 f"machine, but only {have / 1e9:.1f} GB is {why}; use a smaller {flag}")
     on = devices.device(device)
     holds = (on.facts() or {}).get("memory_bytes") if on.gpu else None

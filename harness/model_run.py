@@ -334,6 +334,19 @@ def turning_here(cfg, args, speeds, settings):
         for name, at in ((args.device, speeds), ("post", post))], settings)
 
 
+def host_bytes(experiments, args):
+    """What the host holds at most where the run's arrays live on a GPU: each model's float32
+    tables, made by NumPy before they are copied to the device (its notebooks are made there);
+    None on the CPU, where the host holds everything (peak_bytes())."""
+    if not devices.device(args.device).gpu:
+        return None
+    cfg = dataclasses.replace(config(args), dtype="float32", note_dtype="float32")
+    return accounting.held_bytes(cfg) + sum(
+        accounting.held_bytes(dataclasses.replace(e.model(cfg), dtype="float32"))
+        for e in (experiments[n] for n in args.experiments if experiments[n].model)
+        if e.plan(args))
+
+
 def peak_bytes(experiments, args):
     """The tables, plus the most that measuring the speeds or any experiment holds at once."""
     measuring = 0 if args.roofs or args.forklift else speeds.roofs_memory_bytes(

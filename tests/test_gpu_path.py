@@ -716,3 +716,22 @@ def test_on_a_gpu_typing_runs_on_gpt2_xl_too_and_the_launch_claim_is_judged_on_i
     assert not launches.not_launches(small, None)[0].startswith("GPT-2 xl")  # else the run's
     one_line(in_process(two_phases.parse_args, "--experiments", "wide", "--quick"), 2,
              "--experiments", "on a GPU only")  # (the real test: NumPy is no GPU)
+
+
+def test_the_host_is_asked_for_what_the_host_holds_on_a_gpu_run(monkeypatch):
+    """A GPU run asked the host for the GPU's need (about 36 GB of a container that needs
+    about 8): the host holds each model's float32 tables, made before they go to the GPU."""
+    from harness import flags, model_run
+    args = two_phases.parse_args([])
+    gpu = Named("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda")
+    monkeypatch.setattr(devices, "device", lambda name, *a, **k: gpu if name != "numpy"
+                        else devices.NUMPY)
+    args = args.replace(device="torch:cuda")
+    small, xl = (accounting.held_bytes(model.SIZES[n]) for n in ("small", "xl"))
+    assert model_run.host_bytes(two_phases.EXPERIMENTS, args) == small + xl  # wide's xl too
+    assert model_run.host_bytes(two_phases.EXPERIMENTS, args.replace(device="numpy")) is None
+    monkeypatch.setattr(host, "memory_room", lambda: (8e9, "available"))
+    p = two_phases.build_parser()
+    flags.need_memory(p, 36e9, "this", "--x", "numpy", host_bytes=small + xl)  # fits the host
+    with pytest.raises(SystemExit):
+        flags.need_memory(p, 36e9, "this", "--x", "numpy")  # the GPU's need, asked of the host
