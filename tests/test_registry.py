@@ -92,8 +92,9 @@ def test_a_new_experiment_is_one_module(tmp_path):
     helped = run(tree, "two_phases.py", "--help")
     assert helped.returncode == 0 and "--toy-tokens T" in helped.stdout
     assert "generate, toy" in " ".join(helped.stdout.split())  # offered in --experiments
-    quick = run(tree, "two_phases.py", "--quick", "--experiments", "toy", "--out", str(out),
-                "--label", "q")
+    quick = run(tree, "two_phases.py", "--quick", "--experiments", "toy", "--forklift", "50",
+                "--workbench", "500", "--attention", "einsum", "--blocks", "off", "--out",
+                str(out), "--label", "q")
     assert quick.returncode == 0, quick.stderr
     assert "A toy: one question read\ntokens  time ms\n     4" in quick.stdout
     with open(out / "q" / "two_phases.quick.json", encoding="utf-8") as f:
@@ -101,7 +102,8 @@ def test_a_new_experiment_is_one_module(tmp_path):
     assert {r["keys"]["tokens"] for r in saved["records"] if r["experiment"] == "toy"} == {4}
     full = run(tree, "two_phases.py", "--experiments", "toy", "--toy-tokens", "3", "--processes",
                "1", "--time-budget", "1", "--forklift", "50", "--workbench", "500", "--compiled",
-               "off", "--no-plot", "--out", str(out), "--label", "a")  # a full run: its report
+               "off", "--attention", "einsum", "--blocks", "off", "--no-plot", "--out", str(out),
+               "--label", "a")  # a full run: its report
     assert full.returncode == 0, full.stderr
     report = (out / "a" / "report.md").read_text(encoding="utf-8")
     assert "### A toy: one question read" in report and "| 3 |" in report
