@@ -251,6 +251,22 @@ def test_a_gpus_results_go_to_a_folder_of_its_own():
         == os.path.join("results", "nvidia-h100-80gb-hbm3-torch-cuda-tf32")
 
 
+
+def test_two_gpus_of_one_name_keep_their_results_apart():
+    import types
+    folders = set()
+    for uuid in ("GPU-5a1c0d2e-0000-0000-0000-00000000ab12",
+                 "GPU-9e8f7a6b-0000-0000-0000-0000000cd34"):
+        class Card(Named):
+            def facts(self, uuid=uuid):
+                return {**super().facts(), "uuid": uuid}
+        gpu = Card("torch:cuda", "NVIDIA H100 80GB HBM3", np, device="cuda")
+        folders.add(where.folder_of(types.SimpleNamespace(out="r", label=None,
+                                                          device="torch:cuda", on=gpu)))
+    assert folders == {os.path.join("r", "nvidia-h100-80gb-hbm3-ab12-torch-cuda"),
+                       os.path.join("r", "nvidia-h100-80gb-hbm3-cd34-torch-cuda")}
+
+
 # ---- CUDA graphs: a trip captured once, replayed each visit
 
 

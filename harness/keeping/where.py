@@ -28,8 +28,9 @@ def folder_of(args):
     """Where a run's results go: --out/--label, or --out/<the machine measured>: this CPU's model
     and cores (amd-epyc-2c), or, on another library's device, the device and the library that ran
     there, and its precision, graphs and TF32 where not the default
-    (nvidia-h100-80gb-hbm3-torch-cuda-bfloat16-graphs; amd-epyc-2c-torch-cpu): a GPU is its own
-    machine, and neither PyTorch's run on this CPU nor a bfloat16 run replaces another's."""
+    (nvidia-h100-80gb-hbm3-3f2a-torch-cuda-bfloat16-graphs, the GPU's UUID's last four; amd-epyc-
+    2c-torch-cpu): each GPU is its own machine, and neither PyTorch's run on this CPU nor a
+    bfloat16 run replaces another's."""
     if args.label:
         return os.path.join(args.out, args.label)
     cpu = host.machine_id({"cpu": host.quietly(host.cpu_model, "unknown CPU"),
@@ -38,7 +39,10 @@ def folder_of(args):
     if name == "numpy":
         return os.path.join(args.out, cpu)
     on = getattr(args, "on", None) or devices.device(name)
-    where = host.slug(on.facts()["name"]) if on.gpu else cpu
+    facts = on.facts() if on.gpu else {}
+    uuid = str(facts.get("uuid") or "").replace("-", "")  # two GPUs of one name: two folders
+    where = host.slug(facts["name"]) + (f"-{uuid[-4:].lower()}" if uuid else "") if on.gpu \
+        else cpu
     setting = "".join(f"-{word}" for word, on_ in (
         (getattr(args, "dtype", None) or "float32", (getattr(args, "dtype", None) or "float32")
          != "float32"), ("graphs", getattr(args, "graphs", False)),
