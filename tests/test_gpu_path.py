@@ -584,14 +584,29 @@ def test_the_devices_answer_is_checked_against_numpys_before_anything_is_timed(d
     floors = on.tables(model.floors(cfg, 7))
     bench = b.Bench(cfg, floors, None, 1, on=on)
     model_run.answered(bench, 7)  # its own answer: passes
-    table = model.PLAIN.table  # a library whose products are wrong on its device alone
-    monkeypatch.setattr(model.PLAIN, "table", lambda w, x: table(w, x) * (
-        1 if isinstance(x, np.ndarray) else 1.5))
+    table = b.device_table  # a library whose products are wrong on its device, on the path
+    monkeypatch.setattr(b, "device_table", lambda w, x: table(w, x) * 1.5)  # the run times
     with pytest.raises(devices.WrongAnswer, match=f"more than {dtype}'s") as caught:
         model_run.answered(bench, 7)
     said = devices.failure(caught.value, on)
     assert said.startswith("its model's answer differs from NumPy's float32 by ")
     assert "\n" not in said
+
+
+@needs_torch
+@pytest.mark.parametrize("wrong_at, said", [(1, "a token typed after it"),
+                                            (128, "a 128-token question")])
+def test_a_device_wrong_only_in_typing_or_a_long_question_is_caught(monkeypatch, wrong_at, said):
+    """The answer was checked on a 4-token question alone: a device wrong when it types, or on
+    a long question, was timed unseen."""
+    from harness import model_run
+    on, cfg = devices.device("torch:cpu", "float32"), model.gpt2("check", 2, 128, 2)
+    bench = b.Bench(cfg, on.tables(model.floors(cfg, 7)), None, 1, on=on)
+    table = b.device_table
+    monkeypatch.setattr(b, "device_table", lambda w, x: table(w, x) * (
+        1.5 if x.shape[1] == wrong_at else 1))
+    with pytest.raises(devices.WrongAnswer, match=said):
+        model_run.answered(bench, 7)
 
 
 @pytest.mark.parametrize("name,side", [("NVIDIA H100 80GB HBM3", 8192),  # 1.1 ms in bfloat16
@@ -631,9 +646,8 @@ def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_
         "PASS"] * 3
     assert results["graph replay"] == "SKIP" and results["workbench at 16 bits"] == "SKIP"
     assert lines[-1].startswith("(9 checks: ") and not (tmp_path / "out").exists()  # no save
-    table = model.PLAIN.table  # a library whose products are wrong on its device alone
-    monkeypatch.setattr(model.PLAIN, "table", lambda w, x: table(w, x) * (
-        1 if isinstance(x, np.ndarray) else 1.5))
+    table = b.device_table  # a library whose products are wrong on its device alone
+    monkeypatch.setattr(b, "device_table", lambda w, x: table(w, x) * 1.5)
     bad = in_process(two_phases.main, *argv)
     assert bad.returncode == 1 and "answer in float32     FAIL" in bad.stdout
     assert "answer in float32" in bad.stdout.splitlines()[-1]  # named among the failures
