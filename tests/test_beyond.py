@@ -457,8 +457,9 @@ def test_a_whole_decode_types_n_tokens_in_a_row_for_1_and_16_users(tmp_path):
     each, tokens per second over the whole run; none unless asked."""
     import json
     r = in_process(two_phases.main, "--quick", "--experiments", "generate", "--generate", "4",
-                   "--forklift", "50", "--workbench", "400", "--attention", "einsum",
-                   "--blocks", "off", "--out", str(tmp_path), "--label", "g")  # (rows alone)
+                   "--notes", "8", "--runs", "1", "--forklift", "50", "--workbench", "400",
+                   "--attention", "einsum", "--blocks", "off", "--out", str(tmp_path),
+                   "--label", "g")  # (the rows alone, once)
     assert r.returncode == 0, r.stderr
     assert "Beyond the post: a whole decode, tokens in a row" in r.stdout
     data = json.load(open(tmp_path / "g" / "two_phases.quick.json"))
