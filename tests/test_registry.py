@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, compared as compare_here
 from harness.experiments import registry
 
 TOY = '''"""A toy experiment: one user's question of --toy-tokens tokens read in one trip."""
@@ -107,7 +107,7 @@ def test_a_new_experiment_is_one_module(tmp_path):
     assert full.returncode == 0, full.stderr
     report = (out / "a" / "report.md").read_text(encoding="utf-8")
     assert "### A toy: one question read" in report and "| 3 |" in report
-    compared = run(tree, "compare.py", "post", str(out / "a"))
+    compared = compare_here("post", str(out / "a"))  # (compare reads records: no module)
     assert compared.returncode == 0, compared.stderr
     assert "A toy: one question read" in compared.stdout
     assert "tokens 3: time ms" in compared.stdout
