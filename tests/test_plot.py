@@ -143,6 +143,21 @@ def test_the_roofline_names_its_sides_and_labels_each_row_clear_of_the_others():
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_the_roofline_rings_a_row_other_work_disturbed_as_the_dial_does():
+    from harness.showing import pictures
+    points = [["prefill", "1 token", 0.5, 6e9, False], ["prefill", "16 tokens", 8.0, 50e9, True],
+              ["decode", "1 user", 0.5, 5.5e9, False]]
+    seen = drawn(pictures.roofline_figure, {"bytes_per_s": 20e9, "flops_per_s": 140e9,
+                                            "points": points})
+    assert "disturbed by other work: no verdict rests on it" in seen["legend"]
+    rings = [c for c in seen["axes"].collections if c.get_sizes().tolist() == [160]]
+    assert len(rings) == 1 and rings[0].get_offsets().tolist() == [[8.0, 50.0]]
+    quiet = drawn(pictures.roofline_figure, {"bytes_per_s": 20e9, "flops_per_s": 140e9,
+                                             "points": [p[:4] for p in points]})  # (older files)
+    assert "disturbed by other work: no verdict rests on it" not in quiet["legend"]
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_no_label_sits_on_the_roof():
     """A run where 64 users sit just under the forklift's slope: their label, placed up and to
     the right as the others are, would lie across the roof."""

@@ -294,13 +294,13 @@ def at_the_limits(cfg, args, experiments, roofs, also=()):
 def roofline(cfg, outcomes, roofs):
     """The roofline picture's data: the speeds, and each row of outcomes ([(experiment,
     Outcome)], reading's and typing's) at its arithmetic intensity (FLOPs per byte) and speed
-    (FLOP/s)."""
+    (FLOP/s), and whether other work disturbed its time (no verdict rests on it)."""
     points = []
     for experiment, r in outcomes:
-        riders = r.row.steps[0]
+        riders, t = r.row.steps[0], r.figures["time"]
         flops = accounting.trip_flops(cfg, riders)
         points.append([experiment, r.row.label, flops / accounting.bytes_read(cfg, riders),
-                       flops / r.figures["time"].seconds])
+                       flops / t.seconds, bool(getattr(t, "disturbed", False))])
     return {**roofs.saved(), "points": points}
 
 

@@ -236,7 +236,7 @@ def roofline_figure(ax, data):
           + [p[2] for p in m["points"]]]
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    points, ys = [], []
+    points, ys, ringed = [], [], False
     for i, m in enumerate(machines):
         bw, peak, name = m["bytes_per_s"], m["flops_per_s"], f"{m['name']}: " if many else ""
         roof = [min(bw * x, peak) / 1e9 for x in grid]
@@ -258,6 +258,12 @@ def roofline_figure(ax, data):
                            s=40, zorder=3, color=f"C{i}" if many else None,
                            label=None if i else words + (" (shape)" if many else ""))
                 ys += [p[3] / 1e9 for p in mine]
+                flagged = [(p[2], p[3] / 1e9) for p in mine if len(p) > 4 and p[4]]
+                if flagged:  # ringed in red, as the dial and the depth ring theirs
+                    ax.scatter(*zip(*flagged), s=160, facecolors="none", edgecolors="red",
+                               zorder=4, label="disturbed by other work: no verdict rests on it"
+                               if not ringed else None)
+                    ringed = True
                 points += [(p[2], p[3] / 1e9, p[1]) for p in mine] if i == 0 else []
                 #  (several machines: the first's rows labelled, the others' in the same order
                 #  along their own roofs; labelling every machine's made them collide)
