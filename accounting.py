@@ -386,6 +386,27 @@ def trip_scratch_bytes(cfg, riders):
     return (scores + per_token * tokens) * activation_bytes(cfg) / cfg.devices
 
 
+STEP_TOKENS = 8192  # the tokens an engine's step carries at most when it reads questions in
+#                    chunks beside typing: vLLM's per-step budget for its server on a GPU of 70
+#                    GiB or more (max_num_batched_tokens; 2048 on smaller ones)
+
+
+def typing_scratch_bytes(cfg, notes, users):
+    """The working space of `users` typing one token each with `notes` notes: the scores of one
+    user at a time, and every user's activations (trip_scratch_bytes grown user by user)."""
+    one, two = (trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
+    return one + (users - 1) * (two - one)
+
+
+def reading_scratch_bytes(cfg, prompt, users, step=STEP_TOKENS):
+    """The working space of reading `users` questions of `prompt` tokens as engines read them,
+    in steps of at most `step` tokens: a step's chunks of questions, the last chunk of one the
+    deepest (its scores reach back over the whole question)."""
+    chunk = min(prompt, step)
+    return trip_scratch_bytes(cfg, [(prompt - chunk, chunk)] * max(
+        1, min(users * prompt, step) // chunk))
+
+
 def riders(segments):
     """What the accounting needs of a trip of model.py's: [(notes before, new tokens)], one per
     user. segments: [(notebook, t)], as model.trip takes them."""

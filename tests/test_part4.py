@@ -603,3 +603,17 @@ def test_a_column_of_large_figures_and_its_twin_shown_coarser_and_a_unit_inside_
     #                                                    would read 0.0145 s
     assert printers.cell(3_770.0, printers.at_scale(sheet).columns[1]) == "3.77"
     assert printers.coarser("ms/token", "ms") == "s/token"  # a unit inside a header, too
+
+
+def test_a_request_and_the_fit_grid_count_the_working_space_alike():
+    """--request read every user's whole question in one trip's working space: 90 users of
+    Llama 3 70B (fp8) at 2,000 tokens 'did not fit' one H200 where the grid said they do (its
+    81st user already over). Engines read questions in steps of a few thousand tokens: both now
+    count that, and agree."""
+    from harness.predicting import fitting, model_files, presets, request
+    aim = presets.target("h200-sxm", "fp8", None, "results")
+    cfg = aim.config(model_files.config("llama-3-70b"))
+    assert request.request_row(cfg, aim, 2000, 1, 90)["memory"].startswith("fits")
+    assert int(fitting.most_users(cfg, 2000, aim.room).replace(",", "")) >= 90
+    one_trip = accounting.trip_scratch_bytes(cfg, [(0, 2000)] * 90)  # as it was counted
+    assert request.bytes_held(cfg, 2000, 1, 90)[1] < one_trip / 10

@@ -66,10 +66,7 @@ def typing_memory(cfg, notes, users):
     """What `users` typers with `notes` notes each hold on one device as they type: the tables,
     every user's notes (the new one among them) and the trip's working space."""
     kept = accounting.note_bytes(cfg) * accounting.notes_share(cfg) * users * (notes + 1)
-    one, two = (accounting.trip_scratch_bytes(cfg, [(notes, 1)] * n) for n in (1, 2))
-    working = one + (users - 1) * (two - one)  # the scores of one user at a time, and every
-    #                                            user's activations
-    return accounting.held_bytes(cfg) + kept + working
+    return accounting.held_bytes(cfg) + kept + accounting.typing_scratch_bytes(cfg, notes, users)
 
 
 def most_users(cfg, notes, memory):

@@ -56,12 +56,15 @@ def predicted(cfg, roofs, prompt, output, users, serial=False):
 
 
 def bytes_held(cfg, prompt, output, users):
-    """What a batch's request holds at its end on one device beyond the tables, in bytes: (every
-    user's notes, its question and each token typed after the first word, PROMPT + OUTPUT - 1;
-    the working space of its biggest trip, the reading)."""
+    """What a batch's request holds on one device beyond the tables, in bytes: (every user's
+    notes at the end, its question and each token typed after the first word, PROMPT + OUTPUT -
+    1; the working space of its biggest trip: the questions read as engines read them, in steps
+    of a few thousand tokens (accounting.STEP_TOKENS), or the last typing step's, as the fit
+    grid counts it)."""
     notes = accounting.note_bytes(cfg) * accounting.notes_share(cfg)
     return (notes * users * (prompt + output - 1),
-            accounting.trip_scratch_bytes(cfg, [(0, prompt)] * users))
+            max(accounting.reading_scratch_bytes(cfg, prompt, users),
+                accounting.typing_scratch_bytes(cfg, prompt + output - 1, users)))
 
 
 def memory_needed(cfg, prompt, output, users):
@@ -106,9 +109,11 @@ def request_sheet(base, aimed, args, settings):
                        "user: OUTPUT over the total, what one user sees; all users: the batch's"
                        + ("; total link serial: with each step's sends over the link after its "
                           "work, the other bound" if linked else "")
-                       + "; memory: the tables, every user's notes at the end and the reading's "
-                         "working space; nothing was run, and a real engine reaches some "
-                         "fraction of each limit)"))
+                       + "; memory: the tables, every user's notes at the end and the working "
+                         f"space of the biggest step, the questions read in steps of "
+                         f"{accounting.STEP_TOKENS:,} tokens as engines read them (the fit grid's "
+                         "rule); nothing was run, and a real engine reaches some fraction of "
+                         "each limit)"))
 
 
 REQUEST = Layout("request", [
