@@ -54,6 +54,9 @@ def run(script, args, body, headline=None, worker=None):
                 said = host.disturbed_words(facts["disturbance"])
                 if said:
                     note(f"{said}: the machine line saved with the results says so")
+                tune = host.advice(facts, host.quietly(host.cpu_frequency, {}))
+                if tune:
+                    note(tune)
             wall, peak = time.perf_counter() - start, host.quietly(host.peak_rss_bytes)
             note(f"wall time {wall:.1f} s" + (f", peak memory {peak / 1e9:.2f} GB" if peak
                                               else ""))

@@ -227,3 +227,17 @@ def test_a_measured_runs_records_keep_their_runs_conditions(quick_run):
                          and (r["others"] is None or 0 <= r["others"] <= 1) for r in timed)
     assert all(r["again"] == 0 for r in timed)  # a quick run measures nothing again
     assert isinstance(data["machine"]["disturbance"]["figures"], int)
+
+
+def test_a_run_that_saw_the_machine_move_says_what_to_do_as_pyperf_does():
+    from harness.measuring import host
+    quiet = {"frequency": {"mhz": 2600.0, "governor": "schedutil"},
+             "disturbance": {"figures": 9, "disturbed": 0, "again": 0}, "busy": []}
+    assert host.advice(quiet, {"mhz": 2580.0}) == ""  # nothing moved: nothing to say
+    busy = {**quiet, "disturbance": {"figures": 9, "disturbed": 2, "again": 3}}
+    said = host.advice(busy, {"mhz": 2580.0})
+    assert said.startswith("for steadier figures (other work took the cores): close what else")
+    assert "governor" not in said
+    moved = host.advice(quiet, {"mhz": 1900.0})
+    assert "the clock moved from 2600 to 1900 MHz" in moved and "cpupower frequency-set" in moved
+    assert host.advice({}, {}) == ""  # a machine that says nothing of either

@@ -278,6 +278,30 @@ def disturbed_words(d):
     return f"{d['again']} runs measured again, disturbed by other work" if d["again"] else ""
 
 
+MOVED = 0.1  # a clock that moved by more than this share between a run's start and end moved
+
+
+def advice(machine, now=None):
+    """What to do for steadier figures, as pyperf's `system tune` advises, where the run saw the
+    machine move: other work disturbed samples, or the clock moved between the start and the end
+    (now: the frequency facts at the end; cpu_frequency()'s). '' where nothing moved."""
+    start, now = (machine.get("frequency") or {}).get("mhz"), (now or {}).get("mhz")
+    d = machine.get("disturbance") if isinstance(machine.get("disturbance"), dict) else {}
+    other = bool(d.get("disturbed") or d.get("again") or machine.get("busy"))
+    moved = isinstance(start, (int, float)) and isinstance(now, (int, float)) and start > 0 \
+        and abs(now - start) / start > MOVED
+    if not (other or moved):
+        return ""
+    seen = [*(["other work took the cores"] if other else []),
+            *([f"the clock moved from {start:.0f} to {now:.0f} MHz"] if moved else [])]
+    tips = [*(["close what else runs"] if other else []),
+            *(["set the CPU governor to performance (sudo cpupower frequency-set -g "
+               "performance) and turbo off, as pyperf's system tune does"] if moved else []),
+            "keep the run to cores nothing else uses (taskset -c), and give it more "
+            "--processes"]
+    return f"for steadier figures ({' and '.join(seen)}): {'; '.join(tips)}"
+
+
 @contextlib.contextmanager
 def measuring():
     """Hold a machine-wide mark for as long as a run measures. -> what else was measuring when
