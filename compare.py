@@ -22,8 +22,8 @@ from harness import flags
 from harness.post import MATMUL, SIZE
 from harness.terminal import arrived, note, plain_streams, plural, printable, show
 from harness.keeping import exports, records, results
-from harness.keeping.folders import (MADE, describe, machine_folders, read_from, read_machine,
-                                     short_names, unlike_settings)
+from harness.keeping.folders import (MADE, describe, machine_folders, previous, read_from,
+                                     read_machine, short_names, unlike_settings)
 from harness.judging.significance import (ALPHA, LEVEL, MIN_CHANGE, corrected, geometric_mean,
                                           judged, settle, speedup, units, verdict)
 from harness.showing.escaping import for_cell, for_markdown
@@ -368,11 +368,17 @@ def build_parser():
                         + ", ".join(tabulate_formats) + " (default: plain)")
     p.add_argument("--export", choices=exports.FORMATS, default=None,
                    help="write the comparison to stdout as csv, json or jsonl instead of tables")
+    p.add_argument("--previous", action="store_true",
+                   help="each folder's previous run (its history/ keeps it) beside it, as "
+                        "the reference: what changed since")
     p.add_argument("--min-change", default=MIN_CHANGE, metavar="PCT",
                    type=flags.finite("a percentage of 0 or more", lambda v: v >= 0),
                    help=f"a smaller difference, even a real one, is no change "
                         f"(default: {MIN_CHANGE:g})")
     return p
+
+
+PREVIOUS = object()  # where a folder's previous run stands among the folders (--previous)
 
 
 def main(argv=None):
@@ -383,8 +389,14 @@ def main(argv=None):
     for folder in machine_folders(args.folders, problems):
         data = read_machine(folder, problems)  # what the schema's check refuses is left out,
         if data:  #                               with its line; anything else is a bug
+            earlier = previous(folder, problems) if args.previous else {}
+            found += [(PREVIOUS, earlier)] if earlier else []
             found.append((folder, data))
-    names, machines = short_names([f for f, _ in found]) if found else [], [m for _, m in found]
+    names = short_names([f for f, _ in found if f is not PREVIOUS]) if found else []
+    for i, (f, _) in enumerate(found):  # a previous run named for the folder it ran in
+        if f is PREVIOUS:
+            names.insert(i, names[i] + " (previous)")
+    machines = [m for _, m in found]
     every = settled(names, machines, args.min_change, sections(machines)) if machines else {}
     sheets = [(title, *comparison(names, machines, s, args.min_change, every))
               for s in sections(machines) for title in [s[1]]] if machines else []

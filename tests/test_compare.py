@@ -18,7 +18,7 @@ import accounting
 import model
 import two_phases
 from harness.experiments.registry import TOLD
-from harness.keeping import exports, older, records, schema
+from harness.keeping import exports, older, records, results, schema
 from conftest import EPYC, ROOT, compared, in_process, one_line, planted_copy, reference, script
 from harness.measuring import host
 
@@ -683,3 +683,24 @@ def test_every_tablefmt_escapes_its_prose_and_tsv_pads_nothing():
     rows = [line for line in tsv.splitlines() if "\t" in line]
     assert rows and not any(re.search(r" \t|\t ", line) for line in rows)
     assert "memory speed\tGB/s\t12.00\t" in tsv
+
+
+def test_the_previous_run_of_a_machine_is_a_comparison_of_its_own(tmp_path):
+    """--previous: each folder's run before its last (history/ keeps it) beside it, as the
+    reference; read, never written."""
+    box = tmp_path / "box"
+    shutil.copytree(EPYC, box)
+    later = reference("cube_bug")
+    later["machine"]["date"] = "2026-12-09T10:00:00+00:00"
+    for r in later["records"]:
+        if r.get("samples") and isinstance(r.get("value"), (int, float)):
+            r["samples"], r["value"] = [s * 1.3 for s in r["samples"]], r["value"] * 1.3
+    assert results.save(str(box), {"cube_bug.json": json.dumps(later)}, "cube_bug") == 0
+    before = sorted(str(p) for p in box.rglob("*"))
+    r = run(str(box), "--previous")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("box (previous): machine: ")
+    assert "1.30x slower (95% " in line_of(r.stdout, "mixed (real): h**3 ms")
+    assert sorted(str(p) for p in box.rglob("*")) == before  # a reader never writes
+    plain = run(EPYC, "--previous")  # no history: the folder alone
+    assert plain.returncode == 0 and not plain.stdout.startswith("amd-epyc-2c (previous)")

@@ -102,6 +102,26 @@ def read_machine(folder, problems):
     return found
 
 
+def previous(folder, problems):
+    """{file stem: data} of the run each script kept in the folder's history/ before its last
+    (its newest entry there): the same machine's previous run; {} where none is kept. Read as
+    read_machine reads, nothing changed."""
+    from harness.keeping import history
+    found, kept = {}, os.path.join(folder, results.HISTORY)
+    for script in results.SCRIPTS:
+        try:
+            names = history.entries(kept, script)
+        except (OSError, ValueError):
+            return found  # no history/ (or none this user can read): no previous run
+        if names:
+            path = os.path.join(kept, names[-1], script + ".json")
+            try:
+                found[script] = schema.load(path, script)
+            except ValueError as e:
+                problems.append(f"{path}: {e}; left out")
+    return found
+
+
 def describe(name, found):
     """One line for a machine: its machine line, or what the published entry or the prediction
     says it is; then the settings its figures were measured with, script by script."""
