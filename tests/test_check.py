@@ -87,6 +87,16 @@ def test_a_row_over_twice_its_limit_is_flagged_naming_its_slowest_part(capsys, b
     assert row["x limit"] == pytest.approx(2.5)
 
 
+def test_a_row_other_work_disturbed_is_never_the_ground_of_a_warning(capsys):
+    limit = accounting.bytes_read(SMALL, [(512, 1)]) / 10e9
+    far = held(2.5 * limit)
+    disturbed = dataclasses.replace(far, timing=dataclasses.replace(far.timing, disturbed=True))
+    printed([disturbed])
+    assert "warning" not in capsys.readouterr().err  # (its table flags it instead)
+    printed([far])
+    assert "took 2.5x its limit" in capsys.readouterr().err
+
+
 def test_the_breakdown_splits_each_row_into_its_parts():
     b = parts(tables=0.040, alone=0.036, attention=0.0076)  # notes: 512 x 72 KB at 10 GB/s
     sheet, row, lines = printed([held(0.06, breakdown=b)], 1, "GPT-2 small")

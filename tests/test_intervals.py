@@ -128,6 +128,10 @@ def test_a_rule_holds_fails_or_cannot_tell_and_says_how_many_processes_would_set
     assert near.verdict is None and near.more_processes() > 0
     assert "straddles the edge, from 7 processes; about" in near.why()
     assert f"(--processes {7 + near.more_processes()}" in near.why()
+    wild = rules.resolve(rules.above(of(record([0.2, 9.0, 0.5, 6.0], processes=[0, 1, 2, 3])),
+                                     1.0), 0.001)  # "1.03 (0.000296 to 3.58e+03)" stood bare
+    assert wild.verdict is None and "over 10x wide: its processes disagree" in wild.why()
+    assert "wide" not in near.why()
     tie = rules.no_less(of(record([1.0, 1.0, 1.0])), "slower")  # an equal figure: a tie,
     assert rules.resolve(tie, 0.001).verdict is True  # which holds past the margin
 

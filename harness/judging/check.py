@@ -99,9 +99,10 @@ SLIVER = 0.05  # attention under this share of its trip: its distance from its t
 
 def held_figures(held):
     """The check's and the breakdown's figures of every held row: [(Layout, rows)]. A warning
-    for each row far above its limit."""
+    for each row far above its limit, but one other work disturbed (its table flags it: a
+    disturbed figure is never the ground of a warning)."""
     for h in held:
-        if h.seconds / h.limit_s > SUSPICIOUS:
+        if h.seconds / h.limit_s > SUSPICIOUS and not h.timing.disturbed:
             warn(f"{h.experiment} {h.label} took {h.seconds / h.limit_s:.1f}x its limit "
                  f"({h.bound}-bound); {suspect(h)}")
     check = [{"experiment": h.experiment, KEYS: h.keys, "measured": ms(h.timing),

@@ -154,7 +154,9 @@ class Resolved:
                     f"{f.leaves[0].name}: rerun with {flag} {MIN_UNITS} or more")
         i = self.interval
         said = (f"{self.shown()}: the interval straddles the edge, from {i.units} "
-                f"{plural(i.units, unit)}")
+                f"{plural(i.units, unit)}") + (
+            f" (an interval over {WIDE:g}x wide: its {plural(2, unit)} disagree too much to "
+            f"mean anything)" if i.low > 0 and i.high / i.low > WIDE else "")
         more = self.more_processes()
         if more is None:
             return said + (f"; on the edge here: {MOST_UNITS} {plural(MOST_UNITS, unit)} as "
@@ -167,6 +169,7 @@ class Resolved:
 
 
 MOST_UNITS = 64  # processes a why considers at most (--processes takes up to 64)
+WIDE = 10.0  # an interval whose high is over this many times its low tells nothing: said so
 POWER = 0.8  # what would settle it: processes enough to clear the edge with this chance
 
 
