@@ -152,17 +152,13 @@ class Paths:
             return (f"{dataclasses.replace(self, streams=compiled.STREAMS[0])}; one-token "
                     f"products {self.streams} {'row' if self.streams == 1 else 'rows'} at a time")
         if self.elementwise:
-            low = dict(zip(compiled.LONG, (compiled.TILED[-1] + 1,
-                                           *(n + 1 for n in compiled.LONG))))
+            trips = spans(self.elementwise, compiled.LONG, True, compiled.TILED[-1] + 1)
             return (f"{dataclasses.replace(self, elementwise=())}; the compiled norm and GELU "
-                    f"in trips of " + ", ".join(f"{low[n]} or more" if n == compiled.LONG[-1]
-                                                else f"{low[n]} to {n}"
-                                                for n in self.elementwise) + " tokens")
+                    f"in trips of {trips} tokens")
         if self.reading:
-            low = dict(zip(compiled.READS, (2, *(n + 1 for n in compiled.READS))))
             return (f"{dataclasses.replace(self, reading=())}; questions of "
-                    + ", ".join(f"{low[n]} to {n}" for n in self.reading)
-                    + " tokens read in the compiled tiles")
+                    f"{spans(self.reading, compiled.READS, first=2)} tokens read in the "
+                    f"compiled tiles")
         if self.pieces:
             return (f"{dataclasses.replace(self, pieces=())}; the compiled norm, GELU and "
                     f"one-token attention in trips of {spans(self.pieces)} tokens")
@@ -193,10 +189,10 @@ def past_tried(won, tokens, timed=compiled.TILED):
             and compiled.available())
 
 
-def spans(won, timed=compiled.TILED, beyond=False):
-    """The token counts that the counts of `timed` in `won` speak for: "17 to 32" (and, where
-    the largest speaks for every count past it too, "257 or more")."""
-    low = dict(zip(timed, (compiled.FEW + 1, *(n + 1 for n in timed))))
+def spans(won, timed=compiled.TILED, beyond=False, first=compiled.FEW + 1):
+    """The token counts that the counts of `timed` in `won` speak for, the first from `first`:
+    "17 to 32" (and, where the largest speaks for every count past it too, "257 or more")."""
+    low = dict(zip(timed, (first, *(n + 1 for n in timed))))
     return ", ".join(f"{low[n]} or more" if beyond and n == timed[-1] else f"{low[n]} to {n}"
                      for n in won)
 

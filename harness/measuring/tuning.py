@@ -109,41 +109,34 @@ TRIAL_FLOORS = 2  # a typing trip timed both ways rides this many floors: the sh
 TRIAL_TYPERS = 16  # the most users a trial trip gives TRIAL_NOTES notes each: more share theirs
 
 
-def streams_both_ways(bench):
-    """Every floor's table products for one token on the compiled kernel (compiled.table(),
-    on as many of Numba's threads as the pool's, the BLAS on one), its rows met as many at a
-    time as each of compiled.STREAMS gives: -> {streams: {1: a function to time}}, for
-    alternately()"""
-    x = {n: np.random.default_rng(n).standard_normal((n, 1), dtype=np.float32)
-         for n in sizes(bench)}  # (inputs, 1)
-    threads = bench.pool["threads"] if bench.pool else 1
-
-    def products(streams):
-        def run():
-            with engine.compiled.running(threads):
-                for p in bench.floors:
-                    for w in p.values():
-                        engine.compiled.table(w, x[w.shape[1]], streams)
-        return run
-    return {streams: {1: products(streams)} for streams in engine.compiled.STREAMS}
-
-
-def dottings_timed(bench, tokens=4):
-    """Every floor's table products for `tokens` tokens on the compiled kernel, in each of the
-    2 to 4 tokens' ways here (compiled.dottings(); on as many of Numba's threads as the
-    pool's, the BLAS on one): -> {dotting: a function to time}, for each_in_turn()"""
+def every_product(bench, tokens, **how):
+    """Every floor's table products for `tokens` tokens on the compiled kernel
+    (compiled.table(), on as many of Numba's threads as the pool's, the BLAS on one), as `how`
+    says (streams=, dotting=): -> a function to time"""
     x = {n: np.random.default_rng(n).standard_normal((n, tokens), dtype=np.float32)
          for n in sizes(bench)}  # (inputs, tokens)
     threads = bench.pool["threads"] if bench.pool else 1
 
-    def products(dotting):
-        def run():
-            with engine.compiled.running(threads):
-                for p in bench.floors:
-                    for w in p.values():
-                        engine.compiled.table(w, x[w.shape[1]], dotting=dotting)
-        return run
-    return {dotting: products(dotting) for dotting in engine.compiled.dottings()}
+    def run():
+        with engine.compiled.running(threads):
+            for p in bench.floors:
+                for w in p.values():
+                    engine.compiled.table(w, x[w.shape[1]], **how)
+    return run
+
+
+def streams_both_ways(bench):
+    """One token's products, its rows met as many at a time as each of compiled.STREAMS gives:
+    -> {streams: {1: a function to time}}, for alternately()"""
+    return {streams: {1: every_product(bench, 1, streams=streams)}
+            for streams in engine.compiled.STREAMS}
+
+
+def dottings_timed(bench, tokens=4):
+    """`tokens` tokens' products in each of the 2 to 4 tokens' ways here (compiled.dottings()):
+    -> {dotting: a function to time}, for each_in_turn()"""
+    return {dotting: every_product(bench, tokens, dotting=dotting)
+            for dotting in engine.compiled.dottings()}
 
 
 def panels_timed(bench):
