@@ -704,3 +704,6 @@ def test_the_previous_run_of_a_machine_is_a_comparison_of_its_own(tmp_path):
     assert sorted(str(p) for p in box.rglob("*")) == before  # a reader never writes
     plain = run(EPYC, "--previous")  # no history: the folder alone
     assert plain.returncode == 0 and not plain.stdout.startswith("amd-epyc-2c (previous)")
+    (box / "history").rename(tmp_path / "elsewhere")  # history/ a link out of the folder:
+    (box / "history").symlink_to(tmp_path / "elsewhere")  # never read through
+    assert not run(str(box), "--previous").stdout.startswith("box (previous)")

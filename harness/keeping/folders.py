@@ -105,20 +105,27 @@ def read_machine(folder, problems):
 def previous(folder, problems):
     """{file stem: data} of the run each script kept in the folder's history/ before its last
     (its newest entry there): the same machine's previous run; {} where none is kept. Read as
-    read_machine reads, nothing changed."""
-    from harness.keeping import history
-    found, kept = {}, os.path.join(folder, results.HISTORY)
-    for script in results.SCRIPTS:
-        try:
-            names = history.entries(kept, script)
-        except (OSError, ValueError):
-            return found  # no history/ (or none this user can read): no previous run
-        if names:
-            path = os.path.join(kept, names[-1], script + ".json")
-            try:
-                found[script] = schema.load(path, script)
-            except ValueError as e:
-                problems.append(f"{path}: {e}; left out")
+    read_machine reads, nothing changed, and never through a link: history/ and its entries are
+    held open within the folder (what a results folder holds never leads a reader elsewhere)."""
+    from harness.keeping import held, history
+    found = {}
+    try:
+        with held.opened(results.HISTORY, within=folder) as kept:
+            for script in results.SCRIPTS:
+                names = history.entries(kept, script)
+                if not names:
+                    continue
+                where = os.path.join(kept.at(names[-1]), script + ".json")
+                with held.opened(names[-1], within=kept) as entry:
+                    raw = entry.read(script + ".json", schema.FILE_MAX)
+                try:
+                    if raw is None:
+                        raise ValueError("is not a results file (a link, or none)")
+                    found[script] = schema.parse(raw, script)
+                except ValueError as e:
+                    problems.append(f"{where}: {e}; left out")
+    except (OSError, ValueError):
+        return found  # no history/ (or a link, or none this user can read): no previous run
     return found
 
 
