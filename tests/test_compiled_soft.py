@@ -357,3 +357,20 @@ def test_the_timed_shapes_dottings_and_panels_travel_in_the_paths_and_are_checke
     with pytest.raises(ValueError, match="no shapes"):
         compiled.table(np.ones((7, 9), np.float32), np.ones((9, 5), np.float32),
                        shape=(16, 5, 3, 1))
+
+
+@needs_numba
+@pytest.mark.parametrize("n, d", [(5, 16), (512, 64), (37, 128), (9, 24)])
+def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
+    """head_weighted(): a head's values weighed by its scores over their sum, in registers
+    where the head is whole vectors (16 to 128 numbers), a number at a time where not (24):
+    NumPy's answer; only that head's row of out written."""
+    from engine.kernels import head_weighted
+    rng = np.random.default_rng(n + d)
+    s = rng.uniform(0, 1, (3, n + 7)).astype(np.float32)  # (heads, room for whole vectors)
+    values = rng.standard_normal((n + 1, d), dtype=np.float32)  # (room, head)
+    out = np.full((3, d), 7, np.float32)
+    head_weighted(s, 1, values, n, out)
+    want = s[1, :n] @ values[:n] / s[1, :n].sum(dtype=np.float32)
+    np.testing.assert_allclose(out[1], want, rtol=1e-4, atol=1e-5)
+    assert (out[[0, 2]] == 7).all()
