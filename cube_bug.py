@@ -102,7 +102,7 @@ def measure_here(args, job):
     short call until it lasts SAMPLE_S), and, with --in-model, the model reading and typing with
     the cube written each way; the negative share of what the model cubes (by the first
     process); freed memory kept in the process, for both ways alike (bench.keep_freed_memory)."""
-    began, on, wanted = time.perf_counter(), args.on, job.get("trials")
+    began, on, wanted = time.perf_counter(), args.on, job.trials
     b.keep_freed_memory()
     trials = [rounds.calibrate(t, SAMPLE_S) for label, make in CASES
               if wanted is None or f"{label} power" in wanted
@@ -114,7 +114,7 @@ def measure_here(args, job):
     try:
         setup_s = time.perf_counter() - began
         result = rounds.run(trials, job)
-        if bench is not None and job.get("process", 0) == 0:
+        if bench is not None and job.process == 0:
             more["negative share"] = negative_share(bench, b.tokens(bench.cfg, args.tokens, 2, on))
         return {**result, **more, "setup_s": setup_s}
     finally:

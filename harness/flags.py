@@ -11,6 +11,7 @@ import types
 from harness.terminal import plain_streams, printable, quoted, warn
 from harness.measuring import devices, host
 from engine.blocks import ATTENTION
+from harness.measuring import worker
 from harness.measuring.worker import MOST_THREADS
 from harness.measuring.speeds import Speeds
 from harness.keeping import exports, results, schema
@@ -278,8 +279,16 @@ def parse(p, argv, quick):
     once; --threads and the folder that results will go to."""
     plain_streams()  # --help too
     quick = {"processes": 1, **quick}
-    args = p.parse_args(argv, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # as a worker process is given them
+    words, job = list(sys.argv[1:] if argv is None else argv), None
+    if "--worker" in words:  # a worker process: its settings are its job's, never its own words
+        if words != ["--worker"]:
+            p.error("argument --worker: a worker process takes its settings from its job on "
+                    "stdin, nothing else on its command line")
+        job = worker.job_given(p.prog)
+        words = [*job.argv, "--worker"]
+    args = p.parse_args(words, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
+    args.argv = list(job.argv) if job else words  # as a worker process is given them
+    args.job = job
     args.given = {name for name in quick if getattr(args, name) is not _UNSET}  # typed
     for name, value in quick.items():
         if getattr(args, name) is _UNSET:

@@ -154,17 +154,17 @@ def measure_here(experiments, args, job):
     progress("making the tables (random weights)")
     bench = b.Bench(cfg, on.tables(model.floors(cfg, args.seed)),
                     pool.workers(args.threads) if on.numpy else None, args.runs,
-                    again=job.get("again", timing.AGAIN), on=on, graphs=args.graphs)
-    if not on.numpy and job.get("process", 0) == 0:  # once a run, before anything is timed
+                    again=job.again, on=on, graphs=args.graphs)
+    if not on.numpy and job.process == 0:  # once a run, before anything is timed
         answered(bench, args.seed)
     try:
         chosen = None
-        if on.numpy and job.get("paths"):
-            bench = dataclasses.replace(bench, paths=Paths(**job["paths"]))
+        if on.numpy and job.paths:
+            bench = dataclasses.replace(bench, paths=Paths(**job.paths))
         elif on.numpy:
             bench, chosen = tuning.with_paths(bench, args.attention, args.blocks,
                                               args.compiled)
-        wanted = job.get("trials")
+        wanted = job.trials
         trials = [t for t in speed_trials(args, on, bench.paths)
                   if wanted is None or t.name in wanted]
         checked = []
@@ -176,12 +176,12 @@ def measure_here(experiments, args, job):
                 checked += [r for r in rows if e.checked]
         setup_s = time.perf_counter() - began
         result = rounds.run(trials, job)
-        if job.get("alone"):  # the table products alone: a share of the token counts each
+        if job.alone:  # the table products alone: a share of the token counts each
             counts = sorted({sum(t for _, t in r.steps[plans.recorded_step(cfg, r)])
                              for r in checked})
             began = time.perf_counter()
-            result["alone"] = {n: b.tables_alone(bench, n, job.get("again", timing.AGAIN))
-                               for n in counts[job.get("process", 0)::job.get("processes", 1)]}
+            result["alone"] = {n: b.tables_alone(bench, n, job.again)
+                               for n in counts[job.process::job.processes]}
             result["alone_s"] = time.perf_counter() - began
         return {**result, "paths": bench.paths.saved(), "chosen": chosen, "setup_s": setup_s}
     finally:

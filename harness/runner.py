@@ -25,7 +25,7 @@ from harness.showing import pictures, report
 from harness.experiments.registry import TOLD
 from harness.showing.printers import Picture, Saved, Sheet, entry, render
 
-UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker",
+UNSAVED = ("out", "no_save", "tablefmt", "oversubscribe", "export", "argv", "worker", "job",
            "on", "given", "held_out")  # about the run, not the result
 
 

@@ -566,11 +566,11 @@ def test_a_worker_whose_device_failed_stops_the_run_with_its_cause(monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
         a, worker.DEVICE_EXIT, stdout=said))
     with pytest.raises(processes.DeviceFailed, match="out of memory"):
-        processes.spawn("two_phases.py", [], {})
+        processes.spawn("two_phases.py", worker.Job((0,), threads=1))
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
         a, worker.DEVICE_EXIT, stdout="no result"))
     with pytest.raises(processes.WorkerFailed, match="exit 3"):  # no cause given: as any failure
-        processes.spawn("two_phases.py", [], {})
+        processes.spawn("two_phases.py", worker.Job((0,), threads=1))
 
 
 @needs_torch

@@ -11,6 +11,7 @@ import pytest
 from harness import stopping
 from harness.measuring import processes, rounds, timing
 from harness.measuring.rounds import Trial
+from harness.measuring.worker import Job
 from conftest import ROOT, in_process, one_line
 
 
@@ -39,7 +40,7 @@ def test_a_worker_warms_visits_every_round_then_records_once(monkeypatch):
     monkeypatch.setattr(rounds, "BRIDGE_S", 0.0)
     log = []
     trials = [counting("a", log, recorded=True), counting("b", log)]
-    result = rounds.run(trials, {"rounds": [4, 5, 6], "again": 0, "repeat": {"a": 2, "b": 1}})
+    result = rounds.run(trials, Job((4, 5, 6), again=0, repeat={"a": 2, "b": 1}))
     assert log[:2] == [("a", "warm"), ("b", "visit")]  # each warms up once, uncounted
     assert sorted(log[2:11]) == [("a", "visit")] * 6 + [("b", "visit")] * 3  # the rounds: "a"
     assert log[11:] == [("a", "recorded")]  # twice in each; then the breakdown's, once, warm
@@ -56,8 +57,7 @@ def test_a_row_whose_parts_back_no_claim_is_recorded_in_one_first_process_each(m
     taken = []
     for process in range(4):
         log.clear()
-        rounds.run(trials, {"rounds": [process], "again": 0, "repeat": {}, "process": process,
-                            "processes": 3})
+        rounds.run(trials, Job((process,), again=0, repeat={}, process=process, processes=3))
         taken.append(sorted(n for n, what in log if what == "recorded"))
     assert taken == [["a", "d"], ["b", "d"], ["c", "d"], ["a", "d"]]  # the claims' rows in
     #   each; the rest in turns, each once among the first 3 (the 4th records none: see planned)
@@ -73,7 +73,7 @@ def test_a_short_row_is_visited_again_and_again_in_a_round_as_its_first_process_
     seconds, _ = rounds.visit(Trial("t", [lambda: None, lambda: None], repeat=2, timer=clock),
                               watch=lambda: (lambda: None))
     assert seconds == pytest.approx([2 ** 0.5, 32 ** 0.5])  # step 1: 1 then 2, step 2: 4, 8
-    result = rounds.run([Trial("q", [lambda: None])], {"rounds": [0], "again": 0})
+    result = rounds.run([Trial("q", [lambda: None])], Job((0,), again=0))
     assert result["repeat"] == {"q": rounds.MOST_REPEAT}  # the first process says its counts
 
 
@@ -92,12 +92,12 @@ def fake(log, visit_s=0.5, fail=None):
     it says what it was asked, and raises `fail` when asked for that process of a kind."""
     def worker(job):
         log.append(job)
-        if fail and (job["kind"], job["process"]) == fail[:2]:
+        if fail and (job.kind, job.process) == fail[:2]:
             raise fail[2]
-        name = job["trials"][0] if job["trials"] else "t"
-        return {"visits": {name: [[r, [visit_s], 0.0, 0] for r in job["rounds"]]},
+        name = job.trials[0] if job.trials else "t"
+        return {"visits": {name: [[r, [visit_s], 0.0, 0] for r in job.rounds]},
                 "paths": {"attention": "vec"} if len(log) == 1 else None,
-                "rounds_s": visit_s * len(job["rounds"])}
+                "rounds_s": visit_s * len(job.rounds)}
     return worker
 
 
@@ -105,14 +105,14 @@ def test_a_pilot_of_each_kind_then_the_rest_the_kinds_in_turn_the_first_choosing
     asked = []
     kinds = [processes.Kind("a", ("ta",)), processes.Kind("b", ("tb",))]
     done = processes.planned({}, kinds, fake(asked), 3, 3, 1e-9, rounds.time.monotonic())
-    assert [(j["kind"], j["process"]) for j in asked] == [("a", 0), ("b", 0), ("a", 1),
+    assert [(j.kind, j.process) for j in asked] == [("a", 0), ("b", 0), ("a", 1),
                                                            ("b", 1), ("a", 2), ("b", 2)]
-    assert [j["paths"] for j in asked] == [None] + [{"attention": "vec"}] * 5  # the first's
-    assert [len(j["rounds"]) for j in asked] == [1, 1, 1, 1, 1, 1]  # the pilots one round each
-    ids = [r for j in asked for r in j["rounds"]]
+    assert [j.paths for j in asked] == [None] + [{"attention": "vec"}] * 5  # the first's
+    assert [len(j.rounds) for j in asked] == [1, 1, 1, 1, 1, 1]  # the pilots one round each
+    ids = [r for j in asked for r in j.rounds]
     assert ids == list(range(6)) and done.processes == 6  # every round the run's own ...
     assert done.runs("ta").processes == (0, 2, 4)  # ... each in the process that measured it
-    assert [j["record"] for j in asked] == [True] * 6  # the least processes each record
+    assert [j.record for j in asked] == [True] * 6  # the least processes each record
 
 
 def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_ones_counts(
@@ -127,17 +127,17 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
 
     def worker(job):
         asked.append(job)
-        now[0] += (4.0 if job["kind"] == "all" else 1.0) + len(job["rounds"])  # start, rounds
-        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
-                "rounds_s": float(len(job["rounds"])),
-                "repeat": job["repeat"] or {t: 2 for t in job["trials"]}}
+        now[0] += (4.0 if job.kind == "all" else 1.0) + len(job.rounds)  # start, rounds
+        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job.rounds] for t in job.trials},
+                "rounds_s": float(len(job.rounds)),
+                "repeat": job.repeat or {t: 2 for t in job.trials}}
     kinds = [processes.Kind("all", ("speeds", "read", "dial")),
              processes.Kind("more", ("speeds", "read"), extra=True)]
     done = processes.planned({"alone": True}, kinds, worker, 3, 3, 25.0, 0.0)
-    assert [j["kind"] for j in asked] == ["all"] * 3 + ["more"] * 5  # 15 s, then 2 s each
-    assert [j["record"] for j in asked] == [True] * 8
-    assert [j["alone"] for j in asked] == [True] * 3 + [False] * 5
-    assert asked[0]["repeat"] is None and all(j["repeat"] == {t: 2 for t in j["trials"]}
+    assert [j.kind for j in asked] == ["all"] * 3 + ["more"] * 5  # 15 s, then 2 s each
+    assert [j.record for j in asked] == [True] * 8
+    assert [j.alone for j in asked] == [True] * 3 + [False] * 5
+    assert asked[0].repeat is None and all(j.repeat == {t: 2 for t in j.trials}
                                               for j in asked[1:])
     assert len(set(done.runs("read").processes)) == 8 and len(done.runs("dial").rounds) == 3
     assert done.process_s == pytest.approx(5.0)  # one more of the kind that backs claims: its
@@ -145,7 +145,7 @@ def test_an_extra_kind_fills_the_time_left_and_every_process_takes_the_first_one
     now[0], asked[:] = 0.0, []
     processes.planned({}, kinds, worker, 3, 3, 19.0, 0.0)  # the first extra priced from "all"'s
     #                                       start, 4 s, its rows' 0.4 s and their recordings
-    assert [j["kind"] for j in asked] == ["all"] * 3
+    assert [j.kind for j in asked] == ["all"] * 3
 
 
 def test_an_extra_kind_with_a_most_takes_that_many_and_leaves_the_time_to_the_next(
@@ -157,10 +157,10 @@ def test_an_extra_kind_with_a_most_takes_that_many_and_leaves_the_time_to_the_ne
     monkeypatch.setattr(rounds.time, "monotonic", lambda: now[0])
 
     def worker(job):
-        asked.append(job["kind"])
-        now[0] += 2.0 + len(job["rounds"])
-        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job["rounds"]] for t in job["trials"]},
-                "rounds_s": float(len(job["rounds"]))}
+        asked.append(job.kind)
+        now[0] += 2.0 + len(job.rounds)
+        return {"visits": {t: [[r, [0.1], 0.0, 0] for r in job.rounds] for t in job.trials},
+                "rounds_s": float(len(job.rounds))}
     kinds = [processes.Kind("all", ("speeds", "read", "dial")),
              processes.Kind("dial", ("speeds", "dial"), extra=True, most=1),
              processes.Kind("more", ("speeds", "read"), extra=True)]
@@ -199,10 +199,10 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
     import machine_speed
     real = machine_speed.measure_here
 
-    def spawn(script, argv, job):  # a worker in this process, as fast as a call
-        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
+    def spawn(script, job):  # a worker in this process, as fast as a call
+        if job.process >= 3:  # the processes the budget added: a Ctrl-C arrives
             raise stopping.Stopped(signal.SIGINT)
-        return real(machine_speed.parse_args(argv + ["--worker"]), job)
+        return real(machine_speed.parse_args(list(job.argv)), job)
     monkeypatch.setattr(processes, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--time-budget", "5", "--out", str(tmp_path), "--label", "box")

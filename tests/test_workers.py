@@ -18,8 +18,8 @@ from conftest import ROOT, in_process, one_line, wait_until
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads Linux's /proc")
 CUBE = [os.path.join(ROOT, "cube_bug.py"), "--no-in-model", "--tokens", "4"]  # a tiny worker
-JOB = {"rounds": [0], "threads": 1, "again": 0, "repeat": {}, "bridge_s": 0.0}  # one round,
-#                                                                           as a smoke run's
+JOB = {"argv": CUBE[1:], "rounds": [0], "threads": 1, "again": 0, "repeat": {},
+       "bridge_s": 0.0}  # one round, as a smoke run's, the run's words in it
 
 
 def read(path):
@@ -58,10 +58,10 @@ def killed_from(first, tmp_path, monkeypatch):
     real, spawn = machine_speed.measure_here, processes.spawn
     (tmp_path / "die.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
 
-    def worker(script, argv, job):
-        if job["process"] >= first:
-            return spawn(str(tmp_path / "die.py"), [], job)  # a real process, really killed
-        return real(machine_speed.parse_args(argv + ["--worker"]), job)
+    def worker(script, job):
+        if job.process >= first:
+            return spawn(str(tmp_path / "die.py"), job)  # a real process, really killed
+        return real(machine_speed.parse_args(list(job.argv)), job)
     monkeypatch.setattr(processes, "spawn", worker)
     return in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                       "--time-budget", "5", "--out", str(tmp_path), "--label", "box")
@@ -97,7 +97,7 @@ def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, c
         "import sys\nprint('a line from sitecustomize')\n"
         "sys.stdout.write('and one without its end'); sys.stdout.flush()\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # every Python the run starts prints
-    result = processes.spawn(CUBE[0], CUBE[1:], JOB)
+    result = processes.spawn(CUBE[0], worker.Job(**JOB))
     assert len(result["visits"]) == 6  # each case's two ways ...
     assert all(len(v) == 1 for v in result["visits"].values())  # ... in one round
     assert capsys.readouterr().err.splitlines()[-2:] == ["a line from sitecustomize",
@@ -110,8 +110,8 @@ def test_5_stray_lines_on_a_workers_stdout_go_to_stderr(tmp_path, monkeypatch, c
 @LINUX
 def test_6_a_worker_ends_when_its_run_is_killed():
     job = {**JOB, "rounds": list(range(1000))}  # minutes of rounds
-    code = (f"from harness.measuring import processes\n"
-            f"processes.spawn({CUBE[0]!r}, {CUBE[1:]!r}, {job})\n")
+    code = (f"from harness.measuring import processes, worker\n"
+            f"processes.spawn({CUBE[0]!r}, worker.Job(**{job}))\n")
     run = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     worker = []
@@ -150,7 +150,7 @@ def test_6_a_worker_sees_its_run_gone_between_visits_where_the_kernel_does_not_s
 
 
 def test_6_a_worker_whose_result_cannot_be_read_ends_without_a_traceback():
-    worker = subprocess.Popen([sys.executable, *CUBE, "--worker"], cwd=ROOT, text=True,
+    worker = subprocess.Popen([sys.executable, CUBE[0], "--worker"], cwd=ROOT, text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     worker.stdout.close()  # its run is gone: nothing reads its result
@@ -196,12 +196,12 @@ def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_pat
     import machine_speed
     real, asked = machine_speed.measure_here, []
 
-    def spawn(script, argv, job):  # a worker in this process, as fast as a call
-        asked.append(job["threads"])
-        if job["process"] >= 3:  # the processes the budget added: a Ctrl-C arrives
+    def spawn(script, job):  # a worker in this process, as fast as a call
+        asked.append(job.threads)
+        if job.process >= 3:  # the processes the budget added: a Ctrl-C arrives
             raise stopping.Stopped(signal.SIGINT)
-        args = machine_speed.parse_args(argv + ["--worker"])
-        return real(args.replace(threads=job["threads"]), job)
+        args = machine_speed.parse_args(list(job.argv))
+        return real(args.replace(threads=job.threads), job)
     monkeypatch.setattr(processes, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--threads", "1", "2", "--time-budget", "5", "--out", str(tmp_path),
@@ -249,7 +249,7 @@ def test_11_a_job_as_a_run_makes_it_passes():
 def test_11_a_hand_made_job_is_exit_2_without_a_traceback(job, says, monkeypatch):
     import cube_bug
     monkeypatch.setattr(sys, "stdin", io.StringIO(job))  # as `echo JOB | python cube_bug.py`
-    r = in_process(cube_bug.main, *CUBE[1:], "--worker")
+    r = in_process(cube_bug.main, "--worker")
     one_line(r, 2, "argument --worker", says)
     assert r.stdout == ""
 
@@ -265,3 +265,32 @@ def test_a_worker_whose_run_is_gone_before_it_starts_ends_at_once():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "cube_bug.py"), "--worker"],
                        input="{}", capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == stopping.ORPHANED and r.stdout == "" and r.stderr == ""
+
+
+# ---- a worker takes its settings from its job, never from its command line
+
+
+def test_a_job_goes_to_a_worker_and_back_as_the_same_frozen_record(monkeypatch):
+    job = worker.Job((3, 4), threads=2, argv=("--tokens", "4"), trials=("a",), kind="k",
+                     process=1, processes=3, start=1.5, repeat={"a": 2}, paths=None)
+    assert worker.not_a_job(json.loads(job.sent())) == ""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(job.sent()))
+    assert worker.job_given("cube_bug.py") == job
+    with pytest.raises(AttributeError):
+        job.threads = 1  # frozen: what a worker was asked is what it measures
+
+
+def test_a_worker_with_words_on_its_command_line_is_refused_in_one_line(monkeypatch):
+    import cube_bug
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(JOB)))
+    r = in_process(cube_bug.main, "--tokens", "4", "--worker")
+    one_line(r, 2, "argument --worker", "nothing else on its command line")
+    assert r.stdout == ""
+
+
+def test_a_bad_setting_in_a_jobs_words_is_the_flags_own_line(monkeypatch):
+    import cube_bug
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({**JOB, "argv": ["--tokens", "-3"]})))
+    r = in_process(cube_bug.main, "--worker")
+    one_line(r, 2, "argument --tokens")
+    assert r.stdout == ""

@@ -18,7 +18,7 @@ import time
 from harness import stopping
 from harness.terminal import clock, note, plural, warn
 from harness.measuring import nvidia, timing
-from harness.measuring.worker import DEVICE_EXIT, FAILED, MARK, on_the_device, under_work
+from harness.measuring.worker import DEVICE_EXIT, FAILED, MARK, Job, on_the_device, under_work
 
 PROCESSES = 3  # fresh processes of each kind at least: the fewest an interval stands on
 
@@ -32,13 +32,14 @@ class DeviceFailed(WorkerFailed):
     driver too old, the GPU busy): the run stops with its cause in one line, exit 2."""
 
 
-def spawn(script, argv, job):
-    """One worker: `python script argv --worker`, given the job, -> its result. It starts in a
+def spawn(script, job):
+    """One worker: `python script --worker`, given the job (a Job: the run's words in it), -> its
+    result. It starts in a
     session of its own, so that the terminal's signals (Ctrl-C) reach this run alone, which
     ends it and speaks (see stopping). Its progress shows on this process's stderr, and so does
     anything else it printed on stdout (a sitecustomize, a library): its result is what follows
     MARK there. A worker that fails raises WorkerFailed, saying how it ended."""
-    done = subprocess.run([sys.executable, script, *argv, "--worker"], input=json.dumps(job),
+    done = subprocess.run([sys.executable, script, "--worker"], input=job.sent(),
                           stdout=subprocess.PIPE, text=True, errors="replace",
                           start_new_session=True,
                           env={**os.environ, stopping.RUN: str(os.getpid())})  # (whose end
@@ -152,22 +153,23 @@ class Measurements:
 
 def measured(args, script, measure_here, kinds=None, began=None, **job):
     """A script's whole measuring: its rows' rounds in fresh worker processes (each the script
-    itself, `python script ... --worker`, running measure_here(args, job)), planned by kind
-    (plan()); a quick run's, or --processes 1's, all in this process. began: when the measuring
-    began, where something this process did first is in --time-budget (the kernels loaded);
-    job: more of what each worker is asked. -> Measurements"""
+    itself, `python script --worker`, running measure_here(args, job) on the Job it is given),
+    planned by kind (plan()); a quick run's, or --processes 1's, all in this process. began:
+    when the measuring began, where something this process did first is in --time-budget (the
+    kernels loaded); job: more of what each worker is asked (Job's fields). -> Measurements"""
     start = time.monotonic() if began is None else began
     job = {"threads": args.threads, "again": timing.again_for(args), "start": start, **job,
            **({"repeat": {}, "bridge_s": 0.0} if args.quick else {})}  # a smoke run: each row
     #   once a round, no bridge between the groups
-    worker = lambda j: spawn(script, args.argv, j)  # noqa: E731
+    job = {"argv": tuple(args.argv), **job}
+    worker = lambda j: spawn(script, j)  # noqa: E731
     def here(j):
         result, clocks = under_work(args.on, lambda: measure_here(args, j))
         return {**result, **on_the_device(args.on, clocks)}
     if args.processes == 1:
         done = Measurements()
-        done.take({**here({**job, "rounds": list(range(args.runs)), "process": 0,
-                            "processes": 1}), "process": 0})
+        done.take({**here(Job(**{**job, "rounds": tuple(range(args.runs)), "process": 0,
+                                 "processes": 1})), "process": 0})
     else:
         note(f"measuring in fresh processes for about {clock(args.time_budget)} "
              f"(--time-budget; at least --processes {args.processes} of each kind, however "
@@ -256,12 +258,13 @@ def planned(job, kinds, worker, least, runs, budget_s, start):
 
     def one(name, rounds):
         kind, i = by_name[name], count.get(name, 0)
-        part = {**job, "rounds": list(range(done.rounds, done.rounds + rounds)),
-                "trials": None if kind.trials is None else list(kind.trials), "process": i,
-                "processes": least, "kind": name, "paths": job.get("paths") or done.paths,
-                "left_s": left(), "repeat": job.get("repeat", repeats(kind)),
-                "record": job.get("record", True) and (i < least or kind.extra),
-                "alone": job.get("alone", False) and not kind.extra}  # the breakdown's
+        part = Job(**{
+            **job, "rounds": tuple(range(done.rounds, done.rounds + rounds)),
+            "trials": None if kind.trials is None else tuple(kind.trials), "process": i,
+            "processes": least, "kind": name, "paths": job.get("paths") or done.paths,
+            "left_s": left(), "repeat": job.get("repeat", repeats(kind)),
+            "record": job.get("record", True) and (i < least or kind.extra),
+            "alone": job.get("alone", False) and not kind.extra})  # the breakdown's
         #   recordings: one in each of a kind's first processes and in each extra one (the
         #   claims on a trip's parts gain its processes too), each the middle of its parts
         began = time.monotonic()

@@ -165,7 +165,7 @@ def run(trials, job):
     then each trial's breakdown recorded once, every trial warm by then. -> the result's
     "visits" and "recorded" (see the module's docstring)"""
     trials = {t.name: t for t in trials}
-    rounds, again = list(job["rounds"]), job.get("again", timing.AGAIN)
+    rounds, again = list(job.rounds), job.again
     warmed = {}
     for t in trials.values():
         if t.warm:
@@ -176,14 +176,14 @@ def run(trials, job):
             else:
                 visit(dataclasses.replace(t, best=1), watch=unwatched)
             warmed[t.name] = time.perf_counter() - began
-    chosen = job.get("repeat")  # the first process of a kind times each trial once, and the
+    chosen = job.repeat  #       the first process of a kind times each trial once, and the
     if chosen is None:  #          rest take its counts: every process's rounds alike
         say(job, "timing each row once: how often a round visits it")
         chosen = {name: repeats(t, warmed.get(name)) for name, t in trials.items()}
     trials = {name: dataclasses.replace(t, repeat=chosen.get(name, 1))
               for name, t in trials.items()}
     visits, recorded = {name: [] for name in trials}, {name: [] for name in trials}
-    bridged, began = Bridged(trials, job.get("bridge_s")), time.perf_counter()
+    bridged, began = Bridged(trials, job.bridge_s), time.perf_counter()
     for i, r in enumerate(rounds):
         for name in bridged.order(r):
             say(job, f"round {i + 1} of {len(rounds)}: {name}")
@@ -192,9 +192,9 @@ def run(trials, job):
             bridged.cost[name] = sum(seconds)
     last, ended = rounds[-1] if rounds else 0, time.perf_counter()
     once = sorted(n for n, t in trials.items() if t.once)
-    for name in bridged.order(last) if job.get("record", True) else ():  # every trial warm now
-        if trials[name].recorded is not None and (name not in once or once.index(name) % job.get(
-                "processes", 1) == job.get("process", 0) % job.get("processes", 1)):
+    for name in bridged.order(last) if job.record else ():  # every trial warm now
+        mine = name not in once or once.index(name) % job.processes == job.process % job.processes
+        if trials[name].recorded is not None and mine:
             say(job, f"recording the parts of {name}")
             parts = {}
             trials[name].recorded(parts)
@@ -207,10 +207,10 @@ def run(trials, job):
 
 def say(job, words):
     """The progress line: which process, what it measures, the time so far and left."""
-    start, left = job.get("start"), job.get("left_s")
+    start, left = job.start, job.left_s
     took = time.monotonic() - start if start is not None else None
     when = "" if took is None else f"{clock(took)} in" + (
         f", about {clock(max(left - took, 0))} left" if left else "") + ": "
-    who = (f"{job['kind'] + ' ' if job.get('kind') else ''}process {job.get('process', 0) + 1}, "
-           if job.get("processes", 1) > 1 else "")
+    who = (f"{job.kind + ' ' if job.kind else ''}process {job.process + 1}, "
+           if job.processes > 1 else "")
     progress(f"{when}{who}{words}")

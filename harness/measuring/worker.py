@@ -1,16 +1,20 @@
-"""A worker process's side of the rounds: the script itself run with --worker, its job read from
-stdin (each field checked: JOB), its rounds measured (rounds.run, through the script's own
-measure), its result written after MARK on its stdout. Both are plain JSON:
-  job    {"rounds": [ids, the run's own], "trials": [names] or null (all), "record": bool,
-          "paths": {...} or null (choose them), "threads": n, "again": n, "kind": its name,
-          "process": i (of its kind), "processes": the least of each kind, "start": the run's
-          monotonic start, "left_s": the measuring's estimate, "repeat": {trial: visits a
-          round} or null, "bridge_s": seconds or null, "alone": bool}
+"""A worker process's side of the rounds: the script itself run with --worker and nothing else,
+its job read from stdin (each field checked: JOB) into a Job, the run's own words in it parsed
+as the run parsed them (a worker takes every setting from its job, never from its command
+line: job_given(), through flags.parse), its rounds measured (rounds.run, through the script's
+own measure), its result written after MARK on its stdout. Both are plain JSON:
+  job    Job's fields: {"argv": [the run's words], "rounds": [ids, the run's own], "trials":
+          [names] or null (all), "record": bool, "paths": {...} or null (choose them),
+          "threads": n, "again": n, "kind": its name, "process": i (of its kind),
+          "processes": the least of each kind, "start": the run's monotonic start, "left_s":
+          the measuring's estimate, "repeat": {trial: visits a round} or null, "bridge_s":
+          seconds or null, "alone": bool}
   result {"visits": {trial: [[round, [seconds of each step], share or null, again], ...]},
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
 """
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -27,24 +31,17 @@ MOST_THREADS = 256  # threads at most, a job's as --threads's: beyond, the threa
 
 
 def serve(args, measure):
-    """A worker's whole life: its job from stdin, checked field by field (JOB), measure(args,
-    job) -> result under the job's threads, then the result as JSON after MARK on the stdout it
-    was started with (anything printed meanwhile goes to stderr), then exit. From the
-    script's first line, its run alone speaks of a stop, and it ends with its run
+    """A worker's whole life: measure(args, job) -> result under the job's threads (args the
+    run's own settings, as its job gave them: args.job), then the result as JSON after MARK on
+    the stdout it was started with (anything printed meanwhile goes to stderr), then exit. From
+    the script's first line, its run alone speaks of a stop, and it ends with its run
     (stopping.worker)."""
-    try:
-        job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than it reads
-        job = None
-    wrong = not_a_job(job)
-    if wrong:
-        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: error: argument --worker: {wrong}\n")
-        return 2
+    job = args.job
     out = os.dup(sys.stdout.fileno())  # written unbuffered: a result that cannot be written
     #                                    leaves nothing for the interpreter to flush at exit
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
-    block = args.replace(threads=job.get("threads"))
+    block = args.replace(threads=job.threads)
     with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
         block.on.threads(block.threads)
         try:
@@ -66,6 +63,46 @@ def serve(args, measure):
     finally:
         os.close(out)
     return code
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What one worker process is asked (JOB checks each field as JSON brings it; NEEDED, it must
+    hold). A run makes one for each process, and so does a run of one process for itself."""
+    rounds: tuple  # the rounds it measures: their ids, the run's own
+    threads: int = None  # the BLAS's threads (a worker's job always says: never the BLAS's own)
+    argv: tuple = ()  # the run's words: every setting of the run, parsed as the run parsed them
+    trials: tuple = None  # the names of the trials it measures; None: every one
+    record: bool = True  # each trial's trip recorded part by part (the breakdown's)
+    alone: bool = False  # the table products alone, outside the model: a share of the counts
+    paths: dict = None  # the paths the run's first process chose; None: choose them here
+    again: int = timing.AGAIN  # a disturbed visit measured again at most this many times
+    kind: str = ""  # its kind of process
+    process: int = 0  # its number among its kind's, from 0
+    processes: int = 1  # the least of its kind's processes
+    start: float = None  # the run's start, on the monotonic clock
+    left_s: float = None  # the measuring's estimate of the seconds left
+    repeat: dict = None  # {trial: visits a round}; None: its process times how often
+    bridge_s: float = None  # the seconds between two groups of a round; None: timed here
+
+    def sent(self):
+        """The job as JSON, as a worker reads it."""
+        return json.dumps(dataclasses.asdict(self))
+
+
+def job_given(prog):
+    """A worker's job, from its stdin (a run's JSON), checked field by field (JOB): -> the Job;
+    where it is no job a worker can take, one line on stderr and exit 2, nothing measured."""
+    try:
+        job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than it reads
+        job = None
+    wrong = not_a_job(job)
+    if wrong:
+        sys.stderr.write(f"{prog}: error: argument --worker: {wrong}\n")
+        raise SystemExit(2)
+    return Job(**{field: tuple(value) if field in ("argv", "rounds", "trials")
+                  and value is not None else value for field, value in job.items()})
 
 
 FAILED, DEVICE_EXIT = "device failed", 3  # a worker's result, and its exit, where its device's
@@ -95,6 +132,7 @@ def or_null(ok):
 
 
 JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, what it takes)
+    "argv": (texts, "a list of the run's words"),
     "rounds": (lambda v: isinstance(v, list) and all(map(at_least(0), v)),
                "a list of round ids, whole numbers from 0"),
     "trials": (or_null(texts), "a list of trial names, or null (all)"),
@@ -108,7 +146,7 @@ JOB = {  # each field a worker's job may hold (NEEDED, it must): (its check, wha
     "kind": (lambda v: isinstance(v, str), "a kind's name"),
     "process": (at_least(0), "a whole number from 0"),
     "processes": (at_least(1), "a whole number from 1"),
-    "start": (number(), "a time in seconds"),
+    "start": (or_null(number()), "a time in seconds, or null"),
     "left_s": (or_null(number()), "seconds, or null"),
     "repeat": (or_null(lambda v: isinstance(v, dict) and all(
         at_least(1)(n) and n <= MOST_REPEAT for n in v.values())),
