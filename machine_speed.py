@@ -43,7 +43,7 @@ def measure_here(args, job):
     """A worker's part of the rounds: both products and the read made (and, on a device that
     computes bfloat16, the workbench at it too), then visited in the job's rounds."""
     began, on = time.perf_counter(), args.on
-    trials = speeds.trials(args.size, args.matmul, on, args.threads or 1, quick=args.quick)
+    trials = speeds.trials(args.size, args.matmul, on, args.threads, quick=args.quick)
     #   (the tiles' workbench in the width's first shape: two_phases.py times the others)
     if sixteen(on):
         trials.append(speeds.trial(SIXTEEN, workbench(args.matmul, on, "bfloat16")[0], on))

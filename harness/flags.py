@@ -41,6 +41,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+class Counts(argparse.Action):
+    """A list flag's values as one form from the parser on: each count once, smallest first, a
+    tuple (--threads 2 1 2: (1, 2), a sweep's blocks in order)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, tuple(sorted(set(values))))
+
+
 def whole(lo, hi, words=()):
     """An argparse type: a whole number in [lo, hi] (or one of `words`), with a message naming
     what is allowed."""
@@ -163,7 +171,7 @@ def parser(doc, runs, prog, budget=None):
     g.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a worker process:
     #                                                    its job on stdin, its result on stdout
     g.add_argument("--threads", nargs="+", type=whole(1, MOST_THREADS), default=None,
-                   metavar="N",
+                   action=Counts, metavar="N",
                    help="BLAS threads (via threadpoolctl), at most this machine's logical CPUs; "
                         "several (--threads 1 2) sweep them: one block of tables each, saved as "
                         "<script>.sweep; default: the library's own choice")
@@ -303,8 +311,6 @@ def parse(p, argv, quick):
             p.error(f"argument --threads: must be at most {cpus}, the logical CPUs this run may "
                     f"use, got {max(args.threads)} (add --oversubscribe to run more anyway)")
         warn(f"--threads {max(args.threads)} on {cpus} logical CPUs: the threads take turns")
-    if args.threads:
-        args.threads = sorted(set(args.threads))
     check_device_flags(p, args)
     if getattr(args, "predict", None) is None and not args.worker:  # a prediction's folder is
         check_folder(p, args)  #                     named later; a worker process saves nothing

@@ -91,7 +91,7 @@ def speed_trials(args, on, paths):
     if flags.given_speeds(args):
         return []
     size = speeds.sizes(args.quick, on)
-    return speeds.trials(size["size"], size["matmul"], on, args.threads or 1, SPEEDS_PREFIX,
+    return speeds.trials(size["size"], size["matmul"], on, args.threads, SPEEDS_PREFIX,
                          on.dtype, args.quick, args.compiled != "off",
                          paths.shape(speeds.CHUNK))
 

@@ -151,7 +151,7 @@ def each_thread_count(args, body, busy, out, headline):
     -> the machine's facts, as the first block found it."""
     from threadpoolctl import threadpool_limits
     facts = None
-    for n in args.threads or [None]:
+    for n in args.threads or (None,):  # (then the BLAS's own count: threads_run())
         with threadpool_limits(n) if n else contextlib.nullcontext():
             if facts is None:
                 facts = host.facts(busy, out.sweep)

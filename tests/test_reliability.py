@@ -377,7 +377,7 @@ def test_threads_above_the_cpus_run_only_when_asked(capsys):
         flags.parse(p, ["--threads", more, "--no-save"], {})
     assert "--oversubscribe" in capsys.readouterr().err
     args = flags.parse(p, ["--threads", more, "--oversubscribe", "--no-save"], {})
-    assert args.threads == [int(more)] and "take turns" in capsys.readouterr().err
+    assert args.threads == (int(more),) and "take turns" in capsys.readouterr().err
 
 
 # ---- 10. a table the terminal cannot show

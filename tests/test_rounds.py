@@ -202,7 +202,7 @@ def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkey
     def spawn(script, job):  # a worker in this process, as fast as a call
         if job.process >= 3:  # the processes the budget added: a Ctrl-C arrives
             raise stopping.Stopped(signal.SIGINT)
-        return real(machine_speed.parse_args(list(job.argv)), job)
+        return real(machine_speed.parse_args(list(job.argv)).replace(threads=job.threads), job)
     monkeypatch.setattr(processes, "spawn", spawn)
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                    "--time-budget", "5", "--out", str(tmp_path), "--label", "box")

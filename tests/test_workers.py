@@ -61,7 +61,7 @@ def killed_from(first, tmp_path, monkeypatch):
     def worker(script, job):
         if job.process >= first:
             return spawn(str(tmp_path / "die.py"), job)  # a real process, really killed
-        return real(machine_speed.parse_args(list(job.argv)), job)
+        return real(machine_speed.parse_args(list(job.argv)).replace(threads=job.threads), job)
     monkeypatch.setattr(processes, "spawn", worker)
     return in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",
                       "--time-budget", "5", "--out", str(tmp_path), "--label", "box")

@@ -13,7 +13,6 @@ own measure), its result written after MARK on its stdout. Both are plain JSON:
           "recorded": {trial: [[round, {part: seconds}], ...]}, "alone": {tokens: [seconds]},
           "paths": {...}, "chosen": {...}, "setup_s": seconds}
 """
-import contextlib
 import dataclasses
 import json
 import math
@@ -42,7 +41,7 @@ def serve(args, measure):
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print goes to stderr
     from threadpoolctl import threadpool_limits
     block = args.replace(threads=job.threads)
-    with threadpool_limits(block.threads) if block.threads else contextlib.nullcontext():
+    with threadpool_limits(block.threads):
         block.on.threads(block.threads)
         try:
             result, clocks = under_work(block.on, lambda: measure(block, job))
