@@ -11,7 +11,7 @@ import signal
 import pytest
 
 import cube_bug
-from conftest import ROOT, compared, in_process
+from conftest import ROOT, compared, in_process, sheets
 from harness import stopping
 from harness.experiments.registry import TOLD
 from harness.keeping import older, results, schema
@@ -37,6 +37,8 @@ def before_verdicts(data):
     """A result as a version before runs saved their verdicts made it: judged as it is read."""
     data = json.loads(json.dumps(data))
     data["records"] = [r for r in data["records"] if r["experiment"] != "claims"]
+    data["sheets"] = {t["name"]: {k: v for k, v in t.items() if k not in ("name", "threads")}
+                      for t in data["sheets"]}  # (schema 6 kept them by name)
     return {**data, "schema_version": 6}
 
 
@@ -67,14 +69,14 @@ NAMED = {  # the changes the probe found, each one a file the schema passes
     "a numeric tested": ("cube_bug", lambda d: claims_record(d, "tested").update(value=2.5)),
     "a verdict record without its claim": (  # its sheet gone, which says a verdict needs one
         "cube_bug", lambda d: [claims_record(d, "verdict").update(keys={}),
-                               d["sheets"].pop("claims")]),
+                               d["sheets"].remove(sheets(d)["claims"])]),
     "an older file's row keys as text, or none": ("old two_phases", lambda d: [
         first(d["records"], "prefill")["keys"].update(prompt="x"),
         first(d["records"], "dial")["keys"].update(chunk="x"),
         first(d["at_limits"], "dial")["keys"].clear()]),  # judged anew, once: a second or so
     "a sheet's labels of lists": (
-        "two_phases", lambda d: d["sheets"]["check"]["labels"][0]["keys"].update(row=[])),
-    "a sheet without columns": ("two_phases", lambda d: d["sheets"]["dial"].pop("columns")),
+        "two_phases", lambda d: sheets(d)["check"]["labels"][0]["keys"].update(row=[])),
+    "a sheet without columns": ("two_phases", lambda d: sheets(d)["dial"].pop("columns")),
     "a stop saved as a word": ("cube_bug", lambda d: d.update(stopped="x")),
     "a stop saved as a list": ("cube_bug", lambda d: d.update(stopped=[2])),
 }

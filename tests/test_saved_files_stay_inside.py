@@ -348,7 +348,10 @@ def planted(tmp_path, change, name="two_phases.json"):
     (lambda d: d["roofs"].update(end="fast"), "'roofs' at the end without speeds"),
     (lambda d: d["roofs"].update(start={"bytes_per_s": 1e300, "flops_per_s": 1e11}),
      "it must be from"),
-    (lambda d: d.update({"roofs @x": d["roofs"]}), "thread count is not a whole number"),
+    (lambda d: d.update({"roofs @x": d["roofs"], "schema_version": 7,  # an older sweep's
+                         "sheets": {t.pop("name"): t for t in d["sheets"]}}),
+     "thread count is not a whole number"),
+    (lambda d: d.update(blocks=[{"threads": "x", "roofs": d["roofs"]}]), "whole number of threads"),
     (lambda d: d.update(settings=[1]), "settings that are not an object"),
     (lambda d: d["machine"].pop("cores"), None),  # optional: no KeyError, compared as ever
 ])
@@ -388,7 +391,7 @@ def test_escapes_in_a_results_file_never_reach_the_terminal(tmp_path):
 
     def steer(d):
         d["machine"]["cpu"] = "AMD\x1b[2J\x1b]0;owned\x07\nEPYC"
-        d["sheets"]["machine_speed"]["title"] = "Speeds\x1b[H"
+        next(t for t in d["sheets"] if t["name"] == "machine_speed")["title"] = "Speeds\x1b[H"
         for r in d["records"]:
             if r["experiment"] != "claims":  # (a verdict is keyed by its claim's words)
                 r["keys"] = {"row": "one\x1b[31m\r\nforged line"}

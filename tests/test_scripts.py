@@ -250,7 +250,7 @@ def test_a_roofs_file_changed_after_its_run_is_refused(tmp_path):
     from conftest import one_line
 
     def faster(data):
-        data["roofs @2"]["bytes_per_s"] = 2e12
+        next(b for b in data["blocks"] if b["threads"] == 2)["roofs"]["bytes_per_s"] = 2e12
     r = in_process(two_phases.parse_args, "--quick", "--no-save", "--roofs",
                    roofs_file(tmp_path, faster))
     one_line(r, 2, "--roofs", "changed after its run")

@@ -42,7 +42,7 @@ def test_a_note_makes_no_markup_in_the_report():
 
     def rendered(note):
         changed = copy.deepcopy(data)
-        next(iter(changed["sheets"].values()))["note"] = note
+        changed["sheets"][0]["note"] = note
         text = report.markdown({"two_phases": older.upgrade(schema.cleaned(changed))}, [], TOLD)
         return cmarkgfm.github_flavored_markdown_to_html(text)
     plain = rendered("a plain note")
