@@ -130,7 +130,7 @@ HELD_KEYS = [col("experiment", "experiment", "", "s", key=True),
 CHECK = Layout("check", [*HELD_KEYS, col("measured", "measured ms", "ms", ".1f"),
                          col("limit", "limit ms", "ms", ".1f"),
                          col("bound by", "bound by", "", "s"),
-                         col("x limit", "x limit", "x", ".2f", compared=True)],
+                         col("x limit", "x limit", "x", ".2f", compared=True, by_round=True)],
                title="Every row against the machine's limits")
 BREAKDOWN = Layout("breakdown", [*HELD_KEYS, col("trip", "trip ms", "ms", ".1f", compared=True),
                                  col("tables", "tables ms", "ms", ".1f"),

@@ -10,6 +10,7 @@ the exports) reads records, never a printed cell.
 """
 import dataclasses
 import math
+import statistics
 
 from harness.measuring.timing import Measured, ms, timed  # noqa: F401 (a figure, as it is kept)
 
@@ -41,10 +42,14 @@ class Column:
     centered: bool = False  # a measured figure's value is its interval's center (the mean over
     #                         the run's processes, as a verdict on it is told), not the ratio
     #                         of its timings' middles: one figure wherever it is shown
+    by_round: bool = False  # a ratio's value is the middle of its rounds' own ratios, each of
+    #   two timings measured moments apart, not the ratio of their middles: where a machine
+    #   moves between two states, the middle of each timing may fall in a different one
 
 
-def col(figure, header, unit, fmt, key=False, compared=False, empty="", centered=False):
-    return Column(figure, header, unit, fmt, key, compared, empty, centered)
+def col(figure, header, unit, fmt, key=False, compared=False, empty="", centered=False,
+        by_round=False):
+    return Column(figure, header, unit, fmt, key, compared, empty, centered, by_round)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +150,8 @@ def make(layout, rows, settings, predicted=False, center=None):
                         "settings": settings})
             if c.centered and runs and center:
                 out[-1] = center(out[-1])
+            if c.by_round and runs and rounds:
+                out[-1] = {**out[-1], "value": statistics.median(runs), "statistic": "median"}
     return out
 
 

@@ -106,7 +106,9 @@ def check_sheets(found, held, roofs, words, runs):
     labels = {tuple({"experiment": h.experiment, **h.keys}.items()): h.label for h in held}
     return [sheet(CHECK, found, settings=words, labels=labels,
                   note=f"(limit = max(bytes / {roofs.bytes_per_s / 1e9:.1f} GB/s, FLOPs / "
-                       f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source})"),
+                       f"{roofs.flops_per_s / 1e9:.1f} GFLOP/s); speeds {roofs.source}"
+                       + ("; x limit: the middle of the rounds' own, each round's time over "
+                          "that round's limit)" if roofs.timings else ")")),
             sheet(BREAKDOWN, found, settings=words, labels=labels,
                   note=f"(each row's trip recorded part by part once in each of "
                        f"{recordings(runs)}, apart from the timed ones: "
