@@ -526,9 +526,12 @@ DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES ==
 #   sums, their vectors and the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4, the
 #   first where none was timed; 16 with AVX2: 2 x 4 + 2 + 4)
 DOTS, DOTS_ROW = dots_of(DOTTED), dots(1, 4, ahead=False)
+HEADS = tuple(head // LANES for head in (64, 16) if head % LANES == 0)  # the heads' vectors
+#   weighed() is compiled for: GPT-2's 64 numbers (every size's), and the tiny model's 16; a
+#   head of another width takes a loop of plain numbers (each case compiled costs a first run)
 WEIGHED = switch({vectors: lambda e, arrays, where, vectors=vectors: weighed(
-    e, arrays, where, vectors) for vectors in (1, 2, 4, 8, 16)}, counts=4)
-#   WEIGHED(s, values, out, (i, n, o, vectors)): weighed(), a head of 1 to 16 vectors
+    e, arrays, where, vectors) for vectors in HEADS}, counts=4)
+#   WEIGHED(s, values, out, (i, n, o, vectors)): weighed(), a head of HEADS' vectors
 TILED = tiles_of(SHAPES)  # the table products' tiles, of every shape
 TILE_TOPS, TILE_EXP, TILE_SUMS = (kernel(tile_tops, counts=2), kernel(tile_exp, counts=2),
                                   kernel(tile_sums, counts=2))  # a tile's softmax, its rows
@@ -690,9 +693,9 @@ def head_scores(q, keys, n, row):
 def head_weighted(s, h, values, n, out):
     """out[h] (64,) = s[h, :n] @ values (room, 64)[:n] / sum(s[h, :n]): a note at a time, its
     values in the order they lie in memory (four at a time took 2x the time on one core of a Zen
-    5 EPYC), in registers where the head is whole vectors (weighed())."""
+    5 EPYC), in registers where the head is one of HEADS (weighed())."""
     d = values.shape[1]
-    if d % LANES == 0 and d // LANES <= 16 and (d // LANES) & (d // LANES - 1) == 0:
+    if d % LANES == 0 and d // LANES in HEADS:
         WEIGHED(s, values, out, (h, n, h, d // LANES))
     else:
         out[h] = 0

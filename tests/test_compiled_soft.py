@@ -363,8 +363,8 @@ def test_the_timed_shapes_dottings_and_panels_travel_in_the_paths_and_are_checke
 @pytest.mark.parametrize("n, d", [(5, 16), (512, 64), (37, 128), (9, 24)])
 def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
     """head_weighted(): a head's values weighed by its scores over their sum, in registers
-    where the head is whole vectors (16 to 128 numbers), a number at a time where not (24):
-    NumPy's answer; only that head's row of out written."""
+    where the head is GPT-2's 64 numbers or the tiny model's 16, a number at a time where it is
+    another (128, 24): NumPy's answer; only that head's row of out written."""
     from engine.kernels import head_weighted
     rng = np.random.default_rng(n + d)
     s = rng.uniform(0, 1, (3, n + 7)).astype(np.float32)  # (heads, room for whole vectors)
