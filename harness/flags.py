@@ -292,7 +292,10 @@ def parse(p, argv, quick):
         if words != ["--worker"]:
             p.error("argument --worker: a worker process takes its settings from its job on "
                     "stdin, nothing else on its command line")
-        job = worker.job_given(p.prog)
+        try:
+            job = worker.job_given()
+        except ValueError as e:  # one line, nothing measured
+            p.error(f"argument --worker: {e}")
         words = [*job.argv, "--worker"]
     args = p.parse_args(words, namespace=argparse.Namespace(**{name: _UNSET for name in quick}))
     args.argv = list(job.argv) if job else words  # as a worker process is given them

@@ -275,7 +275,7 @@ def test_a_job_goes_to_a_worker_and_back_as_the_same_frozen_record(monkeypatch):
                      process=1, processes=3, start=1.5, repeat={"a": 2}, paths=None)
     assert worker.not_a_job(json.loads(job.sent())) == ""
     monkeypatch.setattr(sys, "stdin", io.StringIO(job.sent()))
-    assert worker.job_given("cube_bug.py") == job
+    assert worker.job_given() == job
     with pytest.raises(AttributeError):
         job.threads = 1  # frozen: what a worker was asked is what it measures
 

@@ -89,17 +89,16 @@ class Job:
         return json.dumps(dataclasses.asdict(self))
 
 
-def job_given(prog):
+def job_given():
     """A worker's job, from its stdin (a run's JSON), checked field by field (JOB): -> the Job;
-    where it is no job a worker can take, one line on stderr and exit 2, nothing measured."""
+    raise ValueError saying what is wrong where it is no job a worker can take."""
     try:
         job = None if sys.stdin is None or sys.stdin.isatty() else json.loads(sys.stdin.read())
     except (ValueError, RecursionError):  # not JSON, or nested deeper than it reads
         job = None
     wrong = not_a_job(job)
     if wrong:
-        sys.stderr.write(f"{prog}: error: argument --worker: {wrong}\n")
-        raise SystemExit(2)
+        raise ValueError(wrong)
     return Job(**{field: tuple(value) if field in ("argv", "rounds", "trials")
                   and value is not None else value for field, value in job.items()})
 
