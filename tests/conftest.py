@@ -31,15 +31,18 @@ def pytest_configure(config):
     fresh checkout each process that needs them would otherwise compile them itself (about 20 s
     each, on the cores the other tests need) until one had written Numba's cache. The tests
     that need the kernels wait for it (compiled_kernels()); the others go on meanwhile."""
-    if hasattr(config, "workerinput"):  # a test process: the first process started it
-        return patch_kernels_to_wait()
+    if hasattr(config, "workerinput"):  # a test process: the first process started it, and
+        os.nice(5)  # it runs first wherever both want a core: the tests that wait for it
+        return patch_kernels_to_wait()  # wait less, and the cores idle less meanwhile
     compile_the_suite()
     if not NUMBA or os.environ.get(COMPILED):
         return
     import tempfile
     os.environ[COMPILED] = done = os.path.join(tempfile.mkdtemp(prefix="kernels-"), "done")
-    subprocess.Popen([sys.executable, "-c", "import sys\ntry:\n"
-                      "    from engine import compiled; compiled.available()\n"
+    subprocess.Popen([sys.executable, "-c", "import sys\ntry:\n"  # the table products
+                      "    from engine import compiled; compiled.available('tables')\n"
+                      "finally:\n    open(sys.argv[1] + '.tables', 'w').close()\ntry:\n"
+                      "    compiled.available()\n"  # (all a workbench needs), then the rest
                       "finally:\n    open(sys.argv[1], 'w').close()", done], cwd=ROOT,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     patch_kernels_to_wait()
@@ -61,18 +64,24 @@ def compile_the_suite():
 
 
 def loads_kernels(name, flags):
-    """Whether `python <name> <flags>` loads the compiled kernels: a run of two_phases.py that
-    measures, where they are not switched off (--quick's default: off)."""
+    """Which of the compiled kernels `python <name> <flags>` loads: "all" for a run of
+    two_phases.py that measures, where they are not switched off (--quick's default: off);
+    "tables" for a full run of machine_speed.py (the tiles' workbench); else None."""
     asked = flags[flags.index("--compiled") + 1] if "--compiled" in flags else (
         "off" if "--quick" in flags else "auto")
-    return name == "two_phases.py" and "--predict" not in flags and asked == "auto"
+    if "--help" in flags or "-h" in flags or asked != "auto":
+        return None
+    return {"two_phases.py": "all" if "--predict" not in flags else None,
+            "machine_speed.py": "tables"}.get(name)
 
 
-def compiled_kernels():
-    """Wait for the kernels' one compile (pytest_configure), where it runs."""
+def compiled_kernels(part="all"):
+    """Wait for the kernels' one compile (pytest_configure), where it runs: of part, "all" or
+    "tables" (the table products' alone, which it compiles first: see compiled.why_not())."""
     done = os.environ.get(COMPILED)
     if done:
-        wait_until(lambda: os.path.exists(done), 300, "the kernels' one compile")
+        wait_until(lambda: os.path.exists(done) or part == "tables"
+                   and os.path.exists(done + ".tables"), 300, "the kernels' one compile")
 
 
 def patch_kernels_to_wait():
@@ -80,7 +89,16 @@ def patch_kernels_to_wait():
     if os.environ.get(COMPILED):
         from engine import compiled
         loaded = compiled.loaded
-        compiled.loaded = lambda part="all": compiled_kernels() or loaded(part)
+        compiled.loaded = lambda part="all": compiled_kernels(part) or loaded(part)
+
+
+@pytest.fixture
+def small_is_tiny(monkeypatch):
+    """GPT-2 small's name on the tiny model's shape: a run in this process measures the same
+    rows, in milliseconds."""
+    import dataclasses
+    import model
+    monkeypatch.setitem(model.SIZES, "small", dataclasses.replace(model.TINY, name="small"))
 
 
 @pytest.fixture
@@ -94,8 +112,9 @@ def kernels():
 
 def script(name, *flags, env=None, cwd=ROOT, timeout=300):
     """`python <name> <flags>` from the repository root: -> the finished process."""
-    if loads_kernels(name, flags):
-        compiled_kernels()
+    part = loads_kernels(name, flags)
+    if part:
+        compiled_kernels(part)
     return subprocess.run([sys.executable, os.path.join(ROOT, name), *flags], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=cwd)
 
@@ -135,8 +154,9 @@ def python(code, env=None):
 
 def started(name, *flags):
     """`python <name> <flags>` started in the background, its output piped: -> the process."""
-    if loads_kernels(name, flags):
-        compiled_kernels()
+    part = loads_kernels(name, flags)
+    if part:
+        compiled_kernels(part)
     return subprocess.Popen([sys.executable, os.path.join(ROOT, name), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -258,7 +278,8 @@ def pytest_collection_modifyitems(items):
     compile and the quick run runs, in the background."""
     def waits(item):
         params = getattr(getattr(item, "callspec", None), "params", {})
-        compiled = "compiled" in params.values() or "kernels" in item.fixturenames
+        compiled = "compiled" in params.values() or "kernels" in item.fixturenames \
+            or item.get_closest_marker("kernels") is not None
         return any(f in item.fixturenames for f in ("quick_run", "small_run")), compiled
     items.sort(key=waits)
 

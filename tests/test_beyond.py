@@ -452,7 +452,7 @@ def test_an_unknown_path_is_one_line(tmp_path, flags, flag, capsys, monkeypatch)
     assert not any(tmp_path.iterdir())
 
 
-def test_a_whole_decode_types_n_tokens_in_a_row_for_1_and_16_users(tmp_path):
+def test_a_whole_decode_types_n_tokens_in_a_row_for_1_and_16_users(tmp_path, small_is_tiny):
     """--generate N (llama-bench's -n): N steps in a row, each notebook a note longer after
     each, tokens per second over the whole run; none unless asked."""
     import json

@@ -466,6 +466,7 @@ def test_every_rule_names_a_machine_it_would_fail_on_and_the_docs_say_it():
     assert f"({cpu} on a CPU, {gpu} on a GPU)" in rules and f"5% / {cpu} on a CPU" in rules
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_saved(tmp_path):
     import machine_speed
     from conftest import in_process

@@ -467,6 +467,7 @@ def test_a_history_that_is_a_link_is_never_read_through(tmp_path):
     assert alone.stdout == linked.stdout == entry.stdout and "refused" not in linked.stderr
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_the_posts_claims_side_by_side_as_each_run_judged_them(tmp_path):
     import machine_speed
     r = in_process(machine_speed.main, "--size", "300", "--matmul", "64", "--runs", "3",

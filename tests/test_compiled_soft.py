@@ -130,6 +130,7 @@ def test_a_cache_folder_the_user_set_is_kept_and_one_others_can_write_is_refused
     assert cache.own_temp() == str(planted)
 
 
+@pytest.mark.kernels
 def test_a_run_without_numba_takes_numpys_way_and_says_so_once(tmp_path):
     """Numba absent (here: made unimportable): a quick run asked for the compiled kernels
     measures NumPy's way, says so in one line and on the paths line, and exits 0."""
@@ -325,6 +326,7 @@ def test_the_kernels_ir_is_in_opaque_pointer_terms():
 
 
 @pytest.mark.skipif(not NUMBA, reason="Numba is not installed here")
+@pytest.mark.kernels
 def test_where_numba_is_installed_every_kernel_gives_numpys_answer():
     """A kernel that gives another answer is left out, the trips keep NumPy's way, and every
     test that needs the kernels is skipped: where Numba is installed, none may be (a wrong

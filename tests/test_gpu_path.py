@@ -473,7 +473,7 @@ def test_without_nvidia_smi_nothing_is_said(monkeypatch, tmp_path):
 
 
 @needs_torch
-def test_a_device_run_prints_the_empty_trip_under_the_typing_table(tmp_path):
+def test_a_device_run_prints_the_empty_trip_under_the_typing_table(tmp_path, small_is_tiny):
     import json
     from harness.keeping import records
     r = in_process(two_phases.main, "--quick", "--runs", "2", "--experiments", "decode",
@@ -632,8 +632,7 @@ def test_a_gpus_workbench_call_lasts_a_millisecond_at_its_published_peak(name, s
 
 @needs_torch
 def test_the_self_check_says_pass_fail_or_skip_for_each_check_and_fails_a_wrong_library(
-        monkeypatch, tmp_path):
-    monkeypatch.setitem(model.SIZES, "small", dataclasses.replace(model.TINY, name="small"))
+        monkeypatch, tmp_path, small_is_tiny):
     argv = ("--device", "torch:cpu", "--self-check", "--quick", "--notes", "4", "--out",
             str(tmp_path / "out"))
     r = in_process(two_phases.main, *argv)
@@ -718,7 +717,7 @@ def test_the_clock_is_read_while_the_work_runs_not_once_it_is_idle(monkeypatch):
 
 @needs_torch
 def test_on_a_gpu_typing_runs_on_gpt2_xl_too_and_the_launch_claim_is_judged_on_it(
-        monkeypatch, tmp_path):
+        monkeypatch, tmp_path, small_is_tiny):
     import json
     from harness.experiments import launches, wide
     from harness.keeping import records

@@ -137,6 +137,7 @@ def test_any_value_changed_to_one_the_schema_passes_still_makes_a_report():
     assert kept > 100 and not failed, failed
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_a_run_is_saved_and_a_sibling_its_report_trips_on_left_out_in_one_line(tmp_path,
                                                                                 monkeypatch):
     import machine_speed
@@ -165,6 +166,7 @@ def test_a_run_is_saved_and_a_sibling_its_report_trips_on_left_out_in_one_line(t
     assert report.md(report.SECTIONS["two_phases"]) not in text
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_a_sibling_the_schema_refuses_is_said_once(tmp_path):
     """Read twice in a run (the check for another machine, then the report), said once."""
     import machine_speed

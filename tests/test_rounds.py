@@ -195,6 +195,7 @@ def test_a_stop_beyond_the_least_processes_keeps_what_was_measured_before():
                        rounds.time.monotonic())
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_a_run_stopped_while_adding_processes_saves_them_marked(tmp_path, monkeypatch):
     import machine_speed
     real = machine_speed.measure_here

@@ -192,6 +192,7 @@ def test_7_ctrl_c_as_a_worker_starts_is_one_line(tmp_path, nth, says):
         assert json.loads((tmp_path / "box" / "cube_bug.json").read_text())["stopped"] == 2
 
 
+@pytest.mark.kernels  # the tiles' workbench
 def test_7_a_sweep_stopped_while_adding_processes_ends_there_and_says_so(tmp_path, monkeypatch):
     import machine_speed
     real, asked = machine_speed.measure_here, []
