@@ -80,8 +80,8 @@ def compiled_kernels(part="all"):
     "tables" (the table products' alone, which it compiles first: see compiled.why_not())."""
     done = os.environ.get(COMPILED)
     if done:
-        wait_until(lambda: os.path.exists(done) or part == "tables"
-                   and os.path.exists(done + ".tables"), 300, "the kernels' one compile")
+        wait_until(lambda: os.path.exists(done) or (
+            part == "tables" and os.path.exists(done + ".tables")), 300, "the kernels' one compile")
 
 
 def patch_kernels_to_wait():
