@@ -111,6 +111,12 @@ class Paths:
         at = timed_for(timed, min(tokens, timed[-1]))
         return next(tuple(s[1:]) for s in self.shapes if s[0] == at)
 
+    def lays_out(self):
+        """Whether a tile shape or the 2 to 4 tokens' product taken reads the tables laid out
+        (compiled.side_by_side())."""
+        return any(s[-1] == compiled.LAID for s in self.shapes) or (
+            self.dotting[-1:] == (compiled.LAID,))
+
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
         for counts in ("compiled", "tiled", "pieces", "reading", "elementwise"):

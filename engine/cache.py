@@ -94,5 +94,6 @@ def kernels():
     from engine import kernels as k
     return {name: getattr(k, name)
             for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
+                         "sides_by_side",
                          "attend", "attend_tasks", "question", "questions", "norm", "gelu",
                          "gelus", "SHAPES", "DOTTED", "PANELS", "LANES")}

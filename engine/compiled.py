@@ -25,6 +25,7 @@ import numpy as np
 
 import model
 from engine.cache import forget, from_cache, kernels, keep_cache, numba, words
+from engine.laid import LAID, panels, side_by_side, wide
 from harness.terminal import warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
@@ -180,7 +181,8 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     where None), x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
     rows, vectors, ahead; the width's first where None: shapes()), x padded with zeros to a
     multiple of its lanes and laid out in panels (the tables' bytes, not the math, set a few
-    tokens' time). Where one way gives way to the next was set by measuring; on any CPU, the
+    tokens' time). A shape or dotting whose ahead is kernels.LAID reads the table laid out
+    (side_by_side()). Where one way gives way to the next was set by measuring; on any CPU, the
     trips of a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
@@ -190,41 +192,58 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
         return out[:, None]
     if tokens > 4:
         shape = known(shape)
-        out = np.empty((rows, wide(tokens, shape[0])), np.float32)
-        k["tiles"](w, *panels(x, shape, threads), out, threads, shape)
+        laid = side_by_side(w) if shape[3] == LAID else w
+        out = np.empty((laid.shape[0] * (shape[1] if laid is not w else 1),
+                        wide(tokens, shape[0])), np.float32)
+        k["tiles"](laid, *panels(x, shape, threads), out, threads, shape)
+        return first(out[:rows], tokens)
+    dotting = known(dotting, "DOTTED")
+    out = np.empty((rows, 4), np.float32)
+    if dotting[1] == LAID:  # x as it is, (k, 4), where it is 4 tokens
+        x4 = np.ascontiguousarray(x, np.float32)
+        if tokens < 4:
+            x4 = np.zeros((x.shape[0], 4), np.float32)  # (k, 4): padded with zeros
+            x4[:, :tokens] = x
+        k["table"](side_by_side(w), x4, out, threads, dotting)
         return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
     xt[:tokens] = x.T
-    out = np.empty((rows, 4), np.float32)
-    k["table"](w, xt, out, threads, known(dotting, "DOTTED"))
+    k["table"](w, xt, out, threads, dotting)
     return first(out, tokens)
 
 
 def table_shared(w, x, share, shape=None):
     """table() for NumPy's trips of more tokens (see TABLES), x laid out and the tiles' rows
-    shared among the suite's own threads by share, each running them alone (no Numba threads
-    beside the BLAS)."""
+    (a laid-out table's panels) shared among the suite's own threads by share, each running
+    them alone (no Numba threads beside the BLAS)."""
     shape = known(shape)
-    out = np.empty((w.shape[0], wide(x.shape[1], shape[0])), np.float32)
-    laid = panels(x, shape, share=share)
+    laid = side_by_side(w) if shape[3] == LAID else w
+    tall = shape[1] if laid is not w else 1  # out's rows for each of laid's
+    out = np.empty((laid.shape[0] * tall, wide(x.shape[1], shape[0])), np.float32)
+    panelled = panels(x, shape, share=share)
     tiled = kernels()["rows_tiled"]
-    share(lambda part: tiled(w, *laid, out, part.start, part.stop, shape), w.shape[0], w.size)
-    return first(out, x.shape[1])
+    share(lambda part: tiled(laid, *panelled, out, part.start, part.stop, shape), laid.shape[0],
+          w.size)
+    return first(out[:w.shape[0]], x.shape[1])
 
 
 @functools.lru_cache(maxsize=None)
-def shapes():
+def shapes(laid=True):
     """The table products' tile shapes worth timing here, (lanes, rows, vectors, ahead), the
-    first the default (kernels.SHAPES: as wide as the CPU's vector registers); none where the
-    kernels cannot load."""
-    return () if unloaded() else kernels()["SHAPES"]
+    first the default (kernels.SHAPES: as wide as the CPU's vector registers), those that read
+    a laid-out table (ahead kernels.LAID) only where `laid`; none where the kernels cannot
+    load."""
+    return () if unloaded() else tuple(s for s in kernels()["SHAPES"]
+                                       if laid or s[3] != LAID)
 
 
 @functools.lru_cache(maxsize=None)
-def dottings():
+def dottings(laid=True):
     """The 2 to 4 tokens' products worth timing here, (rows, ahead), the first the default
-    (kernels.DOTTED); none where the kernels cannot load."""
-    return () if unloaded() else kernels()["DOTTED"]
+    (kernels.DOTTED), those that read a laid-out table only where `laid`; none where the
+    kernels cannot load."""
+    return () if unloaded() else tuple(d for d in kernels()["DOTTED"]
+                                       if laid or d[1] != LAID)
 
 
 @functools.lru_cache(maxsize=None)
@@ -247,15 +266,18 @@ def known(shape, menu="SHAPES"):
 
 
 def dotting_words(dotting):
-    """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"."""
+    """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"
+    (or "16 rows at a time, laid side by side, asking ahead": a laid-out table's)."""
     rows, ahead = dotting
-    return f"{rows} rows at a time" + (", asking ahead" if ahead else "")
+    return f"{rows} rows at a time" + (", laid side by side" if ahead == LAID
+                                       else "") + (", asking ahead" if ahead else "")
 
 
 def shape_words(shape):
     """A tile shape as the paths line names it: "6 rows x 2 vectors of 16 lanes, asking ahead"."""
     lanes, rows, vectors, ahead = shape
-    return f"{rows} {'row' if rows == 1 else 'rows'} x {vectors} " \
+    return f"{rows} {'row' if rows == 1 else 'rows'}" \
+           + (" laid side by side" if ahead == LAID else "") + f" x {vectors} " \
            f"{'vector' if vectors == 1 else 'vectors'} of {lanes} lanes" \
            + (", asking ahead" if ahead else "")
 
@@ -263,38 +285,6 @@ def shape_words(shape):
 def first(out, tokens):
     """out (rows, tokens padded) cut back to its first `tokens` columns, contiguous."""
     return out if out.shape[1] == tokens else np.ascontiguousarray(out[:, :tokens])
-
-
-def wide(tokens, lanes):
-    """The tokens a tile product computes: `tokens` padded to a multiple of its lanes."""
-    return -(-tokens // lanes) * lanes
-
-
-def panels(x, shape, threads=0, share=None):
-    """x (k, tokens) as tiles of shape (lanes, rows, vectors, ahead) meet it: -> panels
-    (groups * k, lanes x vectors), x's tokens that many at a time, one panel under the next,
-    and last (k, fewer), the tokens left over, padded with zeros to a multiple of the lanes,
-    where there are any, or (0, lanes) (kernels.laid_out(), on `threads` of Numba's threads,
-    or shared by `share` among the suite's, or on this one). Tokens that fill one panel, or a
-    last one alone, are their own panel: x as it is."""
-    lanes, _, vectors, _ = shape
-    k, tokens = x.shape
-    width = lanes * vectors
-    groups, left = divmod(wide(tokens, lanes), width)
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    if tokens == groups * width + left and groups + (left > 0) == 1:
-        return (x, np.empty((0, lanes), np.float32)) if groups else (
-            np.empty((0, width), np.float32), x)
-    laid = np.empty((groups * k, width), np.float32)
-    last = np.empty((k, left) if left else (0, lanes), np.float32)
-    if threads:
-        kernels()["laid_outs"](x, laid, last, threads)
-    elif share:
-        lay = kernels()["laid_out"]
-        share(lambda part: lay(x, laid, last, part.start, part.stop), k, x.size)
-    else:
-        kernels()["laid_out"](x, laid, last)
-    return laid, last
 
 
 def norm(x):

@@ -22,6 +22,7 @@ from harness.showing import pictures, printers, sheets
 from harness.showing.printers import Picture, Saved, sheet
 from harness.terminal import note, plural, progress
 import engine.compiled
+import engine.laid
 import accounting
 import model
 
@@ -164,6 +165,8 @@ def measure_here(experiments, args, job):
         elif on.numpy:
             bench, chosen = tuning.with_paths(bench, args.attention, args.blocks,
                                               args.compiled)
+        if on.numpy and bench.paths.lays_out():  # (before anything is timed)
+            engine.laid.lay_out(bench.floors, True)
         wanted = job.trials
         trials = [t for t in speed_trials(args, on, bench.paths)
                   if wanted is None or t.name in wanted]

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -376,3 +377,50 @@ def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
     want = s[1, :n] @ values[:n] / s[1, :n].sum(dtype=np.float32)
     np.testing.assert_allclose(out[1], want, rtol=1e-4, atol=1e-5)
     assert (out[[0, 2]] == 7).all()
+
+
+@needs_numba
+def test_a_table_laid_out_side_by_side_is_made_once_and_read_as_numpy_reads_the_table():
+    """A table laid out a vector's rows side by side: panel by panel, each input's numbers for
+    the panel's rows in one stretch, the rows past the table's 0; made once while the table
+    lives and gone with it; the tiles and the 2 to 4 tokens' products that read it give
+    NumPy's answers at every count, the table's rows not a multiple of the lanes."""
+    import gc
+    from engine import laid
+    lanes = cache.kernels()["LANES"]
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((2 * lanes + 3, 11), dtype=np.float32)  # (rows, inputs)
+    side = laid.side_by_side(w)
+    assert side.shape == (3, 11 * lanes)
+    padded = np.zeros((3 * lanes, 11), np.float32)
+    padded[:w.shape[0]] = w
+    assert np.array_equal(side.reshape(3, 11, lanes).transpose(0, 2, 1).reshape(-1, 11), padded)
+    assert laid.side_by_side(w) is side
+    shape = next(s for s in compiled.shapes() if s[3] == laid.LAID)
+    dotting = next(d for d in compiled.dottings() if d[1] == laid.LAID)
+    for n in (2, 3, 4, 5, lanes, lanes + 1, 2 * lanes + 3):
+        x = rng.standard_normal((11, n), dtype=np.float32)
+        got = compiled.table(w, x, shape=shape, dotting=dotting)
+        assert got.shape == (w.shape[0], n) and np.allclose(got, w @ x, rtol=1e-4, atol=1e-5), n
+        shared = compiled.table_shared(w, x, model.PLAIN.share, shape)
+        assert np.allclose(shared, w @ x, rtol=1e-4, atol=1e-5), n
+    key = id(w)
+    del w
+    gc.collect()
+    assert key not in laid.LAID_OUT
+    assert shape not in compiled.shapes(laid=False) and dotting not in compiled.dottings(False)
+
+
+@needs_numba
+def test_the_tables_are_laid_out_only_where_there_is_room_and_kept_only_where_taken():
+    from engine import laid
+    floors = model.floors(model.TINY)
+    assert laid.room_to_lay_out(floors)
+    assert not laid.room_to_lay_out([{"qkv": types.SimpleNamespace(nbytes=1 << 60)}])
+    laid.lay_out(floors, True)
+    assert all(id(w) in laid.LAID_OUT for floor in floors for w in floor.values())
+    laid.lay_out(floors, False)
+    assert not laid.LAID_OUT
+    assert Paths(dotting=(16, laid.LAID)).lays_out() and Paths(
+        shapes=((16, 16, 16, 1, laid.LAID),)).lays_out()
+    assert not Paths(dotting=(4, 1), shapes=((16, 16, 12, 1, 1),)).lays_out()

@@ -58,9 +58,17 @@ def checked(run):
             pairs[f"the tiles {shape} at {n} tokens"] = (
                 compiled.table_shared(w, x, model.PLAIN.share, shape), w @ x)
     xt = rng.standard_normal((4, 9), dtype=np.float32)  # (4 tokens, inputs)
+    side = kernels.side_by_side if run else compile_only(kernels.side_by_side)
+    groups = -(-13 // kernels.LANES)  # the laid-out table's panels
+    laid = np.zeros((groups, 9 * kernels.LANES), np.float32)
+    side(w, laid, 0, groups)
     for dotting in kernels.DOTTED:
-        out = np.zeros((13, 4), np.float32)
-        dotted(w, xt, out, 0, 13, dotting)
+        if dotting[1] == kernels.LAID:  # the table laid out, the tokens as x has them
+            out = np.zeros((13, 4), np.float32)
+            dotted(laid, np.ascontiguousarray(xt.T), out, 0, groups, dotting)
+        else:
+            out = np.zeros((13, 4), np.float32)
+            dotted(w, xt, out, 0, 13, dotting)
         pairs[f"the 4 tokens' products {dotting}"] = out, w @ xt.T
     for panel in kernels.PANELS:
         pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(

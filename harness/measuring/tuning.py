@@ -13,6 +13,7 @@ from harness.post import NOTES, TYPERS
 from harness.terminal import plural
 from harness.measuring.bench import tokens
 import engine.compiled
+import engine.laid
 from engine.blocks import ATTENTION, Block, Paths, block_words, table, ways
 from engine.pool import blas_threads, share, sharing
 from harness.measuring.contests import (POOLED_S, TRIAL_TRIPS, alternately, beats, best,
@@ -53,19 +54,22 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
                        for inputs in sizes(bench)]
     paths = Paths(attention, tuple(chosen))
     if compiled == "auto" and engine.compiled.available():
+        laid = engine.laid.room_to_lay_out(bench.floors)
+        engine.laid.lay_out(bench.floors, laid)  # (before any is timed)
         kept, other = engine.compiled.STREAMS
         streams = alternately(streams_both_ways(bench), POOLED_S)[1]
         paths = dataclasses.replace(paths, streams=other if beats(streams, other, kept)
                                     else kept)
-        dotted = each_in_turn(dottings_timed(bench)) \
-            if len(engine.compiled.dottings()) > 1 else {}
+        dotted = each_in_turn(dottings_timed(bench, laid)) \
+            if len(engine.compiled.dottings(laid)) > 1 else {}
         paths = dataclasses.replace(paths, dotting=min(
             dotted, key=lambda d: statistics.median(dotted[d])) if dotted else ())
-        shaped = {n: shapes_both_ways(bench, n) for n in engine.compiled.SHAPED} \
-            if len(engine.compiled.shapes()) > 1 else {}
+        shaped = {n: shapes_both_ways(bench, n, laid) for n in engine.compiled.SHAPED} \
+            if len(engine.compiled.shapes(laid)) > 1 else {}
         paths = dataclasses.replace(paths, shapes=tuple(
             (n, *min(t, key=lambda shape: statistics.median(t[shape])))
             for n, t in shaped.items()))
+        engine.laid.lay_out(bench.floors, paths.lays_out())  # (kept where taken)
         products = {n: tables_both_ways(bench, n, paths.shape(n))
                     for n in engine.compiled.TABLES}
         paths = dataclasses.replace(paths, tiled=won(products))
@@ -132,11 +136,12 @@ def streams_both_ways(bench):
             for streams in engine.compiled.STREAMS}
 
 
-def dottings_timed(bench, tokens=4):
-    """`tokens` tokens' products in each of the 2 to 4 tokens' ways here (compiled.dottings()):
-    -> {dotting: a function to time}, for each_in_turn()"""
+def dottings_timed(bench, laid=True, tokens=4):
+    """`tokens` tokens' products in each of the 2 to 4 tokens' ways here (compiled.dottings(),
+    those of a laid-out table where `laid`): -> {dotting: a function to time}, for
+    each_in_turn()"""
     return {dotting: every_product(bench, tokens, dotting=dotting)
-            for dotting in engine.compiled.dottings()}
+            for dotting in engine.compiled.dottings(laid)}
 
 
 def panels_timed(bench):
@@ -234,16 +239,16 @@ def typing_trips(bench, counts, ways_by_name):
     return trips
 
 
-def shapes_both_ways(bench, n, seed=0):
+def shapes_both_ways(bench, n, laid=True, seed=0):
     """One floor's table products at n tokens on the compiled tiles of each shape here
-    (compiled.shapes()), as NumPy's trips do them (compiled.table_shared, shared among the
-    pool's threads), taking turns (in_turns()), TRIAL_TRIPS times each:
-    -> {shape: [seconds]}"""
+    (compiled.shapes(), those of a laid-out table where `laid`), as NumPy's trips do them
+    (compiled.table_shared, shared among the pool's threads), taking turns (in_turns()),
+    TRIAL_TRIPS times each: -> {shape: [seconds]}"""
     pool, every = sharing(bench.pool, n), lambda w: True
     return in_turns(bench, n, {
         shape: (every, lambda w, x, shape=shape: engine.compiled.table_shared(
             w, x, functools.partial(share, pool), shape))
-        for shape in engine.compiled.shapes()}, TRIAL_TRIPS, seed)
+        for shape in engine.compiled.shapes(laid)}, TRIAL_TRIPS, seed)
 
 
 def tables_both_ways(bench, n, shape=None, seed=0):

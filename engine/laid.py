@@ -1,0 +1,93 @@
+"""The layouts the compiled tiles read (compiled.table()): a trip's tokens in panels, as wide as
+a tile, laid out for each product (panels()); and a table laid out a vector's rows side by
+side, as the tiles and 2 to 4 tokens' products read it where their shape says kernels.LAID:
+each step's numbers in one stretch of memory, met in order, where a table's own rows are as
+many stretches a step. A table is laid out once, kept while it lives, and only where there is
+room for it beside the table (it is as large)."""
+import os
+import weakref
+
+import numpy as np
+
+from engine.cache import kernels, numba
+
+LAID = 2  # a tile shape's or 2 to 4 tokens' product's `ahead` where it reads the table laid out
+#           (side_by_side()), as kernels.LAID says it
+
+
+def wide(tokens, lanes):
+    """The tokens a tile product computes: `tokens` padded to a multiple of its lanes."""
+    return -(-tokens // lanes) * lanes
+
+
+def panels(x, shape, threads=0, share=None):
+    """x (k, tokens) as tiles of shape (lanes, rows, vectors, ahead) meet it: -> panels
+    (groups * k, lanes x vectors), x's tokens that many at a time, one panel under the next,
+    and last (k, fewer), the tokens left over, padded with zeros to a multiple of the lanes,
+    where there are any, or (0, lanes) (kernels.laid_out(), on `threads` of Numba's threads,
+    or shared by `share` among the suite's, or on this one). Tokens that fill one panel, or a
+    last one alone, are their own panel: x as it is."""
+    lanes, _, vectors, _ = shape
+    k, tokens = x.shape
+    width = lanes * vectors
+    groups, left = divmod(wide(tokens, lanes), width)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if tokens == groups * width + left and groups + (left > 0) == 1:
+        return (x, np.empty((0, lanes), np.float32)) if groups else (
+            np.empty((0, width), np.float32), x)
+    laid = np.empty((groups * k, width), np.float32)
+    last = np.empty((k, left) if left else (0, lanes), np.float32)
+    if threads:
+        kernels()["laid_outs"](x, laid, last, threads)
+    elif share:
+        lay = kernels()["laid_out"]
+        share(lambda part: lay(x, laid, last, part.start, part.stop), k, x.size)
+    else:
+        kernels()["laid_out"](x, laid, last)
+    return laid, last
+
+
+LAID_OUT = {}  # id(table) -> (a weak reference to it, the table laid out: side_by_side())
+
+
+def side_by_side(w):
+    """w (rows, k) laid out a vector's rows side by side, as the tiles and products of a shape or
+    dotting whose ahead is kernels.LAID read it: (ceil(rows / lanes), k x lanes), panel g its
+    rows g x lanes .., input by input, each input's numbers for them side by side (the rows
+    past w's 0). Made once for each table, on Numba's threads, and kept while the table lives:
+    a model's tables are made once and never written (model.floors())."""
+    held = LAID_OUT.get(id(w))
+    if held is not None and held[0]() is w:
+        return held[1]
+    lanes = kernels()["LANES"]
+    laid = np.empty((-(-w.shape[0] // lanes), w.shape[1] * lanes), np.float32)
+    kernels()["sides_by_side"](np.ascontiguousarray(w, dtype=np.float32), laid,
+                               numba().get_num_threads())
+    key = id(w)
+    LAID_OUT[key] = weakref.ref(w, lambda _: LAID_OUT.pop(key, None)), laid
+    return laid
+
+
+def lay_out(floors, needed):
+    """Every table of the floors laid out (side_by_side()) where `needed`, before anything is
+    timed; else none kept (a laid-out table is as large as the table)."""
+    if needed:
+        for floor in floors:
+            for w in floor.values():
+                side_by_side(w)
+    else:
+        LAID_OUT.clear()
+
+
+def room_to_lay_out(floors):
+    """Whether the floors' tables may be laid out beside themselves: their bytes at most a
+    quarter of the memory free now (an eighth of all of it, where what is free is not known)."""
+    size = sum(w.nbytes for floor in floors for w in floor.values())
+    try:
+        room = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 4
+    except (ValueError, OSError, AttributeError):
+        try:
+            room = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 8
+        except (ValueError, OSError, AttributeError):
+            return False
+    return size <= room
