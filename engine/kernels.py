@@ -7,6 +7,7 @@ or more, and a question's attention (question()), are tiles written in LLVM's ow
 them too (tile_exp()), and its copies from and to the model's (width, tokens) layout 8 x 8
 blocks turned over (flip()). Each is compiled on first use and kept in Numba's cache beside
 this file, as Python keeps its bytecode."""
+import functools
 import math
 
 import numba as nb
@@ -171,6 +172,14 @@ class Emit:
         b.branch(head)
         b.position_at_end(done)
         return carried
+
+    def loop_twice(self, start, stop, values, body):
+        """loop() by 1, two steps a turn (and the last alone, where their count is odd): what
+        LLVM does of itself to a small loop, and not to one of 16 multiply-adds a step."""
+        pairs = self.b.sub(stop, self.b.urem(self.b.sub(stop, start), self.i64(2)))
+        values = self.loop(start, pairs, 2, values,
+                           lambda c, v: body(self.plus(c, 1), body(c, v)))
+        return self.loop(pairs, stop, 1, values, body)
 
 
 def kernel(codegen, counts, lanes=LANES):
@@ -392,7 +401,8 @@ def product(e, arrays, counts, rows, vectors, ahead):
         return [e.fma(spread[i], xs[v], sums[i * vectors + v])
                 for i in range(rows) for v in range(vectors)]
     zero = ir.Constant(e.vec, None)
-    sums = e.loop(ir.Constant(e.i64, 0), k, 1, [zero] * (rows * vectors), step)
+    sums = (e.loop_twice if laid else functools.partial(e.loop, step=1))(
+        ir.Constant(e.i64, 0), k, values=[zero] * (rows * vectors), body=step)
     top = e.b.mul(r, ir.Constant(e.i64, rows)) if laid else r  # out's row of the first sums
     for n, value in enumerate(sums):
         e.put(value, out, e.plus(top, n // vectors), e.plus(j, e.lanes * (n % vectors)))
