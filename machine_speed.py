@@ -98,6 +98,7 @@ SPEEDS = Layout("machine_speed", [
     col("memory speed", "memory speed", "GB/s", ".1f", compared=True),
     col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
     col("streaming read", "streaming GB/s", "GB/s", ".1f"),
+    col("laid-out read", "laid-out GB/s", "GB/s", ".1f"),
     col("read", "read", "MB", ".0f"), col("read time", "read time", "ms", ".1f"),
     col("math speed", "math speed", "GFLOP/s", ".1f", compared=True),
     col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),

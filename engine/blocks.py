@@ -112,10 +112,10 @@ class Paths:
         return next(tuple(s[1:]) for s in self.shapes if s[0] == at)
 
     def lays_out(self):
-        """Whether a tile shape or the 2 to 4 tokens' product taken reads the tables laid out
-        (compiled.side_by_side())."""
+        """Whether a tile shape, the 2 to 4 tokens' product or the one-token product taken reads
+        the tables laid out (compiled.side_by_side())."""
         return any(s[-1] == compiled.LAID for s in self.shapes) or (
-            self.dotting[-1:] == (compiled.LAID,))
+            self.dotting[-1:] == (compiled.LAID,)) or self.streams == 0
 
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))
@@ -156,7 +156,7 @@ class Paths:
                 + " tokens")
         if self.streams != compiled.STREAMS[0]:
             return (f"{dataclasses.replace(self, streams=compiled.STREAMS[0])}; one-token "
-                    f"products {self.streams} {'row' if self.streams == 1 else 'rows'} at a time")
+                    f"products {compiled.streams_words(self.streams)}")
         if self.elementwise:
             trips = spans(self.elementwise, compiled.LONG, True, compiled.TILED[-1] + 1)
             return (f"{dataclasses.replace(self, elementwise=())}; the compiled norm and GELU "

@@ -25,7 +25,7 @@ import numpy as np
 
 import model
 from engine.cache import forget, from_cache, kernels, keep_cache, numba, words
-from engine.laid import LAID, panels, side_by_side, wide
+from engine.laid import LAID, one_laid, panels, side_by_side, wide
 from harness.terminal import warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
@@ -43,8 +43,9 @@ SHAPED = (8, 16, 64, 256)  # the token counts whose tiles' shape is timed (of sh
 #                            speaks for the counts down to the last one's, the last for more
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
-STREAMS = (8, 1)  # the rows a one-token product reads at a time: 8 streams from memory, or 1
-#                   (the first kept where the other is not timed faster: tuning.choose)
+STREAMS = (8, 1, 0)  # the rows a one-token product reads at a time: 8 streams from memory, 1,
+#   or 0: the table laid out side by side, one stream a thread (side_by_side()); the first kept
+#   where no other is timed faster (tuning.choose)
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
 BLOCK = 64  # a question's queries a block: their scores (64 x the notes) stay in the core's
 #             cache between the products and the softmax
@@ -118,6 +119,7 @@ def checked(part="all"):
             pairs[f"the tiles {shape_words(shape)} at {n} tokens"] = (table(w, x, shape=shape),
                                                                        w @ x)
     pairs["the table product of 1 token, a row at a time"] = table(w, xs[1], 1), w @ xs[1]
+    pairs["the table product of 1 token, laid side by side"] = table(w, xs[1], 0), w @ xs[1]
     for dotting in kernels()["DOTTED"]:
         pairs[f"the table product of 3 tokens, {dotting_words(dotting)}"] = (
             table(w, xs[3], dotting=dotting), w @ xs[3])
@@ -176,7 +178,8 @@ def running(n):
 
 def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     """w @ x for a trip of a few tokens: w (rows, k), x (k, tokens) -> (rows, tokens). One token:
-    a matrix-vector product, `streams` rows at a time (one of STREAMS); two to four: rows by
+    a matrix-vector product, `streams` rows at a time (one of STREAMS; 0: the table laid out,
+    side_by_side()); two to four: rows by
     four tokens at a time as `dotting` says ((rows, ahead) of dottings(); the width's first
     where None), x padded with zeros to 4 tokens; more: tiles of `shape` (lanes,
     rows, vectors, ahead; the width's first where None: shapes()), x padded with zeros to a
@@ -186,6 +189,8 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     trips of a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
+    if tokens == 1 and streams == 0:  # the table laid out: one stream a thread
+        return one_laid(side_by_side(w), x, rows)
     if tokens == 1:
         out = np.empty(rows, np.float32)
         k["vector"](w, np.ascontiguousarray(x[:, 0]), out, threads, streams)
@@ -263,6 +268,13 @@ def known(shape, menu="SHAPES"):
     if tuple(shape) not in made:
         raise ValueError(f"no {menu.lower()} of {shape} here: {', '.join(map(str, made))}")
     return tuple(shape)
+
+
+def streams_words(streams):
+    """A one-token product as the paths line names it: "8 rows at a time", or "from the tables
+    laid side by side" (streams 0)."""
+    return "from the tables laid side by side" if streams == 0 else \
+        f"{streams} {'row' if streams == 1 else 'rows'} at a time"
 
 
 def dotting_words(dotting):

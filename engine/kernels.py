@@ -494,15 +494,16 @@ def dots_of(menu):
         e, arrays, where, rows, 4, ahead) for rows, ahead in menu}, counts=3)
 
 
-def side_dotted(e, arrays, counts, split):
+def side_dotted(e, arrays, counts, tokens, split, ahead):
     """out[t, :lanes] = panel g of w (a table laid out a vector's rows side by side:
-    side_by_side()) @ x[:k, t] for t < 4 (x (k, 4), out (4, lanes)): a vector of the
-    panel's rows a step, the four tokens' numbers for its input (side by side in x: as 4 rows
-    of 4 tokens' inputs, 1.1x the time) each spread over the lanes; the
-    steps `split` at a time, each into its own four sums (a multiply-add waits on the last
-    into the same sums), added at the end; each step asks for the next panel's line as far
+    side_by_side()) @ x[:k, t] for t < tokens (x (k, tokens), out (tokens or more, lanes)): a
+    vector of the panel's rows a step, the tokens' numbers for its input (side by side in x:
+    as rows of the tokens' inputs, 1.1x the time) each spread over the lanes; the steps
+    `split` at a time, each into its own sums (a multiply-add waits on the last into the same
+    sums), added at the end; where `ahead`, each step asks for the next panel's line as far
     on. From one stretch of memory met in order, 4 tokens' products take about the time of
-    one token's (4 rows at a time by 4 tokens, dotted(), took 1.2x it on a Zen 5 EPYC)."""
+    one token's by rows (4 rows at a time by 4 tokens, dotted(), took 1.2x it on a Zen 5 EPYC),
+    and one token's read the memory as fast as it is read at all."""
     (w, x, out), (g, k4) = arrays, counts
     lanes = ir.Constant(e.i64, e.lanes)
 
@@ -511,18 +512,19 @@ def side_dotted(e, arrays, counts, split):
         for u in range(split):
             cu = e.plus(c, u)
             at = e.b.mul(cu, lanes)
-            e.ask(w, e.plus(g, 1), at, near=False)
+            if ahead:
+                e.ask(w, e.plus(g, 1), at, near=False)
             rows = e.load(w, g, at)
-            for t in range(4):
+            for t in range(tokens):
                 token = e.spread(e.number(x, cu, ir.Constant(e.i64, t)))
-                sums[4 * u + t] = e.fma(rows, token, sums[4 * u + t])
+                sums[tokens * u + t] = e.fma(rows, token, sums[tokens * u + t])
         return sums
     zero = ir.Constant(e.vec, None)
-    sums = e.loop(ir.Constant(e.i64, 0), k4, split, [zero] * (4 * split), step)
-    for t in range(4):
+    sums = e.loop(ir.Constant(e.i64, 0), k4, split, [zero] * (tokens * split), step)
+    for t in range(tokens):
         total = sums[t]
         for u in range(1, split):
-            total = e.b.fadd(total, sums[4 * u + t])
+            total = e.b.fadd(total, sums[tokens * u + t])
         e.put(total, out, ir.Constant(e.i64, t), ir.Constant(e.i64, 0))
 
 
@@ -589,9 +591,15 @@ DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES ==
 #   first where none was timed; 16 with AVX2: 2 x 4 + 2 + 4); or a vector's rows of the
 #   table laid out (side_dotted())
 DOTS, DOTS_ROW = dots_of(tuple(d for d in DOTTED if d[1] != LAID)), dots(1, 4, ahead=False)
-SPLIT = 4 if LANES == 16 else 2  # side_dotted()'s steps at a time: 16 sums where there are 32
-#   registers (AVX-512's; NEON's 4 lanes take 2 like SSE's 16 registers, where 16 would not fit)
-SIDE_DOTS = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, SPLIT), counts=2)
+SPLIT = 4 if LANES == 16 else 2  # 4 tokens' steps at a time (side_dotted()): 16 sums where
+#   there are 32 registers (AVX-512's; NEON's 4 lanes take 2 like SSE's 16, where 16 would not
+#   fit)
+SIDE_DOTS = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 4, SPLIT, True),
+                   counts=2)
+ONE_SPLIT = 8  # one token's steps at a time (side_dotted()), asking for nothing: the CPU's own
+#   prefetcher follows one stream a core (asking took 1.08x the time on a Zen 5 EPYC)
+SIDE_DOT = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 1, ONE_SPLIT, False),
+                  counts=2)
 HEADS = tuple(head // LANES for head in (64, 16) if head % LANES == 0)  # the heads' vectors
 #   weighed() is compiled for: GPT-2's 64 numbers (every size's), and the tiny model's 16; a
 #   head of another width takes a loop of plain numbers (each case compiled costs a first run)
@@ -610,17 +618,21 @@ def rows_dotted(w, xt, out, a, b, dotting):
     """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): dotting =
     (rows, ahead) of DOTTED, that many rows at a time meet the four (dotted()), the rows left
     over alone, the inputs past a multiple of LANES one by one. Where ahead is LAID, w is the
-    table laid out (side_by_side()), xt the tokens as x has them (k, 4), and a .. b its panels:
-    out[a x lanes:b x lanes] = their rows @ xt (side_dotted(), a panel's four vectors of sums
-    turned into out's rows), the inputs past a multiple of SPLIT one by one."""
+    table laid out (side_by_side()), xt the tokens as x has them (k, 4; or (k, 1): one token),
+    and a .. b its panels: out[a x lanes:b x lanes] = their rows @ xt (side_dotted(), a
+    panel's vectors of sums turned into out's rows), the inputs past a multiple of its steps
+    at a time one by one."""
     rows, ahead = dotting
     if ahead == LAID:
-        k, part = w.shape[1] // LANES, np.empty((4, LANES), np.float32)
-        k4 = k - k % SPLIT
+        tokens, k, part = xt.shape[1], w.shape[1] // LANES, np.empty((4, LANES), np.float32)
+        k4 = k - k % (SPLIT if tokens == 4 else ONE_SPLIT)
         for g in range(a, b):
-            SIDE_DOTS(w, xt, part, (g, k4))
+            if tokens == 4:
+                SIDE_DOTS(w, xt, part, (g, k4))
+            else:
+                SIDE_DOT(w, xt, part, (g, k4))
             for i in range(min(LANES, out.shape[0] - g * LANES)):
-                for t in range(4):
+                for t in range(tokens):
                     s = part[t, i]
                     for c in range(k4, k):
                         s += w[g, c * LANES + i] * xt[c, t]

@@ -59,13 +59,27 @@ def side_by_side(w):
     held = LAID_OUT.get(id(w))
     if held is not None and held[0]() is w:
         return held[1]
+    laid, key = laid_out(w), id(w)
+    LAID_OUT[key] = weakref.ref(w, lambda _: LAID_OUT.pop(key, None)), laid
+    return laid
+
+
+def laid_out(w):
+    """w laid out (see side_by_side()), afresh, on Numba's threads."""
     lanes = kernels()["LANES"]
     laid = np.empty((-(-w.shape[0] // lanes), w.shape[1] * lanes), np.float32)
     kernels()["sides_by_side"](np.ascontiguousarray(w, dtype=np.float32), laid,
                                numba().get_num_threads())
-    key = id(w)
-    LAID_OUT[key] = weakref.ref(w, lambda _: LAID_OUT.pop(key, None)), laid
     return laid
+
+
+def one_laid(laid, x, rows):
+    """laid @ x for one token, the table laid out (engine.laid), on Numba's threads: x (k, 1)
+    -> (rows, 1)."""
+    k, out = kernels(), np.empty((rows, 1), np.float32)
+    k["table"](laid, np.ascontiguousarray(x, np.float32), out, numba().get_num_threads(),
+               (k["LANES"], LAID))
+    return out
 
 
 def lay_out(floors, needed):

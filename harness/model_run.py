@@ -253,6 +253,7 @@ def roofs_of(args, done):
 ROOFS_TABLE = Layout("speeds", [col("memory speed", "memory GB/s", "GB/s", ".1f"),
                                 col("matrix-vector read", "matrix-vector GB/s", "GB/s", ".1f"),
                                 col("streaming read", "streaming GB/s", "GB/s", ".1f"),
+                                col("laid-out read", "laid-out GB/s", "GB/s", ".1f"),
                                 col("math speed", "math GFLOP/s", "GFLOP/s", ".1f"),
                                 col("BLAS product", "BLAS GFLOP/s", "GFLOP/s", ".1f"),
                                 col("tiles product", "tiles GFLOP/s", "GFLOP/s", ".1f"),

@@ -226,6 +226,9 @@ def test_the_forklift_of_a_round_is_its_faster_read_with_that_reads_conditions()
     assert not runs.disturbed and runs.again == 2  # (the slower read's disturbed try: moot)
     seconds, _, _, runs = speeds.faster(mv, dataclasses.replace(stream, others=[0.5] * 3))
     assert runs.others == [0.0, 0.5, 0.5] and runs.disturbed  # one clean round of three
+    laid = timing.Runs([[0.5], [3.0]], [0.0, 0.0], 0, False, (0, 1), (2, 0))  # (rounds 2, 0)
+    seconds, _, _, runs = speeds.faster(mv, stream, laid)  # the rounds all three were read in
+    assert seconds == [1.0, 0.5] and runs.rounds == (0, 2) and runs.again == 2
 
 
 def test_on_a_machine_of_two_states_x_limit_is_the_middle_of_its_rounds_not_of_each_timing():

@@ -70,6 +70,9 @@ def checked(run):
             out = np.zeros((13, 4), np.float32)
             dotted(w, xt, out, 0, 13, dotting)
         pairs[f"the 4 tokens' products {dotting}"] = out, w @ xt.T
+    one = np.zeros((13, 1), np.float32)  # one token's product of the table laid out
+    dotted(laid, np.ascontiguousarray(xt[:1].T), one, 0, groups, (kernels.LANES, kernels.LAID))
+    pairs["one token's product, laid out"] = one, w @ xt[:1].T
     for panel in kernels.PANELS:
         pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(
             types.SimpleNamespace(share=model.PLAIN.share, panel=panel))

@@ -161,6 +161,8 @@ READS = ("forklift", "streaming read")  # the forklift's two reads of the same t
 #                                         post's matrix-vector product, and a plain read
 WORKBENCH = "workbench"
 TILES = "tiles' workbench"  # the same product on the suite's compiled tiles (tiles())
+LAID_READ = "laid-out read"  # the same table laid out, read by the suite's own one-token product
+#                              (laid_read())
 CHUNK = 256  # the tiles' workbench meets b's columns this many at a time: a 256-token
 #              question's trip (the whole of b's 2,048 at once left each tile's panels to come
 #              from the last cache: 0.65x the speed of 256 at a time on a Zen 5 EPYC)
@@ -219,6 +221,24 @@ def tiles(n=MATMUL, threads=1, shape=None):
     return product, 2 * n ** 3
 
 
+def laid_read(size=SIZE, threads=1):
+    """Forklift, on the suite's own one-token product: the same table laid out a vector's rows
+    side by side and read by the compiled product that reads a trip's tables so (engine.laid:
+    one stream a thread, on `threads` of Numba's threads, the BLAS held to one). The fastest of
+    the three reads is the forklift's speed: one stream a core read 86 GB/s on a Zen 5 EPYC
+    where the other two read 72 (in its faster state of the memory), and a trip reading so
+    would beat a ceiling of 72. -> the read"""
+    import engine.compiled  # (only where the tiles are measured: Numba loads with them)
+    import engine.laid
+    laid = engine.laid.laid_out(np.ones((size, size), dtype=np.float32))  # (size, size) laid out
+    one = np.ones((size, 1), dtype=np.float32)  # (size, 1)
+
+    def read():
+        with engine.compiled.running(threads):
+            engine.laid.one_laid(laid, one, size)
+    return read
+
+
 def tiled(on, quick, compiled):
     """Whether the tiles' workbench is measured: on this CPU (NumPy's arrays), in a full run
     that may run the compiled kernels (compiled: not --compiled off), where they load."""
@@ -232,7 +252,8 @@ def names(on, quick, compiled=True):
     """The speed trials a run's rounds may visit: the forklift's two reads, the workbench, and
     the tiles' where they may be measured (a process where the kernels cannot load leaves it
     out, and the BLAS's product is the workbench)."""
-    return (*READS, WORKBENCH, *([TILES] if on.numpy and not quick and compiled else []))
+    return (*READS, WORKBENCH, *([TILES, LAID_READ] if on.numpy and not quick and compiled
+                                 else []))
 
 
 def trial(name, product, on=devices.NUMPY, group=1, best=CEILING):
@@ -254,43 +275,47 @@ def trials(size, matmul, on=devices.NUMPY, threads=1, prefix="", dtype="float32"
     return [trial(prefix + READS[0], reads[READS[0]], on, 0, best),
             trial(prefix + READS[1], reads[READS[1]], on, 1, best),
             trial(prefix + WORKBENCH, workbench(matmul, on, dtype)[0], on, 0, best),
-            *([trial(prefix + TILES, tiles(matmul, threads, shape)[0], on, 1, best)]
+            *([trial(prefix + TILES, tiles(matmul, threads, shape)[0], on, 1, best),
+               trial(prefix + LAID_READ, laid_read(size, threads), on, 1, best)]
               if tiled(on, quick, compiled) else [])]
 
 
 def ceilings(done, prefix=""):
     """Each round's ceilings as Timings (seconds; the figure the middle of the rounds'):
-    {"memory": the faster of the two reads in each round, "matrix-vector" and "streaming" its
-    reads each, "workbench": the faster of the BLAS's product and the tiles' in each round
-    (the BLAS's alone where the tiles' was not measured), "BLAS" and "tiles" each (the tiles'
-    where measured)}."""
-    runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH, TILES)
-            if n != TILES or done.visits.get(prefix + TILES)}
+    {"memory": the fastest of the reads in each round, "matrix-vector", "streaming" and
+    "laid-out" its reads each (the laid-out read where measured), "workbench": the faster of
+    the BLAS's product and the tiles' in each round (the BLAS's alone where the tiles' was
+    not measured), "BLAS" and "tiles" each (the tiles' where measured)}."""
+    runs = {n: done.runs(prefix + n) for n in (*READS, WORKBENCH, TILES, LAID_READ)
+            if n not in (TILES, LAID_READ) or done.visits.get(prefix + n)}
     made = {n: timing.taken([s[0] for s in r.steps], "middle", n, r, said=True)
             for n, r in runs.items()}
-    work = (timing.taken(*faster(runs[WORKBENCH], runs[TILES], "the workbench"), said=True)
-            if TILES in runs else made[WORKBENCH])
-    return {"memory": timing.taken(*faster(runs[READS[0]], runs[READS[1]]), said=True),
+    work = (timing.taken(*faster(runs[WORKBENCH], runs[TILES], what="the workbench"),
+                         said=True) if TILES in runs else made[WORKBENCH])
+    reads = [runs[n] for n in (*READS, LAID_READ) if n in runs]
+    return {"memory": timing.taken(*faster(*reads), said=True),
             "matrix-vector": made[READS[0]], "streaming": made[READS[1]],
+            **({"laid-out": made[LAID_READ]} if LAID_READ in made else {}),
             "workbench": work, "BLAS": made[WORKBENCH],
             **({"tiles": made[TILES]} if TILES in made else {})}
 
 
-def faster(a, b, what="the forklift"):
-    """Two ways' runs of one ceiling as one (the forklift's two reads, the workbench's two
-    products): in each round both measured in, the faster, with the share of the cores other
-    work took during that one; disturbed where too few of those rounds are clean.
+def faster(*ways, what="the forklift"):
+    """Several ways' runs of one ceiling as one (the forklift's reads, the workbench's two
+    products): in each round all were measured in, the fastest, with the share of the cores
+    other work took during that one; disturbed where too few of those rounds are clean.
     -> (seconds, "middle", what, Runs)"""
-    at = {r: i for i, r in enumerate(b.rounds)}
-    kept = [(i, at[r]) for i, r in enumerate(a.rounds) if r in at]
-    won = [(a, i) if a.steps[i][0] <= b.steps[j][0] else (b, j) for i, j in kept]
+    first, at = ways[0], [{r: i for i, r in enumerate(w.rounds)} for w in ways[1:]]
+    kept = [(i, *(a[r] for a in at)) for i, r in enumerate(first.rounds)
+            if all(r in a for a in at)]  # each round's place in each way's runs
+    won = [min(zip(ways, places), key=lambda way: way[0].steps[way[1]][0]) for places in kept]
     others = [runs.others[k] for runs, k in won]
     clean = sum(not timing.disturbed(o) for o in others)
     runs = dataclasses.replace(
-        a, steps=[runs.steps[k] for runs, k in won], others=others, again=a.again + b.again,
-        disturbed=clean < min(timing.MIN_RUNS, len(won)), kept=tuple(range(len(kept))),
-        rounds=tuple(a.rounds[i] for i, _ in kept),
-        processes=tuple(a.processes[i] for i, _ in kept) if a.processes else ())
+        first, steps=[runs.steps[k] for runs, k in won], others=others,
+        again=sum(w.again for w in ways), disturbed=clean < min(timing.MIN_RUNS, len(won)),
+        kept=tuple(range(len(kept))), rounds=tuple(first.rounds[p[0]] for p in kept),
+        processes=tuple(first.processes[p[0]] for p in kept) if first.processes else ())
     return [s[0] for s in runs.steps], "middle", what, runs
 
 
@@ -305,6 +330,8 @@ def figures(ceiling, size, matmul):
                                         ceiling["matrix-vector"], -1),
             "streaming read": timed(moved / ceiling["streaming"].seconds / 1e9,
                                     ceiling["streaming"], -1),
+            **({"laid-out read": timed(moved / ceiling["laid-out"].seconds / 1e9,
+                                       ceiling["laid-out"], -1)} if "laid-out" in ceiling else {}),
             "math speed": timed(flops / w.seconds / 1e9, w, -1),
             **{f"{way} product": timed(flops / ceiling[way].seconds / 1e9, ceiling[way], -1)
                for way in ("BLAS", "tiles") if "tiles" in ceiling},
