@@ -475,6 +475,10 @@ def test_the_claims_are_judged_once_and_the_report_reads_the_verdicts_the_run_sa
     assert r.returncode == 0, r.stderr
     path = tmp_path / "box" / "machine_speed.json"
     data = json.loads(path.read_text())
+    fork = {r["figure"]: r for r in data["records"] if r["experiment"] == "machine_speed"}
+    reads = [fork[f]["samples"] for f in ("matrix-vector read", "streaming read",
+                                          "laid-out read")]  # (the kernels load here)
+    assert fork["memory speed"]["samples"] == pytest.approx(np.max(reads, axis=0))
     said = {r["keys"]["claim"]: r for r in data["records"]
             if r["experiment"] == "claims" and r["figure"] == "verdict"}
     assert set(said) == {c.says for c in registry.CLAIMS if c.script == "machine_speed"}
