@@ -388,9 +388,9 @@ def product(e, arrays, counts, rows, vectors, ahead):
     laid = ahead == LAID
 
     def step(c, sums):
-        if laid:  # panel r's numbers for input c, side by side; the next panel's as far on
-            at = e.b.mul(c, ir.Constant(e.i64, rows))
-            e.ask(w, e.plus(r, 1), at, near=False)
+        if laid:  # panel r's numbers for input c, side by side; the next panel's as far on,
+            at = e.b.mul(c, ir.Constant(e.i64, rows))  # into every cache (into the second
+            e.ask(w, e.plus(r, 1), at)  # alone: 1.03 to 1.05x the time on a Zen 5 EPYC)
             numbers = [e.number(w, r, e.plus(at, i)) for i in range(rows)]
         else:
             if ahead:  # rows r + rows .., `rows` numbers a step: all of them over a row's steps
@@ -512,8 +512,8 @@ def side_dotted(e, arrays, counts, tokens, split, ahead):
         for u in range(split):
             cu = e.plus(c, u)
             at = e.b.mul(cu, lanes)
-            if ahead:
-                e.ask(w, e.plus(g, 1), at, near=False)
+            if ahead:  # into every cache (the second alone: 1.04x the time, as the tile's)
+                e.ask(w, e.plus(g, 1), at)
             rows = e.load(w, g, at)
             for t in range(tokens):
                 token = e.spread(e.number(x, cu, ir.Constant(e.i64, t)))
