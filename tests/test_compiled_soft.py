@@ -275,6 +275,14 @@ def test_the_compiled_way_is_taken_only_where_it_wins_beyond_its_spread():
                        3: {"numpy": numpy, "compiled": numpy}}) == (2,)
 
 
+def test_a_way_kept_by_default_gives_way_only_to_a_win_beyond_its_spread():
+    kept, other = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95], [0.98, 1.08, 0.92, 0.99, 1.02, 0.97]
+    t = {"laid": kept, "rows": other}  # (the other faster in the middle only: a tie)
+    assert contests.kept_unless_beaten(t, "laid", "rows") == "laid"
+    t = {"laid": kept, "rows": [s * 0.8 for s in kept]}  # every pair won
+    assert contests.kept_unless_beaten(t, "laid", "rows") == "rows"
+
+
 def test_the_two_ways_are_timed_in_turns(monkeypatch):
     """All of NumPy's trips were timed first, then all the compiled ones: a drift of the machine
     favoured one."""

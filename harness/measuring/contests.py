@@ -104,6 +104,12 @@ def beats(t, new="compiled", old="numpy"):
         and statistics.median(t[new]) < statistics.median(t[old]))
 
 
+def kept_unless_beaten(t, kept, other):
+    """The way kept, unless the other won beyond its spread (WIN of the pairs): a tie, or a
+    win by the middles alone, keeps it. t: {way: [seconds]}"""
+    return other if (wins(t, other, kept) or 0) >= WIN else kept
+
+
 def wins(t, new="compiled", old="numpy"):
     """The new way's share of the pairs of its tries against the old way's that it won (a tie
     counts half), or None where either has none. t: {way: [seconds]}"""

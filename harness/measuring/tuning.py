@@ -17,7 +17,8 @@ import engine.laid
 from engine.blocks import ATTENTION, Block, Paths, block_words, table, ways
 from engine.pool import blas_threads, share, sharing
 from harness.measuring.contests import (POOLED_S, TRIAL_TRIPS, alternately, beats, best,
-                                         each_in_turn, fastest, sample, won)
+                                         each_in_turn, fastest, kept_unless_beaten, sample,
+                                         won)
 import model
 
 TOKENS = (2, 4, 8, 16)  # the token counts whose table products may go in blocks ...
@@ -59,12 +60,13 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         kept, other, side = engine.compiled.STREAMS
         streams = alternately(streams_both_ways(bench, (kept, other)), POOLED_S)[1]
         kept = other if beats(streams, other, kept) else kept
-        if laid:  # the tables laid out, kept unless the other is timed faster: as fast where
-            #       the memory is slow, and faster where it is fast (0.86x the time in one
-            #       state of a Zen 5 EPYC's memory), the contest at the start may fall in either
+        if laid:  # the tables laid out, kept unless the other wins beyond its spread: as fast
+            #       where the memory is slow, and faster where it is fast (0.86x the time in
+            #       one state of a Zen 5 EPYC's memory), the contest at the start may fall in
+            #       either, and a tie decided by the middles kept 8 rows in 6 runs of 9
             against = alternately(streams_both_ways(bench, (side, kept)), POOLED_S)[1]
             streams = {**streams, **against}
-            kept = kept if beats(against, kept, side) else side
+            kept = kept_unless_beaten(against, side, kept)
         paths = dataclasses.replace(paths, streams=kept)
         dotted = each_in_turn(dottings_timed(bench, laid)) \
             if len(engine.compiled.dottings(laid)) > 1 else {}
