@@ -25,7 +25,7 @@ import numpy as np
 
 import model
 from engine.cache import forget, from_cache, kernels, keep_cache, numba, words
-from engine.laid import LAID, one_laid, panels, side_by_side, wide
+from engine.laid import LAID, LAID_STREAMS, one_laid, operand, panels, side_by_side, wide
 from harness.terminal import warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
@@ -43,9 +43,9 @@ SHAPED = (8, 16, 64, 256)  # the token counts whose tiles' shape is timed (of sh
 #                            speaks for the counts down to the last one's, the last for more
 READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed both ways: NumPy's,
 #                              or in the compiled tiles (see asked())
-STREAMS = (8, 1, 0)  # the rows a one-token product reads at a time: 8 streams from memory, 1,
-#   or 0: the table laid out side by side, one stream a thread (side_by_side()); the first kept
-#   where no other is timed faster (tuning.choose)
+STREAMS = (8, 1, LAID_STREAMS)  # the rows a one-token product reads at a time: 8 streams from
+#   memory, 1, or the table laid out side by side, one stream a thread (side_by_side()); the
+#   first kept where no other is timed faster (tuning.choose)
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
 BLOCK = 64  # a question's queries a block: their scores (64 x the notes) stay in the core's
 #             cache between the products and the softmax
@@ -189,7 +189,7 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     trips of a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
     k, threads = kernels(), numba().get_num_threads()
     rows, tokens = w.shape[0], x.shape[1]
-    if tokens == 1 and streams == 0:  # the table laid out: one stream a thread
+    if tokens == 1 and streams == LAID_STREAMS:  # the table laid out: one stream a thread
         return one_laid(side_by_side(w), x, rows)
     if tokens == 1:
         out = np.empty(rows, np.float32)
@@ -197,18 +197,15 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
         return out[:, None]
     if tokens > 4:
         shape = known(shape)
-        laid = side_by_side(w) if shape[3] == LAID else w
-        out = np.empty((laid.shape[0] * (shape[1] if laid is not w else 1),
-                        wide(tokens, shape[0])), np.float32)
-        k["tiles"](laid, *panels(x, shape, threads), out, threads, shape)
+        read, tall = operand(w, shape)
+        out = np.empty((read.shape[0] * tall, wide(tokens, shape[0])), np.float32)
+        k["tiles"](read, *panels(x, shape, threads), out, threads, shape)
         return first(out[:rows], tokens)
     dotting = known(dotting, "DOTTED")
     out = np.empty((rows, 4), np.float32)
-    if dotting[1] == LAID:  # x as it is, (k, 4), where it is 4 tokens
-        x4 = np.ascontiguousarray(x, np.float32)
-        if tokens < 4:
-            x4 = np.zeros((x.shape[0], 4), np.float32)  # (k, 4): padded with zeros
-            x4[:, :tokens] = x
+    if dotting[1] == LAID:  # the tokens as x has them: (k, 4), padded with zeros
+        x4 = np.zeros((x.shape[0], 4), np.float32)
+        x4[:, :tokens] = x
         k["table"](side_by_side(w), x4, out, threads, dotting)
         return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros
@@ -222,12 +219,11 @@ def table_shared(w, x, share, shape=None):
     (a laid-out table's panels) shared among the suite's own threads by share, each running
     them alone (no Numba threads beside the BLAS)."""
     shape = known(shape)
-    laid = side_by_side(w) if shape[3] == LAID else w
-    tall = shape[1] if laid is not w else 1  # out's rows for each of laid's
-    out = np.empty((laid.shape[0] * tall, wide(x.shape[1], shape[0])), np.float32)
+    read, tall = operand(w, shape)
+    out = np.empty((read.shape[0] * tall, wide(x.shape[1], shape[0])), np.float32)
     panelled = panels(x, shape, share=share)
     tiled = kernels()["rows_tiled"]
-    share(lambda part: tiled(laid, *panelled, out, part.start, part.stop, shape), laid.shape[0],
+    share(lambda part: tiled(read, *panelled, out, part.start, part.stop, shape), read.shape[0],
           w.size)
     return first(out[:w.shape[0]], x.shape[1])
 
@@ -272,8 +268,8 @@ def known(shape, menu="SHAPES"):
 
 def streams_words(streams):
     """A one-token product as the paths line names it: "8 rows at a time", or "from the tables
-    laid side by side" (streams 0)."""
-    return "from the tables laid side by side" if streams == 0 else \
+    laid side by side" (LAID_STREAMS)."""
+    return "from the tables laid side by side" if streams == LAID_STREAMS else \
         f"{streams} {'row' if streams == 1 else 'rows'} at a time"
 
 

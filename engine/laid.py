@@ -11,8 +11,9 @@ import numpy as np
 
 from engine.cache import kernels, numba
 
-LAID = 2  # a tile shape's or 2 to 4 tokens' product's `ahead` where it reads the table laid out
-#           (side_by_side()), as kernels.LAID says it
+LAID = 2  # kernels.LAID, here where Numba need not load (a test holds the two equal): a tile
+#           shape's or 2 to 4 tokens' product's `ahead` where it reads the table laid out
+LAID_STREAMS = 0  # a one-token product's `streams` where it reads the table laid out
 
 
 def wide(tokens, lanes):
@@ -71,6 +72,12 @@ def laid_out(w):
     kernels()["sides_by_side"](np.ascontiguousarray(w, dtype=np.float32), laid,
                                numba().get_num_threads())
     return laid
+
+
+def operand(w, shape):
+    """What a tile of shape reads for table w: -> (w laid out, its panels' rows) where the
+    shape's ahead is LAID, else (w, 1)."""
+    return (side_by_side(w), shape[1]) if shape[3] == LAID else (w, 1)
 
 
 def one_laid(laid, x, rows):

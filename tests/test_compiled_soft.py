@@ -394,7 +394,8 @@ def test_a_table_laid_out_side_by_side_is_made_once_and_read_as_numpy_reads_the_
     lives and gone with it; the tiles and the 2 to 4 tokens' products that read it give
     NumPy's answers at every count, the table's rows not a multiple of the lanes."""
     import gc
-    from engine import laid
+    from engine import kernels, laid
+    assert laid.LAID == kernels.LAID  # (the same number, where Numba need not load)
     lanes = cache.kernels()["LANES"]
     rng = np.random.default_rng(3)
     w = rng.standard_normal((2 * lanes + 3, 11), dtype=np.float32)  # (rows, inputs)
