@@ -126,7 +126,8 @@ def checked(part="all"):
     pairs["the shared tiles"] = table_shared(w, xs[20], model.PLAIN.share), w @ xs[20]
     if part == "tables":
         return wrong(pairs)
-    pairs["the norm"] = norm(xs[3]), model.norm(xs[3])
+    for n in (1, 3, 20):  # a column at a time, and along the rows (kernels.NORMED)
+        pairs[f"the norm of {n} {'token' if n == 1 else 'tokens'}"] = norm(xs[n]), model.norm(xs[n])
     pairs["GELU"] = gelu(h.copy()), model.gelu(h.copy())
     pairs["GELU on Numba's threads"] = gelu(h.copy(), threads=True), model.gelu(h.copy())
     pairs["attention"] = attended(attention)

@@ -388,6 +388,22 @@ def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
 
 
 @needs_numba
+@pytest.mark.parametrize("tokens", [1, 2, 8, 9, 40])
+def test_the_norm_is_numpys_a_column_at_a_time_or_along_the_rows(tokens):
+    """The compiled norm takes a few tokens' columns one at a time (kernels.NORMED), more
+    along the rows: either way GPT-2's width normed as NumPy norms it, each column on its
+    own (a column far from the others' scale keeps its own mean and spread)."""
+    from engine import kernels
+    rng = np.random.default_rng(tokens)
+    x = rng.standard_normal((768, tokens), dtype=np.float32) * 3 + 1
+    x[:, -1] = x[:, -1] * 100 - 50
+    out = np.full_like(x, 7)
+    kernels.norm(x, compiled.EPS, out)
+    np.testing.assert_allclose(out, model.norm(x), rtol=1e-4, atol=1e-5)
+    assert (tokens <= kernels.NORMED) == (tokens in (1, 2, 8))
+
+
+@needs_numba
 def test_a_table_laid_out_side_by_side_is_made_once_and_read_as_numpy_reads_the_table():
     """A table laid out a vector's rows side by side: panel by panel, each input's numbers for
     the panel's rows in one stretch, the rows past the table's 0; made once while the table
