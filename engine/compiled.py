@@ -24,7 +24,8 @@ import warnings
 import numpy as np
 
 import model
-from engine.cache import forget, from_cache, kernels, keep_cache, numba, words
+from engine.cache import (forget, from_cache, kernels, keep_cache, numba, set_threads,
+                          threads_now, words)
 from engine.laid import LAID, LAID_STREAMS, one_laid, operand, panels, side_by_side, wide
 from harness.terminal import warn
 
@@ -164,7 +165,7 @@ def attended(read, users=3, notes=5):
 
 def threads(n):
     """Numba's threads for the kernels: n of them (at most what it started with)."""
-    numba().set_num_threads(min(n, numba().config.NUMBA_NUM_THREADS))
+    set_threads(n)
 
 
 @contextlib.contextmanager
@@ -188,7 +189,7 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
     tokens' time). A shape or dotting whose ahead is kernels.LAID reads the table laid out
     (side_by_side()). Where one way gives way to the next was set by measuring; on any CPU, the
     trips of a count whose compiled kernels lose keep NumPy's (tuning.choose times both)."""
-    k, threads = kernels(), numba().get_num_threads()
+    k, threads = kernels(), threads_now()
     rows, tokens = w.shape[0], x.shape[1]
     if tokens == 1 and streams == LAID_STREAMS:  # the table laid out: one stream a thread
         return one_laid(side_by_side(w), x, rows)
@@ -310,7 +311,7 @@ def gelu(h, cube="product", threads=False):
     if cube != "product" or not h.flags.c_contiguous:
         return model.gelu(h, cube)
     if threads:
-        kernels()["gelus"](h.reshape(-1), numba().get_num_threads())
+        kernels()["gelus"](h.reshape(-1), threads_now())
     else:
         kernels()["gelu"](h.reshape(-1))
     return h
@@ -343,7 +344,7 @@ def read(cfg, q, k, v, segments, floor, ways, share):
         args = (q, k, v, col, scale(cfg.head), *notes, n, out,
                 *room(u, cfg.heads, cfg.head, model.room(book)))
         if share is None:
-            kernels()["attend"](*args, numba().get_num_threads())
+            kernels()["attend"](*args, threads_now())
         else:
             tasks = kernels()["attend_tasks"]
             share(lambda part: tasks(*args, part.start, part.stop), (u * cfg.heads + 1) // 2,
@@ -416,7 +417,7 @@ def asked(cfg, q, k, v, book, t, cols, floor, ways, out, block=BLOCK, panel=None
     args = (q, k, v, cols.start, t, scale(cfg.head), keys, values, book["len"], out)
     panel = panel or getattr(ways, "panel", None) or kernels()["PANELS"][0]
     if ways.share is one:  # a compiled trip: the tasks shared among Numba's threads
-        kernels()["questions"](*args, users * cfg.heads, block, numba().get_num_threads(),
+        kernels()["questions"](*args, users * cfg.heads, block, threads_now(),
                                panel)
         return
     run = kernels()["question"]

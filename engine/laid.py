@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from engine.cache import kernels, numba
+from engine.cache import kernels, threads_now
 
 LAID = 2  # kernels.LAID, here where Numba need not load (a test holds the two equal): a tile
 #           shape's or 2 to 4 tokens' product's `ahead` where it reads the table laid out
@@ -70,7 +70,7 @@ def laid_out(w):
     lanes = kernels()["LANES"]
     laid = np.empty((-(-w.shape[0] // lanes), w.shape[1] * lanes), np.float32)
     kernels()["sides_by_side"](np.ascontiguousarray(w, dtype=np.float32), laid,
-                               numba().get_num_threads())
+                               threads_now())
     return laid
 
 
@@ -84,7 +84,7 @@ def one_laid(laid, x, rows):
     """laid @ x for one token, the table laid out (engine.laid), on Numba's threads: x (k, 1)
     -> (rows, 1)."""
     k, out = kernels(), np.empty((rows, 1), np.float32)
-    k["table"](laid, np.ascontiguousarray(x, np.float32), out, numba().get_num_threads(),
+    k["table"](laid, np.ascontiguousarray(x, np.float32), out, threads_now(),
                (k["LANES"], LAID))
     return out
 
