@@ -388,6 +388,22 @@ def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
 
 
 @needs_numba
+@pytest.mark.parametrize("n, d", [(5, 64), (16, 64), (300, 64), (513, 64), (40, 16), (271, 24)])
+def test_a_heads_scores_are_numpys_in_blocks_vectors_and_numbers(n, d):
+    """head_scores(): a head's query against its first n keys (a key's numbers a column of
+    keys (d, room)), in blocks of SCORE_VECTORS vectors of notes, vectors, and the notes past
+    them one by one: NumPy's answer; only that head's row of s written, and none past n."""
+    from engine.kernels import head_scores
+    rng = np.random.default_rng(n + d)
+    q = rng.standard_normal((3, d), dtype=np.float32)  # (heads, d)
+    keys = rng.standard_normal((d, n + 9), dtype=np.float32)  # (d, room)
+    s = np.full((3, n + 9), 7, np.float32)
+    head_scores(q, 1, keys, n, s)
+    np.testing.assert_allclose(s[1, :n], q[1] @ keys[:, :n], rtol=1e-4, atol=1e-4)
+    assert (s[[0, 2]] == 7).all() and (s[1, n:] == 7).all()
+
+
+@needs_numba
 @pytest.mark.parametrize("tokens", [1, 2, 8, 9, 40])
 def test_the_norm_is_numpys_a_column_at_a_time_or_along_the_rows(tokens):
     """The compiled norm takes a few tokens' columns one at a time (kernels.NORMED), more

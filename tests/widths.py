@@ -38,9 +38,9 @@ def compile_only(kernel):
 def checked(run):
     """The kernels that depend on the vectors' width, each on one thread (their drivers on
     several threads are the same at every width): the tiles of every shape, the 2 to 4 tokens'
-    products of every kind and a question's attention in every panel, on the check's tiny
-    shapes: -> the names of those whose answers differ from NumPy's, or None where they are
-    only compiled."""
+    products of every kind, a head's scores and a question's attention in every panel, on the
+    check's tiny shapes: -> the names of those whose answers differ from NumPy's, or None where
+    they are only compiled."""
     import numpy as np
     import model
     from engine import kernels
@@ -73,6 +73,13 @@ def checked(run):
     one = np.zeros((13, 1), np.float32)  # one token's product of the table laid out
     dotted(laid, np.ascontiguousarray(xt[:1].T), one, 0, groups, (kernels.LANES, kernels.LAID))
     pairs["one token's product, laid out"] = one, w @ xt[:1].T
+    scores = kernels.head_scores if run else compile_only(kernels.head_scores)
+    q, keys = rng.standard_normal((2, 16), dtype=np.float32), rng.standard_normal(
+        (16, 300), dtype=np.float32)  # a head's scores: blocks, vectors and notes one by one
+    for n in (5, kernels.LANES * kernels.SCORE_VECTORS + kernels.LANES + 3):
+        s = np.zeros((2, 300), np.float32)
+        scores(q, 1, keys, n, s)
+        pairs[f"a head's scores of {n} notes"] = s[1, :n], q[1] @ keys[:, :n]
     for panel in kernels.PANELS:
         pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(
             types.SimpleNamespace(share=model.PLAIN.share, panel=panel))
