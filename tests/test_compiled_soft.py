@@ -281,6 +281,11 @@ def test_a_way_kept_by_default_gives_way_only_to_a_win_beyond_its_spread():
     assert contests.kept_unless_beaten(t, "laid", "rows") == "laid"
     t = {"laid": kept, "rows": [s * 0.8 for s in kept]}  # every pair won
     assert contests.kept_unless_beaten(t, "laid", "rows") == "rows"
+    still = [1.0, 1.001, 1.002, 1.003, 1.004, 1.005]  # each try 0.2% faster than the kept
+    t = {"laid": still, "rows": [s - 0.002 for s in still]}  # way's, whose own differ by 0.5%
+    assert contests.kept_unless_beaten(t, "laid", "rows") == "laid"
+    t = {"laid": still, "rows": [s - 0.01 for s in still]}  # by 1%: beyond them
+    assert contests.kept_unless_beaten(t, "laid", "rows") == "rows"
 
 
 def test_the_two_ways_are_timed_in_turns(monkeypatch):

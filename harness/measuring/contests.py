@@ -105,9 +105,12 @@ def beats(t, new="compiled", old="numpy"):
 
 
 def kept_unless_beaten(t, kept, other):
-    """The way kept, unless the other won beyond its spread (WIN of the pairs): a tie, or a
-    win by the middles alone, keeps it. t: {way: [seconds]}"""
-    return other if (wins(t, other, kept) or 0) >= WIN else kept
+    """The way kept, unless the other won beyond its spread: WIN of the pairs, and its middle
+    under the kept way's fastest try. A tie, a win by the middles alone, or pairs won by less
+    than the kept way's own tries differ (ways of one speed whose tries each keep still) keeps
+    it. t: {way: [seconds]}"""
+    return other if (wins(t, other, kept) or 0) >= WIN \
+        and statistics.median(t[other]) < min(t[kept]) else kept
 
 
 def wins(t, new="compiled", old="numpy"):
