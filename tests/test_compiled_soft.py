@@ -465,6 +465,12 @@ def test_the_tables_are_laid_out_only_where_there_is_room_and_kept_only_where_ta
     assert not laid.room_to_lay_out([{"qkv": types.SimpleNamespace(nbytes=1 << 60)}])
     laid.lay_out(floors, True)
     assert all(id(w) in laid.LAID_OUT for floor in floors for w in floor.values())
+    copies = [laid.held(w) for floor in floors for w in floor.values()]  # one stretch of memory,
+    assert len({id(c.base) for c in copies}) == 1  # on a boundary of the large pages, in order
+    assert copies[0].ctypes.data % laid.HUGE == 0
+    assert [c.ctypes.data for c in copies] == sorted(c.ctypes.data for c in copies)
+    for w, c in zip((w for floor in floors for w in floor.values()), copies):
+        np.testing.assert_array_equal(c, laid.laid_out(w))
     laid.lay_out(floors, False)
     assert not laid.LAID_OUT
     assert Paths(dotting=(16, laid.LAID)).lays_out() and Paths(
