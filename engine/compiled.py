@@ -163,17 +163,12 @@ def attended(read, users=3, notes=5):
             model.attention(cfg, q, k, v, [(books[1], 1)], 0))
 
 
-def threads(n):
-    """Numba's threads for the kernels: n of them (at most what it started with)."""
-    set_threads(n)
-
-
 @contextlib.contextmanager
 def running(n):
     """While a trip runs the kernels: n threads for them, the BLAS held to one (its own threads
     would spin on the cores these need)."""
     from engine.pool import blas
-    threads(n)
+    set_threads(n)
     with blas().limit(limits=1, user_api="blas"):
         yield
 

@@ -4,6 +4,7 @@ side, as the tiles and 2 to 4 tokens' products read it where their shape says ke
 each step's numbers in one stretch of memory, met in order, where a table's own rows are as
 many stretches a step. A table is laid out once, kept while it lives, and only where there is
 room for it beside the table (it is as large)."""
+import math
 import os
 import weakref
 
@@ -77,17 +78,18 @@ def keep(w, laid):
 
 def laid_out(w, into=None):
     """w laid out (see side_by_side()), afresh, on Numba's threads: into `into` (its numbers
-    in a stretch of memory: laid_size(w) of them), or into memory of its own."""
-    lanes = kernels()["LANES"]
-    shape = (-(-w.shape[0] // lanes), w.shape[1] * lanes)
+    in a stretch of memory, as many as laid_shape(w) holds), or into memory of its own."""
+    shape = laid_shape(w)
     laid = np.empty(shape, np.float32) if into is None else into.reshape(shape)
     kernels()["sides_by_side"](np.ascontiguousarray(w, dtype=np.float32), laid, threads_now())
     return laid
 
 
-def laid_size(w):
-    """The numbers in w laid out (side_by_side()): its rows padded to a multiple of the lanes."""
-    return -(-w.shape[0] // kernels()["LANES"]) * kernels()["LANES"] * w.shape[1]
+def laid_shape(w):
+    """w's shape laid out (side_by_side()): (its panels, k x lanes), its rows padded to a
+    multiple of the lanes."""
+    lanes = kernels()["LANES"]
+    return -(-w.shape[0] // lanes), w.shape[1] * lanes
 
 
 def stretch(numbers):
@@ -122,10 +124,11 @@ def lay_out(floors, needed):
         LAID_OUT.clear()
         return
     tables = [w for floor in floors for w in floor.values() if held(w) is None]
-    room, at = stretch(sum(laid_size(w) for w in tables)), 0
-    for w in tables:
-        keep(w, laid_out(w, room[at:at + laid_size(w)]))
-        at += laid_size(w)
+    sizes = [math.prod(laid_shape(w)) for w in tables]
+    room, at = stretch(sum(sizes)), 0
+    for w, n in zip(tables, sizes):
+        keep(w, laid_out(w, room[at:at + n]))
+        at += n
 
 
 def room_to_lay_out(floors):

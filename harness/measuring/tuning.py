@@ -63,8 +63,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
         if laid:  # the tables laid out, kept unless the other wins beyond its spread: as fast
             #       where the memory is slow, and faster where it is fast (0.86x the time in
             #       one state of a Zen 5 EPYC's memory), the contest at the start may fall in
-            #       either, and a tie decided by the middles kept 8 rows in 6 runs of 9, pairs
-            #       won by 8 rows' 0.2% in the slow state one of 2
+            #       either: a tie decided by the middles kept 8 rows in 6 runs of 9, and
+            #       8 rows winning the pairs by 0.2% in the slow state in one run of 2
             against = alternately(streams_both_ways(bench, (side, kept)), POOLED_S)[1]
             streams = {**streams, **against}
             kept = kept_unless_beaten(against, side, kept)
