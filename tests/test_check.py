@@ -11,7 +11,7 @@ from harness.keeping import records, results, schema
 from harness.showing import printers, sheets
 from harness.predicting.plans import Outcome, Row
 from harness.measuring.speeds import Speeds
-from harness.measuring import bench, timing
+from harness.measuring import bench, speeds, timing
 from harness.measuring.timing import Timing
 import accounting
 import model
@@ -246,3 +246,27 @@ def test_on_a_machine_of_two_states_x_limit_is_the_middle_of_its_rounds_not_of_e
     assert x.value == pytest.approx(7.9)  # the ratio of the middles: the two states mixed
     assert made["samples"] == pytest.approx([5.6, 5.6, 7.9, 7.9 / 1.4, 7.9 / 1.4])
     assert made["value"] == pytest.approx(7.9 / 1.4) and made["statistic"] == "median"
+
+
+def test_a_row_near_the_balance_is_held_each_round_to_whichever_job_bound_it_that_round():
+    """The forklift slow in rounds 0 to 2 (its read of the row's bytes 2.0 s, more than the
+    workbench's 1.5 s for the row's math) and fast after (1.0 s): in the fast rounds the math
+    bounds the row, and a row at 1.5x its limit in every round reads 1.5 in each, where held to
+    the middle's bound alone (the forklift) its fast rounds read 2.25."""
+    steps = ONE_USER
+    moved, flops = accounting.bytes_read(SMALL, steps[0]), accounting.trip_flops(SMALL, steps[0])
+    read = Timing((2.0, 2.0, 2.0, 1.0, 1.0), rounds=(0, 1, 2, 3, 4))
+    bench_ = Timing((1.5,) * 5, rounds=(0, 1, 2, 3, 4))
+    row = Timing((3.0, 3.0, 3.0, 2.25, 2.25), rounds=(0, 1, 2, 3, 4))
+    roofs = Speeds(moved / read.seconds, flops / bench_.seconds, "measured",
+                   timings={"forklift": (read, moved), "workbench": (bench_, flops)})
+    x, limit_s, bound = speeds.x_limit(SMALL, steps, row, roofs)
+    assert bound == "forklift" and limit_s == pytest.approx(2.0) and x.value == pytest.approx(1.5)
+    layout = records.Layout("check", [records.col("x limit", "x limit", "x", ".2f",
+                                                  by_round=True)])
+    (made,) = records.make(layout, [{"x limit": x}], {})
+    assert made["samples"] == pytest.approx([1.5] * 5) and made["rounds"] == [0, 1, 2, 3, 4]
+    slower = Timing((3.0, 3.0, 3.0, 1.5, 1.5), rounds=(0, 1, 2, 3, 4))  # at the limit when fast
+    (made,) = records.make(layout, [{"x limit": speeds.x_limit(SMALL, steps, slower, roofs)[0]}],
+                           {})
+    assert made["samples"] == pytest.approx([1.5, 1.5, 1.5, 1.0, 1.0])

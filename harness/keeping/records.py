@@ -95,30 +95,35 @@ def value(v):
 
 def samples(m):
     """The figure in each round its timings share, in its own unit: the value scaled by how far
-    each round's timings sit from the statistic they were summed up by; a timing kept without
-    rounds pairs by order. -> (samples, rounds, shares: the most of the cores other work took
-    in each, processes: the process of each, or None where unknown) or None where they do not
-    pair up."""
-    if any(t.seconds <= 0 for _, t in m.parts):
+    each round's timings sit from the statistic they were summed up by (where the figure is over
+    the larger of weighted timings, that round's larger); a timing kept without rounds pairs by
+    order. -> (samples, rounds, shares: the most of the cores other work took in each,
+    processes: the process of each, or None where unknown) or None where they do not pair up."""
+    timings = m.timings
+    if any(t.seconds <= 0 for t in timings):
         return None
     by_round = [dict(zip(t.rounds or range(len(t.samples)),
                          zip(t.samples, t.others or [None] * len(t.samples))))
-                for _, t in m.parts]
+                for t in timings]
     common = sorted(set.intersection(*(set(b) for b in by_round)))
-    if not common or (len(m.parts) > 1 and not all(t.rounds for _, t in m.parts)
-                      and len({len(t.samples) for _, t in m.parts}) != 1):
+    if not common or (len(timings) > 1 and not all(t.rounds for t in timings)
+                      and len({len(t.samples) for t in timings}) != 1):
         return None
+    parts, over = by_round[:len(m.parts)], by_round[len(m.parts):]
+    middle = max((w * t.seconds for w, t in m.over), default=1.0)
     values = [value(m) * math.prod((b[r][0] / t.seconds) ** p
-                                   for (p, t), b in zip(m.parts, by_round)) for r in common]
+                                   for (p, t), b in zip(m.parts, parts))
+              * middle / max((w * b[r][0] for (w, _), b in zip(m.over, over)), default=1.0)
+              for r in common]
     shares = [max((b[r][1] for b in by_round if b[r][1] is not None), default=None)
               for r in common]
     where = {}
-    for _, t in m.parts:
+    for t in timings:
         where.update(zip(t.rounds, t.processes) if t.processes else ())
     processes = [where[r] for r in common] if all(r in where for r in common) else None
     if processes is not None and len(set(processes)) < 2:  # one process: its rounds stand in
         processes = None  #                                   for processes (judging/intervals)
-    return values, common if all(t.rounds for _, t in m.parts) else None, shares, processes
+    return values, common if all(t.rounds for t in timings) else None, shares, processes
 
 
 def make(layout, rows, settings, predicted=False, center=None):
@@ -158,10 +163,10 @@ def make(layout, rows, settings, predicted=False, center=None):
 def visits(m):
     """Which trials a measured figure rests on, what one visit of them all takes, and what one
     more process of every kind takes, where the run planned them."""
-    trials = {t.trial: t.visit_s for _, t in m.parts if t.trial}
+    trials = {t.trial: t.visit_s for t in m.timings if t.trial}
     if not trials:
         return {}
-    more = [t.process_s for _, t in m.parts if t.process_s]
+    more = [t.process_s for t in m.timings if t.process_s]
     return {"trials": sorted(trials), "visit_s": sum(s or 0.0 for s in trials.values()),
             **({"process_s": max(more)} if more else {})}
 
@@ -170,10 +175,10 @@ def conditions(m):
     """How the runs behind a measured figure went: {"others": the most of the cores other work
     took during any of them (None: unknown), "again": how many were measured again because
     other work disturbed them, "disturbed": whether too few were clean even so}."""
-    shares = [t.share for _, t in m.parts if t.share is not None]
+    shares = [t.share for t in m.timings if t.share is not None]
     return {"others": max(shares) if shares else None,
-            "again": sum(t.again for _, t in m.parts),
-            "disturbed": any(t.disturbed for _, t in m.parts)}
+            "again": sum(t.again for t in m.timings),
+            "disturbed": any(t.disturbed for t in m.timings)}
 
 
 def disturbance(found):

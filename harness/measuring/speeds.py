@@ -394,10 +394,14 @@ def held_to(ceiling, size, matmul, source):
 def x_limit(cfg, steps, t, roofs):
     """A row's time t (a Timing) over its limit at these speeds (its slowest step's), as a
     figure: where the speeds were measured in rounds, each round's time over that round's own
-    limit (the bound's speed that round), so that the speeds' drift cancels. -> (a Measured,
-    the limit's seconds, what bounds it)"""
+    limit, the slower of its reads at that round's forklift and its math at that round's
+    workbench, so that the speeds' drift cancels, and a row near the balance is held to
+    whichever bound it in that round. -> (a Measured, the limit's seconds, what bounds it)"""
     limit_s, bound = max(roofs.limit(cfg, riders) for riders in steps)
     if not roofs.timings:
         return timed(t.seconds / limit_s, t), limit_s, bound
-    speed, _ = roofs.timings[bound]  # the limit is its work over this speed: a time
-    return Measured(t.seconds / limit_s, ((1, t), (-1, speed))), limit_s, bound
+    (read, moved), (bench, flops) = roofs.timings["forklift"], roofs.timings["workbench"]
+    reads = max(accounting.bytes_read(cfg, riders) for riders in steps) / moved  # s per s read
+    maths = max(accounting.trip_flops(cfg, riders) for riders in steps) / flops
+    return (Measured(t.seconds / limit_s, ((1, t),), over=((reads, read), (maths, bench))),
+            limit_s, bound)

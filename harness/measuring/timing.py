@@ -134,14 +134,22 @@ def again_for(args):
 @dataclasses.dataclass(frozen=True)
 class Measured:
     """A figure and the timings behind it, which never part: value is the product of each
-    timing's seconds to its power (1 for a time, -1 for a rate), times a constant."""
+    timing's seconds to its power (1 for a time, -1 for a rate), times a constant, and, where
+    over holds terms, over the largest of their weighted seconds (a limit that is the slower of
+    two jobs: max(bytes over the forklift, FLOPs over the workbench), the slower in each round)."""
     value: float
     parts: tuple  # ((power, Timing), ...)
+    over: tuple = ()  # ((weight, Timing), ...): the figure over max(weight * seconds)
 
     @property
     def timing(self):
         """The first timing behind it: its statistic and run count name the figure's."""
         return self.parts[0][1]
+
+    @property
+    def timings(self):
+        """Every Timing behind the figure, the parts' and the terms' it is over."""
+        return [t for _, t in (*self.parts, *self.over)]
 
 
 def timed(value, t, power=1):
