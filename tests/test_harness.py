@@ -9,6 +9,7 @@ import types
 
 import pytest
 
+import harness
 from harness import flags, runner
 from harness.keeping import records, results
 from harness.measuring import host, timing
@@ -117,6 +118,20 @@ def test_blas_env_lists_only_blas_variables(monkeypatch):
     monkeypatch.setenv("HOME_SWEET_HOME", "x")
     env = host.blas_env()
     assert env["OPENBLAS_NUM_THREADS"] == "1" and "HOME_SWEET_HOME" not in env
+
+
+def test_idle_threads_sleep_soon_unless_the_user_says_otherwise():
+    """Every script loads the harness before NumPy: the BLAS's and Numba's idle threads then
+    spin briefly (a trip timed after the forklift's read ran at half speed while OpenBLAS's
+    spun), a user's own setting stays, and the machine line names what was set."""
+    said = "import os, harness; from harness.measuring import host; " \
+           "print(os.environ['OPENBLAS_THREAD_TIMEOUT'], os.environ['GOMP_SPINCOUNT'], " \
+           "'GOMP_SPINCOUNT' in host.blas_env())"
+    env = {k: v for k, v in os.environ.items() if k not in harness.SPIN}
+    run = lambda **more: subprocess.run([sys.executable, "-c", said], cwd=ROOT, text=True,
+                                        capture_output=True, env={**env, **more}).stdout.split()
+    assert run() == ["16", "10000", "True"]
+    assert run(GOMP_SPINCOUNT="infinite") == ["16", "infinite", "True"]
 
 
 # ---- results

@@ -20,9 +20,10 @@ except ImportError:
     fcntl = None
 
 NOFOLLOW, NONBLOCK = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)  # POSIX's
-BLAS_ENV = ("OPENBLAS_", "OMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_", "KMP_",
-            "NUMBA_")  # the BLAS's threads, and Numba's (the compiled kernels': its threads,
-#                        their layer, whether it compiles at all, where it keeps its cache)
+BLAS_ENV = ("OPENBLAS_", "OMP_", "GOMP_", "MKL_", "BLIS_", "GOTO_", "VECLIB_", "ACCELERATE_",
+            "KMP_", "NUMBA_")  # the BLAS's threads, and Numba's (the compiled kernels': its
+#                            threads, their layer and how long they spin, whether it compiles
+#                            at all, where it keeps its cache)
 
 
 def quietly(fn, default=None):
