@@ -17,9 +17,10 @@ from harness.measuring import host, timing
 
 ORDER_SEED = 0  # the orders the rounds visit their trials in: the same every run
 BRIDGE_S = 0.15  # between a round's groups, the next group's cheapest trial runs untimed this
-#                  long: the BLAS's threads stop spinning meanwhile (OpenBLAS's default timeout
-#                  is 2^28 cycles, about 0.1 s), which would otherwise slow the next visit (a
-#                  short read after a one-token trip most)
+#                  long: the BLAS's threads stop spinning meanwhile, which would otherwise slow
+#                  the next visit (a short read after a one-token trip most): the suite sets
+#                  OpenBLAS's timeout to 2^16 cycles (harness/__init__.py), but a user's own
+#                  setting, or another BLAS, may keep its default (OpenBLAS's 2^28, about 0.1 s)
 
 
 @dataclasses.dataclass(frozen=True)
