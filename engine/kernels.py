@@ -851,7 +851,8 @@ def head_weighted(s, h, values, n, out):
     total = np.float32(0)
     for j in range(n):
         total += s[h, j]
-    out[h] /= total
+    for i in range(d):  # (out[h] /= total, a slice divided in place, compiles Numba's message
+        out[h, i] /= total  # for slices of unequal shapes: 2 s of a first run's 22)
 
 
 @ieee
