@@ -11,7 +11,7 @@ import numpy as np
 
 import model
 from engine import compiled
-from engine.compiled import STREAMS, timed_for
+from engine.compiled import ASKING, STREAMS, timed_for
 from engine.pool import blas_threads, share, sharing
 
 ATTENTION = ("einsum", "matmul", "vec") if hasattr(np, "vecmat") else ("einsum", "matmul")
@@ -68,6 +68,8 @@ class Paths:
     #                      compiled.dottings() (none: the width's first)
     shapes: tuple = ()  # the tiles' shapes timed fastest: (tokens, lanes, rows, vectors, ahead)
     #                     for the counts of compiled.SHAPED, ascending (none: the width's first)
+    asking: int = ASKING[0]  # the key rows a compiled one-token attention asks for ahead, of
+    #                        compiled.ASKING
 
     def compiles(self, tokens):
         """Whether a trip of `tokens` tokens runs the compiled kernels: as the smallest count
@@ -142,6 +144,9 @@ class Paths:
         time): tables of 64 inputs 8, unblocked; of 256 inputs 8x64, all x64" """
         if self.cube != "product":
             return f"{dataclasses.replace(self, cube='product')}; the cube as h**3"
+        if self.asking != compiled.ASKING[0]:
+            return (f"{dataclasses.replace(self, asking=compiled.ASKING[0])}; one-token "
+                    f"attention {compiled.asking_words(self.asking)}")
         if self.panel:
             return (f"{dataclasses.replace(self, panel=0)}; a question's attention in panels of "
                     f"{self.panel} notes")
@@ -223,6 +228,8 @@ def readable(saved):
             and isinstance(dotting, list) and (not dotting or tuple(dotting)
                                                in compiled.dottings())
             and saved.get("panel", 0) in (0, *compiled.question_panels())
+            and type(saved.get("asking", 0)) is int
+            and saved.get("asking", compiled.ASKING[0]) in compiled.ASKING
             and isinstance(shapes, list) and all(
                 isinstance(s, list) and len(s) == 5 and counts(s) and tuple(s[1:])
                 in compiled.shapes() for s in shapes)
@@ -271,7 +278,7 @@ def ways(paths=Paths(), pool=None):
     beside them), and the trips whose counts `paths` tiles do their table products on the
     compiled tiles, shared the same way; questions (several tokens a user) are read in blocks
     in the compiled tiles, and longer trips take the compiled norm and GELU, where `paths`
-    says."""
+    says; a compiled one-token attention asks for its keys' rows as far ahead as it says."""
     def of(tokens):
         if paths.compiles(tokens):
             return types.SimpleNamespace(
@@ -281,7 +288,7 @@ def ways(paths=Paths(), pool=None):
                 share=compiled.one,
                 threads=lambda: compiled.running(pool["threads"] if pool else 1),
                 attention=paths.attention, cube=paths.cube, reads=compiled.attention,
-                panel=paths.panel or None,
+                panel=paths.panel or None, asking=paths.asking,
                 norm=compiled.norm, gelu=functools.partial(compiled.gelu, threads=True),
                 mlp=model.mlp, add=model.add)
         mine, fast, asks = sharing(pool, tokens), paths.takes_pieces(tokens), \
@@ -296,7 +303,7 @@ def ways(paths=Paths(), pool=None):
                 return compiled.table_shared(w, x, shared, paths.shape(tokens))
             return table(w, x, mine, paths.block(tokens, w.shape[1]))
         return types.SimpleNamespace(
-            table=products, share=shared, panel=paths.panel or None,
+            table=products, share=shared, panel=paths.panel or None, asking=paths.asking,
             threads=lambda: blas_threads(mine),
             attention=paths.attention, cube=paths.cube,
             reads=functools.partial(

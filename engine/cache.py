@@ -114,4 +114,4 @@ def kernels():
             for name in ("table", "tiles", "rows_tiled", "laid_out", "laid_outs", "vector",
                          "sides_by_side",
                          "attend", "attend_tasks", "question", "questions", "norm", "gelu",
-                         "gelus", "SHAPES", "DOTTED", "PANELS", "LANES")}
+                         "gelus", "SHAPES", "DOTTED", "PANELS", "ASKING", "LANES")}

@@ -47,6 +47,7 @@ READS = (16, 64, 256, 1024)  # the questions' lengths whose attention is timed b
 STREAMS = (8, 1, LAID_STREAMS)  # the rows a one-token product reads at a time: 8 streams from
 #   memory, 1, or the table laid out side by side, one stream a thread (side_by_side()); the
 #   first kept where no other is timed faster (tuning.choose)
+ASKING = (2, 0)  # kernels.ASKING, where Numba need not load: the key rows asked for ahead
 LONG = (256, 1024)  # the trips of more tokens than TILED whose norm and GELU are timed both ways
 BLOCK = 64  # a question's queries a block: their scores (64 x the notes) stay in the core's
 #             cache between the products and the softmax
@@ -133,6 +134,9 @@ def checked(part="all"):
     pairs["GELU on Numba's threads"] = gelu(h.copy(), threads=True), model.gelu(h.copy())
     pairs["attention"] = attended(attention)
     pairs["the shared attention"] = attended(lambda *a: attention_shared(*a, model.PLAIN))
+    for ahead in kernels()["ASKING"]:  # notes past a block of scores (kernels.scored())
+        pairs[f"the attention of 300 notes, {asking_words(ahead)}"] = attended(
+            functools.partial(attention, ways=types.SimpleNamespace(asking=ahead)), notes=300)
     pairs["a question's attention"] = asked_here()
     for panel in kernels()["PANELS"][1:]:
         pairs[f"a question's attention in panels of {panel}"] = asked_here(
@@ -263,6 +267,11 @@ def known(shape, menu="SHAPES"):
     return tuple(shape)
 
 
+def asking_words(ahead):
+    """A one-token attention's asking as the paths line names it (ASKING)."""
+    return f"its keys asked for {ahead} rows ahead" if ahead else "asking for no keys ahead"
+
+
 def streams_words(streams):
     """A one-token product as the paths line names it: "8 rows at a time", or "from the tables
     laid side by side" (LAID_STREAMS)."""
@@ -333,11 +342,14 @@ def read(cfg, q, k, v, segments, floor, ways, share):
     if any(t != 1 for _, t in segments):
         return model.attention(cfg, q, k, v, segments, floor, ways)
     out, col = np.empty_like(q), 0  # (width, tokens)
+    ahead = getattr(ways, "asking", ASKING[0])
+    if ahead not in kernels()["ASKING"]:  # (the kernel would skip every score)
+        raise ValueError(f"no attention asking {ahead} rows ahead here: {kernels()['ASKING']}")
     for book, _ in segments:
         u, n = model.readers(book), book["len"] + 1
         notes = book["k"][floor], book["v"][floor]
         args = (q, k, v, col, scale(cfg.head), *notes, n, out,
-                *room(u, cfg.heads, cfg.head, model.room(book)))
+                *room(u, cfg.heads, cfg.head, model.room(book)), ahead)
         if share is None:
             kernels()["attend"](*args, threads_now())
         else:

@@ -546,19 +546,25 @@ def weighed(e, arrays, counts, vectors):
         e.put(value, out, o, ir.Constant(e.i64, v * e.lanes))
 
 
-def scored(e, arrays, counts, vectors):
+def scored(e, arrays, counts, vectors, ahead=0):
     """s[h, start:m] = q[h] @ keys[:, start:m] (keys (d, room), q (heads, d), s (heads, room);
     m - start a multiple of lanes x vectors): a block of the notes' scores at a time, in
     registers from the keys' first row to their last, each row's stretch of the block read in
-    the order it lies in memory. (Eight rows at a time, the scores read and written back for
-    each eight, read the keys at 0.80x to 0.86x the forklift's speed on a Zen 5 EPYC in its
-    faster memory state, blocks of 16 vectors at 0.90x; 64 users' attention took 1.07x the
-    time that way, 16 users' 1.10x, one user's 1.08x.)"""
+    the order it lies in memory, and, where `ahead`, the same stretch of the row that many on
+    asked for meanwhile (a line at a time). (On a Zen 5 EPYC in its faster memory state,
+    eight rows at a time, the scores read and written back for each eight, read the keys at
+    0.80x to 0.86x the forklift's speed, blocks of 16 vectors at 0.87x to 0.89x, and those
+    asking 2 rows ahead at 0.97x in two runs (1, 3, 4 and 6 rows: 0.94x to 0.97x), 0.87x in a
+    third, its forklift slower; in its slower state 0.93x to 0.99x, asking or not.)"""
     (keys, q, s), (h, start, m) = arrays, counts
     d, zero = e.b.extract_value(keys.shape, 0), ir.Constant(e.vec, None)
+    on = e.b.mul(e.b.extract_value(keys.shape, 1), e.i64(ahead))  # `ahead` rows on
+    lines = [v for v in range(vectors) if v * e.lanes % (LINE // 4) == 0] if ahead else []
 
     def block(j, _):
         def step(i, sums):
+            for v in lines:
+                e.ask(keys, i, e.b.add(on, e.plus(j, v * e.lanes)))
             a = e.spread(e.number(q, h, i))
             return [e.fma(a, e.load(keys, i, e.plus(j, v * e.lanes)), sums[v])
                     for v in range(vectors)]
@@ -631,8 +637,12 @@ WEIGHED = switch({vectors: lambda e, arrays, where, vectors=vectors: weighed(
 #   WEIGHED(s, values, out, (i, n, o, vectors)): weighed(), a head of HEADS' vectors
 SCORE_VECTORS = 16 if LANES == 16 else 8  # a block of scores' vectors (scored()): half the
 #   registers (32 with AVX-512, 16 with AVX2; 8 for 4 lanes, where SSE's 16 fit them too)
-SCORES, SCORES_ONE = (kernel(lambda e, arrays, counts, v=v: scored(e, arrays, counts, v), counts=3)
-                      for v in (SCORE_VECTORS, 1))  # SCORES(keys, q, s, (h, start, m))
+ASKING = (2, 0)  # the key rows a one-token attention's scores ask for ahead (scored()): each
+#   worth timing (0: none), the first the default, the one used timed at the start
+SCORES = switch({ahead: lambda e, arrays, where, ahead=ahead: scored(
+    e, arrays, where, SCORE_VECTORS, ahead) for ahead in ASKING}, counts=4)
+#   SCORES(keys, q, s, (h, start, m, ahead)): a block of SCORE_VECTORS a step
+SCORES_ONE = kernel(lambda e, arrays, counts: scored(e, arrays, counts, 1), counts=3)
 TILED = tiles_of(SHAPES)  # the table products' tiles, of every shape
 TILE_TOPS, TILE_EXP, TILE_SUMS = (kernel(tile_tops, counts=2), kernel(tile_exp, counts=2),
                                   kernel(tile_sums, counts=2))  # a tile's softmax, its rows
@@ -819,13 +829,13 @@ def vector(w, x, out, parts, streams):
 
 
 @serial
-def head_scores(q, h, keys, n, s):
+def head_scores(q, h, keys, n, s, ahead):
     """s[h, :n] = q[h] (d,) . keys (d, room)[:, :n]: blocks of SCORE_VECTORS vectors of notes
-    (scored()), then blocks of one, the notes past the last whole vector a key's row at a
-    time."""
+    (scored(), asking for the rows `ahead` on: one of ASKING), then blocks of one, the notes
+    past the last whole vector a key's row at a time."""
     block, d = LANES * SCORE_VECTORS, keys.shape[0]
     m, m1 = n - n % block, n - n % LANES
-    SCORES(keys, q, s, (h, 0, m))
+    SCORES(keys, q, s, (h, 0, m, ahead))
     SCORES_ONE(keys, q, s, (h, m, m1))
     s[h, m1:n] = 0
     for i in range(d):
@@ -947,7 +957,7 @@ def softmax_tile(s, r, before, m, reach, sums, tops, bits):
 
 
 @parallel
-def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits, parts):
+def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits, ahead, parts):
     """Attention for one query per user and head, whole, for the users whose tokens are
     columns first, first + 1, ... of q, k, v and out (width, tokens), heads of 64 rows each.
     Each writes its new note (its column of k and v) as note n - 1 of keys (users, heads, 64,
@@ -957,20 +967,24 @@ def attend(q, k, v, first, scale, keys, values, n, out, work, scores, bits, part
     work (2, users, heads, 64), scores (users, heads, n or more: room for whole vectors past
     n) and bits (int32, as scores) its room to work in, made once by the caller (an array
     made in each task costs more than a task of few notes; a column of q or out, read in
-    place, would keep the loops out of vectors)."""
+    place, would keep the loops out of vectors); the keys' rows asked for `ahead` on (one of
+    ASKING: head_scores())."""
     tasks = (keys.shape[0] * keys.shape[1] + 1) // 2
     for p in nb.prange(parts):
-        attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits,
+        attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits, ahead,
                      tasks * p // parts, tasks * (p + 1) // parts)
 
 
 @serial
-def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits, lo, hi):
+def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits, ahead, lo,
+                 hi):
     """attend()'s tasks lo .. hi - 1 on this thread (a part the caller's threads share out): the
-    new notes and queries of all of them, then the scores and softmax of all, then the weighted
-    sums of all, so that the thread reads its share of the keys as one stretch of memory, and
-    then of the values (a task's keys, then its values, then the next's: 1.06x the time for 64
-    users on 2 cores of a Zen 5 EPYC)."""
+    new values and the queries of all of them, then the scores and softmax of all, then the
+    weighted sums of all, so that the thread reads its share of the keys as one stretch of
+    memory, and then of the values (a task's keys, then its values, then the next's: 1.06x the
+    time for 64 users on 2 cores of a Zen 5 EPYC). A new key is written as it is scored, after
+    the notes kept: its rows' lines were just read (written first, a line a row for every pair
+    before any was read, 64 users' attention took 1.03x the time)."""
     users, heads, d = keys.shape[0], keys.shape[1], keys.shape[2]
     pairs = users * heads
     first_pair, last_pair = 2 * lo, min(2 * hi, pairs)
@@ -978,12 +992,17 @@ def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits
         u, h = pair // heads, pair % heads
         col, rows = first + u, h * d
         for i in range(d):
-            keys[u, h, i, n - 1] = k[rows + i, col]
             values[u, h, n - 1, i] = v[rows + i, col]
             work[0, u, h, i] = q[rows + i, col] * scale
     for pair in range(first_pair, last_pair):  # every key first: one stretch of memory
         u, h = pair // heads, pair % heads
-        head_scores(work[0, u], h, keys[u, h], n, scores[u])
+        col, rows = first + u, h * d
+        head_scores(work[0, u], h, keys[u, h], n - 1, scores[u], ahead)  # the notes kept
+        new = np.float32(0)  # then the new one
+        for i in range(d):
+            keys[u, h, i, n - 1] = k[rows + i, col]
+            new += work[0, u, h, i] * k[rows + i, col]
+        scores[u, h, n - 1] = new
         exp_row(scores[u], h, n, bits[u, h])  # (a pass, in vectors: exp_shifted()'s three
         #                                        took 1.15x the time of 4 users' floor)
     for pair in range(first_pair, last_pair):  # then every value

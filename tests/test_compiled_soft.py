@@ -5,6 +5,7 @@ on NumPy's way unless the kernels win beyond their spread, and its answers are N
 extremes too. Each check of the kernels loading runs compiled.available() in a fresh process
 (a second or so: the kernels come from the cache the import below filled)."""
 import ast
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -365,10 +366,21 @@ def test_the_timed_shapes_dottings_and_panels_travel_in_the_paths_and_are_checke
     saved = paths.saved()
     assert blocks.readable(saved) and Paths(**saved) == paths
     for wrong in ({"shapes": [[8, 5, 6, 2, 1]]}, {"shapes": [list(shape)]}, {"dotting": [3, 1]},
-                  {"panel": 7}):  # (no such tiles here; a shape without its count)
-        assert not blocks.readable({**saved, **wrong}), wrong
+                  {"panel": 7}, {"asking": 5}, {"asking": False}):  # (no such tiles here; a
+        assert not blocks.readable({**saved, **wrong}), wrong  # shape without its count)
+    assert str(Paths()) == str(Paths(asking=compiled.ASKING[0]))  # the default goes unsaid
+    unasked = dataclasses.replace(paths, asking=compiled.ASKING[-1])
+    assert f"one-token attention {compiled.asking_words(compiled.ASKING[-1])}" in str(unasked)
+    assert blocks.readable(unasked.saved()) and Paths(**unasked.saved()) == unasked
     trip = ways(paths)(8)
     assert trip.panel == panel and trip.table.keywords["shape"] == shape
+    assert ways(unasked)(1).asking == ways(unasked)(40).asking == compiled.ASKING[-1]
+    users, notes = 3, 300
+    q, k, v = (np.ones((model.TINY.width, users), np.float32) for _ in range(3))
+    book = model.notebook(model.TINY, users, notes + 1)
+    with pytest.raises(ValueError, match="no attention asking 5 rows ahead"):
+        compiled.attention(model.TINY, q, k, v, [(book, 1)], 0, types.SimpleNamespace(asking=5))
+    assert book["len"] == 0 and not book["k"].any()  # (refused before anything was written)
     assert trip.table.keywords["dotting"] == dotting
     with pytest.raises(ValueError, match="no shapes"):
         compiled.table(np.ones((7, 9), np.float32), np.ones((9, 5), np.float32),
@@ -397,15 +409,18 @@ def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
 def test_a_heads_scores_are_numpys_in_blocks_vectors_and_numbers(n, d):
     """head_scores(): a head's query against its first n keys (a key's numbers a column of
     keys (d, room)), in blocks of SCORE_VECTORS vectors of notes, vectors, and the notes past
-    them one by one: NumPy's answer; only that head's row of s written, and none past n."""
-    from engine.kernels import head_scores
+    them one by one, asking for the rows ahead or not (compiled.ASKING names the same
+    distances): NumPy's answer; only that head's row of s written, and none past n."""
+    from engine.kernels import ASKING, head_scores
+    assert ASKING == compiled.ASKING  # (the same numbers, where Numba need not load)
     rng = np.random.default_rng(n + d)
     q = rng.standard_normal((3, d), dtype=np.float32)  # (heads, d)
     keys = rng.standard_normal((d, n + 9), dtype=np.float32)  # (d, room)
-    s = np.full((3, n + 9), 7, np.float32)
-    head_scores(q, 1, keys, n, s)
-    np.testing.assert_allclose(s[1, :n], q[1] @ keys[:, :n], rtol=1e-4, atol=1e-4)
-    assert (s[[0, 2]] == 7).all() and (s[1, n:] == 7).all()
+    for ahead in ASKING:
+        s = np.full((3, n + 9), 7, np.float32)
+        head_scores(q, 1, keys, n, s, ahead)
+        np.testing.assert_allclose(s[1, :n], q[1] @ keys[:, :n], rtol=1e-4, atol=1e-4)
+        assert (s[[0, 2]] == 7).all() and (s[1, n:] == 7).all()
 
 
 @needs_numba

@@ -77,9 +77,11 @@ def checked(run):
     q, keys = rng.standard_normal((2, 16), dtype=np.float32), rng.standard_normal(
         (16, 300), dtype=np.float32)  # a head's scores: blocks, vectors and notes one by one
     for n in (5, kernels.LANES * kernels.SCORE_VECTORS + kernels.LANES + 3):
-        s = np.zeros((2, 300), np.float32)
-        scores(q, 1, keys, n, s)
-        pairs[f"a head's scores of {n} notes"] = s[1, :n], q[1] @ keys[:, :n]
+        for ahead in kernels.ASKING:
+            s = np.zeros((2, 300), np.float32)
+            scores(q, 1, keys, n, s, ahead)
+            pairs[f"a head's scores of {n} notes, asking {ahead} rows ahead"] = (
+                s[1, :n], q[1] @ keys[:, :n])
     for panel in kernels.PANELS:
         pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(
             types.SimpleNamespace(share=model.PLAIN.share, panel=panel))

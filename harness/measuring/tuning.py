@@ -86,6 +86,9 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
             if len(engine.compiled.question_panels()) > 1 else {}
         paths = dataclasses.replace(paths, panel=min(
             panelled, key=lambda p: statistics.median(panelled[p])) if panelled else 0)
+        asks = each_in_turn(askings_timed(bench)) if len(engine.compiled.ASKING) > 1 else {}
+        paths = dataclasses.replace(paths, asking=kept_unless_beaten(
+            asks, *engine.compiled.ASKING) if asks else engine.compiled.ASKING[0])
         pieces = pieces_both_ways(bench, paths)
         paths = dataclasses.replace(paths, pieces=won(pieces))
         timed = alternately(long_trips_both_ways(bench, paths), POOLED_S)  # (both in one)
@@ -98,6 +101,8 @@ def choose(bench, attention="auto", blocks="auto", compiled="off"):
             engine.compiled.streams_words(n): seconds for n, seconds in fastest(streams).items()}
         seen["2 to 4 tokens' products"] = {engine.compiled.dotting_words(d): min(seconds)
                                            for d, seconds in dotted.items()}
+        seen["one-token attention, its keys asked for ahead"] = {
+            engine.compiled.asking_words(a): min(seconds) for a, seconds in asks.items()}
         seen["a question's attention, its panels"] = {
             f"{p} notes": min(seconds) for p, seconds in panelled.items()}
         seen.update({f"the tiles' shapes at {n} tokens": {
@@ -171,6 +176,30 @@ def panels_timed(bench):
                 engine.compiled.asked(cfg, q, k, v, book, n, slice(0, n), 0, how, out)
         return run
     return {panel: read(panel) for panel in engine.compiled.question_panels()}
+
+
+def askings_timed(bench):
+    """One floor's attention for TRIAL_TYPERS typers with TRIAL_NOTES notes each on the
+    compiled kernel (on as many of Numba's threads as the pool's), its keys asked for as far
+    ahead as each of compiled.ASKING says: -> {ahead: a function to time}, for each_in_turn().
+    The notes (50 MB in GPT-2 small) come from memory, as a trip's do."""
+    cfg = dataclasses.replace(bench.cfg, layers=1)
+    book = model.notebook(cfg, TRIAL_TYPERS, TRIAL_NOTES + 1)
+    book["k"].fill(0)  # (every page touched now)
+    book["v"].fill(0)
+    book["len"] = TRIAL_NOTES
+    q, k, v = (tokens(cfg, TRIAL_TYPERS, seed) for seed in range(3))  # 3 x (width, typers)
+    threads = bench.pool["threads"] if bench.pool else 1
+
+    def read(ahead):
+        how = types.SimpleNamespace(asking=ahead)
+
+        def run():
+            with engine.compiled.running(threads):
+                book["len"] = TRIAL_NOTES
+                engine.compiled.attention(cfg, q, k, v, [(book, 1)], 0, how)
+        return run
+    return {ahead: read(ahead) for ahead in engine.compiled.ASKING}
 
 
 def typing_both_ways(bench, paths):
@@ -341,7 +370,8 @@ def typing_attention(bench, how):
 def with_paths(bench, attention, blocks, compiled="off"):
     """The bench with the paths chosen (see choose()), and the choice as a run saves it:
     {"attention", "blocks", "compiled", "tiled", "pieces", "reading", "elementwise", "streams",
-    "shapes", "dotting", "panel", "timed": {what: {candidate: seconds}}, and "unloaded": why,
+    "shapes", "dotting", "panel", "asking", "timed": {what: {candidate: seconds}}, and
+    "unloaded": why,
     where the compiled kernels were asked for and could not load}."""
     paths, timed = choose(bench, attention, blocks, compiled)
     why = engine.compiled.unloaded() if compiled == "auto" else ""
@@ -349,7 +379,7 @@ def with_paths(bench, attention, blocks, compiled="off"):
         "attention": paths.attention, "blocks": paths.blocks, "compiled": paths.compiled,
         "tiled": paths.tiled, "pieces": paths.pieces, "reading": paths.reading,
         "elementwise": paths.elementwise, "streams": paths.streams, "shapes": paths.shapes,
-        "dotting": paths.dotting, "panel": paths.panel,
+        "dotting": paths.dotting, "panel": paths.panel, "asking": paths.asking,
         "timed": timed,
         **({"unloaded": why} if why else {})}
 
@@ -368,7 +398,8 @@ def paths_line(chosen, args):
                   reading=chosen.get("reading", ()), elementwise=chosen.get("elementwise", ()),
                   streams=chosen.get("streams", engine.compiled.STREAMS[0]),
                   shapes=chosen.get("shapes", ()), dotting=chosen.get("dotting", ()),
-                  panel=chosen.get("panel", 0))
+                  panel=chosen.get("panel", 0),
+                  asking=chosen.get("asking", engine.compiled.ASKING[0]))
     unloaded = (f"; no compiled kernels: they could not load here ({chosen['unloaded']})"
                 if chosen.get("unloaded") else "")
     return f"paths: {paths}{unloaded} ({origin})"
