@@ -204,9 +204,9 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
         return first(out[:rows], tokens)
     dotting = known(dotting, "DOTTED")
     out = np.empty((rows, 4), np.float32)
-    if dotting[1] == LAID:  # the tokens as x has them: (k, 4), padded with zeros
-        x4 = np.zeros((x.shape[0], 4), np.float32)
-        x4[:, :tokens] = x
+    if dotting[1] == LAID:  # the tokens as x has them: (k, 4), padded with zeros (4: x itself)
+        x4 = x if tokens == 4 and x.flags.c_contiguous and x.dtype == np.float32 else \
+            np.concatenate([x, np.zeros((x.shape[0], 4 - tokens))], axis=1, dtype=np.float32)
         k["table"](side_by_side(w), x4, out, threads, dotting)
         return first(out, tokens)
     xt = np.zeros((4, x.shape[0]), np.float32)  # (4, k): the tokens, padded with zeros

@@ -491,3 +491,19 @@ def test_the_tables_are_laid_out_only_where_there_is_room_and_kept_only_where_ta
     assert Paths(dotting=(16, laid.LAID)).lays_out() and Paths(
         shapes=((16, 16, 16, 1, laid.LAID),)).lays_out()
     assert not Paths(dotting=(4, 1), shapes=((16, 16, 12, 1, 1),)).lays_out()
+
+
+@needs_numba
+def test_four_tokens_products_read_x_as_it_is_or_padded_and_give_numpys_answer():
+    """2 to 4 tokens' products of a laid-out table: 4 tokens' x read where it lies (float32, in
+    one stretch), a view of other strides, float64 or fewer tokens copied and padded first;
+    NumPy's answer each time, x untouched."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((19, 9), dtype=np.float32)  # (rows, inputs)
+    wide = rng.standard_normal((9, 8), dtype=np.float32)
+    laid_dotting = next(d for d in compiled.dottings() if d[1] == compiled.LAID)
+    for x in (wide[:, :4].copy(), wide[:, ::2], wide[:, :4].astype(np.float64), wide[:, :3]):
+        before = x.copy()
+        got = compiled.table(w, x, dotting=laid_dotting)
+        np.testing.assert_allclose(got, w @ x.astype(np.float32), rtol=1e-4, atol=1e-5)
+        assert got.shape == (19, x.shape[1]) and (x == before).all()
