@@ -281,10 +281,10 @@ def streams_words(streams):
 
 def dotting_words(dotting):
     """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"
-    (or "16 rows at a time, laid side by side, asking ahead": a laid-out table's)."""
+    (or "16 rows at a time, laid side by side": a laid-out table's, which asks for nothing)."""
     rows, ahead = dotting
     return f"{rows} rows at a time" + (", laid side by side" if ahead == LAID
-                                       else "") + (", asking ahead" if ahead else "")
+                                       else ", asking ahead" if ahead else "")
 
 
 def shape_words(shape):

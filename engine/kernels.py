@@ -495,14 +495,14 @@ def dots_of(menu):
         e, arrays, where, rows, 4, ahead) for rows, ahead in menu}, counts=3)
 
 
-def side_dotted(e, arrays, counts, tokens, split, ahead):
+def side_dotted(e, arrays, counts, tokens, split):
     """out[t, :lanes] = panel g of w (a table laid out a vector's rows side by side:
     side_by_side()) @ x[:k, t] for t < tokens (x (k, tokens), out (tokens or more, lanes)): a
     vector of the panel's rows a step, the tokens' numbers for its input (side by side in x:
     as rows of the tokens' inputs, 1.1x the time) each spread over the lanes; the steps
     `split` at a time, each into its own sums (a multiply-add waits on the last into the same
-    sums), added at the end; where `ahead`, each step asks for the next panel's line as far
-    on. From one stretch of memory met in order, 4 tokens' products take about the time of
+    sums), added at the end; nothing asked for ahead (the CPU's own prefetcher follows the
+    stretch). From one stretch of memory met in order, 4 tokens' products take about the time of
     one token's by rows (4 rows at a time by 4 tokens, dotted(), took 1.2x it on a Zen 5 EPYC),
     and one token's read the memory as fast as it is read at all."""
     (w, x, out), (g, k4) = arrays, counts
@@ -513,8 +513,6 @@ def side_dotted(e, arrays, counts, tokens, split, ahead):
         for u in range(split):
             cu = e.plus(c, u)
             at = e.b.mul(cu, lanes)
-            if ahead:  # into every cache (the second alone: 1.04x the time, as the tile's)
-                e.ask(w, e.plus(g, 1), at)
             rows = e.load(w, g, at)
             for t in range(tokens):
                 token = e.spread(e.number(x, cu, ir.Constant(e.i64, t)))
@@ -622,12 +620,14 @@ DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES ==
 DOTS, DOTS_ROW = dots_of(tuple(d for d in DOTTED if d[1] != LAID)), dots(1, 4, ahead=False)
 SPLIT = 4 if LANES == 16 else 2  # 4 tokens' steps at a time (side_dotted()): 16 sums where
 #   there are 32 registers (AVX-512's; NEON's 4 lanes take 2 like SSE's 16, where 16 would not
-#   fit)
-SIDE_DOTS = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 4, SPLIT, True),
+#   fit), asking for nothing, as one token's: every table's 4 tokens' products read at 0.96x
+#   to 0.97x the speed asking (0.83x to 0.89x the forklift, 0.86x to 0.90x not asking, on a
+#   Zen 5 EPYC in its faster memory state; 0.92x and 0.95x in its slower)
+SIDE_DOTS = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 4, SPLIT),
                    counts=2)
 ONE_SPLIT = 8  # one token's steps at a time (side_dotted()), asking for nothing: the CPU's own
 #   prefetcher follows one stream a core (asking took 1.08x the time on a Zen 5 EPYC)
-SIDE_DOT = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 1, ONE_SPLIT, False),
+SIDE_DOT = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 1, ONE_SPLIT),
                   counts=2)
 HEADS = tuple(head // LANES for head in (64, 16) if head % LANES == 0)  # the heads' vectors
 #   weighed() is compiled for: GPT-2's 64 numbers (every size's), and the tiny model's 16; a
