@@ -26,7 +26,8 @@ import numpy as np
 import model
 from engine.cache import (forget, from_cache, kernels, keep_cache, numba, set_threads,
                           threads_now, words)
-from engine.laid import LAID, LAID_STREAMS, one_laid, operand, panels, side_by_side, wide
+from engine.laid import (LAID, LAID_ASKED, LAID_STREAMS, one_laid, operand, panels, side_by_side,
+                         wide)
 from harness.terminal import warn
 
 EPS = np.float32(model.EPS)  # GPT-2's LayerNorm epsilon, as the kernel takes it
@@ -204,7 +205,7 @@ def table(w, x, streams=STREAMS[0], shape=None, dotting=None):
         return first(out[:rows], tokens)
     dotting = known(dotting, "DOTTED")
     out = np.empty((rows, 4), np.float32)
-    if dotting[1] == LAID:  # the tokens as x has them: (k, 4), padded with zeros (4: x itself)
+    if dotting[1] >= LAID:  # the tokens as x has them: (k, 4), padded with zeros (4: x itself)
         x4 = x if tokens == 4 and x.flags.c_contiguous and x.dtype == np.float32 else \
             np.concatenate([x, np.zeros((x.shape[0], 4 - tokens))], axis=1, dtype=np.float32)
         k["table"](side_by_side(w), x4, out, threads, dotting)
@@ -245,7 +246,7 @@ def dottings(laid=True):
     (kernels.DOTTED), those that read a laid-out table only where `laid`; none where the
     kernels cannot load."""
     return () if unloaded() else tuple(d for d in kernels()["DOTTED"]
-                                       if laid or d[1] != LAID)
+                                       if laid or d[1] < LAID)
 
 
 @functools.lru_cache(maxsize=None)
@@ -280,11 +281,10 @@ def streams_words(streams):
 
 
 def dotting_words(dotting):
-    """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"
-    (or "16 rows at a time, laid side by side": a laid-out table's, which asks for nothing)."""
+    """A 2 to 4 tokens' product as the paths line names it: "4 rows at a time, asking ahead"."""
     rows, ahead = dotting
-    return f"{rows} rows at a time" + (", laid side by side" if ahead == LAID
-                                       else ", asking ahead" if ahead else "")
+    return f"{rows} rows at a time" + {LAID: ", laid side by side", 1: ", asking ahead", 0: "",
+                                       LAID_ASKED: ", laid side by side, asking 4 KiB on"}[ahead]
 
 
 def shape_words(shape):

@@ -74,6 +74,7 @@ MENU = {16: ((16, 6, 2), (16, 6, 4), (16, 12, 2), (16, 12, 1), (8, 6, 2)),
 #   row's number (32 registers with AVX-512 and NEON, 16 with AVX2 and SSE), and, on AVX-512,
 #   AVX's 8 lanes (where the CPU splits 16 in two)
 LAID = 2  # a tile's (or a 2 to 4 tokens' product's) `ahead` where it reads the table laid out
+LAID_ASKED = 3  # a 2 to 4 tokens' product's that reads it laid out, asking for lines ahead
 #           a vector's rows side by side (side_by_side()), asking for the next panel as it goes
 SIDE = {16: (16, 16, 1), 8: (8, 8, 1), 4: (4, 4, 2)}[LANES]  # its tile at each width: a
 #   vector's rows (a panel of the laid-out table) by as many vectors as leave registers spare
@@ -495,14 +496,15 @@ def dots_of(menu):
         e, arrays, where, rows, 4, ahead) for rows, ahead in menu}, counts=3)
 
 
-def side_dotted(e, arrays, counts, tokens, split):
+def side_dotted(e, arrays, counts, tokens, split, ahead=0):
     """out[t, :lanes] = panel g of w (a table laid out a vector's rows side by side:
     side_by_side()) @ x[:k, t] for t < tokens (x (k, tokens), out (tokens or more, lanes)): a
     vector of the panel's rows a step, the tokens' numbers for its input (side by side in x:
     as rows of the tokens' inputs, 1.1x the time) each spread over the lanes; the steps
     `split` at a time, each into its own sums (a multiply-add waits on the last into the same
-    sums), added at the end; nothing asked for ahead (the CPU's own prefetcher follows the
-    stretch). From one stretch of memory met in order, 4 tokens' products take about the time of
+    sums), added at the end; where `ahead`, each step asks for the line that many numbers on
+    into the core's second cache (else the CPU's own prefetcher alone follows the stretch).
+    From one stretch of memory met in order, 4 tokens' products take about the time of
     one token's by rows (4 rows at a time by 4 tokens, dotted(), took 1.2x it on a Zen 5 EPYC),
     and one token's read the memory as fast as it is read at all."""
     (w, x, out), (g, k4) = arrays, counts
@@ -513,6 +515,8 @@ def side_dotted(e, arrays, counts, tokens, split):
         for u in range(split):
             cu = e.plus(c, u)
             at = e.b.mul(cu, lanes)
+            if ahead:
+                e.ask(w, g, e.plus(at, ahead), near=False)
             rows = e.load(w, g, at)
             for t in range(tokens):
                 token = e.spread(e.number(x, cu, ir.Constant(e.i64, t)))
@@ -612,19 +616,24 @@ SPANS = switch({vectors: lambda e, arrays, where, vectors=vectors: product(
     e, arrays, where, ROWS, vectors, False) for vectors in {p // LANES for p in (*PANELS, NARROW)}},
     counts=5)  # SPANS(x, y, out, (r, j, p, k, vectors)): ROWS rows by that many vectors
 DOTTED = tuple((rows, ahead) for ahead in (1, 0) for rows in ((4, 2) if LANES == 16 else (2, 4))) \
-    + ((LANES, LAID),)
+    + ((LANES, LAID), (LANES, LAID_ASKED))
 #   2 to 4 tokens' products, (rows, ahead): rows a time by 4 tokens, asking ahead or not, their
 #   sums, their vectors and the tokens' in the registers (32 with AVX-512: 4 x 4 + 4 + 4, the
 #   first where none was timed; 16 with AVX2: 2 x 4 + 2 + 4); or a vector's rows of the
-#   table laid out (side_dotted())
-DOTS, DOTS_ROW = dots_of(tuple(d for d in DOTTED if d[1] != LAID)), dots(1, 4, ahead=False)
+#   table laid out (side_dotted()), asking for nothing or for the lines ASKED_ON on
+DOTS, DOTS_ROW = dots_of(tuple(d for d in DOTTED if d[1] < LAID)), dots(1, 4, ahead=False)
 SPLIT = 4 if LANES == 16 else 2  # 4 tokens' steps at a time (side_dotted()): 16 sums where
 #   there are 32 registers (AVX-512's; NEON's 4 lanes take 2 like SSE's 16, where 16 would not
-#   fit), asking for nothing, as one token's: every table's 4 tokens' products read at 0.96x
-#   to 0.97x the speed asking (0.83x to 0.89x the forklift, 0.86x to 0.90x not asking, on a
-#   Zen 5 EPYC in its faster memory state; 0.92x and 0.95x in its slower)
-SIDE_DOTS = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 4, SPLIT),
-                   counts=2)
+#   fit)
+ASKED_ON = 1024  # numbers (4 KiB) on in the stretch a laid-out 4 tokens' product asks for
+#   (LAID_ASKED): every table's products read at 0.85x to 0.87x the forklift on a Zen 5 EPYC
+#   in its faster memory state, 0.82x to 0.83x asking for nothing (1 and 2 KiB: 0.81x to 0.83x,
+#   8 KiB 0.84x, 16 and 32 KiB 0.81x; the line at the next panel's step, into the first
+#   cache, 0.83x); in its slower, 0.94x to 0.95x, and 0.92x to 0.93x
+SIDE_DOTS = switch({LAID: lambda e, arrays, where: side_dotted(e, arrays, where, 4, SPLIT),
+                    LAID_ASKED: lambda e, arrays, where: side_dotted(
+                        e, arrays, where, 4, SPLIT, ASKED_ON)}, counts=3)
+#   SIDE_DOTS(w, x, out, (g, k4, ahead)): side_dotted() for 4 tokens, asking as `ahead` says
 ONE_SPLIT = 8  # one token's steps at a time (side_dotted()), asking for nothing: the CPU's own
 #   prefetcher follows one stream a core (asking took 1.08x the time on a Zen 5 EPYC)
 SIDE_DOT = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 1, ONE_SPLIT),
@@ -654,18 +663,19 @@ FLIP, FLIP_OVER = flip(over=False), flip(over=True)  # an 8 x 8 block turned ove
 def rows_dotted(w, xt, out, a, b, dotting):
     """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): dotting =
     (rows, ahead) of DOTTED, that many rows at a time meet the four (dotted()), the rows left
-    over alone, the inputs past a multiple of LANES one by one. Where ahead is LAID, w is the
+    over alone, the inputs past a multiple of LANES one by one. Where ahead is LAID (or
+    LAID_ASKED: asking for lines ahead, side_dotted()), w is the
     table laid out (side_by_side()), xt the tokens as x has them (k, 4; or (k, 1): one token),
     and a .. b its panels: out[a x lanes:b x lanes] = their rows @ xt (side_dotted(), a
     panel's vectors of sums turned into out's rows), the inputs past a multiple of its steps
     at a time one by one."""
     rows, ahead = dotting
-    if ahead == LAID:
+    if ahead >= LAID:
         tokens, k, part = xt.shape[1], w.shape[1] // LANES, np.empty((4, LANES), np.float32)
         k4 = k - k % (SPLIT if tokens == 4 else ONE_SPLIT)
         for g in range(a, b):
             if tokens == 4:
-                SIDE_DOTS(w, xt, part, (g, k4))
+                SIDE_DOTS(w, xt, part, (g, k4, ahead))
             else:
                 SIDE_DOT(w, xt, part, (g, k4))
             for i in range(min(LANES, out.shape[0] - g * LANES)):

@@ -14,6 +14,7 @@ from engine.cache import kernels, threads_now
 
 LAID = 2  # kernels.LAID, here where Numba need not load (a test holds the two equal): a tile
 #           shape's or 2 to 4 tokens' product's `ahead` where it reads the table laid out
+LAID_ASKED = 3  # kernels.LAID_ASKED: a 2 to 4 tokens' product's, reading it laid out and asking
 LAID_STREAMS = 0  # a one-token product's `streams` where it reads the table laid out
 HUGE = 2 << 20  # bytes in the memory's large pages (x86's, and ARM's beside pages of 4 KiB)
 

@@ -448,6 +448,8 @@ def test_a_table_laid_out_side_by_side_is_made_once_and_read_as_numpy_reads_the_
     import gc
     from engine import kernels, laid
     assert laid.LAID == kernels.LAID  # (the same number, where Numba need not load)
+    assert laid.LAID_ASKED == kernels.LAID_ASKED and f"asking {kernels.ASKED_ON * 4 // 1024} KiB" \
+        in compiled.dotting_words((kernels.LANES, laid.LAID_ASKED))
     lanes = cache.kernels()["LANES"]
     rng = np.random.default_rng(3)
     w = rng.standard_normal((2 * lanes + 3, 11), dtype=np.float32)  # (rows, inputs)
@@ -488,6 +490,8 @@ def test_the_tables_are_laid_out_only_where_there_is_room_and_kept_only_where_ta
         np.testing.assert_array_equal(c, laid.laid_out(w))
     laid.lay_out(floors, False)
     assert not laid.LAID_OUT
+    assert Paths(dotting=(16, laid.LAID_ASKED)).lays_out() and not Paths(
+        dotting=(4, 1)).lays_out()
     assert Paths(dotting=(16, laid.LAID)).lays_out() and Paths(
         shapes=((16, 16, 16, 1, laid.LAID),)).lays_out()
     assert not Paths(dotting=(4, 1), shapes=((16, 16, 12, 1, 1),)).lays_out()
@@ -501,9 +505,11 @@ def test_four_tokens_products_read_x_as_it_is_or_padded_and_give_numpys_answer()
     rng = np.random.default_rng(4)
     w = rng.standard_normal((19, 9), dtype=np.float32)  # (rows, inputs)
     wide = rng.standard_normal((9, 8), dtype=np.float32)
-    laid_dotting = next(d for d in compiled.dottings() if d[1] == compiled.LAID)
+    laid_dottings = [d for d in compiled.dottings() if d[1] >= compiled.LAID]
+    assert len(laid_dottings) == 2  # asking for lines ahead, and not
     for x in (wide[:, :4].copy(), wide[:, ::2], wide[:, :4].astype(np.float64), wide[:, :3]):
-        before = x.copy()
-        got = compiled.table(w, x, dotting=laid_dotting)
-        np.testing.assert_allclose(got, w @ x.astype(np.float32), rtol=1e-4, atol=1e-5)
-        assert got.shape == (19, x.shape[1]) and (x == before).all()
+        for dotting in laid_dottings:
+            before = x.copy()
+            got = compiled.table(w, x, dotting=dotting)
+            np.testing.assert_allclose(got, w @ x.astype(np.float32), rtol=1e-4, atol=1e-5)
+            assert got.shape == (19, x.shape[1]) and (x == before).all()
