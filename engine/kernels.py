@@ -148,14 +148,14 @@ class Emit:
         return self.b.call(self.function(f"llvm.fmuladd.v{self.lanes}f32", *[self.vec] * 4),
                            [a, b, c])
 
-    def ask(self, array, i, numbers, near=True):
+    def ask(self, array, i, numbers, near=True, once=False):
         """Ask memory for the line `numbers` numbers on from array[i, 0] (a read, kept in every
-        cache, or only from the core's second cache out where not `near`; it never faults,
-        wherever that is)."""
+        cache, or only from the core's second cache out where not `near`, or, where read `once`,
+        kept out of the caches the cores share once read; it never faults, wherever that is)."""
         at = self.b.gep(self.at(array, i, self.i64(0)), [numbers], source_etype=self.float)
         self.b.call(self.function("llvm.prefetch.p0", ir.VoidType(), ir.PointerType(),
                                   *[self.i32] * 3),
-                    [at, self.i32(0), self.i32(3 if near else 2), self.i32(1)])
+                    [at, self.i32(0), self.i32(0 if once else 3 if near else 2), self.i32(1)])
 
     def loop(self, start, stop, step, values, body):
         """for c in range(start, stop, step): values = body(c, values); -> the last values."""
@@ -531,15 +531,20 @@ def side_dotted(e, arrays, counts, tokens, split, ahead=0):
         e.put(total, out, ir.Constant(e.i64, t), ir.Constant(e.i64, 0))
 
 
-def weighed(e, arrays, counts, vectors):
+def weighed(e, arrays, counts, vectors, ahead=0):
     """out[o, :d] = s[i, :n] @ values[:n, :d], d = lanes x vectors: a note at a time, its values
     in the order they lie in memory, the d sums in registers from the first note to the last
     (kept in memory, every note's sums waited on the last's store: 2x the time in the cache on
-    a Zen 5 EPYC, 1.2x from memory)."""
+    a Zen 5 EPYC, 1.2x from memory). Where `ahead`, each note asks for the one that many on, read
+    once (see scored())."""
     (s, values, out), (i, n, o) = arrays, counts
     zero = ir.Constant(e.vec, None)
+    on = e.b.mul(e.b.extract_value(values.shape, 1), e.i64(ahead))  # `ahead` notes on
+    lines = [v for v in range(vectors) if v * e.lanes % (LINE // 4) == 0] if ahead else []
 
     def step(j, sums):
+        for v in lines:
+            e.ask(values, j, e.plus(on, v * e.lanes), once=True)
         a = e.spread(e.number(s, i, j))
         return [e.fma(a, e.load(values, j, ir.Constant(e.i64, v * e.lanes)), sums[v])
                 for v in range(vectors)]
@@ -553,11 +558,14 @@ def scored(e, arrays, counts, vectors, ahead=0):
     m - start a multiple of lanes x vectors): a block of the notes' scores at a time, in
     registers from the keys' first row to their last, each row's stretch of the block read in
     the order it lies in memory, and, where `ahead`, the same stretch of the row that many on
-    asked for meanwhile (a line at a time). (On a Zen 5 EPYC in its faster memory state,
-    eight rows at a time, the scores read and written back for each eight, read the keys at
-    0.80x to 0.86x the forklift's speed, blocks of 16 vectors at 0.87x to 0.89x, and those
-    asking 2 rows ahead at 0.97x in two runs (1, 3, 4 and 6 rows: 0.94x to 0.97x), 0.87x in a
-    third, its forklift slower; in its slower state 0.93x to 0.99x, asking or not.)"""
+    asked for meanwhile, a line at a time, read once. On a Zen 5 EPYC in its faster memory
+    state, eight rows at a time, the scores read and written back for each eight, read the
+    keys at 0.80x to 0.86x the forklift's speed, blocks of 16 vectors at 0.87x to 0.89x, and
+    those asking 2 rows ahead at 0.97x in two runs (1, 3, 4 and 6 rows: 0.94x to 0.97x), 0.87x
+    in a third, its forklift slower; in its slower state 0.93x to 0.99x, asking or not. Read
+    once, the notes a floor reads leave the trip's own arrays in the shared cache: 64 users'
+    typing trip took 0.976x the time so (the values asked for too, weighed()), 0.985x asking
+    for them to be kept, in the faster state; 0.968x and 0.989x in the slower."""
     (keys, q, s), (h, start, m) = arrays, counts
     d, zero = e.b.extract_value(keys.shape, 0), ir.Constant(e.vec, None)
     on = e.b.mul(e.b.extract_value(keys.shape, 1), e.i64(ahead))  # `ahead` rows on
@@ -566,7 +574,7 @@ def scored(e, arrays, counts, vectors, ahead=0):
     def block(j, _):
         def step(i, sums):
             for v in lines:
-                e.ask(keys, i, e.b.add(on, e.plus(j, v * e.lanes)))
+                e.ask(keys, i, e.b.add(on, e.plus(j, v * e.lanes)), once=True)
             a = e.spread(e.number(q, h, i))
             return [e.fma(a, e.load(keys, i, e.plus(j, v * e.lanes)), sums[v])
                     for v in range(vectors)]
@@ -641,9 +649,14 @@ SIDE_DOT = kernel(lambda e, arrays, counts: side_dotted(e, arrays, counts, 1, ON
 HEADS = tuple(head // LANES for head in (64, 16) if head % LANES == 0)  # the heads' vectors
 #   weighed() is compiled for: GPT-2's 64 numbers (every size's), and the tiny model's 16; a
 #   head of another width takes a loop of plain numbers (each case compiled costs a first run)
-WEIGHED = switch({vectors: lambda e, arrays, where, vectors=vectors: weighed(
-    e, arrays, where, vectors) for vectors in HEADS}, counts=4)
-#   WEIGHED(s, values, out, (i, n, o, vectors)): weighed(), a head of HEADS' vectors
+VALUES_ON = 8  # the notes on a one-token attention's weighted sum asks for, where it asks for
+#               its keys (ASKING): 2 KiB of a head of 64 (values alone: 1.01x the speed, on a
+#               Zen 5 EPYC in its faster memory state; 4 and 8 KiB on, 0.98x and 1.01x)
+WEIGHED = switch({2 * vectors + asks: lambda e, arrays, where, vectors=vectors, asks=asks: weighed(
+    e, arrays, where, vectors, VALUES_ON * asks) for vectors in HEADS for asks in (0, 1)},
+    counts=4)
+#   WEIGHED(s, values, out, (i, n, o, 2 x vectors + asks)): weighed(), a head of HEADS' vectors,
+#   asking ahead or not
 SCORE_VECTORS = 16 if LANES == 16 else 8  # a block of scores' vectors (scored()): half the
 #   registers (32 with AVX-512, 16 with AVX2; 8 for 4 lanes, where SSE's 16 fit them too)
 ASKING = (2, 0)  # the key rows a one-token attention's scores ask for ahead (scored()): each
@@ -855,13 +868,14 @@ def head_scores(q, h, keys, n, s, ahead):
 
 
 @serial
-def head_weighted(s, h, values, n, out):
+def head_weighted(s, h, values, n, out, ahead):
     """out[h] (64,) = s[h, :n] @ values (room, 64)[:n] / sum(s[h, :n]): a note at a time, its
     values in the order they lie in memory (four at a time took 2x the time on one core of a Zen
-    5 EPYC), in registers where the head is one of HEADS (weighed())."""
+    5 EPYC), in registers where the head is one of HEADS (weighed(), asking VALUES_ON notes on
+    where `ahead`, the keys' rows asked for ahead: one of ASKING)."""
     d = values.shape[1]
     if d % LANES == 0 and d // LANES in HEADS:
-        WEIGHED(s, values, out, (h, n, h, d // LANES))
+        WEIGHED(s, values, out, (h, n, h, 2 * (d // LANES) + (ahead > 0)))
     else:
         out[h] = 0
         for j in range(n):
@@ -1017,7 +1031,7 @@ def attend_tasks(q, k, v, first, scale, keys, values, n, out, work, scores, bits
         #                                        took 1.15x the time of 4 users' floor)
     for pair in range(first_pair, last_pair):  # then every value
         u, h = pair // heads, pair % heads
-        head_weighted(scores[u], h, values[u, h], n, work[1, u])
+        head_weighted(scores[u], h, values[u, h], n, work[1, u], ahead)
         col, rows = first + u, h * d
         for i in range(d):
             out[rows + i, col] = work[1, u, h, i]

@@ -392,16 +392,18 @@ def test_the_timed_shapes_dottings_and_panels_travel_in_the_paths_and_are_checke
 def test_a_heads_weighted_sum_is_numpys_whatever_its_width(n, d):
     """head_weighted(): a head's values weighed by its scores over their sum, in registers
     where the head is GPT-2's 64 numbers or the tiny model's 16, a number at a time where it is
-    another (128, 24): NumPy's answer; only that head's row of out written."""
-    from engine.kernels import head_weighted
+    another (128, 24), asking for notes ahead or not: NumPy's answer; only that head's row of
+    out written."""
+    from engine.kernels import ASKING, head_weighted
     rng = np.random.default_rng(n + d)
     s = rng.uniform(0, 1, (3, n + 7)).astype(np.float32)  # (heads, room for whole vectors)
     values = rng.standard_normal((n + 1, d), dtype=np.float32)  # (room, head)
-    out = np.full((3, d), 7, np.float32)
-    head_weighted(s, 1, values, n, out)
     want = s[1, :n] @ values[:n] / s[1, :n].sum(dtype=np.float32)
-    np.testing.assert_allclose(out[1], want, rtol=1e-4, atol=1e-5)
-    assert (out[[0, 2]] == 7).all()
+    for ahead in ASKING:
+        out = np.full((3, d), 7, np.float32)
+        head_weighted(s, 1, values, n, out, ahead)
+        np.testing.assert_allclose(out[1], want, rtol=1e-4, atol=1e-5)
+        assert (out[[0, 2]] == 7).all()
 
 
 @needs_numba
