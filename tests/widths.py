@@ -38,9 +38,9 @@ def compile_only(kernel):
 def checked(run):
     """The kernels that depend on the vectors' width, each on one thread (their drivers on
     several threads are the same at every width): the tiles of every shape, the 2 to 4 tokens'
-    products of every kind, a head's scores and a question's attention in every panel, on the
-    check's tiny shapes: -> the names of those whose answers differ from NumPy's, or None where
-    they are only compiled."""
+    products of every kind, a head's scores and weighted sum (asking ahead or not) and a
+    question's attention in every panel, on the check's tiny shapes: -> the names of those whose
+    answers differ from NumPy's, or None where they are only compiled."""
     import numpy as np
     import model
     from engine import kernels
@@ -82,6 +82,14 @@ def checked(run):
             scores(q, 1, keys, n, s, ahead)
             pairs[f"a head's scores of {n} notes, asking {ahead} rows ahead"] = (
                 s[1, :n], q[1] @ keys[:, :n])
+    weighted = kernels.head_weighted if run else compile_only(kernels.head_weighted)
+    values = rng.standard_normal((300, 64), dtype=np.float32)  # a head's values, GPT-2's width
+    s = rng.uniform(0, 1, (2, 300)).astype(np.float32)  # its weights
+    for ahead in kernels.ASKING:
+        out = np.zeros((2, 64), np.float32)
+        weighted(s, 1, values, 300, out, ahead)
+        pairs[f"a head's weighted sum, asking {ahead} ahead"] = (
+            out[1], s[1] @ values / s[1].sum(dtype=np.float32))
     for panel in kernels.PANELS:
         pairs[f"a question's attention in panels of {panel}"] = compiled.asked_here(
             types.SimpleNamespace(share=model.PLAIN.share, panel=panel))
