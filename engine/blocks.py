@@ -117,7 +117,8 @@ class Paths:
         """Whether a tile shape, the 2 to 4 tokens' product or the one-token product taken reads
         the tables laid out (compiled.side_by_side())."""
         return any(s[-1] == compiled.LAID for s in self.shapes) or (
-            self.dotting[-1:] >= (compiled.LAID,)) or self.streams == compiled.LAID_STREAMS
+            self.dotting[-1:] in ((compiled.LAID,), (compiled.LAID_ASKED,))) \
+            or self.streams == compiled.LAID_STREAMS
 
     def __post_init__(self):  # plain lists, as read back from saved results, become Blocks
         object.__setattr__(self, "blocks", tuple(Block(*b) for b in self.blocks))

@@ -74,8 +74,10 @@ MENU = {16: ((16, 6, 2), (16, 6, 4), (16, 12, 2), (16, 12, 1), (8, 6, 2)),
 #   row's number (32 registers with AVX-512 and NEON, 16 with AVX2 and SSE), and, on AVX-512,
 #   AVX's 8 lanes (where the CPU splits 16 in two)
 LAID = 2  # a tile's (or a 2 to 4 tokens' product's) `ahead` where it reads the table laid out
-LAID_ASKED = 3  # a 2 to 4 tokens' product's that reads it laid out, asking for lines ahead
-#           a vector's rows side by side (side_by_side()), asking for the next panel as it goes
+#           a vector's rows side by side (side_by_side()): a tile asks for the next panel as it
+#           goes, a 2 to 4 tokens' product for nothing
+LAID_ASKED = 3  # a 2 to 4 tokens' product's that reads it laid out and asks for the lines
+#                 ASKED_ON on (side_dotted())
 SIDE = {16: (16, 16, 1), 8: (8, 8, 1), 4: (4, 4, 2)}[LANES]  # its tile at each width: a
 #   vector's rows (a panel of the laid-out table) by as many vectors as leave registers spare
 SHAPES = tuple((*shape, ahead) for shape in MENU[LANES] for ahead in (1, 0)) + ((*SIDE, LAID),)
@@ -677,8 +679,8 @@ def rows_dotted(w, xt, out, a, b, dotting):
     """out[a:b] = w[a:b] @ xt.T for 4 tokens (xt (4, k), padded by the caller): dotting =
     (rows, ahead) of DOTTED, that many rows at a time meet the four (dotted()), the rows left
     over alone, the inputs past a multiple of LANES one by one. Where ahead is LAID (or
-    LAID_ASKED: asking for lines ahead, side_dotted()), w is the
-    table laid out (side_by_side()), xt the tokens as x has them (k, 4; or (k, 1): one token),
+    LAID_ASKED: asking for lines ahead, side_dotted()), w is the table laid out
+    (side_by_side()), xt the tokens as x has them (k, 4; or (k, 1): one token),
     and a .. b its panels: out[a x lanes:b x lanes] = their rows @ xt (side_dotted(), a
     panel's vectors of sums turned into out's rows), the inputs past a multiple of its steps
     at a time one by one."""
